@@ -1,0 +1,624 @@
+#!/usr/bin/env python3
+"""Regenerate the .pte test fixtures in models/fixtures/.
+
+Development-only: needs torch and executorch (see models/README.md). The C++ and
+Python tests of pteron only read the files this script writes; they never import torch.
+
+Usage:
+    /opt/pteron-dev/bin/python models/export.py [--only NAME ...] [--no-verify]
+
+For every fixture this writes
+    fixtures/<name>.pte
+    fixtures/<name>.<method>.input_<i>.npy      (inputs fed to the method)
+    fixtures/<name>.<method>.expected_<i>.npy   (eager PyTorch outputs, eval + no_grad)
+and finally fixtures/manifest.json describing all of them.
+
+Unless --no-verify is given, each program is also run with the upstream ExecuTorch
+runtime (executorch.runtime.Runtime) and compared with the eager outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from torch import nn
+from torch.export import Dim, export
+
+from executorch.exir import to_edge_transform_and_lower
+from executorch.exir._serialize._program import deserialize_pte_binary
+
+HERE = Path(__file__).resolve().parent
+OUT_DIR = HERE / "fixtures"
+
+# Operators the pteron portable kernel library implements.  Every fixture except
+# `unsupported_op` (and the delegated `mlp_xnnpack`, whose non-delegated part must
+# also stay inside this set) must only use these.
+SUPPORTED_OPS = {
+    "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::addmm", "aten::mm",
+    "aten::bmm", "aten::permute_copy", "aten::view_copy", "aten::expand_copy",
+    "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::select_copy",
+    "aten::slice_copy", "aten::cat", "aten::clone",
+    "dim_order_ops::_to_dim_order_copy", "dim_order_ops::_clone_dim_order",
+    "aten::relu", "aten::clamp", "aten::hardtanh", "aten::sigmoid", "aten::tanh",
+    "aten::gelu", "aten::hardswish", "aten::_softmax", "aten::_log_softmax",
+    "aten::mean", "aten::sum", "aten::amax", "aten::max", "aten::argmax",
+    "aten::cumsum", "aten::index_select", "aten::embedding", "aten::where",
+    "aten::eq", "aten::ne", "aten::gt", "aten::lt", "aten::ge", "aten::le",
+    "aten::logical_not", "aten::any", "aten::full_like", "aten::zeros_like",
+    "aten::convolution", "aten::max_pool2d_with_indices", "aten::avg_pool2d",
+    "aten::_native_batch_norm_legit_no_training", "aten::native_layer_norm",
+}
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+# --------------------------------------------------------------------------- models
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.conv1(x))))
+        x = self.gap(self.conv2(x))
+        x = torch.flatten(x, 1)
+        return torch.log_softmax(self.fc(x), dim=1)
+
+
+class DWSep(nn.Module):
+    def __init__(self, c: int = 8, hidden: int = 8) -> None:
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 3, padding=1, groups=c)
+        self.pw = nn.Conv2d(c, hidden, 1)
+        self.bn = nn.BatchNorm2d(hidden)
+        self.act = nn.Hardswish()
+
+    def forward(self, x):
+        return x + self.act(self.bn(self.pw(self.dw(x))))
+
+
+class Encoder(nn.Module):
+    """One pre-norm encoder block with hand-written multi-head attention."""
+
+    def __init__(self, vocab: int = 50, d: int = 32, heads: int = 4, ff: int = 64) -> None:
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.emb = nn.Embedding(vocab, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.ff1 = nn.Linear(d, ff)
+        self.ff2 = nn.Linear(ff, d)
+        self.act = nn.GELU()
+
+    def forward(self, tokens):
+        b, s = tokens.shape
+        h, dh = self.heads, self.d // self.heads
+        pad = tokens == 0  # [b, s] True where padding
+        x = self.emb(tokens)
+        y = self.ln1(x)
+        qkv = self.qkv(y).reshape(b, s, 3, h, dh).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # [b, h, s, dh]
+        q = q.reshape(b * h, s, dh) * (1.0 / dh ** 0.5)
+        k = k.reshape(b * h, s, dh)
+        v = v.reshape(b * h, s, dh)
+        scores = torch.bmm(q, k.transpose(1, 2)).reshape(b, h, s, s)
+        mask = pad[:, None, None, :].expand(b, h, s, s)
+        scores = torch.where(mask, torch.full_like(scores, -1e9), scores)
+        attn = torch.softmax(scores, dim=-1).reshape(b * h, s, s)
+        ctx = torch.bmm(attn, v).reshape(b, h, s, dh).permute(0, 2, 1, 3).reshape(b, s, self.d)
+        x = x + self.proj(ctx)
+        x = x + self.ff2(self.act(self.ff1(self.ln2(x))))
+        # Mean over the whole sequence, plus the validity mask and a "has padding" flag
+        # (logical_not and any) as extra outputs.
+        keep = torch.logical_not(pad)
+        has_pad = torch.any(pad, dim=1)
+        return x.mean(dim=1), keep, has_pad
+
+
+class MultiOut(nn.Module):
+    def forward(self, x):
+        return x * 2.0 + 1.0, torch.argmax(x, dim=1), x.sum(dim=1), x > 0.0
+
+
+class DynamicBatch(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(12, 6)
+
+    def forward(self, x):
+        return torch.softmax(torch.relu(self.fc(x)), dim=-1)
+
+
+class TwoMethodsBase(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Linear(8, 4)
+        self.dec = nn.Linear(4, 8)
+
+    def encode(self, x):
+        return torch.tanh(self.enc(x))
+
+    def forward(self, x):
+        return torch.sigmoid(self.dec(self.encode(x)))
+
+
+class MethodAdapter(nn.Module):
+    """Exposes one method of a module as forward (shares the same parameters)."""
+
+    def __init__(self, base: nn.Module, method: str) -> None:
+        super().__init__()
+        self.base = base
+        self.method = method
+
+    def forward(self, *args):
+        return getattr(self.base, self.method)(*args)
+
+
+class Unsupported(nn.Module):
+    def forward(self, x, y):
+        return torch.atan2(x, y) + torch.erf(x)
+
+
+class OpsMiscA(nn.Module):
+    """Element-wise, comparison, reduction and shape operators."""
+
+    def forward(self, x, y, idx):
+        a = x - y
+        b = x / (y * y + 1.0)
+        c = a / 3.0
+        d = torch.clamp(b, -0.5, 0.75)
+        e = nn.functional.hardtanh(c, -0.25, 0.25)
+        f = torch.sigmoid(d) + torch.tanh(e)
+        g = torch.cat([f, x], dim=1)  # [4, 12]
+        h = g[:, 2:9]  # slice_copy
+        i = g[1]  # select_copy -> [12]
+        j = i.unsqueeze(0).expand(3, 12)
+        k = h.unsqueeze(1).squeeze(1)
+        l = torch.cumsum(k, dim=1)
+        m = torch.amax(l, dim=1, keepdim=True)
+        mv, mi = torch.max(l, dim=0)
+        n = l.sum(dim=1)
+        o = torch.index_select(x, 0, idx)
+        # Boolean logic spelled with where (a & b == where(a, b, a); a | b == where(a, a, b))
+        # so that no bitwise_and/bitwise_or kernel is needed.
+        c1 = torch.where(x != y, x > 0.0, x != y)
+        c2 = torch.where(x < y, x < y, x >= 0.5)
+        c3 = torch.where(c2, c2, y <= -0.5)
+        c4 = torch.where(x == y, x == y, x > y)
+        c5 = torch.where(x <= y, x >= y, x != 0.25)
+        c6 = torch.where(c4, c4, torch.where(c5, c5, x < -1.0))
+        z = torch.zeros_like(x)
+        return j, m, mv, mi, n, o, torch.where(c1, x, z), c3, c6
+
+
+class OpsMiscB(nn.Module):
+    """Pooling, matrix products, a reshape kept as view_copy, gelu(tanh)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, img, a, b):
+        p = nn.functional.avg_pool2d(img, 2)
+        q = torch.mm(a, self.w)
+        r = torch.bmm(b, b.transpose(1, 2))
+        t = nn.functional.gelu(r, approximate="tanh")
+        return p.reshape(2, 9), q, r, t
+
+
+class OpsPreserved(nn.Module):
+    """hardswish and zeros_like, which the exporter keeps only when told to preserve them."""
+
+    def forward(self, x):
+        return nn.functional.hardswish(x) + torch.zeros_like(x)
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@dataclass
+class MethodSpec:
+    module: nn.Module
+    inputs: Tuple[torch.Tensor, ...]
+    dynamic_shapes: Optional[object] = None
+
+
+@dataclass
+class Fixture:
+    name: str
+    methods: Dict[str, MethodSpec]
+    proves: str
+    xnnpack: bool = False
+    expect_supported: bool = True
+    notes: List[str] = field(default_factory=list)
+    tolerance: Tuple[float, float] = (RTOL, ATOL)
+    # Extra keyword arguments for ExecutorchBackendConfig (to_executorch).
+    backend_config: Dict[str, object] = field(default_factory=dict)
+    # Operators kept whole by EdgeCompileConfig(preserve_ops=...) instead of decomposed.
+    preserve_ops: List[object] = field(default_factory=list)
+    # False when upstream's runtime lacks a kernel the program needs (load must fail there).
+    upstream_runs: bool = True
+
+
+def _seeded(seed: int, fn: Callable[[], nn.Module]) -> nn.Module:
+    torch.manual_seed(seed)
+    m = fn()
+    m.eval()
+    return m
+
+
+def _randomize_bn(bn: nn.BatchNorm2d) -> None:
+    """Give a BatchNorm non-trivial running statistics and affine parameters."""
+    n = bn.num_features
+    with torch.no_grad():
+        bn.running_mean.copy_(torch.randn(n) * 0.5)
+        bn.running_var.copy_(torch.rand(n) * 1.5 + 0.25)
+        bn.weight.copy_(torch.rand(n) + 0.5)
+        bn.bias.copy_(torch.randn(n) * 0.2)
+
+
+def build_fixtures() -> List[Fixture]:
+    fx: List[Fixture] = []
+
+    # 1. mlp
+    mlp = _seeded(1, MLP)
+    torch.manual_seed(101)
+    mlp_in = (torch.randn(4, 16),)
+    fx.append(Fixture("mlp", {"forward": MethodSpec(mlp, mlp_in)},
+                      "Linear-ReLU-Linear on the portable path: addmm, permute_copy, relu."))
+
+    # 2. cnn
+    def make_cnn():
+        m = CNN()
+        _randomize_bn(m.bn)
+        return m
+    cnn = _seeded(2, make_cnn)
+    torch.manual_seed(102)
+    fx.append(Fixture("cnn", {"forward": MethodSpec(cnn, (torch.randn(2, 3, 16, 16),))},
+                      "Conv + BatchNorm (running stats) + ReLU + MaxPool + strided conv + "
+                      "global average pool + Linear + log_softmax."))
+
+    # 3. dwsep
+    def make_dw():
+        m = DWSep()
+        _randomize_bn(m.bn)
+        return m
+    dw = _seeded(3, make_dw)
+    torch.manual_seed(103)
+    fx.append(Fixture("dwsep", {"forward": MethodSpec(dw, (torch.randn(1, 8, 12, 12),))},
+                      "Depthwise (groups=C) and pointwise convolution, BatchNorm, Hardswish, "
+                      "residual add."))
+
+    # 4. transformer
+    enc = _seeded(4, Encoder)
+    torch.manual_seed(104)
+    tokens = torch.randint(1, 50, (2, 10), dtype=torch.int64)
+    tokens[0, 7:] = 0  # trailing padding in row 0
+    tokens[1, 2] = 0   # one padded position in row 1
+    fx.append(Fixture("transformer", {"forward": MethodSpec(enc, (tokens,))},
+                      "int64 token input, embedding, layer norm, multi-head attention with a "
+                      "key-padding mask built from tokens==0 (eq/where/logical_not/any), "
+                      "softmax, GELU MLP, mean over the sequence; bool outputs.",
+                      notes=["token 0 is padding; row 0 has 3 padded positions, row 1 has one; "
+                             "no row is fully masked"]))
+
+    # 5. multi_out
+    mo = _seeded(5, MultiOut)
+    torch.manual_seed(105)
+    fx.append(Fixture("multi_out", {"forward": MethodSpec(mo, (torch.randn(3, 5),))},
+                      "Several outputs of different dtypes: float32, int64 (argmax), "
+                      "float32 reduction and bool (comparison)."))
+
+    # 6. dynamic_batch
+    dyn = _seeded(6, DynamicBatch)
+    torch.manual_seed(106)
+    batch = Dim("batch", min=1, max=8)
+    fx.append(Fixture("dynamic_batch",
+                      {"forward": MethodSpec(dyn, (torch.randn(3, 12),),
+                                             dynamic_shapes={"x": {0: batch}})},
+                      "Dynamic batch dimension (1..8): inputs of batch 3 must resize the "
+                      "planned upper-bound tensors.",
+                      notes=["input 0 shape [batch, 12] with batch in [1, 8]; planned upper "
+                             "bound [8, 12]; committed input has batch 3",
+                             "output 0 shape [batch, 6]"]))
+
+    # 7. two_methods
+    tm = _seeded(7, TwoMethodsBase)
+    torch.manual_seed(107)
+    tm_fwd_in = (torch.randn(2, 8),)
+    tm_enc_in = (torch.randn(3, 8),)
+    fx.append(Fixture("two_methods",
+                      {"forward": MethodSpec(MethodAdapter(tm, "forward").eval(), tm_fwd_in),
+                       "encode": MethodSpec(MethodAdapter(tm, "encode").eval(), tm_enc_in)},
+                      "A program with two methods (forward, encode) sharing weights."))
+
+    # 8. mlp_xnnpack (same weights as mlp)
+    fx.append(Fixture("mlp_xnnpack", {"forward": MethodSpec(mlp, mlp_in)},
+                      "The mlp program lowered to the XNNPACK delegate (XnnpackBackend); "
+                      "without that backend registered, loading must fail with a missing-"
+                      "delegate error.",
+                      xnnpack=True, tolerance=(1e-3, 1e-4)))
+
+    # 9. unsupported_op
+    un = _seeded(9, Unsupported)
+    torch.manual_seed(109)
+    fx.append(Fixture("unsupported_op",
+                      {"forward": MethodSpec(un, (torch.randn(4, 4), torch.randn(4, 4)))},
+                      "Uses operators outside pteron's portable set (atan2, erf): loading "
+                      "must fail and name every missing operator.",
+                      expect_supported=False))
+
+    # 10. ops_misc_a / ops_misc_b
+    oa = _seeded(10, OpsMiscA)
+    torch.manual_seed(110)
+    oa_in = (torch.randn(4, 6), torch.randn(4, 6), torch.tensor([3, 0, 2], dtype=torch.int64))
+    fx.append(Fixture("ops_misc_a", {"forward": MethodSpec(oa, oa_in)},
+                      "Element-wise, comparison, reduction and shape operators not covered by "
+                      "the other fixtures."))
+    ob = _seeded(11, OpsMiscB)
+    torch.manual_seed(111)
+    ob_in = (torch.randn(1, 2, 6, 6), torch.randn(3, 6), torch.randn(2, 3, 4))
+    fx.append(Fixture("ops_misc_b", {"forward": MethodSpec(ob, ob_in)},
+                      "avg_pool2d, mm, bmm, view_copy and gelu with approximate='tanh'.",
+                      notes=["exported with ExecutorchBackendConfig(remove_view_copy=False) so "
+                             "the reshape stays an aten::view_copy kernel call instead of being "
+                             "elided by memory planning"],
+                      backend_config={"remove_view_copy": False}))
+    op = _seeded(12, OpsPreserved)
+    torch.manual_seed(112)
+    fx.append(Fixture("ops_preserved",
+                      {"forward": MethodSpec(op, (torch.randn(3, 7) * 4.0,))},
+                      "hardswish.out and zeros_like.out kernels (checked against eager only).",
+                      notes=["exported with EdgeCompileConfig(preserve_ops=[aten.hardswish, "
+                             "aten.zeros_like]); by default the exporter decomposes hardswish "
+                             "into add/clamp/mul/div and zeros_like into full_like",
+                             "upstream executorch 1.5.1's Python runtime registers neither "
+                             "kernel, so this program cannot be cross-checked there; expected "
+                             "outputs come from eager PyTorch as for every fixture"],
+                      preserve_ops=[torch.ops.aten.hardswish.default,
+                                    torch.ops.aten.zeros_like.default],
+                      upstream_runs=False))
+    return fx
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _flatten_outputs(out) -> List[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    res: List[torch.Tensor] = []
+    for o in out:
+        res.extend(_flatten_outputs(o))
+    return res
+
+
+def _dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+def _export_program(f: Fixture):
+    eps = {}
+    for mname, spec in f.methods.items():
+        spec.module.eval()
+        eps[mname] = export(spec.module, spec.inputs, dynamic_shapes=spec.dynamic_shapes)
+    partitioner = None
+    if f.xnnpack:
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+            XnnpackPartitioner,
+        )
+        partitioner = [XnnpackPartitioner()]
+    arg = eps if len(eps) > 1 or "forward" not in eps else eps["forward"]
+    compile_config = None
+    if f.preserve_ops:
+        from executorch.exir import EdgeCompileConfig
+        compile_config = EdgeCompileConfig(preserve_ops=list(f.preserve_ops))
+    edge = to_edge_transform_and_lower(arg, partitioner=partitioner,
+                                       compile_config=compile_config)
+    if f.backend_config:
+        from executorch.exir import ExecutorchBackendConfig
+        return edge.to_executorch(ExecutorchBackendConfig(**f.backend_config))
+    return edge.to_executorch()
+
+
+def _program_info(pte: bytes):
+    prog = deserialize_pte_binary(pte).program
+    ops, delegates, plans = set(), set(), {}
+    for plan in prog.execution_plan:
+        plan_ops = sorted(
+            f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators
+        )
+        plan_dels = sorted({d.id for d in plan.delegates})
+        plans[plan.name] = {"operators": plan_ops, "delegates": plan_dels}
+        ops.update(plan_ops)
+        delegates.update(plan_dels)
+    return sorted(ops), sorted(delegates), plans
+
+
+def _verify(f: Fixture, path: Path, expected: Dict[str, List[torch.Tensor]]) -> bool:
+    from executorch.runtime import Runtime
+
+    rt = Runtime.get()
+    program = rt.load_program(path)
+    ok = True
+    rtol, atol = f.tolerance
+    for mname, spec in f.methods.items():
+        try:
+            method = program.load_method(mname)
+            got = _flatten_outputs(method.execute(list(spec.inputs)))
+        except Exception as e:  # noqa: BLE001
+            if not f.upstream_runs:
+                print(f"  [{f.name}.{mname}] upstream runtime cannot load it, as expected "
+                      f"(missing kernels): {e}")
+                continue
+            print(f"  [{f.name}.{mname}] upstream runtime: FAILED to run: {e}")
+            return False
+        if not f.upstream_runs:
+            print(f"  [{f.name}.{mname}] upstream runtime now runs it: set upstream_runs")
+            ok = False
+        exp = expected[mname]
+        if len(got) != len(exp):
+            print(f"  [{f.name}.{mname}] output count {len(got)} != {len(exp)}")
+            ok = False
+            continue
+        for i, (g, e) in enumerate(zip(got, exp)):
+            same = (g.dtype == e.dtype and tuple(g.shape) == tuple(e.shape))
+            if same:
+                if e.dtype.is_floating_point:
+                    same = torch.allclose(g, e, rtol=rtol, atol=atol)
+                    err = (g - e).abs().max().item() if e.numel() else 0.0
+                else:
+                    same = torch.equal(g, e)
+                    err = 0.0 if same else float("nan")
+            else:
+                err = float("nan")
+            status = "OK" if same else "MISMATCH"
+            print(f"  [{f.name}.{mname}] output {i} {_dtype_name(e)}{list(e.shape)}: "
+                  f"{status} (max abs err {err:.3g}, rtol {rtol:g}, atol {atol:g})")
+            ok &= same
+    return ok
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", help="export only these fixtures (manifest is "
+                    "updated in place for them)")
+    ap.add_argument("--no-verify", action="store_true",
+                    help="skip running the programs with upstream's runtime")
+    ap.add_argument("--out", type=Path, default=OUT_DIR)
+    args = ap.parse_args(argv)
+
+    warnings.filterwarnings("ignore")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / "manifest.json"
+    manifest = {"fixtures": []}
+    if args.only and manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+    entries = {e["name"]: e for e in manifest["fixtures"]}
+
+    failures = []
+    for f in build_fixtures():
+        if args.only and f.name not in args.only:
+            continue
+        print(f"== {f.name}")
+        with torch.no_grad():
+            expected = {m: _flatten_outputs(s.module(*s.inputs)) for m, s in f.methods.items()}
+        prog = _export_program(f)
+        pte = prog.buffer
+        pte_path = out / f"{f.name}.pte"
+        for old in out.glob(f"{f.name}.*.npy"):
+            old.unlink()
+        pte_path.write_bytes(pte)
+        ops, delegates, plans = _program_info(pte)
+
+        methods_json = {}
+        for mname, spec in f.methods.items():
+            ins, exps = [], []
+            for i, t in enumerate(spec.inputs):
+                fn = f"{f.name}.{mname}.input_{i}.npy"
+                np.save(out / fn, t.detach().numpy())
+                ins.append(fn)
+            for i, t in enumerate(expected[mname]):
+                fn = f"{f.name}.{mname}.expected_{i}.npy"
+                np.save(out / fn, t.detach().numpy())
+                exps.append(fn)
+            methods_json[mname] = {
+                "inputs": ins,
+                "expected": exps,
+                "input_dtypes": [_dtype_name(t) for t in spec.inputs],
+                "input_shapes": [list(t.shape) for t in spec.inputs],
+                "output_dtypes": [_dtype_name(t) for t in expected[mname]],
+                "output_shapes": [list(t.shape) for t in expected[mname]],
+                "operators": plans[mname]["operators"],
+                "delegates": plans[mname]["delegates"],
+            }
+        entry = {
+            "name": f.name,
+            "file": pte_path.name,
+            "size_bytes": len(pte),
+            "methods": methods_json,
+            "operators": ops,
+            "delegates": delegates,
+            "uses_only_supported_operators": all(o.split(".")[0] in SUPPORTED_OPS
+                                                 for o in ops),
+            "upstream_runtime_runs": f.upstream_runs,
+            "rtol": f.tolerance[0],
+            "atol": f.tolerance[1],
+            "proves": f.proves,
+            "notes": f.notes,
+        }
+        if f.name == "dynamic_batch":
+            entry["dynamic"] = {"forward": {"inputs": [{"dim": 0, "name": "batch", "min": 1,
+                                                        "max": 8, "static": {"1": 12}}],
+                                            "upper_bound_input_shapes": [[8, 12]]}}
+        entries[f.name] = entry
+        outside = [o for o in ops if o.split(".")[0] not in SUPPORTED_OPS]
+        print(f"  {len(pte)} bytes; delegates {delegates}; operators: {', '.join(ops)}")
+        if outside:
+            print(f"  operators outside the pteron portable set: {', '.join(outside)}")
+        if f.expect_supported and outside:
+            failures.append(f"{f.name}: unexpected operators {outside}")
+        if not f.expect_supported and not outside:
+            failures.append(f"{f.name}: expected operators outside the set, found none")
+        if not args.no_verify:
+            if not _verify(f, pte_path, expected):
+                failures.append(f"{f.name}: upstream runtime does not match eager")
+
+    order = [f.name for f in build_fixtures()]
+    manifest = {
+        "generator": "models/export.py",
+        "torch": torch.__version__,
+        "executorch": _executorch_version(),
+        "fixtures": sorted(entries.values(),
+                           key=lambda e: order.index(e["name"]) if e["name"] in order else 99),
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"wrote {manifest_path}")
+    if failures:
+        print("FAILURES:\n  " + "\n  ".join(failures))
+        return 1
+    print("all fixtures exported" + ("" if args.no_verify else " and verified"))
+    return 0
+
+
+def _executorch_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("executorch")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
