@@ -1,0 +1,261 @@
+/* pteron/kernel.h - the C ABI between the runtime and the libraries that
+ * extend it: kernel libraries (operators) and delegates (backends).
+ *
+ * Everything here is plain C: fixed-layout structs, pointer + size pairs and
+ * int32 error codes. No C++ standard-library object and no allocation that
+ * must be freed on the other side ever crosses it, so a library built with a
+ * different C++ runtime configuration (Debug/Release CRT, _GLIBCXX_DEBUG)
+ * cannot corrupt the runtime's memory through it.
+ *
+ * Thread-safety: registration functions may be called from any thread
+ * (typically from a library's load-time initializer); they lock. Kernel
+ * functions are called by the thread executing a method instance.
+ */
+#ifndef PTERON_KERNEL_H
+#define PTERON_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pteron/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version of this header. A kernel library or delegate passes the value it
+ * was compiled with when it registers; the runtime refuses a mismatch and
+ * names both versions. Bump on any change to a struct or function below. */
+#define PTERON_ABI_VERSION 1u
+
+/* Error codes (int32). 0 is success everywhere. */
+typedef enum pteron_error {
+  PTERON_OK = 0,
+  PTERON_ERROR_INVALID_ARGUMENT = 1, /* a caller passed a bad value */
+  PTERON_ERROR_INVALID_PROGRAM = 2,  /* malformed or inconsistent .pte */
+  PTERON_ERROR_NOT_FOUND = 3,        /* no such method / input / file */
+  PTERON_ERROR_MISSING_OPERATOR = 4, /* method needs an unregistered operator */
+  PTERON_ERROR_MISSING_DELEGATE = 5, /* method needs an unregistered backend */
+  PTERON_ERROR_UNSUPPORTED_DTYPE = 6,/* an operator met a dtype it cannot handle */
+  PTERON_ERROR_SHAPE_MISMATCH = 7,   /* wrong shape, or beyond a dynamic bound */
+  PTERON_ERROR_OUT_OF_MEMORY = 8,
+  PTERON_ERROR_IO = 9,               /* file could not be opened / mapped */
+  PTERON_ERROR_INTERNAL = 10,
+  PTERON_ERROR_ABI_MISMATCH = 11,    /* component built for another ABI version */
+  PTERON_ERROR_NOT_SUPPORTED = 12,   /* valid feature this build does not have */
+  PTERON_ERROR_KERNEL_FAILED = 13,   /* a kernel reported a failure */
+  PTERON_ERROR_DELEGATE_FAILED = 14  /* a delegate reported a failure */
+} pteron_error;
+
+/* Element types. The numbering is the program format's ScalarType enum (see
+ * runtime/schema/program.fbs), so values read from a .pte need no mapping. */
+typedef enum pteron_dtype {
+  PTERON_DTYPE_UINT8 = 0,
+  PTERON_DTYPE_INT8 = 1,
+  PTERON_DTYPE_INT16 = 2,
+  PTERON_DTYPE_INT32 = 3,
+  PTERON_DTYPE_INT64 = 4,
+  PTERON_DTYPE_FLOAT16 = 5,
+  PTERON_DTYPE_FLOAT32 = 6,
+  PTERON_DTYPE_FLOAT64 = 7,
+  PTERON_DTYPE_BOOL = 11,
+  PTERON_DTYPE_QINT8 = 12,
+  PTERON_DTYPE_QUINT8 = 13,
+  PTERON_DTYPE_QINT32 = 14,
+  PTERON_DTYPE_BFLOAT16 = 15,
+  PTERON_DTYPE_UINT16 = 27,
+  PTERON_DTYPE_UINT32 = 28,
+  PTERON_DTYPE_UINT64 = 29
+} pteron_dtype;
+
+/* Shape dynamism of a tensor, as the program declares it. */
+typedef enum pteron_shape_dynamism {
+  PTERON_SHAPE_STATIC = 0,        /* sizes never change */
+  PTERON_SHAPE_DYNAMIC_BOUND = 1, /* sizes may shrink; each dim <= its bound */
+  PTERON_SHAPE_DYNAMIC_UNBOUND = 2
+} pteron_shape_dynamism;
+
+/* Most dimensions a tensor may have. */
+#define PTERON_MAX_DIM 16
+
+/* A dense tensor. Owned by the runtime; kernels read it, write `data`, and
+ * change sizes only through pteron_tensor_resize().
+ *  - sizes[0..dim): current sizes, in the logical (NCHW...) order.
+ *  - dim_order[0..dim): memory order of the logical dims, outermost first
+ *    (0,1,2,3 = contiguous; 0,2,3,1 = channels-last).
+ *  - strides[0..dim): element strides of each logical dim, derived from sizes
+ *    and dim_order (no views: storage is always dense).
+ *  - data: element storage, `capacity_bytes` bytes long. NULL only for a
+ *    tensor with no storage yet (an unset input).
+ *  - bound[0..dim): the upper bound of each dim (equal to sizes for static). */
+typedef struct pteron_tensor {
+  int32_t dtype;    /* pteron_dtype */
+  int32_t dim;      /* 0 .. PTERON_MAX_DIM */
+  int32_t dynamism; /* pteron_shape_dynamism */
+  int32_t reserved0;
+  int64_t sizes[PTERON_MAX_DIM];
+  int64_t strides[PTERON_MAX_DIM];
+  int64_t bound[PTERON_MAX_DIM];
+  uint8_t dim_order[PTERON_MAX_DIM];
+  void* data;
+  int64_t capacity_bytes;
+} pteron_tensor;
+
+/* Tags of pteron_value; the program format's KernelTypes union order. */
+typedef enum pteron_value_tag {
+  PTERON_VALUE_NONE = 0,
+  PTERON_VALUE_INT = 1,
+  PTERON_VALUE_BOOL = 2,
+  PTERON_VALUE_DOUBLE = 3,
+  PTERON_VALUE_TENSOR = 4,
+  PTERON_VALUE_STRING = 5,
+  PTERON_VALUE_INT_LIST = 6,
+  PTERON_VALUE_DOUBLE_LIST = 7,
+  PTERON_VALUE_BOOL_LIST = 8,
+  PTERON_VALUE_TENSOR_LIST = 9,
+  PTERON_VALUE_OPTIONAL_TENSOR_LIST = 10
+} pteron_value_tag;
+
+/* One argument of an operator (ExecuTorch's EValue). Lists point into
+ * runtime-owned storage valid for the duration of the call. In an optional
+ * tensor list, absent entries are NULL. */
+typedef struct pteron_value {
+  int32_t tag; /* pteron_value_tag */
+  int32_t reserved0;
+  union {
+    int64_t i;
+    double d;
+    int64_t b; /* 0 or 1 */
+    pteron_tensor* tensor;
+    struct { const char* data; size_t size; } string;
+    struct { const int64_t* data; size_t size; } int_list;
+    struct { const double* data; size_t size; } double_list;
+    struct { const uint8_t* data; size_t size; } bool_list;
+    struct { pteron_tensor* const* data; size_t size; } tensor_list;
+  } u;
+} pteron_value;
+
+/* Per-call context the runtime passes to a kernel or delegate. Opaque. */
+typedef struct pteron_kernel_context pteron_kernel_context;
+
+/* A kernel: `args` are the operator's arguments in schema order, out
+ * arguments last (ExecuTorch's out-variant calling convention). Returns
+ * PTERON_OK, or an error code after pteron_kernel_fail(). */
+typedef int32_t (*pteron_kernel_fn)(pteron_kernel_context* ctx,
+                                     pteron_value* const* args,
+                                     size_t num_args);
+
+/* Records a failure with a message (copied; may be NULL) and returns `code`,
+ * so a kernel can `return pteron_kernel_fail(ctx, code, "...")`. The runtime
+ * prefixes the operator name and instruction index. */
+PTERON_API int32_t pteron_kernel_fail(pteron_kernel_context* ctx, int32_t code,
+                                      const char* message);
+
+/* Sets `t`'s sizes to sizes[0..dim) and recomputes strides, keeping its
+ * dim order. Static tensors accept only their own sizes; bounded tensors
+ * accept sizes whose byte size fits their storage. Returns
+ * PTERON_ERROR_SHAPE_MISMATCH otherwise (after recording a message). */
+PTERON_API int32_t pteron_tensor_resize(pteron_kernel_context* ctx,
+                                        pteron_tensor* t, const int64_t* sizes,
+                                        int32_t dim);
+
+/* Scratch memory for the current call: at least `bytes` bytes, 64-byte
+ * aligned, valid until the kernel returns. NULL (with a recorded
+ * PTERON_ERROR_OUT_OF_MEMORY) if it cannot be had. */
+PTERON_API void* pteron_kernel_scratch(pteron_kernel_context* ctx,
+                                       size_t bytes);
+
+/* Work-splitting hook. Calls fn(user, b, e) over sub-ranges that exactly
+ * cover [begin, end), each at least `grain` long where possible, possibly
+ * concurrently. Serial until a thread pool installs itself with
+ * pteron_set_parallel_backend(). fn must not throw. */
+typedef void (*pteron_range_fn)(void* user, int64_t begin, int64_t end);
+PTERON_API void pteron_parallel_for(int64_t begin, int64_t end, int64_t grain,
+                                    pteron_range_fn fn, void* user);
+
+/* A parallel backend (installed by the threadpool component). `run` must
+ * behave as pteron_parallel_for. `threads` reports its worker count. */
+typedef struct pteron_parallel_backend {
+  uint32_t struct_size; /* sizeof(pteron_parallel_backend) */
+  void (*run)(int64_t begin, int64_t end, int64_t grain, pteron_range_fn fn,
+              void* user);
+  int32_t (*threads)(void);
+} pteron_parallel_backend;
+PTERON_API int32_t pteron_set_parallel_backend(uint32_t abi_version,
+                                               const pteron_parallel_backend* b);
+/* Number of threads pteron_parallel_for may use (1 when serial). */
+PTERON_API int32_t pteron_parallel_threads(void);
+
+/* ---- kernel registration ------------------------------------------------ */
+
+/* One kernel. `name` is the operator as the program names it
+ * ("aten::add"), `overload` its overload ("out", "Scalar_out"). `key` is NULL
+ * or "" for a kernel that handles every dtype and dim order it accepts, or
+ * "dtype=<n>" / "dim_order=..." for a specialisation (matched first).
+ * When two libraries provide the same name/overload/key, the higher
+ * `priority` wins regardless of load order (portable 0, optimized 100). */
+typedef struct pteron_kernel_registration {
+  const char* name;
+  const char* overload;
+  const char* key;
+  pteron_kernel_fn fn;
+  int32_t priority;
+  int32_t reserved0;
+} pteron_kernel_registration;
+
+/* Registers `count` kernels on behalf of `library` (a short name shown by
+ * the registry listing, e.g. "kernels_portable"). Strings are copied.
+ * `abi_version` must be PTERON_ABI_VERSION as the caller saw it; otherwise
+ * nothing is registered and PTERON_ERROR_ABI_MISMATCH is returned, with a
+ * message naming both versions written to stderr and kept for
+ * pteron_registration_errors(). Registering the same kernel (same library,
+ * name, overload, key) twice is a no-op. */
+PTERON_API int32_t pteron_register_kernels(
+    uint32_t abi_version, const char* library,
+    const pteron_kernel_registration* kernels, size_t count);
+
+/* ---- backend (delegate) registration ------------------------------------ */
+
+/* A compile spec of a delegate call (key, raw bytes), as in the program. */
+typedef struct pteron_compile_spec {
+  const char* key;
+  const uint8_t* value;
+  size_t value_size;
+} pteron_compile_spec;
+
+/* Looks up named data of the program being loaded (only valid inside
+ * `init`). Returns PTERON_OK with a pointer/size that stay valid while the
+ * program lives, or PTERON_ERROR_NOT_FOUND. */
+PTERON_API int32_t pteron_named_data_get(pteron_kernel_context* ctx,
+                                         const char* key, const void** data,
+                                         size_t* size);
+
+/* A delegate. `init` turns the processed blob into a handle (it must copy
+ * what it keeps past init unless it keeps only named data, which lives as
+ * long as the program). `execute` receives the DelegateCall's arguments.
+ * `destroy` accepts NULL. */
+typedef struct pteron_backend_interface {
+  uint32_t struct_size; /* sizeof(pteron_backend_interface) */
+  const char* id;       /* as the program names it, e.g. "XnnpackBackend" */
+  int32_t (*is_available)(void);
+  int32_t (*init)(pteron_kernel_context* ctx, const void* processed,
+                  size_t processed_size, const pteron_compile_spec* specs,
+                  size_t num_specs, void** handle);
+  int32_t (*execute)(pteron_kernel_context* ctx, void* handle,
+                     pteron_value* const* args, size_t num_args);
+  void (*destroy)(void* handle);
+} pteron_backend_interface;
+
+/* Registers a backend on behalf of `library`. The interface struct is
+ * copied; its strings must stay valid while the library is loaded.
+ * Same ABI rule as pteron_register_kernels. Registering the same id twice
+ * is a no-op. */
+PTERON_API int32_t pteron_register_backend(uint32_t abi_version,
+                                           const char* library,
+                                           const pteron_backend_interface* b);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PTERON_KERNEL_H */

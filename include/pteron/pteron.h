@@ -1,0 +1,218 @@
+/* pteron/pteron.h - the runtime's C API (pteron.dll / libpteron.so).
+ *
+ * Load an ExecuTorch program (.pte, ExecuTorch 1.5.x format), load one of its
+ * methods, set inputs, execute, read outputs.
+ *
+ * Conventions (ONNX Runtime's pattern):
+ *  - Every object is an opaque handle. Every *_release() accepts NULL.
+ *  - Every fallible call returns a pteron_status*: NULL means success; a
+ *    non-NULL status holds an error code (pteron_error, in pteron/kernel.h)
+ *    and a UTF-8 message naming what failed. Release it with
+ *    pteron_status_release().
+ *  - Only plain C types cross this boundary, so a consumer built with any
+ *    C/C++ runtime configuration (Debug or Release CRT, _GLIBCXX_DEBUG) may
+ *    use any build of the library.
+ *  - Parameters are annotated [in], [out], [optional].
+ *
+ * Thread-safety: a pteron_program may be shared by threads (loading methods
+ * from it concurrently is safe). A pteron_method instance is used by one
+ * thread at a time. Registry functions may be called from any thread.
+ *
+ * Ownership: a method keeps its program alive; releasing the program while
+ * methods exist is allowed (the last release frees it).
+ */
+#ifndef PTERON_PTERON_H
+#define PTERON_PTERON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pteron/export.h"
+#include "pteron/kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this C API (also in PTERON_ABI_VERSION for components). */
+#define PTERON_API_VERSION 1u
+
+typedef struct pteron_status pteron_status;
+typedef struct pteron_program pteron_program;
+typedef struct pteron_method pteron_method;
+
+/* ---- status ------------------------------------------------------------- */
+
+/* Error code of `s` (PTERON_OK for NULL). */
+PTERON_API int32_t pteron_status_code(const pteron_status* s);
+/* Message of `s` (UTF-8, "" for NULL). Valid until the status is released. */
+PTERON_API const char* pteron_status_message(const pteron_status* s);
+/* Frees `s` [optional]. */
+PTERON_API void pteron_status_release(pteron_status* s);
+/* Short name of an error code, e.g. "missing_operator". */
+PTERON_API const char* pteron_error_name(int32_t code);
+
+/* ---- version ------------------------------------------------------------ */
+
+/* Runtime version "MAJOR.MINOR.PATCH" (static string). */
+PTERON_API const char* pteron_version(void);
+/* The ABI version the runtime was built with (PTERON_ABI_VERSION). */
+PTERON_API uint32_t pteron_abi_version(void);
+
+/* ---- program ------------------------------------------------------------ */
+
+/* Loads a program from a file. `path` is UTF-8 on every platform. The file is
+ * memory-mapped copy-on-write (mmap on Linux, a file mapping on Windows) and
+ * verified: file identifier "ET12", extended header, flatbuffer structure,
+ * every segment range. Errors: PTERON_ERROR_IO (cannot open/map, naming the
+ * path), PTERON_ERROR_INVALID_PROGRAM (malformed, naming what). */
+PTERON_API pteron_status* pteron_program_load_file(const char* path /*[in]*/,
+                                                   pteron_program** out /*[out]*/);
+/* Loads a program from `size` bytes at `data`; the bytes are copied, so the
+ * caller may free them on return. Same checks and errors as above. */
+PTERON_API pteron_status* pteron_program_load_memory(const void* data /*[in]*/,
+                                                     size_t size,
+                                                     pteron_program** out /*[out]*/);
+/* Drops the caller's reference [optional]. */
+PTERON_API void pteron_program_release(pteron_program* p);
+
+/* Number of methods (execution plans). */
+PTERON_API size_t pteron_program_method_count(const pteron_program* p);
+/* Name of method `index` (< method_count). The string lives as long as the
+ * program. Error: PTERON_ERROR_NOT_FOUND for a bad index. */
+PTERON_API pteron_status* pteron_program_method_name(const pteron_program* p,
+                                                     size_t index,
+                                                     const char** name /*[out]*/);
+/* Byte sizes of the memory-planned buffers of method `name`, for callers that
+ * supply planned memory. Writes min(count, capacity) sizes to `sizes`
+ * [optional if capacity is 0] and the total count to *count. */
+PTERON_API pteron_status* pteron_program_planned_buffer_sizes(
+    const pteron_program* p, const char* method_name, int64_t* sizes,
+    size_t capacity, size_t* count /*[out]*/);
+
+/* ---- method ------------------------------------------------------------- */
+
+/* A caller-supplied memory block. */
+typedef struct pteron_buffer {
+  void* data;  /* at least 16-byte aligned */
+  size_t size; /* bytes */
+} pteron_buffer;
+
+/* Options of pteron_method_load. Zero-initialise, then set struct_size. */
+typedef struct pteron_method_options {
+  uint32_t struct_size; /* sizeof(pteron_method_options); first, always */
+  uint32_t reserved0;
+  /* Planned memory supplied by the caller [optional]: one buffer per planned
+   * buffer of the method, in order, each at least as large as
+   * pteron_program_planned_buffer_sizes() says. Default (NULL, 0): the
+   * runtime allocates planned memory itself. The caller keeps the buffers
+   * alive and unused by others while the method lives. */
+  const pteron_buffer* planned_buffers;
+  size_t num_planned_buffers;
+} pteron_method_options;
+
+/* Loads method `name`: builds its values, places every tensor (constant,
+ * planned or runtime-owned), resolves every operator in the kernel registry
+ * and every delegate in the backend registry, and initialises delegates.
+ * A method that could not run fails here, not at execute:
+ *  - PTERON_ERROR_MISSING_OPERATOR: the message lists every missing operator
+ *    ("aten::erfinv.out, aten::atan2.out").
+ *  - PTERON_ERROR_MISSING_DELEGATE: the message names the backend id(s).
+ *  - PTERON_ERROR_NOT_FOUND: no method of that name.
+ *  - PTERON_ERROR_INVALID_PROGRAM: an index, size or type is inconsistent.
+ * `options` may be NULL. */
+PTERON_API pteron_status* pteron_method_load(pteron_program* p,
+                                             const char* name /*[in]*/,
+                                             const pteron_method_options* options /*[optional]*/,
+                                             pteron_method** out /*[out]*/);
+/* [optional] */
+PTERON_API void pteron_method_release(pteron_method* m);
+
+PTERON_API size_t pteron_method_input_count(const pteron_method* m);
+PTERON_API size_t pteron_method_output_count(const pteron_method* m);
+
+/* Description of one input or output value. For tensors: dtype, current
+ * sizes, per-dim upper bounds (== sizes for static shapes), dim order and,
+ * for outputs after execute, a pointer to the data in its storage order
+ * (valid until the next execute or release). For Int/Double/Bool values:
+ * tag and `scalar` (as double). */
+typedef struct pteron_value_info {
+  int32_t tag;      /* pteron_value_tag */
+  int32_t dtype;    /* pteron_dtype (tensors) */
+  int32_t dim;      /* rank (tensors) */
+  int32_t dynamism; /* pteron_shape_dynamism (tensors) */
+  int64_t sizes[PTERON_MAX_DIM];
+  int64_t bound[PTERON_MAX_DIM];
+  uint8_t dim_order[PTERON_MAX_DIM];
+  const void* data; /* tensors; may be NULL before execute */
+  size_t nbytes;    /* bytes of the current sizes */
+  double scalar;    /* Int/Double/Bool values */
+} pteron_value_info;
+
+PTERON_API pteron_status* pteron_method_input_info(const pteron_method* m, size_t index,
+                                                   pteron_value_info* info /*[out]*/);
+PTERON_API pteron_status* pteron_method_output_info(const pteron_method* m, size_t index,
+                                                    pteron_value_info* info /*[out]*/);
+
+/* Sets tensor input `index` by copying `nbytes` bytes from `data`
+ * (contiguous, row-major) with the given dtype and sizes[0..dim).
+ * Errors (PTERON_ERROR_INVALID_ARGUMENT / _SHAPE_MISMATCH) name the input
+ * and the value: wrong dtype, wrong rank, a static dim that differs, a
+ * dynamic dim beyond its upper bound, nbytes not matching the sizes. */
+PTERON_API pteron_status* pteron_method_set_input(pteron_method* m, size_t index,
+                                                  int32_t dtype, const int64_t* sizes,
+                                                  int32_t dim, const void* data,
+                                                  size_t nbytes);
+/* Sets an Int, Double or Bool input (the value is converted to its tag). */
+PTERON_API pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index,
+                                                         double value);
+
+/* Runs the method's chains. Every tensor input must have been set once
+ * (inputs keep their values between executions). A kernel or delegate
+ * failure returns its code with "instruction N (operator): message". */
+PTERON_API pteron_status* pteron_method_execute(pteron_method* m);
+
+/* Copies tensor output `index` into `dst` (`capacity` bytes) as contiguous
+ * row-major data, whatever its dim order. Error if capacity is too small. */
+PTERON_API pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index,
+                                                    void* dst, size_t capacity);
+
+/* ---- registries --------------------------------------------------------- */
+
+typedef struct pteron_kernel_info {
+  const char* name;     /* "aten::add" */
+  const char* overload; /* "out" */
+  const char* key;      /* "" for the generic kernel */
+  const char* library;  /* registering library, e.g. "kernels_portable" */
+  int32_t priority;
+  int32_t selected;     /* 1 if this entry wins lookups for its name/overload/key */
+} pteron_kernel_info;
+
+/* Number of registered kernel entries (every library's, winners and not). */
+PTERON_API size_t pteron_kernel_count(void);
+/* Entry `index`; strings live as long as the process. */
+PTERON_API pteron_status* pteron_kernel_get(size_t index, pteron_kernel_info* info /*[out]*/);
+
+typedef struct pteron_backend_info {
+  const char* id;
+  const char* library;
+  int32_t available;
+  int32_t reserved0;
+} pteron_backend_info;
+
+PTERON_API size_t pteron_backend_count(void);
+PTERON_API pteron_status* pteron_backend_get(size_t index, pteron_backend_info* info /*[out]*/);
+
+/* Registrations the runtime refused (e.g. an ABI version mismatch), as
+ * messages naming the library and both versions. */
+PTERON_API size_t pteron_registration_error_count(void);
+PTERON_API const char* pteron_registration_error(size_t index);
+
+/* Anchor of the runtime component (see DESIGN.md). */
+PTERON_API int pteron_anchor_runtime(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PTERON_PTERON_H */

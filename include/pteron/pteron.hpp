@@ -1,0 +1,284 @@
+// pteron/pteron.hpp - header-only C++ layer over the C API in pteron.h.
+//
+// It compiles inside the consumer, with the consumer's own C++ runtime
+// configuration (Debug/Release CRT, _GLIBCXX_DEBUG): every std::string and
+// std::vector below is created and destroyed on the consumer's side; only the
+// C API's plain types cross into the DLL. So a Debug application may use a
+// Release pteron and the other way round.
+//
+// Errors become pteron::Error exceptions carrying the error code and the
+// runtime's message. Handles are move-only RAII objects.
+//
+// Thread-safety: as the C API: a Program may be shared across threads; a
+// Method is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pteron/pteron.h"
+
+namespace pteron {
+
+// An error from the runtime: code() is a pteron_error value.
+class Error : public std::runtime_error {
+ public:
+  Error(int32_t code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  int32_t code() const noexcept { return code_; }
+  const char* code_name() const noexcept { return pteron_error_name(code_); }
+
+ private:
+  int32_t code_;
+};
+
+namespace detail {
+// Converts a status into an exception (releasing it); no-op for success.
+inline void check(pteron_status* s) {
+  if (!s) return;
+  int32_t code = pteron_status_code(s);
+  std::string msg = pteron_status_message(s);
+  pteron_status_release(s);
+  throw Error(code, msg);
+}
+}  // namespace detail
+
+// Description of an input or output (copied out of the C struct).
+struct ValueInfo {
+  int32_t tag = PTERON_VALUE_NONE;  // pteron_value_tag
+  int32_t dtype = -1;               // pteron_dtype, tensors
+  int32_t dynamism = PTERON_SHAPE_STATIC;
+  std::vector<int64_t> sizes;       // current sizes
+  std::vector<int64_t> bound;       // upper bound of each dim
+  std::vector<uint8_t> dim_order;
+  size_t nbytes = 0;                // bytes of the current sizes
+  double scalar = 0;                // Int/Double/Bool values
+
+  bool is_tensor() const { return tag == PTERON_VALUE_TENSOR; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  }
+};
+
+inline ValueInfo to_value_info(const pteron_value_info& c) {
+  ValueInfo v;
+  v.tag = c.tag;
+  v.dtype = c.dtype;
+  v.dynamism = c.dynamism;
+  v.sizes.assign(c.sizes, c.sizes + c.dim);
+  v.bound.assign(c.bound, c.bound + c.dim);
+  v.dim_order.assign(c.dim_order, c.dim_order + c.dim);
+  v.nbytes = c.nbytes;
+  v.scalar = c.scalar;
+  return v;
+}
+
+class Method;
+
+// A loaded program (.pte). Cheap to share: copies add a reference.
+class Program {
+ public:
+  // Memory-maps and verifies the file at `utf8_path`.
+  static Program load_file(const std::string& utf8_path) {
+    pteron_program* p = nullptr;
+    detail::check(pteron_program_load_file(utf8_path.c_str(), &p));
+    return Program(p);
+  }
+  // Copies and verifies `size` bytes.
+  static Program load_memory(const void* data, size_t size) {
+    pteron_program* p = nullptr;
+    detail::check(pteron_program_load_memory(data, size, &p));
+    return Program(p);
+  }
+
+  std::vector<std::string> method_names() const {
+    std::vector<std::string> names;
+    size_t n = pteron_program_method_count(p_.get());
+    for (size_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      detail::check(pteron_program_method_name(p_.get(), i, &name));
+      names.emplace_back(name);
+    }
+    return names;
+  }
+
+  // Byte sizes of method `name`'s planned buffers.
+  std::vector<int64_t> planned_buffer_sizes(const std::string& name) const {
+    size_t count = 0;
+    detail::check(pteron_program_planned_buffer_sizes(p_.get(), name.c_str(), nullptr, 0, &count));
+    std::vector<int64_t> sizes(count);
+    detail::check(pteron_program_planned_buffer_sizes(p_.get(), name.c_str(), sizes.data(),
+                                                      sizes.size(), &count));
+    return sizes;
+  }
+
+  // Loads method `name` (see pteron_method_load for the errors).
+  // `planned` [optional]: caller-owned planned buffers.
+  inline Method load_method(const std::string& name,
+                            const std::vector<pteron_buffer>& planned = {}) const;
+
+  pteron_program* get() const { return p_.get(); }
+
+ private:
+  struct Release {
+    void operator()(pteron_program* p) const { pteron_program_release(p); }
+  };
+  explicit Program(pteron_program* p) : p_(p, Release{}) {}
+  std::shared_ptr<pteron_program> p_;
+};
+
+// One loaded method instance. Move-only.
+class Method {
+ public:
+  Method(Method&& o) noexcept : m_(o.m_) { o.m_ = nullptr; }
+  Method& operator=(Method&& o) noexcept {
+    if (this != &o) {
+      pteron_method_release(m_);
+      m_ = o.m_;
+      o.m_ = nullptr;
+    }
+    return *this;
+  }
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+  ~Method() { pteron_method_release(m_); }
+
+  size_t input_count() const { return pteron_method_input_count(m_); }
+  size_t output_count() const { return pteron_method_output_count(m_); }
+
+  ValueInfo input_info(size_t i) const {
+    pteron_value_info c;
+    detail::check(pteron_method_input_info(m_, i, &c));
+    return to_value_info(c);
+  }
+  ValueInfo output_info(size_t i) const {
+    pteron_value_info c;
+    detail::check(pteron_method_output_info(m_, i, &c));
+    return to_value_info(c);
+  }
+
+  // Copies contiguous row-major `data` (nbytes) into tensor input i.
+  void set_input(size_t i, int32_t dtype, const std::vector<int64_t>& sizes, const void* data,
+                 size_t nbytes) {
+    detail::check(pteron_method_set_input(m_, i, dtype, sizes.data(),
+                                          static_cast<int32_t>(sizes.size()), data, nbytes));
+  }
+  // Typed convenience: float/int32/int64/uint8/bool vectors.
+  template <typename T>
+  void set_input(size_t i, const std::vector<int64_t>& sizes, const std::vector<T>& values) {
+    set_input(i, dtype_of<T>(), sizes, values.data(), values.size() * sizeof(T));
+  }
+  void set_input_scalar(size_t i, double v) { detail::check(pteron_method_set_input_scalar(m_, i, v)); }
+
+  void execute() { detail::check(pteron_method_execute(m_)); }
+
+  // Output i as contiguous row-major bytes.
+  std::vector<unsigned char> output_bytes(size_t i) const {
+    ValueInfo info = output_info(i);
+    std::vector<unsigned char> bytes(info.nbytes);
+    detail::check(pteron_method_copy_output(m_, i, bytes.data(), bytes.size()));
+    return bytes;
+  }
+  // Output i as a typed vector; throws if the dtype differs.
+  template <typename T>
+  std::vector<T> output(size_t i) const {
+    ValueInfo info = output_info(i);
+    if (info.dtype != dtype_of<T>())
+      throw Error(PTERON_ERROR_INVALID_ARGUMENT, "output " + std::to_string(i) + " has dtype " +
+                                                     std::to_string(info.dtype));
+    std::vector<T> v(info.nbytes / sizeof(T));
+    detail::check(pteron_method_copy_output(m_, i, v.data(), v.size() * sizeof(T)));
+    return v;
+  }
+
+  pteron_method* get() const { return m_; }
+
+  template <typename T>
+  static int32_t dtype_of() {
+    if (std::is_same<T, float>::value) return PTERON_DTYPE_FLOAT32;
+    if (std::is_same<T, double>::value) return PTERON_DTYPE_FLOAT64;
+    if (std::is_same<T, int32_t>::value) return PTERON_DTYPE_INT32;
+    if (std::is_same<T, int64_t>::value) return PTERON_DTYPE_INT64;
+    if (std::is_same<T, uint8_t>::value) return PTERON_DTYPE_UINT8;
+    if (std::is_same<T, bool>::value) return PTERON_DTYPE_BOOL;
+    return -1;
+  }
+
+ private:
+  friend class Program;
+  explicit Method(pteron_method* m) : m_(m) {}
+  pteron_method* m_;
+};
+
+inline Method Program::load_method(const std::string& name,
+                                   const std::vector<pteron_buffer>& planned) const {
+  pteron_method_options opts;
+  std::memset(&opts, 0, sizeof opts);
+  opts.struct_size = sizeof opts;
+  opts.planned_buffers = planned.empty() ? nullptr : planned.data();
+  opts.num_planned_buffers = planned.size();
+  pteron_method* m = nullptr;
+  detail::check(pteron_method_load(p_.get(), name.c_str(), &opts, &m));
+  return Method(m);
+}
+
+// One entry of the kernel registry.
+struct KernelInfo {
+  std::string name, overload, key, library;
+  int32_t priority = 0;
+  bool selected = false;
+  std::string qualified() const { return overload.empty() ? name : name + "." + overload; }
+};
+
+inline std::vector<KernelInfo> registered_kernels() {
+  std::vector<KernelInfo> out;
+  size_t n = pteron_kernel_count();
+  for (size_t i = 0; i < n; ++i) {
+    pteron_kernel_info c;
+    detail::check(pteron_kernel_get(i, &c));
+    out.push_back(KernelInfo{c.name, c.overload, c.key, c.library, c.priority, c.selected != 0});
+  }
+  return out;
+}
+
+struct BackendInfo {
+  std::string id, library;
+  bool available = false;
+};
+
+inline std::vector<BackendInfo> registered_backends() {
+  std::vector<BackendInfo> out;
+  size_t n = pteron_backend_count();
+  for (size_t i = 0; i < n; ++i) {
+    pteron_backend_info c;
+    detail::check(pteron_backend_get(i, &c));
+    out.push_back(BackendInfo{c.id, c.library, c.available != 0});
+  }
+  return out;
+}
+
+inline const char* dtype_name(int32_t d) {
+  switch (d) {
+    case PTERON_DTYPE_UINT8: return "uint8";
+    case PTERON_DTYPE_INT8: return "int8";
+    case PTERON_DTYPE_INT16: return "int16";
+    case PTERON_DTYPE_INT32: return "int32";
+    case PTERON_DTYPE_INT64: return "int64";
+    case PTERON_DTYPE_FLOAT16: return "float16";
+    case PTERON_DTYPE_FLOAT32: return "float32";
+    case PTERON_DTYPE_FLOAT64: return "float64";
+    case PTERON_DTYPE_BOOL: return "bool";
+    case PTERON_DTYPE_BFLOAT16: return "bfloat16";
+    default: return "other";
+  }
+}
+
+}  // namespace pteron

@@ -1,0 +1,112 @@
+// internal.h - runtime internals shared by runtime/src/*.cpp. Never installed.
+#pragma once
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "program_generated.h"
+#include "pteron/pteron.h"
+
+// The opaque handles of the C API.
+struct pteron_status {
+  int32_t code;
+  std::string message;
+};
+
+struct pteron_kernel_context {
+  int32_t code = PTERON_OK;
+  std::string message;
+  std::vector<unsigned char> scratch;  // grown on demand, never shrunk
+  const struct pteron_program* program = nullptr;  // for named data (delegate init)
+};
+
+namespace pteron {
+
+// An error code plus message; code 0 = success.
+struct Status {
+  int32_t code = PTERON_OK;
+  std::string message;
+  bool ok() const { return code == PTERON_OK; }
+  static Status Ok() { return {}; }
+};
+
+Status error(int32_t code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+std::string format(const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+// Turns a Status into a C API status (NULL for success).
+pteron_status* to_c(Status s);
+
+// Bytes of a program file: a copy-on-write file mapping or an owned copy.
+class Bytes {
+ public:
+  virtual ~Bytes() = default;
+  virtual const uint8_t* data() const = 0;
+  virtual uint8_t* mutable_data() = 0;
+  virtual size_t size() const = 0;
+};
+Status map_file(const char* utf8_path, std::unique_ptr<Bytes>* out);
+Status copy_bytes(const void* data, size_t size, std::unique_ptr<Bytes>* out);
+
+// Element size of a dtype, 0 if unknown to the format.
+size_t element_size(int32_t dtype);
+const char* dtype_name(int32_t dtype);
+
+// Multiplies with overflow detection; false on overflow or negative input.
+bool checked_mul(int64_t a, int64_t b, int64_t* out);
+
+// ---- registries ----
+
+struct KernelEntry {
+  std::string name, overload, key, library;
+  pteron_kernel_fn fn;
+  int32_t priority;
+};
+
+// Best kernel for name/overload, preferring one whose key matches
+// `dtype_key` ("dtype=<n>" of the first tensor argument); nullptr if none.
+pteron_kernel_fn find_kernel(const std::string& name, const std::string& overload,
+                             const std::string& dtype_key);
+
+struct BackendEntry {
+  pteron_backend_interface iface;
+  std::string id, library;
+};
+// Copy of the backend registered under `id`; false if none.
+bool find_backend(const std::string& id, BackendEntry* out);
+
+}  // namespace pteron
+
+// ---- program ----
+
+struct pteron_program {
+  std::atomic<int> refs{1};
+  std::unique_ptr<pteron::Bytes> bytes;
+  const pteron::fb::Program* root = nullptr;
+  size_t program_size = 0;     // bytes of the flatbuffer
+  uint64_t segment_base = 0;   // start of segment data (0 if none)
+  bool has_segments = false;
+
+  // Validated byte range of segment `index`.
+  pteron::Status segment(uint32_t index, const uint8_t** data, size_t* size) const;
+  // Validated constant data for data_buffer_idx (> 0), `nbytes` long.
+  pteron::Status constant(uint32_t buffer_idx, size_t nbytes, const uint8_t** data) const;
+  // Named data by key.
+  pteron::Status named_data(const char* key, const uint8_t** data, size_t* size) const;
+  const pteron::fb::ExecutionPlan* plan(const char* name) const;
+};
+
+pteron::Status load_program(std::unique_ptr<pteron::Bytes> bytes, pteron_program** out);

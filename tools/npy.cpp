@@ -1,0 +1,149 @@
+// npy.cpp - see npy.h.
+#include "npy.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "pteron/kernel.h"
+
+namespace pteron_tools {
+namespace {
+
+struct DescrMap {
+  const char* descr;
+  int32_t dtype;
+  size_t size;
+};
+const DescrMap kDescrs[] = {
+    {"<f4", PTERON_DTYPE_FLOAT32, 4}, {"<f8", PTERON_DTYPE_FLOAT64, 8},
+    {"<i4", PTERON_DTYPE_INT32, 4},   {"<i8", PTERON_DTYPE_INT64, 8},
+    {"<i2", PTERON_DTYPE_INT16, 2},   {"|i1", PTERON_DTYPE_INT8, 1},
+    {"|u1", PTERON_DTYPE_UINT8, 1},   {"|b1", PTERON_DTYPE_BOOL, 1},
+    {"<f2", PTERON_DTYPE_FLOAT16, 2},
+};
+
+// Value of `key` in the header dict text, e.g. 'descr': '<f4' -> <f4.
+bool dict_value(const std::string& h, const std::string& key, std::string* v) {
+  size_t k = h.find("'" + key + "'");
+  if (k == std::string::npos) return false;
+  size_t c = h.find(':', k);
+  if (c == std::string::npos) return false;
+  size_t s = h.find_first_not_of(" ", c + 1);
+  if (s == std::string::npos) return false;
+  size_t e;
+  if (h[s] == '\'') {
+    e = h.find('\'', s + 1);
+    if (e == std::string::npos) return false;
+    *v = h.substr(s + 1, e - s - 1);
+  } else if (h[s] == '(') {
+    e = h.find(')', s);
+    if (e == std::string::npos) return false;
+    *v = h.substr(s + 1, e - s - 1);
+  } else {
+    e = h.find_first_of(",}", s);
+    if (e == std::string::npos) return false;
+    *v = h.substr(s, e - s);
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* npy_descr(int32_t dtype) {
+  for (const DescrMap& d : kDescrs)
+    if (d.dtype == dtype) return d.descr;
+  return "";
+}
+
+std::string npy_read(const std::string& path, NpyArray* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "cannot open '" + path + "'";
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
+    return "'" + path + "' is not a .npy file";
+  unsigned major = bytes[6];
+  size_t hlen, hstart;
+  if (major == 1) {
+    hlen = bytes[8] | (size_t(bytes[9]) << 8);
+    hstart = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return "'" + path + "' is truncated";
+    hlen = bytes[8] | (size_t(bytes[9]) << 8) | (size_t(bytes[10]) << 16) | (size_t(bytes[11]) << 24);
+    hstart = 12;
+  } else {
+    return "'" + path + "' has unsupported .npy version " + std::to_string(major);
+  }
+  if (hstart + hlen > bytes.size()) return "'" + path + "' is truncated";
+  std::string h(reinterpret_cast<const char*>(bytes.data() + hstart), hlen);
+  std::string descr, fortran, shape;
+  if (!dict_value(h, "descr", &descr) || !dict_value(h, "fortran_order", &fortran) ||
+      !dict_value(h, "shape", &shape))
+    return "'" + path + "' has a malformed .npy header";
+  if (fortran.find("True") != std::string::npos)
+    return "'" + path + "' is Fortran-ordered; save it C-ordered";
+  if (descr == "=f4") descr = "<f4";
+  if (descr == "=f8") descr = "<f8";
+  if (descr == "=i4") descr = "<i4";
+  if (descr == "=i8") descr = "<i8";
+  if (descr == "<u1" || descr == "=u1") descr = "|u1";
+  if (descr == "<b1" || descr == "=b1") descr = "|b1";
+  const DescrMap* dm = nullptr;
+  for (const DescrMap& d : kDescrs)
+    if (descr == d.descr) dm = &d;
+  if (!dm) return "'" + path + "' has unsupported dtype '" + descr + "'";
+  out->dtype = dm->dtype;
+  out->shape.clear();
+  size_t numel = 1;
+  size_t pos = 0;
+  while (pos < shape.size()) {
+    size_t e = shape.find(',', pos);
+    std::string tok = shape.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+    size_t a = tok.find_first_not_of(" "), b = tok.find_last_not_of(" ");
+    if (a != std::string::npos) {
+      tok = tok.substr(a, b - a + 1);
+      char* endp = nullptr;
+      long long v = std::strtoll(tok.c_str(), &endp, 10);
+      if (!endp || *endp || v < 0) return "'" + path + "' has a malformed shape";
+      out->shape.push_back(v);
+      numel *= static_cast<size_t>(v);
+    }
+    if (e == std::string::npos) break;
+    pos = e + 1;
+  }
+  size_t need = numel * dm->size;
+  size_t dstart = hstart + hlen;
+  if (bytes.size() - dstart < need)
+    return "'" + path + "' holds " + std::to_string(bytes.size() - dstart) + " data bytes, shape needs " +
+           std::to_string(need);
+  out->data.assign(bytes.begin() + dstart, bytes.begin() + dstart + need);
+  return "";
+}
+
+std::string npy_write(const std::string& path, const NpyArray& a) {
+  const char* d = npy_descr(a.dtype);
+  if (!*d) return "dtype has no .npy equivalent";
+  std::string shape = "(";
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    shape += std::to_string(a.shape[i]);
+    if (a.shape.size() == 1 || i + 1 < a.shape.size()) shape += ",";
+    if (i + 1 < a.shape.size()) shape += " ";
+  }
+  shape += ")";
+  std::string h = "{'descr': '" + std::string(d) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + h.size() + 1;
+  size_t pad = (64 - total % 64) % 64;
+  h += std::string(pad, ' ') + "\n";
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return "cannot write '" + path + "'";
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                           static_cast<unsigned char>(h.size() & 0xff),
+                           static_cast<unsigned char>(h.size() >> 8)};
+  f.write(reinterpret_cast<const char*>(pre), 10);
+  f.write(h.data(), static_cast<std::streamsize>(h.size()));
+  f.write(reinterpret_cast<const char*>(a.data.data()), static_cast<std::streamsize>(a.data.size()));
+  if (!f) return "cannot write '" + path + "'";
+  return "";
+}
+
+}  // namespace pteron_tools

@@ -1,0 +1,25 @@
+// npy.h - minimal reader/writer for NumPy's .npy format (format versions 1-3,
+// little-endian or byte-order-free dtypes, C order). The format is described
+// in NumPy's documentation, "numpy.lib.format".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pteron_tools {
+
+struct NpyArray {
+  int32_t dtype = -1;            // pteron_dtype
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> data;  // C-order element bytes
+};
+
+// Reads `path`. Returns "" on success, else an error message naming the file.
+std::string npy_read(const std::string& path, NpyArray* out);
+// Writes `a` to `path` (format version 1.0). Returns "" or an error message.
+std::string npy_write(const std::string& path, const NpyArray& a);
+// NumPy descr ("<f4") of a pteron dtype, or "" if it has none.
+const char* npy_descr(int32_t dtype);
+
+}  // namespace pteron_tools

@@ -1,0 +1,186 @@
+// pteron-run: load a .pte program, run one method on .npy inputs, write the
+// outputs as .npy files and report the median time per execution.
+//
+// Usage: pteron-run MODEL.pte [--method NAME] [--input FILE.npy]...
+//                   [--output-dir DIR] [--iterations N] [--list-operators]
+// Exit status: 0 on success, 1 on any error (one message on stderr), 2 on a
+// usage error.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "npy.h"
+#include "pteron/pteron.hpp"
+
+// Referencing the anchor keeps the portable kernel library linked (ELF
+// --as-needed and PE both drop a library nothing references).
+extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_portable(void);
+
+namespace {
+
+const char kUsage[] =
+    "usage: pteron-run MODEL.pte [--method NAME] [--input FILE.npy]... [--output-dir DIR]\n"
+    "                  [--iterations N] [--list-operators]\n";
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "pteron-run: error: %s\n", msg.c_str());
+  return 1;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+template <typename T>
+void summarize(const unsigned char* p, size_t n, double* mn, double* mx, double* mean) {
+  const T* v = reinterpret_cast<const T*>(p);
+  double s = 0;
+  *mn = n ? double(v[0]) : 0;
+  *mx = *mn;
+  for (size_t i = 0; i < n; ++i) {
+    double x = double(v[i]);
+    *mn = std::min(*mn, x);
+    *mx = std::max(*mx, x);
+    s += x;
+  }
+  *mean = n ? s / double(n) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  (void)pteron_anchor_kernels_portable();
+  std::string model, method = "forward", out_dir;
+  std::vector<std::string> inputs;
+  long iterations = 1;
+  bool list_ops = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](const char* what) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "pteron-run: %s needs a value\n%s", what, kUsage);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--method") method = next("--method");
+    else if (a == "--input") inputs.push_back(next("--input"));
+    else if (a == "--output-dir") out_dir = next("--output-dir");
+    else if (a == "--iterations") {
+      char* end = nullptr;
+      const char* v = next("--iterations");
+      iterations = std::strtol(v, &end, 10);
+      if (!end || *end || iterations < 1) {
+        std::fprintf(stderr, "pteron-run: --iterations needs a positive integer, got '%s'\n", v);
+        return 2;
+      }
+    } else if (a == "--list-operators") list_ops = true;
+    else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "pteron-run: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    } else if (model.empty()) model = a;
+    else {
+      std::fprintf(stderr, "pteron-run: unexpected argument '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    }
+  }
+  try {
+    if (list_ops) {
+      for (const pteron::KernelInfo& k : pteron::registered_kernels())
+        std::printf("%-50s %-20s %s%s\n", k.qualified().c_str(), k.library.c_str(),
+                    k.key.empty() ? "" : ("key=" + k.key + " ").c_str(),
+                    k.selected ? "(selected)" : "(overridden)");
+      for (const pteron::BackendInfo& b : pteron::registered_backends())
+        std::printf("backend %-42s %s\n", b.id.c_str(), b.library.c_str());
+      if (model.empty()) return 0;
+    }
+    if (model.empty()) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    pteron::Program program = pteron::Program::load_file(model);
+    pteron::Method m = program.load_method(method);
+    if (inputs.size() != m.input_count())
+      return fail("method '" + method + "' takes " + std::to_string(m.input_count()) +
+                  " input(s), " + std::to_string(inputs.size()) + " given");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      pteron_tools::NpyArray a;
+      std::string err = pteron_tools::npy_read(inputs[i], &a);
+      if (!err.empty()) return fail(err);
+      pteron::ValueInfo info = m.input_info(i);
+      if (!info.is_tensor()) {
+        if (a.shape.size() != 0) return fail("input " + std::to_string(i) + " is a scalar; give a 0-d .npy");
+        double v = 0;
+        switch (a.dtype) {
+          case PTERON_DTYPE_FLOAT32: { float f; std::memcpy(&f, a.data.data(), 4); v = f; break; }
+          case PTERON_DTYPE_FLOAT64: std::memcpy(&v, a.data.data(), 8); break;
+          case PTERON_DTYPE_INT64: { int64_t x; std::memcpy(&x, a.data.data(), 8); v = double(x); break; }
+          case PTERON_DTYPE_INT32: { int32_t x; std::memcpy(&x, a.data.data(), 4); v = x; break; }
+          case PTERON_DTYPE_BOOL: v = a.data[0] ? 1 : 0; break;
+          default: return fail("input " + std::to_string(i) + ": unsupported scalar dtype");
+        }
+        m.set_input_scalar(i, v);
+        continue;
+      }
+      try {
+        m.set_input(i, a.dtype, a.shape, a.data.data(), a.data.size());
+      } catch (const pteron::Error& e) {
+        return fail(std::string(e.what()) + " (from '" + inputs[i] + "')");
+      }
+    }
+    std::vector<double> times;
+    for (long it = 0; it < iterations; ++it) {
+      auto t0 = std::chrono::steady_clock::now();
+      m.execute();
+      auto t1 = std::chrono::steady_clock::now();
+      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    for (size_t o = 0; o < m.output_count(); ++o) {
+      pteron::ValueInfo info = m.output_info(o);
+      if (!info.is_tensor()) {
+        std::printf("output %zu: scalar %g\n", o, info.scalar);
+        continue;
+      }
+      std::vector<unsigned char> bytes = m.output_bytes(o);
+      double mn = 0, mx = 0, mean = 0;
+      size_t n = static_cast<size_t>(info.numel());
+      switch (info.dtype) {
+        case PTERON_DTYPE_FLOAT32: summarize<float>(bytes.data(), n, &mn, &mx, &mean); break;
+        case PTERON_DTYPE_FLOAT64: summarize<double>(bytes.data(), n, &mn, &mx, &mean); break;
+        case PTERON_DTYPE_INT32: summarize<int32_t>(bytes.data(), n, &mn, &mx, &mean); break;
+        case PTERON_DTYPE_INT64: summarize<int64_t>(bytes.data(), n, &mn, &mx, &mean); break;
+        case PTERON_DTYPE_UINT8: case PTERON_DTYPE_BOOL:
+          summarize<uint8_t>(bytes.data(), n, &mn, &mx, &mean); break;
+        default: break;
+      }
+      std::printf("output %zu: %s %s min %.6g max %.6g mean %.6g\n", o,
+                  pteron::dtype_name(info.dtype), shape_str(info.sizes).c_str(), mn, mx, mean);
+      if (!out_dir.empty()) {
+        pteron_tools::NpyArray a;
+        a.dtype = info.dtype;
+        a.shape = info.sizes;
+        a.data = std::move(bytes);
+        std::string path = out_dir + "/output_" + std::to_string(o) + ".npy";
+        std::string err = pteron_tools::npy_write(path, a);
+        if (!err.empty()) return fail(err);
+      }
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("median time per execution: %.3f ms over %zu iteration(s)\n", times[times.size() / 2],
+                times.size());
+  } catch (const pteron::Error& e) {
+    return fail(std::string(e.what()) + " [" + e.code_name() + "]");
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}
