@@ -1,0 +1,281 @@
+// norm.cpp - portable normalisation kernels:
+// _native_batch_norm_legit_no_training (inference batch norm with running
+// statistics) and native_layer_norm. float32 and float64; statistics are
+// computed in double.
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+
+#include "kernel_util.h"
+#include "kernels_b_util.h"
+
+namespace {
+
+using pteron::kern::Args;
+using pteron::kern::fail;
+namespace kb = pteron::kern::kb;
+
+bool is_float_dtype(int32_t d) {
+  return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT64;
+}
+
+double load(const pteron_tensor* t, int64_t off) {
+  return t->dtype == PTERON_DTYPE_FLOAT32
+             ? static_cast<double>(static_cast<const float*>(t->data)[off])
+             : static_cast<const double*>(t->data)[off];
+}
+
+void store(pteron_tensor* t, int64_t off, double v) {
+  if (t->dtype == PTERON_DTYPE_FLOAT32)
+    static_cast<float*>(t->data)[off] = static_cast<float>(v);
+  else
+    static_cast<double*>(t->data)[off] = v;
+}
+
+int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name,
+                   int32_t dt) {
+  if (t && t->dtype != dt)
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: '%s' has dtype %s but input has dtype %s (mixed dtypes "
+                "are not supported)",
+                a.op, name, pteron::kern::dtype_name(t->dtype),
+                pteron::kern::dtype_name(dt));
+  return PTERON_OK;
+}
+
+// ---- _native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight,
+//   Tensor? bias, Tensor running_mean, Tensor running_var, float momentum,
+//   float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) --------
+
+int32_t per_channel(const Args& a, const pteron_tensor* t, const char* name,
+                    int64_t C) {
+  if (t && (t->dim != 1 || t->sizes[0] != C))
+    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: '%s' should be 1-D with %lld elements (the channel count)",
+                a.op, name, (long long)C);
+  return PTERON_OK;
+}
+
+// ATen returns empty save_mean / save_invstd in inference mode. A tensor the
+// program lets shrink becomes empty; a static one stays as declared.
+int32_t empty_if_allowed(const Args& a, pteron_tensor* t, const char* name) {
+  if (t->dynamism == PTERON_SHAPE_STATIC || t->dim == 0) return PTERON_OK;
+  if (pteron::kern::numel(t) == 0) return PTERON_OK;
+  int64_t sizes[PTERON_MAX_DIM];
+  for (int32_t i = 0; i < t->dim; ++i) sizes[i] = t->sizes[i];
+  sizes[0] = 0;
+  return kb::resize_out(a, t, name, sizes, t->dim);
+}
+
+int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
+                                   pteron_value* const* args, size_t n) {
+  Args a{ctx, args, n, "aten::_native_batch_norm_legit_no_training.out"};
+  PTERON_CHECK_OK(kb::arity(a, 10));
+  pteron_tensor *input, *weight, *bias, *mean, *var, *out0, *out1, *out2;
+  double momentum, eps;
+  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
+  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 1, "weight", &weight));
+  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "bias", &bias));
+  PTERON_CHECK_OK(kb::tensor_arg(a, 3, "running_mean", &mean));
+  PTERON_CHECK_OK(kb::tensor_arg(a, 4, "running_var", &var));
+  PTERON_CHECK_OK(a.real(5, "momentum", &momentum));
+  PTERON_CHECK_OK(a.real(6, "eps", &eps));
+  PTERON_CHECK_OK(a.tensor(7, "out0", &out0));
+  PTERON_CHECK_OK(a.tensor(8, "out1", &out1));
+  PTERON_CHECK_OK(a.tensor(9, "out2", &out2));
+  const int32_t dt = input->dtype;
+  if (!is_float_dtype(dt))
+    return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
+  PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
+  PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
+  PTERON_CHECK_OK(same_dtype(a, mean, "running_mean", dt));
+  PTERON_CHECK_OK(same_dtype(a, var, "running_var", dt));
+  PTERON_CHECK_OK(same_dtype(a, out0, "out0", dt));
+  if (input->dim < 2)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: input must have at least 2 dims (N, C, ...), got rank %d",
+                a.op, (int)input->dim);
+  const int64_t N = input->sizes[0], C = input->sizes[1];
+  PTERON_CHECK_OK(per_channel(a, weight, "weight", C));
+  PTERON_CHECK_OK(per_channel(a, bias, "bias", C));
+  PTERON_CHECK_OK(per_channel(a, mean, "running_mean", C));
+  PTERON_CHECK_OK(per_channel(a, var, "running_var", C));
+  PTERON_CHECK_OK(kb::resize_out(a, out0, "out0", input->sizes, input->dim));
+  PTERON_CHECK_OK(empty_if_allowed(a, out1, "out1"));
+  PTERON_CHECK_OK(empty_if_allowed(a, out2, "out2"));
+  if (pteron::kern::numel(input) == 0) return PTERON_OK;
+  for (int64_t c = 0; c < C; ++c) {
+    const double invstd = 1.0 / std::sqrt(load(var, c * var->strides[0]) + eps);
+    const double w = weight ? load(weight, c * weight->strides[0]) : 1.0;
+    const double b = bias ? load(bias, c * bias->strides[0]) : 0.0;
+    const double m = load(mean, c * mean->strides[0]);
+    const double scale = invstd * w;
+    const double shift = b - m * scale;
+    for (int64_t i = 0; i < N; ++i) {
+      const kb::View src = kb::sub_view(
+          input, 2, i * input->strides[0] + c * input->strides[1]);
+      const kb::View dst =
+          kb::sub_view(out0, 2, i * out0->strides[0] + c * out0->strides[1]);
+      if (dt == PTERON_DTYPE_FLOAT32) {
+        const float* x = static_cast<const float*>(input->data);
+        float* y = static_cast<float*>(out0->data);
+        kb::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
+          y[d] = static_cast<float>(static_cast<double>(x[s]) * scale + shift);
+        });
+      } else {
+        const double* x = static_cast<const double*>(input->data);
+        double* y = static_cast<double*>(out0->data);
+        kb::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
+          y[d] = x[s] * scale + shift;
+        });
+      }
+    }
+  }
+  (void)momentum;  // only used when training
+  return PTERON_OK;
+}
+
+// ---- native_layer_norm.out(Tensor input, SymInt[] normalized_shape,
+//   Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0,
+//   Tensor(b!) out1, Tensor(c!) out2) ----------------------------------------
+
+int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
+                       size_t n) {
+  Args a{ctx, args, n, "aten::native_layer_norm.out"};
+  PTERON_CHECK_OK(kb::arity(a, 8));
+  pteron_tensor *input, *weight, *bias, *out0, *out1, *out2;
+  const int64_t* ns;
+  size_t k;
+  double eps;
+  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
+  PTERON_CHECK_OK(a.int_list(1, "normalized_shape", &ns, &k));
+  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "weight", &weight));
+  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 3, "bias", &bias));
+  PTERON_CHECK_OK(a.real(4, "eps", &eps));
+  PTERON_CHECK_OK(a.tensor(5, "out0", &out0));
+  PTERON_CHECK_OK(a.tensor(6, "out1", &out1));
+  PTERON_CHECK_OK(a.tensor(7, "out2", &out2));
+  const int32_t dt = input->dtype;
+  if (!is_float_dtype(dt))
+    return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
+  PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
+  PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
+  PTERON_CHECK_OK(same_dtype(a, out0, "out0", dt));
+  PTERON_CHECK_OK(same_dtype(a, out1, "out1", dt));
+  PTERON_CHECK_OK(same_dtype(a, out2, "out2", dt));
+  if (k == 0)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: normalized_shape must have at least one element", a.op);
+  if (k > static_cast<size_t>(input->dim))
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: normalized_shape has %zu dims but input has rank %d",
+                a.op, k, (int)input->dim);
+  const int32_t axis = input->dim - static_cast<int32_t>(k);
+  for (size_t i = 0; i < k; ++i)
+    if (input->sizes[axis + i] != ns[i])
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                  "%s: normalized_shape[%zu] = %lld does not match input size "
+                  "%lld in dim %d",
+                  a.op, i, (long long)ns[i], (long long)input->sizes[axis + i],
+                  (int)(axis + i));
+  for (const pteron_tensor* t : {weight, bias}) {
+    if (!t) continue;
+    bool ok = t->dim == static_cast<int32_t>(k);
+    for (size_t i = 0; ok && i < k; ++i) ok = t->sizes[i] == ns[i];
+    if (!ok)
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                  "%s: %s must have the shape normalized_shape", a.op,
+                  t == weight ? "weight" : "bias");
+  }
+  int64_t stat_sizes[PTERON_MAX_DIM];
+  int64_t M = 1;
+  for (int32_t i = 0; i < input->dim; ++i) {
+    stat_sizes[i] = i < axis ? input->sizes[i] : 1;
+    if (i < axis) M *= input->sizes[i];
+  }
+  int64_t N = 1;
+  for (int32_t i = axis; i < input->dim; ++i) N *= input->sizes[i];
+  if (M == 0) N = 0;  // nothing to normalise; avoid reading rows
+  PTERON_CHECK_OK(kb::resize_out(a, out0, "out0", input->sizes, input->dim));
+  PTERON_CHECK_OK(kb::resize_out(a, out1, "out1", stat_sizes, input->dim));
+  PTERON_CHECK_OK(kb::resize_out(a, out2, "out2", stat_sizes, input->dim));
+  if (M == 0) return PTERON_OK;
+
+  // Scratch: the current row, then weight and bias in logical order.
+  double* buf = nullptr;
+  if (N > 0) {
+    if (N > std::numeric_limits<int64_t>::max() / 32)
+      return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: row too large", a.op);
+    buf = static_cast<double*>(
+        pteron_kernel_scratch(ctx, static_cast<size_t>(N) * 3 * sizeof(double)));
+    if (!buf)
+      return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
+                  "%s: no scratch memory for a row of %lld elements", a.op,
+                  (long long)N);
+  }
+  double* row = buf;
+  double* wv = buf ? buf + N : nullptr;
+  double* bv = buf ? buf + 2 * N : nullptr;
+  for (int64_t j = 0; j < N; ++j) {
+    wv[j] = 1.0;
+    bv[j] = 0.0;
+  }
+  if (weight && N > 0) {
+    int64_t j = 0;
+    kb::for_each_offset(kb::view_of(weight),
+                        [&](int64_t off) { wv[j++] = load(weight, off); });
+  }
+  if (bias && N > 0) {
+    int64_t j = 0;
+    kb::for_each_offset(kb::view_of(bias),
+                        [&](int64_t off) { bv[j++] = load(bias, off); });
+  }
+
+  // Leading (row) offsets of input, out0, out1 and out2, walked in lockstep.
+  kb::Walker wi(kb::lead_view(input, axis)), wo(kb::lead_view(out0, axis)),
+      wm(kb::lead_view(out1, axis)), wr(kb::lead_view(out2, axis));
+  for (int64_t m = 0; m < M; ++m) {
+    const kb::View src = kb::sub_view(input, axis, wi.off);
+    const kb::View dst = kb::sub_view(out0, axis, wo.off);
+    double mean = 0, var = std::numeric_limits<double>::quiet_NaN();
+    if (N > 0) {
+      int64_t j = 0;
+      double sum = 0;
+      kb::for_each_offset(src, [&](int64_t off) {
+        row[j] = load(input, off);
+        sum += row[j++];
+      });
+      mean = sum / static_cast<double>(N);
+      double sq = 0;
+      for (j = 0; j < N; ++j) {
+        const double d = row[j] - mean;
+        sq += d * d;
+      }
+      var = sq / static_cast<double>(N);
+    }
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    if (N > 0) {
+      int64_t j = 0;
+      kb::for_each_offset(dst, [&](int64_t off) {
+        store(out0, off, (row[j] - mean) * rstd * wv[j] + bv[j]);
+        ++j;
+      });
+    }
+    store(out1, wm.off, mean);
+    store(out2, wr.off, rstd);
+    if (m + 1 < M) {
+      wi.advance(1);
+      wo.advance(1);
+      wm.advance(1);
+      wr.advance(1);
+    }
+  }
+  return PTERON_OK;
+}
+
+}  // namespace
+
+PTERON_REGISTER_KERNELS(
+    {"aten::_native_batch_norm_legit_no_training", "out", nullptr, batch_norm_no_training_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::native_layer_norm", "out", nullptr, layer_norm_out, PTERON_KERNEL_PRIORITY, 0})

@@ -1,0 +1,299 @@
+// pool.cpp - portable 2-D pooling: max_pool2d_with_indices and avg_pool2d,
+// on (C, H, W) or (N, C, H, W) inputs in any dim order.
+//
+// Shapes, padding limits, ceil_mode and the divisor follow ATen's CPU
+// kernels: the max index is h * W + w within the input plane, NaN wins a
+// max window, and avg_pool2d's count_include_pad counts padding only up to
+// the padded border.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "kernel_util.h"
+#include "kernels_b_util.h"
+
+namespace {
+
+using pteron::kern::Args;
+using pteron::kern::fail;
+namespace kb = pteron::kern::kb;
+
+struct Pool {
+  int64_t N, C, H, W, Ho, Wo;
+  int64_t k[2], s[2], p[2], d[2];
+  int64_t is_n, is_c, is_h, is_w;
+  bool batched;
+};
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// ATen's pooling_output_shape.
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
+                    int64_t dil, bool ceil_mode) {
+  int64_t out = floor_div(in + 2 * pad - dil * (k - 1) - 1 +
+                              (ceil_mode ? stride - 1 : 0),
+                          stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// Parses the common arguments. `dilation_index` < 0: no dilation argument.
+int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i,
+                   size_t stride_i, size_t pad_i, int64_t dilation_index,
+                   bool ceil_mode, Pool* P) {
+  if (self->dim != 3 && self->dim != 4)
+    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: expected a 3-D or 4-D (batch mode) input, got rank %d",
+                a.op, (int)self->dim);
+  P->batched = self->dim == 4;
+  const int32_t o = P->batched ? 1 : 0;
+  P->N = P->batched ? self->sizes[0] : 1;
+  P->C = self->sizes[o];
+  P->H = self->sizes[o + 1];
+  P->W = self->sizes[o + 2];
+  if (P->C == 0 || P->H == 0 || P->W == 0)
+    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: input may be empty only in its batch dim, got sizes "
+                "C=%lld H=%lld W=%lld",
+                a.op, (long long)P->C, (long long)P->H, (long long)P->W);
+  P->is_n = P->batched ? self->strides[0] : 0;
+  P->is_c = self->strides[o];
+  P->is_h = self->strides[o + 1];
+  P->is_w = self->strides[o + 2];
+
+  PTERON_CHECK_OK(kb::spatial_params(a, ks_i, "kernel_size", 2, 1, P->k));
+  {
+    const int64_t* sd;
+    size_t sn;
+    PTERON_CHECK_OK(a.int_list(stride_i, "stride", &sd, &sn));
+    if (sn == 0) {
+      P->s[0] = P->k[0];
+      P->s[1] = P->k[1];
+    } else {
+      PTERON_CHECK_OK(kb::spatial_params(a, stride_i, "stride", 2, 1, P->s));
+    }
+  }
+  PTERON_CHECK_OK(kb::spatial_params(a, pad_i, "padding", 2, 0, P->p));
+  if (dilation_index >= 0) {
+    PTERON_CHECK_OK(kb::spatial_params(a, static_cast<size_t>(dilation_index),
+                                       "dilation", 2, 1, P->d));
+  } else {
+    P->d[0] = P->d[1] = 1;
+  }
+  for (int i = 0; i < 2; ++i)
+    if (P->p[i] > P->k[i] / 2)
+      return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: pad should be at most half of kernel size, but got "
+                  "pad=%lld and kernel_size=%lld",
+                  a.op, (long long)P->p[i], (long long)P->k[i]);
+  P->Ho = pooled_size(P->H, P->k[0], P->p[0], P->s[0], P->d[0], ceil_mode);
+  P->Wo = pooled_size(P->W, P->k[1], P->p[1], P->s[1], P->d[1], ceil_mode);
+  if (P->Ho < 1 || P->Wo < 1)
+    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: given input size %lldx%lldx%lld, the calculated output "
+                "size %lldx%lldx%lld is too small",
+                a.op, (long long)P->C, (long long)P->H, (long long)P->W,
+                (long long)P->C, (long long)P->Ho, (long long)P->Wo);
+  return PTERON_OK;
+}
+
+int32_t resize_pooled(const Args& a, pteron_tensor* t, const char* name,
+                      const Pool& P) {
+  int64_t sizes[4];
+  int32_t k = 0;
+  if (P.batched) sizes[k++] = P.N;
+  sizes[k++] = P.C;
+  sizes[k++] = P.Ho;
+  sizes[k++] = P.Wo;
+  return kb::resize_out(a, t, name, sizes, k);
+}
+
+struct OutStrides {
+  int64_t n, c, h, w;
+};
+OutStrides out_strides(const pteron_tensor* t, bool batched) {
+  const int32_t o = batched ? 1 : 0;
+  return {batched ? t->strides[0] : 0, t->strides[o], t->strides[o + 1],
+          t->strides[o + 2]};
+}
+
+template <typename T>
+void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
+                    int64_t* idx, OutStrides xs) {
+  for (int64_t n = 0; n < P.N; ++n)
+    for (int64_t c = 0; c < P.C; ++c) {
+      const T* plane = in + n * P.is_n + c * P.is_c;
+      for (int64_t oh = 0; oh < P.Ho; ++oh) {
+        int64_t h0 = oh * P.s[0] - P.p[0];
+        const int64_t h1 = std::min(h0 + (P.k[0] - 1) * P.d[0] + 1, P.H);
+        while (h0 < 0) h0 += P.d[0];
+        for (int64_t ow = 0; ow < P.Wo; ++ow) {
+          int64_t w0 = ow * P.s[1] - P.p[1];
+          const int64_t w1 = std::min(w0 + (P.k[1] - 1) * P.d[1] + 1, P.W);
+          while (w0 < 0) w0 += P.d[1];
+          int64_t best_i = h0 * P.W + w0;
+          T best;
+          if constexpr (std::is_floating_point_v<T>)
+            best = -std::numeric_limits<T>::infinity();
+          else
+            best = std::numeric_limits<T>::lowest();
+          for (int64_t h = h0; h < h1; h += P.d[0])
+            for (int64_t w = w0; w < w1; w += P.d[1]) {
+              const T v = plane[h * P.is_h + w * P.is_w];
+              bool take = v > best;
+              if constexpr (std::is_floating_point_v<T>) take = take || std::isnan(v);
+              if (take) {
+                best = v;
+                best_i = h * P.W + w;
+              }
+            }
+          out[n * os.n + c * os.c + oh * os.h + ow * os.w] = best;
+          idx[n * xs.n + c * xs.c + oh * xs.h + ow * xs.w] = best_i;
+        }
+      }
+    }
+}
+
+// max_pool2d_with_indices.out(Tensor self, int[2] kernel_size,
+//   int[2] stride=[], int[2] padding=0, int[2] dilation=1,
+//   bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices)
+int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx,
+                                    pteron_value* const* args, size_t n) {
+  Args a{ctx, args, n, "aten::max_pool2d_with_indices.out"};
+  PTERON_CHECK_OK(kb::arity(a, 8));
+  pteron_tensor *self, *out, *indices;
+  bool ceil_mode;
+  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(a.boolean(5, "ceil_mode", &ceil_mode));
+  PTERON_CHECK_OK(a.tensor(6, "out", &out));
+  PTERON_CHECK_OK(a.tensor(7, "indices", &indices));
+  const int32_t dt = self->dtype;
+  if (!pteron::kern::is_supported(dt) || dt == PTERON_DTYPE_BOOL)
+    return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
+  if (out->dtype != dt)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: out dtype %s differs from self dtype %s", a.op,
+                pteron::kern::dtype_name(out->dtype),
+                pteron::kern::dtype_name(dt));
+  if (indices->dtype != PTERON_DTYPE_INT64)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: indices must be int64, got %s", a.op,
+                pteron::kern::dtype_name(indices->dtype));
+  Pool P;
+  PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, 4, ceil_mode, &P));
+  PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
+  PTERON_CHECK_OK(resize_pooled(a, indices, "indices", P));
+  if (P.N == 0) return PTERON_OK;
+  const OutStrides os = out_strides(out, P.batched);
+  const OutStrides xs = out_strides(indices, P.batched);
+  pteron::kern::dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>)
+      max_pool_typed<T>(P, static_cast<const T*>(self->data),
+                        static_cast<T*>(out->data), os,
+                        static_cast<int64_t*>(indices->data), xs);
+  });
+  return PTERON_OK;
+}
+
+template <typename T>
+void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
+                    bool count_include_pad, bool has_div, int64_t divisor) {
+  for (int64_t n = 0; n < P.N; ++n)
+    for (int64_t c = 0; c < P.C; ++c) {
+      const T* plane = in + n * P.is_n + c * P.is_c;
+      for (int64_t oh = 0; oh < P.Ho; ++oh)
+        for (int64_t ow = 0; ow < P.Wo; ++ow) {
+          int64_t h0 = oh * P.s[0] - P.p[0];
+          int64_t w0 = ow * P.s[1] - P.p[1];
+          int64_t h1 = std::min(h0 + P.k[0], P.H + P.p[0]);
+          int64_t w1 = std::min(w0 + P.k[1], P.W + P.p[1]);
+          const int64_t pool_size = (h1 - h0) * (w1 - w0);
+          h0 = std::max<int64_t>(h0, 0);
+          w0 = std::max<int64_t>(w0, 0);
+          h1 = std::min(h1, P.H);
+          w1 = std::min(w1, P.W);
+          T& dst = out[n * os.n + c * os.c + oh * os.h + ow * os.w];
+          if (h0 >= h1 || w0 >= w1) {
+            dst = T(0);
+            continue;
+          }
+          const int64_t factor =
+              has_div ? divisor
+                      : (count_include_pad ? pool_size : (h1 - h0) * (w1 - w0));
+          if constexpr (std::is_floating_point_v<T>) {
+            double sum = 0;
+            for (int64_t h = h0; h < h1; ++h)
+              for (int64_t w = w0; w < w1; ++w)
+                sum += static_cast<double>(plane[h * P.is_h + w * P.is_w]);
+            dst = static_cast<T>(sum / static_cast<double>(factor));
+          } else {
+            uint64_t sum = 0;  // wraps like the fixed-width ATen sum
+            for (int64_t h = h0; h < h1; ++h)
+              for (int64_t w = w0; w < w1; ++w)
+                sum += static_cast<uint64_t>(
+                    static_cast<int64_t>(plane[h * P.is_h + w * P.is_w]));
+            const int64_t s = static_cast<int64_t>(sum);
+            if (factor == -1)
+              dst = static_cast<T>(static_cast<int64_t>(0 - sum));
+            else
+              dst = static_cast<T>(s / factor);
+          }
+        }
+    }
+}
+
+// avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[],
+//   int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True,
+//   int? divisor_override=None, *, Tensor(a!) out)
+int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args,
+                       size_t n) {
+  Args a{ctx, args, n, "aten::avg_pool2d.out"};
+  PTERON_CHECK_OK(kb::arity(a, 8));
+  pteron_tensor *self, *out;
+  bool ceil_mode, count_include_pad, has_div;
+  int64_t divisor;
+  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(a.boolean(4, "ceil_mode", &ceil_mode));
+  PTERON_CHECK_OK(a.boolean(5, "count_include_pad", &count_include_pad));
+  PTERON_CHECK_OK(kb::opt_integer(a, 6, "divisor_override", &divisor, &has_div));
+  PTERON_CHECK_OK(a.tensor(7, "out", &out));
+  const int32_t dt = self->dtype;
+  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 &&
+      dt != PTERON_DTYPE_INT64)
+    return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
+  if (out->dtype != dt)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: out dtype %s differs from self dtype %s", a.op,
+                pteron::kern::dtype_name(out->dtype),
+                pteron::kern::dtype_name(dt));
+  if (has_div && divisor == 0)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: divisor_override must be non-zero", a.op);
+  Pool P;
+  PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, -1, ceil_mode, &P));
+  PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
+  if (P.N == 0) return PTERON_OK;
+  const OutStrides os = out_strides(out, P.batched);
+  pteron::kern::dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                  std::is_same_v<T, int64_t>)
+      avg_pool_typed<T>(P, static_cast<const T*>(self->data),
+                        static_cast<T*>(out->data), os, count_include_pad,
+                        has_div, divisor);
+  });
+  return PTERON_OK;
+}
+
+}  // namespace
+
+PTERON_REGISTER_KERNELS(
+    {"aten::max_pool2d_with_indices", "out", nullptr, max_pool2d_with_indices_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::avg_pool2d", "out", nullptr, avg_pool2d_out, PTERON_KERNEL_PRIORITY, 0})
