@@ -1,0 +1,236 @@
+// binary.cpp - portable element-wise arithmetic: aten::add, sub, mul, div
+// (Tensor and Scalar out variants; div with rounding modes).
+//
+// Semantics follow eager PyTorch: broadcasting, result_type promotion
+// (dimensioned tensors decide, zero-dim tensors and scalars lift the
+// category), computation in the promoted type, then a cast to the out
+// tensor's dtype when PyTorch's can_cast allows it. True division computes in
+// float32 for integer/bool operands. Integer arithmetic wraps (no signed
+// overflow); integer division by zero is an error.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernel_util.h"
+#include "kernels_a_util.h"
+
+namespace {
+
+using namespace pteron::kern;
+using namespace pteron::kern::ka;
+
+enum class Kind { Add, Sub, Mul, Div, DivTrunc, DivFloor };
+
+// Python-style floor division of floats (as torch's div(..., "floor")).
+template <typename T>
+T float_floor_div(T a, T b) {
+  if (b == T(0)) return a / b;  // IEEE: +-inf or nan
+  T r = std::fmod(a, b);
+  T q = (a - r) / b;
+  if (r != T(0) && ((r < T(0)) != (b < T(0)))) q -= T(1);
+  if (q == T(0)) return std::copysign(T(0), a / b);
+  T fq = std::floor(q);
+  if (q - fq > T(0.5)) fq += T(1);
+  return fq;
+}
+
+// Integer division; sets *zero on a zero divisor.
+template <typename T>
+T int_div(T a, T b, bool floor_mode, bool* zero) {
+  if (b == T(0)) { *zero = true; return T(0); }
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return wrap_sub<T>(T(0), a);  // MIN / -1 wraps
+    T q = static_cast<T>(a / b);
+    if (floor_mode && static_cast<T>(a % b) != T(0) && ((a < 0) != (b < 0)))
+      q = static_cast<T>(q - 1);
+    return q;
+  } else {
+    (void)floor_mode;
+    return static_cast<T>(a / b);
+  }
+}
+
+struct Spec {
+  const char* op;
+  Kind kind;         // Div is resolved to a rounding kind at run time
+  bool scalar_other; // Scalar_out / Scalar_mode_out
+  bool has_alpha;
+  bool has_mode;
+};
+
+template <typename C>
+int32_t compute(pteron_kernel_context* ctx, const Spec& s, Kind kind,
+                const pteron_tensor* self, const pteron_tensor* other,
+                const Scalar& other_s, const Scalar& alpha, pteron_tensor* out) {
+  bool zero = false;
+  const C al = alpha.to<C>();
+  auto f = [&](C a, C b) -> C {
+    if constexpr (std::is_same_v<C, bool>) {
+      switch (kind) {
+        case Kind::Add: return a || (al && b);
+        case Kind::Mul: return a && b;
+        default: return false;  // rejected before dispatch
+      }
+    } else if constexpr (std::is_floating_point_v<C>) {
+      switch (kind) {
+        case Kind::Add: return a + al * b;
+        case Kind::Sub: return a - al * b;
+        case Kind::Mul: return a * b;
+        case Kind::Div: return a / b;
+        case Kind::DivTrunc: return std::trunc(a / b);
+        case Kind::DivFloor: return float_floor_div(a, b);
+      }
+      return C(0);
+    } else {
+      switch (kind) {
+        case Kind::Add: return wrap_add<C>(a, wrap_mul<C>(al, b));
+        case Kind::Sub: return wrap_sub<C>(a, wrap_mul<C>(al, b));
+        case Kind::Mul: return wrap_mul<C>(a, b);
+        case Kind::Div:  // never: true division computes in a float type
+        case Kind::DivTrunc: return int_div<C>(a, b, false, &zero);
+        case Kind::DivFloor: return int_div<C>(a, b, true, &zero);
+      }
+      return C(0);
+    }
+  };
+  if (other) {
+    const pteron_tensor* ins[2] = {self, other};
+    map_elements<C, C>(ins, out, f);
+  } else {
+    const C b = other_s.to<C>();
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      if ((kind == Kind::DivTrunc || kind == Kind::DivFloor) && b == C(0))
+        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                    "%s: integer division by zero", s.op);
+    }
+    const pteron_tensor* ins[1] = {self};
+    map_elements<C, C>(ins, out, [&](C a) { return f(a, b); });
+  }
+  if (zero)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: integer division by zero", s.op);
+  return PTERON_OK;
+}
+
+int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
+            const Spec& s) {
+  Args a{ctx, args, n, s.op};
+  const size_t expected = 3 + (s.has_alpha ? 1 : 0) + (s.has_mode ? 1 : 0);
+  PTERON_CHECK_OK(a.arity(expected));
+  pteron_tensor *self = nullptr, *other = nullptr, *out = nullptr;
+  Scalar other_s, alpha;
+  alpha.kind = ScalarKind::Int;
+  alpha.i = 1;
+  alpha.d = 1;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  if (s.scalar_other) PTERON_CHECK_OK(read_scalar(a, 1, "other", &other_s));
+  else PTERON_CHECK_OK(a.tensor(1, "other", &other));
+  if (s.has_alpha) PTERON_CHECK_OK(read_scalar(a, 2, "alpha", &alpha));
+  Kind kind = s.kind;
+  if (s.has_mode) {
+    char mode[16];
+    bool present = false;
+    PTERON_CHECK_OK(read_opt_string(a, 2, "rounding_mode", mode, sizeof mode, &present));
+    if (!present) kind = Kind::Div;
+    else if (std::strcmp(mode, "trunc") == 0) kind = Kind::DivTrunc;
+    else if (std::strcmp(mode, "floor") == 0) kind = Kind::DivFloor;
+    else
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: rounding_mode must be None, 'trunc' or 'floor', got '%s'",
+                  s.op, mode);
+  }
+  PTERON_CHECK_OK(a.tensor(expected - 1, "out", &out));
+
+  PTERON_CHECK_OK(check_supported(ctx, s.op, "self", self->dtype));
+  if (other) PTERON_CHECK_OK(check_supported(ctx, s.op, "other", other->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, s.op, "out", out->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, s.op, "self", self));
+  if (other) PTERON_CHECK_OK(check_tensor(ctx, s.op, "other", other));
+
+  ResultType rt;
+  rt.add_tensor(self);
+  if (other) rt.add_tensor(other);
+  else rt.add_scalar(other_s.kind);
+  int32_t ct = rt.get();
+  if (kind == Kind::Div && !is_floating(ct)) ct = PTERON_DTYPE_FLOAT32;
+
+  if (kind == Kind::Sub) {
+    const bool self_bool = self->dtype == PTERON_DTYPE_BOOL;
+    const bool other_bool = other ? other->dtype == PTERON_DTYPE_BOOL
+                                  : other_s.kind == ScalarKind::Bool;
+    if (self_bool || other_bool)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: subtraction with a bool operand is not supported "
+                  "(use logical_xor / logical_not)", s.op);
+  }
+  if ((kind == Kind::DivTrunc || kind == Kind::DivFloor) &&
+      ct == PTERON_DTYPE_BOOL)
+    return unsupported_dtype(ctx, s.op, "self", ct);
+  if (s.has_alpha) {
+    if (alpha.kind == ScalarKind::Bool && ct != PTERON_DTYPE_BOOL)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: boolean alpha only supported for boolean results", s.op);
+    if (alpha.kind == ScalarKind::Float && !is_floating(ct))
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: for integral input tensors, alpha must not be a "
+                  "floating point number", s.op);
+    bool fits = true;
+    dispatch(ct, [&](auto t) { fits = alpha.fits<decltype(t)>(); });
+    if (!fits)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: alpha cannot be converted to %s without overflow", s.op,
+                  dtype_name(ct));
+  }
+  if (!can_cast(ct, out->dtype)) return cast_error(ctx, s.op, ct, out->dtype);
+
+  int64_t shape[PTERON_MAX_DIM];
+  int32_t nd = 0;
+  if (other) {
+    if (!broadcast_shape(self, other, shape, &nd))
+      return broadcast_error(ctx, s.op, self, other);
+  } else {
+    nd = self->dim;
+    for (int32_t i = 0; i < nd; ++i) shape[i] = self->sizes[i];
+  }
+  PTERON_CHECK_OK(resize_out(ctx, s.op, "out", out, shape, nd));
+
+  int32_t rc = PTERON_OK;
+  dispatch(ct, [&](auto t) {
+    rc = compute<decltype(t)>(ctx, s, kind, self, other, other_s, alpha, out);
+  });
+  return rc;
+}
+
+#define PTERON_BINARY_KERNEL(fn, opname, kind, scalar, alpha, mode)       \
+  int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args,       \
+             size_t n) {                                                  \
+    static const Spec spec{opname, kind, scalar, alpha, mode};            \
+    return run(ctx, args, n, spec);                                       \
+  }
+
+PTERON_BINARY_KERNEL(add_out, "aten::add.out", Kind::Add, false, true, false)
+PTERON_BINARY_KERNEL(add_scalar_out, "aten::add.Scalar_out", Kind::Add, true, true, false)
+PTERON_BINARY_KERNEL(sub_out, "aten::sub.out", Kind::Sub, false, true, false)
+PTERON_BINARY_KERNEL(sub_scalar_out, "aten::sub.Scalar_out", Kind::Sub, true, true, false)
+PTERON_BINARY_KERNEL(mul_out, "aten::mul.out", Kind::Mul, false, false, false)
+PTERON_BINARY_KERNEL(mul_scalar_out, "aten::mul.Scalar_out", Kind::Mul, true, false, false)
+PTERON_BINARY_KERNEL(div_out, "aten::div.out", Kind::Div, false, false, false)
+PTERON_BINARY_KERNEL(div_scalar_out, "aten::div.Scalar_out", Kind::Div, true, false, false)
+PTERON_BINARY_KERNEL(div_out_mode, "aten::div.out_mode", Kind::Div, false, false, true)
+PTERON_BINARY_KERNEL(div_scalar_mode_out, "aten::div.Scalar_mode_out", Kind::Div, true, false, true)
+
+#undef PTERON_BINARY_KERNEL
+
+}  // namespace
+
+PTERON_REGISTER_KERNELS(
+    {"aten::add", "out", nullptr, add_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::add", "Scalar_out", nullptr, add_scalar_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::sub", "out", nullptr, sub_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::sub", "Scalar_out", nullptr, sub_scalar_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::mul", "out", nullptr, mul_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::mul", "Scalar_out", nullptr, mul_scalar_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::div", "out", nullptr, div_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::div", "Scalar_out", nullptr, div_scalar_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::div", "out_mode", nullptr, div_out_mode, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::div", "Scalar_mode_out", nullptr, div_scalar_mode_out, PTERON_KERNEL_PRIORITY, 0})

@@ -1,0 +1,309 @@
+// matmul.cpp - portable matrix products: aten::mm.out, aten::bmm.out,
+// aten::addmm.out.
+//
+// All operands share one dtype (float32, float64 or an integer type), as
+// PyTorch requires. Any strides are accepted. The product runs row by row in
+// i-k-j order into an accumulator row (double for floating types, wrapping
+// 64-bit for integers), so the innermost loop streams over contiguous rows of
+// the right-hand matrix. Rows are split over pteron_parallel_for when the
+// product is large.
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernel_util.h"
+#include "kernels_a_util.h"
+
+namespace {
+
+using namespace pteron::kern;
+using namespace pteron::kern::ka;
+
+// A strided matrix view.
+template <typename T>
+struct Mat {
+  T* p;
+  int64_t rs, cs;  // row / column strides (elements)
+};
+
+template <typename C>
+using AccOf = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
+
+// One batch entry of out = beta * bias + alpha * (a @ b), rows [r0, r1).
+template <typename C>
+struct Gemm {
+  int64_t n, k, m;
+  Mat<const C> a, b;
+  Mat<C> out;
+  const C* bias;         // nullable; broadcast view via strides (0 = broadcast)
+  int64_t bias_rs, bias_cs;
+  AccOf<C> alpha, beta;
+  bool use_bias;
+
+  // Rows [r0, r1) of batch entry whose operands start at element offsets
+  // a0 / b0 / o0 (offsets, not pointers: an empty operand may have no
+  // storage at all).
+  void rows(int64_t r0, int64_t r1, int64_t a0, int64_t b0, int64_t o0,
+            AccOf<C>* acc) const {
+    using A = AccOf<C>;
+    for (int64_t i = r0; i < r1; ++i) {
+      for (int64_t j = 0; j < m; ++j) acc[j] = A(0);
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const A av = static_cast<A>(a.p[a0 + i * a.rs + kk * a.cs]);
+        const C* brow = b.p + (b0 + kk * b.rs);
+        if (b.cs == 1) {
+          for (int64_t j = 0; j < m; ++j) acc[j] += av * static_cast<A>(brow[j]);
+        } else {
+          for (int64_t j = 0; j < m; ++j)
+            acc[j] += av * static_cast<A>(brow[j * b.cs]);
+        }
+      }
+      C* orow = out.p + (o0 + i * out.rs);
+      for (int64_t j = 0; j < m; ++j) {
+        A r = alpha * acc[j];
+        if (use_bias) r += beta * static_cast<A>(bias[i * bias_rs + j * bias_cs]);
+        orow[j * out.cs] = static_cast<C>(r);  // integer: wraps modulo 2^bits
+      }
+    }
+  }
+};
+
+// Runs `batches` independent products (entry b offsets each operand by its
+// batch stride), splitting the flattened (batch, row) range into blocks.
+template <typename C>
+int32_t run_gemm(pteron_kernel_context* ctx, const char* op, const Gemm<C>& g,
+                 int64_t batches, int64_t a_bs, int64_t b_bs, int64_t o_bs) {
+  using A = AccOf<C>;
+  const int64_t rows = batches * g.n;
+  if (rows == 0 || g.m == 0) return PTERON_OK;
+  const double work = double(rows) * double(g.k + 1) * double(g.m);
+  int64_t blocks = 1;
+  const int32_t threads = pteron_parallel_threads();
+  if (threads > 1 && work >= 65536.0) {
+    blocks = int64_t(threads) * 4;
+    if (blocks > rows) blocks = rows;
+  }
+  if (static_cast<uint64_t>(blocks) * static_cast<uint64_t>(g.m) >
+      (uint64_t(1) << 40) / sizeof(A))
+    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: output row too large", op);
+  A* acc = static_cast<A*>(
+      pteron_kernel_scratch(ctx, static_cast<size_t>(blocks * g.m) * sizeof(A)));
+  if (!acc) return PTERON_ERROR_OUT_OF_MEMORY;
+
+  struct Job {
+    const Gemm<C>* g;
+    A* acc;
+    int64_t blocks, rows, a_bs, b_bs, o_bs;
+  } job{&g, acc, blocks, rows, a_bs, b_bs, o_bs};
+
+  auto body = [](void* user, int64_t blk0, int64_t blk1) {
+    const Job& j = *static_cast<const Job*>(user);
+    const int64_t n = j.g->n;
+    A* acc_row = j.acc + blk0 * j.g->m;  // one accumulator row per call
+    const int64_t r_end = blk1 * j.rows / j.blocks;
+    int64_t r = blk0 * j.rows / j.blocks;
+    while (r < r_end) {
+      const int64_t bi = r / n;
+      const int64_t i0 = r - bi * n;
+      const int64_t i1 = r_end - bi * n < n ? r_end - bi * n : n;
+      j.g->rows(i0, i1, bi * j.a_bs, bi * j.b_bs, bi * j.o_bs, acc_row);
+      r = bi * n + i1;
+    }
+  };
+  if (blocks == 1) body(&job, 0, 1);
+  else pteron_parallel_for(0, blocks, 1, body, &job);
+  return PTERON_OK;
+}
+
+int32_t check_matmul_dtype(pteron_kernel_context* ctx, const char* op,
+                           const char* name, int32_t d) {
+  if (!is_supported(d) || d == PTERON_DTYPE_BOOL)
+    return unsupported_dtype(ctx, op, name, d);
+  return PTERON_OK;
+}
+
+int32_t same_dtype(pteron_kernel_context* ctx, const char* op,
+                   const char* a_name, const pteron_tensor* a,
+                   const char* b_name, const pteron_tensor* b) {
+  if (a->dtype != b->dtype)
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
+                "%s: '%s' and '%s' must have the same dtype, got %s and %s", op,
+                a_name, b_name, dtype_name(a->dtype), dtype_name(b->dtype));
+  return PTERON_OK;
+}
+
+int32_t check_rank(pteron_kernel_context* ctx, const char* op, const char* name,
+                   const pteron_tensor* t, int32_t rank) {
+  if (t->dim != rank)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: '%s' must be a %dD tensor, got %dD", op, name, rank, t->dim);
+  return PTERON_OK;
+}
+
+int32_t inner_mismatch(pteron_kernel_context* ctx, const char* op,
+                       const pteron_tensor* a, const pteron_tensor* b) {
+  return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+              "%s: inner sizes do not match (%lld x %lld and %lld x %lld)", op,
+              static_cast<long long>(a->sizes[a->dim - 2]),
+              static_cast<long long>(a->sizes[a->dim - 1]),
+              static_cast<long long>(b->sizes[b->dim - 2]),
+              static_cast<long long>(b->sizes[b->dim - 1]));
+}
+
+int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::mm.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(3));
+  pteron_tensor *self, *mat2, *out;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
+  PTERON_CHECK_OK(a.tensor(2, "out", &out));
+  PTERON_CHECK_OK(check_matmul_dtype(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
+  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
+  PTERON_CHECK_OK(check_rank(ctx, op, "self", self, 2));
+  PTERON_CHECK_OK(check_rank(ctx, op, "mat2", mat2, 2));
+  if (self->sizes[1] != mat2->sizes[0]) return inner_mismatch(ctx, op, self, mat2);
+  const int64_t shape[2] = {self->sizes[0], mat2->sizes[1]};
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
+  int32_t rc = PTERON_OK;
+  dispatch(self->dtype, [&](auto t) {
+    using C = decltype(t);
+    if constexpr (!std::is_same_v<C, bool>) {
+      Gemm<C> g{};
+      g.n = self->sizes[0]; g.k = self->sizes[1]; g.m = mat2->sizes[1];
+      g.a = {static_cast<const C*>(self->data), self->strides[0], self->strides[1]};
+      g.b = {static_cast<const C*>(mat2->data), mat2->strides[0], mat2->strides[1]};
+      g.out = {static_cast<C*>(out->data), out->strides[0], out->strides[1]};
+      g.alpha = 1;
+      g.use_bias = false;
+      rc = run_gemm<C>(ctx, op, g, 1, 0, 0, 0);
+    }
+  });
+  return rc;
+}
+
+int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::bmm.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(3));
+  pteron_tensor *self, *mat2, *out;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
+  PTERON_CHECK_OK(a.tensor(2, "out", &out));
+  PTERON_CHECK_OK(check_matmul_dtype(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
+  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
+  PTERON_CHECK_OK(check_rank(ctx, op, "self", self, 3));
+  PTERON_CHECK_OK(check_rank(ctx, op, "mat2", mat2, 3));
+  if (self->sizes[0] != mat2->sizes[0])
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: batch sizes do not match (%lld and %lld)", op,
+                static_cast<long long>(self->sizes[0]),
+                static_cast<long long>(mat2->sizes[0]));
+  if (self->sizes[2] != mat2->sizes[1]) return inner_mismatch(ctx, op, self, mat2);
+  const int64_t shape[3] = {self->sizes[0], self->sizes[1], mat2->sizes[2]};
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 3));
+  int32_t rc = PTERON_OK;
+  dispatch(self->dtype, [&](auto t) {
+    using C = decltype(t);
+    if constexpr (!std::is_same_v<C, bool>) {
+      Gemm<C> g{};
+      g.n = self->sizes[1]; g.k = self->sizes[2]; g.m = mat2->sizes[2];
+      g.a = {static_cast<const C*>(self->data), self->strides[1], self->strides[2]};
+      g.b = {static_cast<const C*>(mat2->data), mat2->strides[1], mat2->strides[2]};
+      g.out = {static_cast<C*>(out->data), out->strides[1], out->strides[2]};
+      g.alpha = 1;
+      g.use_bias = false;
+      rc = run_gemm<C>(ctx, op, g, self->sizes[0], self->strides[0],
+                       mat2->strides[0], out->strides[0]);
+    }
+  });
+  return rc;
+}
+
+int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
+                  size_t n) {
+  static const char* op = "aten::addmm.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(6));
+  pteron_tensor *self, *mat1, *mat2, *out;
+  Scalar beta, alpha;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(a.tensor(1, "mat1", &mat1));
+  PTERON_CHECK_OK(a.tensor(2, "mat2", &mat2));
+  PTERON_CHECK_OK(read_scalar(a, 3, "beta", &beta));
+  PTERON_CHECK_OK(read_scalar(a, 4, "alpha", &alpha));
+  PTERON_CHECK_OK(a.tensor(5, "out", &out));
+  PTERON_CHECK_OK(check_matmul_dtype(ctx, op, "mat1", mat1->dtype));
+  PTERON_CHECK_OK(same_dtype(ctx, op, "mat1", mat1, "mat2", mat2));
+  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
+  PTERON_CHECK_OK(same_dtype(ctx, op, "mat1", mat1, "out", out));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "mat1", mat1));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
+  PTERON_CHECK_OK(check_rank(ctx, op, "mat1", mat1, 2));
+  PTERON_CHECK_OK(check_rank(ctx, op, "mat2", mat2, 2));
+  if (mat1->sizes[1] != mat2->sizes[0]) return inner_mismatch(ctx, op, mat1, mat2);
+  const int64_t shape[2] = {mat1->sizes[0], mat2->sizes[1]};
+  // self must expand to [n, m]
+  if (self->dim > 2)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: 'self' of rank %d cannot be expanded to [%lld, %lld]", op,
+                self->dim, static_cast<long long>(shape[0]),
+                static_cast<long long>(shape[1]));
+  int64_t bias_st[2] = {0, 0};
+  for (int32_t i = 0; i < self->dim; ++i) {
+    const int32_t od = 2 - self->dim + i;
+    const int64_t s = self->sizes[i];
+    if (s != shape[od] && s != 1)
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                  "%s: 'self' size %lld at dim %d cannot be expanded to [%lld, %lld]",
+                  op, static_cast<long long>(s), i,
+                  static_cast<long long>(shape[0]), static_cast<long long>(shape[1]));
+    bias_st[od] = s == 1 ? 0 : self->strides[i];
+  }
+  bool fits = true;
+  dispatch(mat1->dtype, [&](auto t) {
+    using C = decltype(t);
+    fits = beta.fits<C>() && alpha.fits<C>();
+  });
+  if (!fits)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: beta or alpha cannot be converted to %s without overflow",
+                op, dtype_name(mat1->dtype));
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
+  int32_t rc = PTERON_OK;
+  dispatch(mat1->dtype, [&](auto t) {
+    using C = decltype(t);
+    if constexpr (!std::is_same_v<C, bool>) {
+      using A = AccOf<C>;
+      Gemm<C> g{};
+      g.n = mat1->sizes[0]; g.k = mat1->sizes[1]; g.m = mat2->sizes[1];
+      g.a = {static_cast<const C*>(mat1->data), mat1->strides[0], mat1->strides[1]};
+      g.b = {static_cast<const C*>(mat2->data), mat2->strides[0], mat2->strides[1]};
+      g.out = {static_cast<C*>(out->data), out->strides[0], out->strides[1]};
+      // alpha/beta as PyTorch converts them to the operand type
+      g.alpha = static_cast<A>(alpha.to<C>());
+      g.beta = static_cast<A>(beta.to<C>());
+      // beta == 0 ignores self entirely (NaN in self does not propagate)
+      g.use_bias = beta.to<C>() != C(0) && numel(self) > 0;
+      g.bias = static_cast<const C*>(self->data);
+      g.bias_rs = bias_st[0];
+      g.bias_cs = bias_st[1];
+      rc = run_gemm<C>(ctx, op, g, 1, 0, 0, 0);
+    }
+  });
+  return rc;
+}
+
+}  // namespace
+
+PTERON_REGISTER_KERNELS(
+    {"aten::mm", "out", nullptr, mm_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::bmm", "out", nullptr, bmm_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::addmm", "out", nullptr, addmm_out, PTERON_KERNEL_PRIORITY, 0})

@@ -1,0 +1,358 @@
+// reduce.cpp - portable reductions: aten::mean.out, sum.IntList_out,
+// sum.out, amax.out, max.dim_max, argmax.out, cumsum.out.
+//
+// Reductions walk the kept dims of the input (and the matching output
+// positions) and, for each, the reduced dims, using each tensor's own
+// strides, so any dim order works. Floating sums accumulate in double;
+// integer sums wrap modulo 2^64 and then to the out dtype (as PyTorch's
+// int64 accumulation does). The out tensor's dtype decides what sum and
+// cumsum compute in (a `dtype` argument, when given, must equal it).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernel_util.h"
+#include "kernels_a_util.h"
+
+namespace {
+
+using namespace pteron::kern;
+using namespace pteron::kern::ka;
+
+int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op,
+                              int32_t dtype, const pteron_tensor* out) {
+  if (dtype >= 0 && dtype != out->dtype)
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
+                "%s: out dtype %s does not match the requested dtype %s", op,
+                dtype_name(out->dtype), dtype_name(dtype));
+  return PTERON_OK;
+}
+
+int32_t zero_size_reduce_check(pteron_kernel_context* ctx, const char* op,
+                               const pteron_tensor* self, const ReducePlan& p) {
+  for (int32_t i = 0; i < self->dim; ++i)
+    if (p.reduced[i] && self->sizes[i] == 0)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: expected reduction dim %d to have non-zero size", op, i);
+  return PTERON_OK;
+}
+
+// Plans the reduction, resizes `out` (and `out2`) to its shape.
+int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op,
+                        const pteron_tensor* self, const int64_t* dims,
+                        size_t ndims, bool empty_means_all, bool keepdim,
+                        pteron_tensor* out, pteron_tensor* out2, ReducePlan* p) {
+  PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, dims, ndims, empty_means_all,
+                                   keepdim, p));
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p->out_sizes, p->out_dim));
+  if (out2) PTERON_CHECK_OK(resize_out(ctx, op, "indices", out2, p->out_sizes, p->out_dim));
+  return PTERON_OK;
+}
+
+// ---- sum / mean -------------------------------------------------------------
+
+// out = sum (or mean) of self over the plan, computed for out's dtype.
+void sum_into(const pteron_tensor* self, pteron_tensor* out, const ReducePlan& p,
+              bool mean) {
+  ReduceIter it(self, out, &p);
+  const int32_t odt = out->dtype;
+  void* od = out->data;
+  const double count = static_cast<double>(p.reduce_count);
+  dispatch(self->dtype, [&](auto t) {
+    using T = decltype(t);
+    const void* x = self->data;
+    if (is_floating(odt)) {
+      it.outer([&](int64_t oo, int64_t base) {
+        double acc = 0;
+        it.inner(base, [&](int64_t off) { acc += static_cast<double>(load_typed<T>(x, off)); });
+        store<double>(od, odt, oo, mean ? acc / count : acc);
+      });
+    } else if (odt == PTERON_DTYPE_BOOL) {
+      it.outer([&](int64_t oo, int64_t base) {
+        bool acc = false;
+        it.inner(base, [&](int64_t off) { acc = acc || load_typed<T>(x, off) != T(0); });
+        store<bool>(od, odt, oo, acc);
+      });
+    } else {
+      it.outer([&](int64_t oo, int64_t base) {
+        uint64_t acc = 0;
+        it.inner(base, [&](int64_t off) {
+          acc += static_cast<uint64_t>(convert<int64_t>(load_typed<T>(x, off)));
+        });
+        store<int64_t>(od, odt, oo, static_cast<int64_t>(acc));
+      });
+    }
+  });
+}
+
+// sum.IntList_out(self, dim?, keepdim, dtype?, out) and
+// mean.out(self, dim?, keepdim, dtype?, out)
+int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args,
+                      size_t n, const char* op, bool mean) {
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(5));
+  pteron_tensor *self, *out;
+  int64_t single;
+  const int64_t* dims;
+  size_t ndims;
+  bool has_dims, keepdim;
+  int32_t dtype;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(read_opt_int_list(a, 1, "dim", &single, &dims, &ndims, &has_dims));
+  PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
+  PTERON_CHECK_OK(read_opt_dtype(a, 3, "dtype", &dtype));
+  PTERON_CHECK_OK(a.tensor(4, "out", &out));
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  if (dtype >= 0) PTERON_CHECK_OK(check_supported(ctx, op, "dtype", dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
+  if (mean) {
+    const int32_t in_dt = dtype >= 0 ? dtype : self->dtype;
+    if (!is_floating(in_dt))
+      return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
+                  "%s: could not infer output dtype: %s must be a floating "
+                  "point dtype", op, dtype_name(in_dt));
+    if (!can_cast(in_dt, out->dtype)) return cast_error(ctx, op, in_dt, out->dtype);
+  }
+  ReducePlan p;
+  PTERON_CHECK_OK(plan_and_resize(ctx, op, self, has_dims ? dims : nullptr, ndims,
+                                  true, keepdim, out, nullptr, &p));
+  sum_into(self, out, p, mean);
+  return PTERON_OK;
+}
+
+int32_t sum_intlist_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  return sum_mean_dims(ctx, args, n, "aten::sum.IntList_out", false);
+}
+int32_t mean_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  return sum_mean_dims(ctx, args, n, "aten::mean.out", true);
+}
+
+// sum.out(self, *, dtype?, out): everything.
+int32_t sum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::sum.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(3));
+  pteron_tensor *self, *out;
+  int32_t dtype;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(read_opt_dtype(a, 1, "dtype", &dtype));
+  PTERON_CHECK_OK(a.tensor(2, "out", &out));
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
+  ReducePlan p;
+  PTERON_CHECK_OK(plan_and_resize(ctx, op, self, nullptr, 0, true, false, out,
+                                  nullptr, &p));
+  sum_into(self, out, p, false);
+  return PTERON_OK;
+}
+
+// ---- amax / max.dim / argmax ------------------------------------------------
+
+// "a beats b" for a running maximum: larger, or NaN (first NaN wins).
+template <typename T>
+bool beats(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(b)) return false;
+    return std::isnan(a) || a > b;
+  } else {
+    return a > b;
+  }
+}
+
+int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::amax.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(4));
+  pteron_tensor *self, *out;
+  int64_t single;
+  const int64_t* dims;
+  size_t ndims;
+  bool has_dims, keepdim;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(read_opt_int_list(a, 1, "dim", &single, &dims, &ndims, &has_dims));
+  PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
+  PTERON_CHECK_OK(a.tensor(3, "out", &out));
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  if (!can_cast(self->dtype, out->dtype))
+    return cast_error(ctx, op, self->dtype, out->dtype);
+  ReducePlan p;
+  PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, has_dims ? dims : nullptr, ndims,
+                                   true, keepdim, &p));
+  PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
+  ReduceIter it(self, out, &p);
+  dispatch(self->dtype, [&](auto t) {
+    using T = decltype(t);
+    const void* x = self->data;
+    it.outer([&](int64_t oo, int64_t base) {
+      bool first = true;
+      T m{};
+      it.inner(base, [&](int64_t off) {
+        const T v = load_typed<T>(x, off);
+        if (first || beats(v, m)) m = v;
+        first = false;
+      });
+      store<T>(out->data, out->dtype, oo, m);
+    });
+  });
+  return PTERON_OK;
+}
+
+// Shared by max.dim_max and argmax: values (nullable) and int64 indices,
+// both already resized to the plan's output shape. Ties and NaN: the first
+// occurrence in logical order wins, as in PyTorch.
+void max_with_index(const pteron_tensor* self, const ReducePlan& p,
+                    pteron_tensor* values, pteron_tensor* indices) {
+  ReduceIter it(self, indices, &p);
+  dispatch(self->dtype, [&](auto t) {
+    using T = decltype(t);
+    const void* x = self->data;
+    int64_t* idx_out = static_cast<int64_t*>(indices->data);
+    it.outer2(values ? values : indices, [&](int64_t io, int64_t vo, int64_t base) {
+      bool first = true;
+      T m{};
+      int64_t best = 0, cnt = 0;
+      it.inner(base, [&](int64_t off) {
+        const T v = load_typed<T>(x, off);
+        if (first || beats(v, m)) { m = v; best = cnt; }
+        first = false;
+        ++cnt;
+      });
+      idx_out[io] = best;
+      if (values) store<T>(values->data, values->dtype, vo, m);
+    });
+  });
+}
+
+int32_t max_dim_max(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::max.dim_max";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(5));
+  pteron_tensor *self, *values, *indices;
+  int64_t dim;
+  bool keepdim;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(a.integer(1, "dim", &dim));
+  PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
+  PTERON_CHECK_OK(a.tensor(3, "max", &values));
+  PTERON_CHECK_OK(a.tensor(4, "max_values", &indices));
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, op, "max", values->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  if (!can_cast(self->dtype, values->dtype))
+    return cast_error(ctx, op, self->dtype, values->dtype);
+  if (indices->dtype != PTERON_DTYPE_INT64)
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
+                "%s: indices out must be int64, got %s", op, dtype_name(indices->dtype));
+  ReducePlan p;
+  PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, &dim, 1, false, keepdim, &p));
+  PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
+  PTERON_CHECK_OK(resize_out(ctx, op, "max", values, p.out_sizes, p.out_dim));
+  PTERON_CHECK_OK(resize_out(ctx, op, "max_values", indices, p.out_sizes, p.out_dim));
+  max_with_index(self, p, values, indices);
+  return PTERON_OK;
+}
+
+int32_t argmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::argmax.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(4));
+  pteron_tensor *self, *out;
+  int64_t dim = 0;
+  bool keepdim;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  const bool has_dim = !a.is_none(1);
+  if (has_dim) PTERON_CHECK_OK(a.integer(1, "dim", &dim));
+  PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
+  PTERON_CHECK_OK(a.tensor(3, "out", &out));
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  if (self->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, op, "self", self->dtype);
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  if (out->dtype != PTERON_DTYPE_INT64)
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out must be int64, got %s",
+                op, dtype_name(out->dtype));
+  ReducePlan p;
+  if (has_dim) {
+    PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, &dim, 1, false, keepdim, &p));
+    PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
+  } else {
+    if (numel(self) == 0)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: expected a dim to be given for an empty input", op);
+    PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, nullptr, 0, true, keepdim, &p));
+  }
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
+  max_with_index(self, p, nullptr, out);
+  return PTERON_OK;
+}
+
+// ---- cumsum -----------------------------------------------------------------
+
+int32_t cumsum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::cumsum.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(4));
+  pteron_tensor *self, *out;
+  int64_t dim;
+  int32_t dtype;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(a.integer(1, "dim", &dim));
+  PTERON_CHECK_OK(read_opt_dtype(a, 2, "dtype", &dtype));
+  PTERON_CHECK_OK(a.tensor(3, "out", &out));
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  if (out->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, op, "out", out->dtype);
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
+  const int64_t orig = dim;
+  if (!wrap_dim(dim, self->dim))
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: dim %lld out of range for a tensor of rank %d", op,
+                static_cast<long long>(orig), self->dim);
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, self->sizes, self->dim));
+  if (numel(self) == 0) return PTERON_OK;
+  const int32_t d = static_cast<int32_t>(dim);
+  const int64_t len = self->dim == 0 ? 1 : self->sizes[d];
+  const int64_t xs = self->dim == 0 ? 0 : self->strides[d];
+  const int64_t ys = self->dim == 0 ? 0 : out->strides[d];
+  const bool fl = is_floating(out->dtype);
+  dispatch(self->dtype, [&](auto t) {
+    using T = decltype(t);
+    const void* x = self->data;
+    auto lane = [&](int64_t ox, int64_t oy) {
+      if (fl) {
+        double acc = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          acc += static_cast<double>(load_typed<T>(x, ox + i * xs));
+          store<double>(out->data, out->dtype, oy + i * ys, acc);
+        }
+      } else {
+        uint64_t acc = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          acc += static_cast<uint64_t>(convert<int64_t>(load_typed<T>(x, ox + i * xs)));
+          store<int64_t>(out->data, out->dtype, oy + i * ys, static_cast<int64_t>(acc));
+        }
+      }
+    };
+    if (self->dim == 0) lane(0, 0);
+    else for_each_lane(self, out, d, lane);
+  });
+  return PTERON_OK;
+}
+
+}  // namespace
+
+PTERON_REGISTER_KERNELS(
+    {"aten::mean", "out", nullptr, mean_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::sum", "IntList_out", nullptr, sum_intlist_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::sum", "out", nullptr, sum_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::amax", "out", nullptr, amax_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::max", "dim_max", nullptr, max_dim_max, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::argmax", "out", nullptr, argmax_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::cumsum", "out", nullptr, cumsum_out, PTERON_KERNEL_PRIORITY, 0})
