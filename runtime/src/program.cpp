@@ -167,6 +167,12 @@ Status pteron_program::segment(uint32_t index, const uint8_t** data, size_t* siz
   const fb::DataSegment* s = segs->Get(index);
   if (!s) return error(PTERON_ERROR_INVALID_PROGRAM, "segment %u is missing", index);
   uint64_t off = s->offset(), n = s->size(), total = bytes->size();
+  if (!has_segments && n == 0) {
+    // A program without segment data may still list empty segments.
+    *data = bytes->data() + program_size;
+    *size = 0;
+    return Status::Ok();
+  }
   if (!has_segments || segment_base > total || off > total - segment_base ||
       n > total - segment_base - off)
     return error(PTERON_ERROR_INVALID_PROGRAM,
@@ -295,10 +301,6 @@ Status load_program(std::unique_ptr<Bytes> bytes, pteron_program** out) {
   const fb::Program* root = fb::GetProgram(d);
   if (!root->execution_plan() || root->execution_plan()->size() == 0)
     return error(PTERON_ERROR_INVALID_PROGRAM, "program has no execution plan (method)");
-  if (root->segments() && root->segments()->size() > 0 && !has_segments)
-    return error(PTERON_ERROR_INVALID_PROGRAM,
-                 "program lists %u segments but has no segment data",
-                 root->segments()->size());
   auto* p = new (std::nothrow) pteron_program;
   if (!p) return error(PTERON_ERROR_OUT_OF_MEMORY, "cannot allocate a program");
   p->bytes = std::move(bytes);

@@ -229,10 +229,15 @@ struct Args {
   size_t n;
   const char* op;
 
+  // A KernelCall passes the schema's arguments (out arguments included) and
+  // then ONE more value for the operator's return (it aliases the out
+  // argument, or is a tuple/list value for several outs). So n is
+  // `expected` (schema args) or `expected + 1`. Kernels must read every
+  // argument, outs included, by its schema position, never as v[n-1].
   int32_t arity(size_t expected) const {
-    if (n != expected)
+    if (n != expected && n != expected + 1)
       return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                  "%s expects %zu arguments, got %zu", op, expected, n);
+                  "%s expects %zu arguments (+1 return value), got %zu", op, expected, n);
     return PTERON_OK;
   }
   int32_t tensor(size_t i, const char* name, pteron_tensor** out) const {
