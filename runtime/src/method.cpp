@@ -72,6 +72,10 @@ struct pteron_method {
   std::vector<Delegate> delegates;
   std::vector<int32_t> inputs, outputs;
   std::vector<bool> input_set;
+  // Row-major copies of tensor inputs. Planned memory of an input may be
+  // reused by later intermediates, so execute() copies these into place
+  // every time: inputs keep their values between executions.
+  std::vector<std::vector<unsigned char>> staged;
   pteron_kernel_context ctx;
   std::vector<std::string> op_names;  // per operator index, "name.overload"
 
@@ -172,6 +176,11 @@ Status build_tensor(pteron_method* m, size_t i, const fb::Tensor* ft,
     // copy, so a kernel that writes here cannot corrupt the file.
     t.data = const_cast<uint8_t*>(p);
     t.dynamism = PTERON_SHAPE_STATIC;
+    // Kernels read elements in place: the data must be aligned to them.
+    if (reinterpret_cast<uintptr_t>(t.data) % esize != 0)
+      return error(PTERON_ERROR_INVALID_PROGRAM,
+                   "value %zu: constant data (buffer %u) is not aligned to its %zu-byte elements",
+                   i, ft->data_buffer_idx(), esize);
     return Status::Ok();
   }
   if (alloc) {
@@ -187,6 +196,11 @@ Status build_tensor(pteron_method* m, size_t i, const fb::Tensor* ft,
                    "value %zu: %lld bytes at offset %llu lie outside planned buffer %u (%zu bytes)",
                    i, (long long)nbytes, (unsigned long long)off, id, bsize);
     t.data = static_cast<uint8_t*>(buffers[id - 1]->data) + off;
+    if (reinterpret_cast<uintptr_t>(t.data) % esize != 0)
+      return error(PTERON_ERROR_INVALID_PROGRAM,
+                   "value %zu: offset %llu in planned buffer %u is not aligned to its %zu-byte "
+                   "elements",
+                   i, (unsigned long long)off, id, esize);
     return Status::Ok();
   }
   // Neither constant nor planned: the runtime owns storage of the bound size.
@@ -250,6 +264,11 @@ Status build_values(pteron_method* m, const pteron_method_options* opts) {
     pteron_value& v = m->values[i];
     v.tag = PTERON_VALUE_NONE;
     if (!ev) continue;
+    // The flatbuffers verifier accepts a union type whose payload is absent.
+    if (ev->val_type() != fb::KernelTypes::NONE && ev->val_type() != fb::KernelTypes::Null &&
+        !ev->val())
+      return error(PTERON_ERROR_INVALID_PROGRAM, "value %zu has type %d but no payload", i,
+                   static_cast<int>(ev->val_type()));
     switch (ev->val_type()) {
       case fb::KernelTypes::NONE:
       case fb::KernelTypes::Null: v.tag = PTERON_VALUE_NONE; break;
@@ -393,6 +412,9 @@ Status build_chains(pteron_method* m) {
       const fb::Instruction* fi = ins->Get(static_cast<uint32_t>(k));
       Instr& in = m->chains[c].instrs[k];
       std::string where = format("chain %zu instruction %zu", c, k);
+      if (fi && fi->instr_args_type() != fb::InstructionArguments::NONE && !fi->instr_args())
+        return error(PTERON_ERROR_INVALID_PROGRAM, "%s has type %d but no arguments",
+                     where.c_str(), static_cast<int>(fi->instr_args_type()));
       auto take_args = [&](const flatbuffers::Vector<int32_t>* args) -> Status {
         size_t na = args ? args->size() : 0;
         in.args.resize(na);
@@ -586,6 +608,7 @@ Status load_method(pteron_program* p, const char* name, const pteron_method_opti
   s = take_io(m->plan->outputs(), &m->outputs, "output");
   if (!s.ok()) return s;
   m->input_set.assign(m->inputs.size(), false);
+  m->staged.assign(m->inputs.size(), {});
   for (size_t j = 0; j < m->inputs.size(); ++j)
     if (m->values[m->inputs[j]].tag != PTERON_VALUE_TENSOR) m->input_set[j] = true;
   return build_chains(m);
@@ -599,11 +622,37 @@ size_t step_budget(const pteron_method* m) {
   return 16 * n + 1024;
 }
 
+// Copies row-major `src` into tensor `t`'s storage, honouring its dim order.
+void place_input(pteron_tensor* t, const std::vector<unsigned char>& src) {
+  const size_t es = element_size(t->dtype);
+  const int64_t numel = tensor_numel(*t);
+  if (src.empty() || numel == 0) return;
+  bool contiguous = true;
+  for (int32_t d = 0; d < t->dim; ++d) contiguous = contiguous && t->dim_order[d] == d;
+  if (contiguous || numel == 1) {
+    std::memcpy(t->data, src.data(), src.size());
+    return;
+  }
+  int64_t idx[PTERON_MAX_DIM] = {0};
+  for (int64_t n = 0; n < numel; ++n) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < t->dim; ++d) off += idx[d] * t->strides[d];
+    std::memcpy(static_cast<char*>(t->data) + off * es, src.data() + n * es, es);
+    for (int32_t d = t->dim - 1; d >= 0; --d) {
+      if (++idx[d] < t->sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 Status execute(pteron_method* m) {
-  for (size_t j = 0; j < m->inputs.size(); ++j)
+  for (size_t j = 0; j < m->inputs.size(); ++j) {
     if (!m->input_set[j])
       return error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu of method '%s' was not set", j,
                    m->name.c_str());
+    pteron_value& v = m->values[m->inputs[j]];
+    if (v.tag == PTERON_VALUE_TENSOR) place_input(v.u.tensor, m->staged[j]);
+  }
   size_t budget = step_budget(m);
   size_t steps = 0;
   for (size_t c = 0; c < m->chains.size(); ++c) {
@@ -794,23 +843,11 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
                       index, need, (long long)t->capacity_bytes));
   for (int32_t d = 0; d < dim; ++d) t->sizes[d] = sizes[d];
   compute_strides(t);
-  // Caller data is contiguous row-major; scatter if the tensor's dim order differs.
-  bool contiguous = true;
-  for (int32_t d = 0; d < dim; ++d) contiguous = contiguous && t->dim_order[d] == d;
-  size_t es = element_size(t->dtype);
-  if (contiguous || numel <= 1) {
-    if (need) std::memcpy(t->data, data, need);
-  } else {
-    int64_t idx[PTERON_MAX_DIM] = {0};
-    for (int64_t n = 0; n < numel; ++n) {
-      int64_t off = 0;
-      for (int32_t d = 0; d < dim; ++d) off += idx[d] * t->strides[d];
-      std::memcpy(static_cast<char*>(t->data) + off * es, static_cast<const char*>(data) + n * es, es);
-      for (int32_t d = dim - 1; d >= 0; --d) {
-        if (++idx[d] < t->sizes[d]) break;
-        idx[d] = 0;
-      }
-    }
+  try {
+    m->staged[index].assign(static_cast<const unsigned char*>(data),
+                            static_cast<const unsigned char*>(data) + need);
+  } catch (...) {
+    return to_c(error(PTERON_ERROR_OUT_OF_MEMORY, "input %zu: cannot copy %zu bytes", index, need));
   }
   m->input_set[index] = true;
   return nullptr;

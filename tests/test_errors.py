@@ -1,0 +1,209 @@
+"""Clear errors, named, at load where possible: missing operators (all of
+them at once), missing delegates, wrong inputs, dynamic-shape bounds."""
+import subprocess
+
+import numpy as np
+import pytest
+
+import capi
+from conftest import FIXTURES
+
+
+def test_missing_operators_fail_at_method_load_naming_every_one(runtime):
+    p = runtime.load_file(FIXTURES / "unsupported_op.pte")
+    with pytest.raises(capi.PteronError) as e:
+        p.load_method("forward")
+    assert e.value.code == capi.MISSING_OPERATOR
+    assert "aten::atan2.out" in e.value.message
+    assert "aten::erf.out" in e.value.message
+    # add.out is provided, so it is not listed.
+    assert "aten::add.out" not in e.value.message
+
+
+def test_missing_delegate_fails_at_load_naming_it(runtime):
+    p = runtime.load_file(FIXTURES / "mlp_xnnpack.pte")
+    with pytest.raises(capi.PteronError) as e:
+        p.load_method("forward")
+    assert e.value.code == capi.MISSING_DELEGATE
+    assert "XnnpackBackend" in e.value.message
+
+
+def test_unknown_method_is_not_found_and_lists_the_methods(runtime):
+    p = runtime.load_file(FIXTURES / "two_methods.pte")
+    with pytest.raises(capi.PteronError) as e:
+        p.load_method("decode")
+    assert e.value.code == capi.NOT_FOUND
+    assert "decode" in e.value.message and "encode" in e.value.message
+
+
+def test_missing_file_is_an_io_error_naming_the_path(runtime, tmp_path):
+    missing = tmp_path / "nope.pte"
+    with pytest.raises(capi.PteronError) as e:
+        runtime.load_file(missing)
+    assert e.value.code == 9  # PTERON_ERROR_IO
+    assert str(missing) in e.value.message
+
+
+def test_utf8_path_loads(runtime, tmp_path):
+    target = tmp_path / "modèle_模型.pte"
+    target.write_bytes((FIXTURES / "mlp.pte").read_bytes())
+    assert runtime.load_file(target).method_names() == ["forward"]
+
+
+@pytest.fixture
+def mlp(runtime):
+    return runtime.load_file(FIXTURES / "mlp.pte").load_method("forward")
+
+
+def test_wrong_input_dtype_is_refused_naming_both(mlp):
+    with pytest.raises(capi.PteronError) as e:
+        mlp.set_input(0, np.zeros((4, 16), dtype=np.float64))
+    assert e.value.code == capi.INVALID_ARGUMENT
+    assert "float32" in e.value.message and "float64" in e.value.message
+
+
+def test_wrong_input_shape_is_refused(mlp):
+    with pytest.raises(capi.PteronError) as e:
+        mlp.set_input(0, np.zeros((4, 17), dtype=np.float32))
+    assert e.value.code == capi.SHAPE_MISMATCH
+    assert "dim 1" in e.value.message
+    with pytest.raises(capi.PteronError) as e:
+        mlp.set_input(0, np.zeros((64,), dtype=np.float32))
+    assert "rank" in e.value.message
+
+
+def test_wrong_input_index_is_not_found(mlp):
+    with pytest.raises(capi.PteronError) as e:
+        mlp.set_input(3, np.zeros((4, 16), dtype=np.float32))
+    assert e.value.code == capi.NOT_FOUND
+
+
+def test_execute_without_inputs_is_an_error(mlp):
+    with pytest.raises(capi.PteronError) as e:
+        mlp.execute()
+    assert e.value.code == capi.INVALID_ARGUMENT
+    assert "input 0" in e.value.message
+
+
+def test_half_input_is_refused_as_wrong_dtype(mlp):
+    with pytest.raises(capi.PteronError) as e:
+        mlp.set_input(0, np.zeros((4, 16), dtype=np.float16))
+    assert "float16" in e.value.message
+
+
+# ---- dynamic shapes ----
+
+@pytest.fixture
+def dyn(runtime):
+    return runtime.load_file(FIXTURES / "dynamic_batch.pte").load_method("forward")
+
+
+def test_dynamic_input_declares_its_bounds(dyn):
+    info = dyn.input_info(0)
+    assert info["bound"] == (8, 12)
+    assert info["dynamism"] == 1  # DYNAMIC_BOUND
+
+
+def test_dynamic_shape_within_bounds_matches_eager(dyn):
+    x = np.load(FIXTURES / "dynamic_batch.forward.input_0.npy")
+    expected = np.load(FIXTURES / "dynamic_batch.forward.expected_0.npy")
+    assert x.shape[0] < 8
+    out = dyn.run([x])[0]
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_dynamic_shape_at_the_edges_runs_with_the_right_shape(dyn, batch):
+    x = np.random.default_rng(batch).standard_normal((batch, 12)).astype(np.float32)
+    out = dyn.run([x])[0]
+    assert out.shape == (batch, 6)
+    # softmax output: each row sums to one
+    np.testing.assert_allclose(out.sum(axis=1), np.ones(batch), rtol=1e-5)
+
+
+def test_dynamic_rows_are_independent_of_batch(dyn):
+    x = np.load(FIXTURES / "dynamic_batch.forward.input_0.npy")
+    full = dyn.run([x])[0]
+    one = dyn.run([x[:1]])[0]
+    np.testing.assert_allclose(one[0], full[0], rtol=1e-5, atol=1e-6)
+
+
+def test_dim_beyond_its_bound_is_rejected_even_if_total_fits(dyn):
+    # [2, 24] has 48 elements (< 8*12 = 96) but dim 1 exceeds its bound 12.
+    with pytest.raises(capi.PteronError) as e:
+        dyn.set_input(0, np.zeros((2, 24), dtype=np.float32))
+    assert e.value.code == capi.SHAPE_MISMATCH
+    assert "dim 1" in e.value.message
+
+
+def test_batch_beyond_its_bound_is_rejected(dyn):
+    with pytest.raises(capi.PteronError) as e:
+        dyn.set_input(0, np.zeros((9, 12), dtype=np.float32))
+    assert e.value.code == capi.SHAPE_MISMATCH
+    assert "upper bound 8" in e.value.message
+
+
+# ---- pteron-run errors ----
+
+def _run(pteron_run, *args):
+    return subprocess.run([str(pteron_run), *map(str, args)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_pteron_run_missing_operator_exits_nonzero_with_one_message(pteron_run):
+    r = _run(pteron_run, FIXTURES / "unsupported_op.pte", "--input",
+             FIXTURES / "unsupported_op.forward.input_0.npy")
+    assert r.returncode == 1
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and "aten::atan2.out" in lines[0] and "aten::erf.out" in lines[0]
+
+
+def test_pteron_run_wrong_input_count(pteron_run):
+    r = _run(pteron_run, FIXTURES / "mlp.pte")
+    assert r.returncode == 1 and "takes 1 input" in r.stderr
+
+
+def test_pteron_run_bad_npy(pteron_run, tmp_path):
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(b"not numpy")
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", bad)
+    assert r.returncode == 1 and "bad.npy" in r.stderr
+
+
+def test_pteron_run_usage_error(pteron_run):
+    r = _run(pteron_run, "--bogus")
+    assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_pteron_run_lists_operators_with_their_library(pteron_run):
+    r = _run(pteron_run, "--list-operators")
+    assert r.returncode == 0
+    assert any("aten::addmm.out" in l and "kernels_portable" in l for l in r.stdout.splitlines())
+
+
+# ---- registry ----
+
+def test_registry_lists_every_required_operator(runtime):
+    required = """aten::add.out aten::add.Scalar_out aten::sub.out aten::sub.Scalar_out aten::mul.out
+    aten::mul.Scalar_out aten::div.out aten::div.Scalar_out aten::addmm.out aten::mm.out aten::bmm.out
+    aten::permute_copy.out aten::view_copy.out aten::expand_copy.out aten::squeeze_copy.dims_out
+    aten::unsqueeze_copy.out aten::select_copy.int_out aten::slice_copy.Tensor_out aten::cat.out
+    aten::clone.out dim_order_ops::_to_dim_order_copy.out dim_order_ops::_clone_dim_order.out
+    aten::relu.out aten::clamp.out aten::hardtanh.out aten::sigmoid.out aten::tanh.out aten::gelu.out
+    aten::hardswish.out aten::_softmax.out aten::_log_softmax.out aten::mean.out aten::sum.IntList_out
+    aten::amax.out aten::max.dim_max aten::argmax.out aten::cumsum.out aten::index_select.out
+    aten::embedding.out aten::where.self_out aten::eq.Scalar_out aten::eq.Tensor_out aten::ne.Scalar_out
+    aten::ne.Tensor_out aten::gt.Scalar_out aten::gt.Tensor_out aten::lt.Scalar_out aten::lt.Tensor_out
+    aten::ge.Scalar_out aten::ge.Tensor_out aten::le.Scalar_out aten::le.Tensor_out
+    aten::logical_not.out aten::any.out aten::full_like.out aten::zeros_like.out aten::convolution.out
+    aten::max_pool2d_with_indices.out aten::avg_pool2d.out
+    aten::_native_batch_norm_legit_no_training.out aten::native_layer_norm.out""".split()
+    have = {f"{k['name']}.{k['overload']}" for k in runtime.kernels()}
+    missing = [r for r in required if r not in have]
+    assert not missing, missing
+    assert all(k["library"] == "kernels_portable" for k in runtime.kernels())
+
+
+def test_runtime_reports_no_refused_registrations(runtime):
+    assert runtime.registration_errors() == []
