@@ -68,8 +68,8 @@ inline int32_t memory_format(const Args& a, size_t i) {
 // for convolution and pooling. Each value must be >= min_value.
 inline int32_t spatial_params(const Args& a, size_t i, const char* name,
                               int32_t count, int64_t min_value, int64_t* out) {
-  const int64_t* data;
-  size_t size;
+  const int64_t* data = nullptr;
+  size_t size = 0;
   PTERON_CHECK_OK(a.int_list(i, name, &data, &size));
   if (size != 1 && size != static_cast<size_t>(count))
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,

@@ -24,7 +24,7 @@ namespace kb = pteron::kern::kb;
 // Geometry in three spatial slots (D, H, W); unused leading slots have
 // size 1, stride 0 and a trivial kernel.
 struct Geometry {
-  int64_t N, C, Cout, Cin_g, groups;
+  int64_t N = 0, C = 0, Cout = 0, Cin_g = 0, groups = 0;
   int64_t in[3], k[3], out[3], stride[3], pad[3], dil[3];
   int64_t is_n, is_c, is_s[3];  // input strides
   int64_t ws_o, ws_i, ws_s[3];  // weight strides
@@ -121,9 +121,10 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args,
                         size_t n) {
   Args a{ctx, args, n, "aten::convolution.out"};
   PTERON_CHECK_OK(kb::arity(a, 10));
-  pteron_tensor *input, *weight, *bias, *out;
-  bool transposed;
-  int64_t groups;
+  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
+  pteron_tensor* out = nullptr;
+  bool transposed = false;
+  int64_t groups = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
   PTERON_CHECK_OK(kb::tensor_arg(a, 1, "weight", &weight));
   PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "bias", &bias));

@@ -36,8 +36,8 @@ int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
                          size_t n) {
   Args a{ctx, args, n, "aten::index_select.out"};
   PTERON_CHECK_OK(kb::arity(a, 4));
-  pteron_tensor *self, *index, *out;
-  int64_t d0;
+  pteron_tensor *self = nullptr, *index = nullptr, *out = nullptr;
+  int64_t d0 = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(kb::tensor_arg(a, 2, "index", &index));
@@ -109,9 +109,9 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
                       size_t n) {
   Args a{ctx, args, n, "aten::embedding.out"};
   PTERON_CHECK_OK(kb::arity(a, 6));
-  pteron_tensor *weight, *indices, *out;
-  int64_t padding_idx;
-  bool scale_grad, sparse;
+  pteron_tensor *weight = nullptr, *indices = nullptr, *out = nullptr;
+  int64_t padding_idx = 0;
+  bool scale_grad = false, sparse = false;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "weight", &weight));
   PTERON_CHECK_OK(kb::tensor_arg(a, 1, "indices", &indices));
   PTERON_CHECK_OK(a.integer(2, "padding_idx", &padding_idx));
@@ -238,7 +238,7 @@ int32_t fill_value(const Args& a, size_t i, int32_t dtype, void* slot) {
       const int64_t lo = std::is_unsigned_v<T>
                              ? -hi
                              : static_cast<int64_t>(std::numeric_limits<T>::min());
-      int64_t x;
+      int64_t x = 0;
       if (is_int) {
         x = iv;
       } else {
@@ -275,7 +275,7 @@ int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
                       size_t n) {
   Args a{ctx, args, n, "aten::full_like.out"};
   PTERON_CHECK_OK(kb::arity(a, 4));
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(kb::memory_format(a, 2));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
@@ -303,7 +303,7 @@ int32_t zeros_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
                        size_t n) {
   Args a{ctx, args, n, "aten::zeros_like.out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(kb::memory_format(a, 1));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));

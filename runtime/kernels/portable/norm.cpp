@@ -72,8 +72,10 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
                                    pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::_native_batch_norm_legit_no_training.out"};
   PTERON_CHECK_OK(kb::arity(a, 10));
-  pteron_tensor *input, *weight, *bias, *mean, *var, *out0, *out1, *out2;
-  double momentum, eps;
+  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
+  pteron_tensor *mean = nullptr, *var = nullptr;
+  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
+  double momentum = 0, eps = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
   PTERON_CHECK_OK(kb::opt_tensor_arg(a, 1, "weight", &weight));
   PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "bias", &bias));
@@ -144,10 +146,11 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
                        size_t n) {
   Args a{ctx, args, n, "aten::native_layer_norm.out"};
   PTERON_CHECK_OK(kb::arity(a, 8));
-  pteron_tensor *input, *weight, *bias, *out0, *out1, *out2;
-  const int64_t* ns;
-  size_t k;
-  double eps;
+  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
+  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
+  const int64_t* ns = nullptr;
+  size_t k = 0;
+  double eps = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
   PTERON_CHECK_OK(a.int_list(1, "normalized_shape", &ns, &k));
   PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "weight", &weight));

@@ -21,10 +21,10 @@ using pteron::kern::fail;
 namespace kb = pteron::kern::kb;
 
 struct Pool {
-  int64_t N, C, H, W, Ho, Wo;
+  int64_t N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0;
   int64_t k[2], s[2], p[2], d[2];
-  int64_t is_n, is_c, is_h, is_w;
-  bool batched;
+  int64_t is_n = 0, is_c = 0, is_h = 0, is_w = 0;
+  bool batched = false;
 };
 
 int64_t floor_div(int64_t a, int64_t b) {
@@ -69,8 +69,8 @@ int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i,
 
   PTERON_CHECK_OK(kb::spatial_params(a, ks_i, "kernel_size", 2, 1, P->k));
   {
-    const int64_t* sd;
-    size_t sn;
+    const int64_t* sd = nullptr;
+    size_t sn = 0;
     PTERON_CHECK_OK(a.int_list(stride_i, "stride", &sd, &sn));
     if (sn == 0) {
       P->s[0] = P->k[0];
@@ -115,7 +115,7 @@ int32_t resize_pooled(const Args& a, pteron_tensor* t, const char* name,
 }
 
 struct OutStrides {
-  int64_t n, c, h, w;
+  int64_t n = 0, c = 0, h = 0, w = 0;
 };
 OutStrides out_strides(const pteron_tensor* t, bool batched) {
   const int32_t o = batched ? 1 : 0;
@@ -167,8 +167,8 @@ int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx,
                                     pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::max_pool2d_with_indices.out"};
   PTERON_CHECK_OK(kb::arity(a, 8));
-  pteron_tensor *self, *out, *indices;
-  bool ceil_mode;
+  pteron_tensor *self = nullptr, *out = nullptr, *indices = nullptr;
+  bool ceil_mode = false;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.boolean(5, "ceil_mode", &ceil_mode));
   PTERON_CHECK_OK(a.tensor(6, "out", &out));
@@ -256,9 +256,9 @@ int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args,
                        size_t n) {
   Args a{ctx, args, n, "aten::avg_pool2d.out"};
   PTERON_CHECK_OK(kb::arity(a, 8));
-  pteron_tensor *self, *out;
-  bool ceil_mode, count_include_pad, has_div;
-  int64_t divisor;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  bool ceil_mode = false, count_include_pad = false, has_div = false;
+  int64_t divisor = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.boolean(4, "ceil_mode", &ceil_mode));
   PTERON_CHECK_OK(a.boolean(5, "count_include_pad", &count_include_pad));

@@ -32,9 +32,9 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                          size_t n) {
   Args a{ctx, args, n, "aten::permute_copy.out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor *self, *out;
-  const int64_t* dims;
-  size_t nd;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  const int64_t* dims = nullptr;
+  size_t nd = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "dims", &dims, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -69,9 +69,9 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                       size_t n) {
   Args a{ctx, args, n, "aten::view_copy.out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor *self, *out;
-  const int64_t* size;
-  size_t nd;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  const int64_t* size = nullptr;
+  size_t nd = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "size", &size, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -129,10 +129,10 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                         size_t n) {
   Args a{ctx, args, n, "aten::expand_copy.out"};
   PTERON_CHECK_OK(kb::arity(a, 4));
-  pteron_tensor *self, *out;
-  const int64_t* size;
-  size_t nd;
-  bool implicit;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  const int64_t* size = nullptr;
+  size_t nd = 0;
+  bool implicit = false;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "size", &size, &nd));
   PTERON_CHECK_OK(a.boolean(2, "implicit", &implicit));
@@ -182,7 +182,7 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
     }
     src.sizes[i] = sizes[i];
   }
-  int64_t total;
+  int64_t total = 0;
   if (!kb::checked_numel(sizes, src.dim, &total))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size is too large",
                 a.op);
@@ -215,9 +215,9 @@ int32_t squeeze_copy_dims_out(pteron_kernel_context* ctx,
                               pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.dims_out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor *self, *out;
-  const int64_t* dims;
-  size_t nd;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  const int64_t* dims = nullptr;
+  size_t nd = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "dim", &dims, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -241,8 +241,8 @@ int32_t squeeze_copy_dim_out(pteron_kernel_context* ctx,
                              pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.dim_out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor *self, *out;
-  int64_t d0;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  int64_t d0 = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -258,7 +258,7 @@ int32_t squeeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                          size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.out"};
   PTERON_CHECK_OK(kb::arity(a, 2));
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "out", &out));
   bool drop[PTERON_MAX_DIM + 1];
@@ -272,8 +272,8 @@ int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
                            pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::unsqueeze_copy.out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor *self, *out;
-  int64_t d0;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  int64_t d0 = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -308,8 +308,8 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx,
                             pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::select_copy.int_out"};
   PTERON_CHECK_OK(kb::arity(a, 4));
-  pteron_tensor *self, *out;
-  int64_t d0, index;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  int64_t d0 = 0, index = 0;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.integer(2, "index", &index));
@@ -348,9 +348,9 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
                               pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::slice_copy.Tensor_out"};
   PTERON_CHECK_OK(kb::arity(a, 6));
-  pteron_tensor *self, *out;
-  int64_t d0, start, end, step;
-  bool has_start, has_end;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  int64_t d0 = 0, start = 0, end = 0, step = 0;
+  bool has_start = false, has_end = false;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(kb::opt_integer(a, 2, "start", &start, &has_start));
@@ -394,10 +394,10 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
                 size_t n) {
   Args a{ctx, args, n, "aten::cat.out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor* const* ts;
-  size_t count;
-  int64_t d0;
-  pteron_tensor* out;
+  pteron_tensor* const* ts = nullptr;
+  size_t count = 0;
+  int64_t d0 = 0;
+  pteron_tensor* out = nullptr;
   PTERON_CHECK_OK(a.tensor_list(0, "tensors", &ts, &count));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -491,7 +491,7 @@ int32_t clone_out(pteron_kernel_context* ctx, pteron_value* const* args,
                   size_t n) {
   Args a{ctx, args, n, "aten::clone.out"};
   PTERON_CHECK_OK(kb::arity(a, 3));
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(kb::memory_format(a, 1));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -505,11 +505,11 @@ int32_t clone_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 int32_t dim_order_copy(const Args& a, bool same_dtype) {
   PTERON_CHECK_OK(kb::arity(a, 4));
-  pteron_tensor *self, *out;
-  bool non_blocking;
-  const int64_t* order;
-  size_t nd;
-  bool has_order;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  bool non_blocking = false;
+  const int64_t* order = nullptr;
+  size_t nd = 0;
+  bool has_order = false;
   PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.boolean(1, "non_blocking", &non_blocking));
   PTERON_CHECK_OK(kb::opt_int_list(a, 2, "dim_order", &order, &nd, &has_order));

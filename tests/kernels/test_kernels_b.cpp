@@ -1,0 +1,861 @@
+// test_kernels_b.cpp - development check of the portable shape, index,
+// convolution, pooling and normalisation kernels (runtime/kernels/portable/
+// shape.cpp, index.cpp, conv.cpp, pool.cpp, norm.cpp) without the runtime.
+//
+// The runtime entry points a kernel calls (pteron_kernel_fail,
+// pteron_tensor_resize, pteron_kernel_scratch, pteron_register_kernels,
+// pteron_parallel_for) are replaced by small stand-ins below; registered
+// kernels are captured in a map and called by "name.overload".
+//
+// Build and run (from the repository root):
+//   g++ -std=c++17 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+//       -Iinclude -Iruntime/kernels/common tests/kernels/test_kernels_b.cpp
+//       runtime/kernels/portable/{shape,index,conv,pool,norm}.cpp -o /tmp/test_kernels_b
+//   /tmp/test_kernels_b
+//
+// Expected values were computed with eager PyTorch 2.13 in the dev venv
+// (/opt/pteron-dev/bin/python). Inputs are exact binary fractions made by
+//   def inp(*shape, dtype=float32, mod=13, mul=7, off=6, scale=0.25):
+//       v = [((i*mul) % mod - off) * scale for i in range(prod(shape))]
+//       return torch.tensor(v).reshape(shape).to(dtype)
+// (Inp() below is the same function), and each k* array notes the torch
+// call that produced it.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pteron/kernel.h"
+
+// ---- stand-ins for the runtime ------------------------------------------------
+
+struct pteron_kernel_context {
+  std::string message;
+  int32_t code = 0;
+  std::vector<unsigned char> scratch;
+};
+
+static std::map<std::string, pteron_kernel_fn>& registry() {
+  static std::map<std::string, pteron_kernel_fn> r;
+  return r;
+}
+
+extern "C" {
+int32_t pteron_kernel_fail(pteron_kernel_context* ctx, int32_t code,
+                           const char* message) {
+  ctx->code = code;
+  ctx->message = message ? message : "";
+  return code;
+}
+
+int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
+                             const int64_t* sizes, int32_t dim) {
+  if (dim != t->dim) return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "rank change");
+  int64_t n = 1;
+  for (int32_t i = 0; i < dim; ++i) {
+    if (sizes[i] < 0) return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "negative size");
+    n *= sizes[i];
+  }
+  if (t->dynamism == PTERON_SHAPE_STATIC) {
+    for (int32_t i = 0; i < dim; ++i)
+      if (sizes[i] != t->sizes[i])
+        return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "static size");
+    return PTERON_OK;
+  }
+  int64_t es = t->dtype == PTERON_DTYPE_FLOAT64 || t->dtype == PTERON_DTYPE_INT64 ? 8
+             : t->dtype == PTERON_DTYPE_FLOAT32 || t->dtype == PTERON_DTYPE_INT32 ? 4
+             : t->dtype == PTERON_DTYPE_INT16 ? 2 : 1;
+  if (n * es > t->capacity_bytes)
+    return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "capacity");
+  for (int32_t i = 0; i < dim; ++i) t->sizes[i] = sizes[i];
+  int64_t s = 1;
+  for (int32_t k = dim - 1; k >= 0; --k) {
+    int d = t->dim_order[k];
+    t->strides[d] = s;
+    s *= t->sizes[d] > 0 ? t->sizes[d] : 1;
+  }
+  return PTERON_OK;
+}
+
+void* pteron_kernel_scratch(pteron_kernel_context* ctx, size_t bytes) {
+  ctx->scratch.assign(bytes + 64, 0xAB);
+  uintptr_t p = reinterpret_cast<uintptr_t>(ctx->scratch.data());
+  return reinterpret_cast<void*>((p + 63) & ~uintptr_t(63));
+}
+
+void pteron_parallel_for(int64_t begin, int64_t end, int64_t grain,
+                         pteron_range_fn fn, void* user) {
+  (void)grain;
+  if (begin < end) fn(user, begin, end);
+}
+
+int32_t pteron_register_kernels(uint32_t abi_version, const char* library,
+                                const pteron_kernel_registration* kernels,
+                                size_t count) {
+  (void)library;
+  if (abi_version != PTERON_ABI_VERSION) return PTERON_ERROR_ABI_MISMATCH;
+  for (size_t i = 0; i < count; ++i)
+    registry()[std::string(kernels[i].name) + "." + kernels[i].overload] = kernels[i].fn;
+  return PTERON_OK;
+}
+}  // extern "C"
+
+// ---- test helpers ---------------------------------------------------------------
+
+static int g_failures = 0;
+static int g_checks = 0;
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    ++g_checks;                                                            \
+    if (!(cond)) {                                                         \
+      ++g_failures;                                                        \
+      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
+                   #cond);                                                 \
+    }                                                                      \
+  } while (0)
+
+static int64_t elem_size(int32_t d) {
+  switch (d) {
+    case PTERON_DTYPE_FLOAT64: case PTERON_DTYPE_INT64: return 8;
+    case PTERON_DTYPE_FLOAT32: case PTERON_DTYPE_INT32: return 4;
+    case PTERON_DTYPE_INT16: case PTERON_DTYPE_FLOAT16: return 2;
+    default: return 1;
+  }
+}
+
+// A tensor with its own storage. Bounded-dynamic by default with room for
+// `capacity` elements (so kernels can resize it), contiguous unless a dim
+// order is given.
+struct Tensor {
+  pteron_tensor t{};
+  std::vector<uint64_t> storage;
+  Tensor(int32_t dtype, std::vector<int64_t> sizes,
+         std::vector<uint8_t> dim_order = {}, int64_t capacity = -1,
+         int32_t dynamism = PTERON_SHAPE_DYNAMIC_BOUND) {
+    t.dtype = dtype;
+    t.dim = static_cast<int32_t>(sizes.size());
+    t.dynamism = dynamism;
+    int64_t n = 1;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      t.sizes[i] = t.bound[i] = sizes[i];
+      n *= sizes[i] > 0 ? sizes[i] : 1;
+      t.dim_order[i] = dim_order.empty() ? static_cast<uint8_t>(i) : dim_order[i];
+    }
+    if (capacity < 0) capacity = n;
+    t.capacity_bytes = capacity * elem_size(dtype);
+    storage.assign(static_cast<size_t>((t.capacity_bytes + 7) / 8 + 1), 0);
+    t.data = storage.data();
+    int64_t s = 1;
+    for (int32_t k = t.dim - 1; k >= 0; --k) {
+      int d = t.dim_order[k];
+      t.strides[d] = s;
+      s *= t.sizes[d] > 0 ? t.sizes[d] : 1;
+    }
+  }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int32_t i = 0; i < t.dim; ++i) n *= t.sizes[i];
+    return n;
+  }
+  // Storage offset of the i-th element in logical row-major order.
+  int64_t offset(int64_t i) const {
+    int64_t off = 0;
+    for (int32_t d = t.dim - 1; d >= 0; --d) {
+      off += (i % t.sizes[d]) * t.strides[d];
+      i /= t.sizes[d];
+    }
+    return off;
+  }
+  void set(int64_t i, double v) {
+    int64_t o = offset(i);
+    switch (t.dtype) {
+      case PTERON_DTYPE_FLOAT32: static_cast<float*>(t.data)[o] = static_cast<float>(v); break;
+      case PTERON_DTYPE_FLOAT64: static_cast<double*>(t.data)[o] = v; break;
+      case PTERON_DTYPE_INT64: static_cast<int64_t*>(t.data)[o] = static_cast<int64_t>(v); break;
+      case PTERON_DTYPE_INT32: static_cast<int32_t*>(t.data)[o] = static_cast<int32_t>(v); break;
+      case PTERON_DTYPE_UINT8: static_cast<uint8_t*>(t.data)[o] = static_cast<uint8_t>(v); break;
+      case PTERON_DTYPE_BOOL: static_cast<bool*>(t.data)[o] = v != 0; break;
+      default: break;
+    }
+  }
+  double get(int64_t i) const {
+    int64_t o = offset(i);
+    switch (t.dtype) {
+      case PTERON_DTYPE_FLOAT32: return static_cast<const float*>(t.data)[o];
+      case PTERON_DTYPE_FLOAT64: return static_cast<const double*>(t.data)[o];
+      case PTERON_DTYPE_INT64: return static_cast<double>(static_cast<const int64_t*>(t.data)[o]);
+      case PTERON_DTYPE_INT32: return static_cast<const int32_t*>(t.data)[o];
+      case PTERON_DTYPE_UINT8: return static_cast<const uint8_t*>(t.data)[o];
+      case PTERON_DTYPE_BOOL: return static_cast<const bool*>(t.data)[o];
+      default: return NAN;
+    }
+  }
+  Tensor& fill(const std::vector<double>& v) {
+    for (size_t i = 0; i < v.size(); ++i) set(static_cast<int64_t>(i), v[i]);
+    return *this;
+  }
+  bool shape_is(std::vector<int64_t> s) const {
+    if (static_cast<size_t>(t.dim) != s.size()) return false;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (t.sizes[i] != s[i]) return false;
+    return true;
+  }
+};
+
+static std::vector<double> Inp(int64_t n, int mod = 13, int mul = 7, int off = 6,
+                               double scale = 0.25) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = ((i * mul) % mod - off) * scale;
+  return v;
+}
+
+// Argument values. Lists keep their backing storage alive in the Call.
+struct Call {
+  std::vector<pteron_value> vals;
+  std::vector<std::vector<int64_t>> lists;
+  std::vector<std::vector<pteron_tensor*>> tlists;
+  pteron_kernel_context ctx;
+  Call& tensor(Tensor& x) { pteron_value v{}; v.tag = PTERON_VALUE_TENSOR; v.u.tensor = &x.t; vals.push_back(v); return *this; }
+  Call& none() { pteron_value v{}; v.tag = PTERON_VALUE_NONE; vals.push_back(v); return *this; }
+  Call& i(int64_t x) { pteron_value v{}; v.tag = PTERON_VALUE_INT; v.u.i = x; vals.push_back(v); return *this; }
+  Call& b(bool x) { pteron_value v{}; v.tag = PTERON_VALUE_BOOL; v.u.b = x; vals.push_back(v); return *this; }
+  Call& d(double x) { pteron_value v{}; v.tag = PTERON_VALUE_DOUBLE; v.u.d = x; vals.push_back(v); return *this; }
+  Call& ints(std::vector<int64_t> x) {
+    lists.reserve(64);
+    lists.push_back(std::move(x));
+    pteron_value v{}; v.tag = PTERON_VALUE_INT_LIST;
+    v.u.int_list.data = lists.back().data(); v.u.int_list.size = lists.back().size();
+    vals.push_back(v); return *this;
+  }
+  Call& tensors(std::vector<Tensor*> x) {
+    tlists.reserve(64);
+    std::vector<pteron_tensor*> p;
+    for (Tensor* t : x) p.push_back(t ? &t->t : nullptr);
+    tlists.push_back(std::move(p));
+    pteron_value v{}; v.tag = PTERON_VALUE_TENSOR_LIST;
+    v.u.tensor_list.data = tlists.back().data(); v.u.tensor_list.size = tlists.back().size();
+    vals.push_back(v); return *this;
+  }
+  int32_t run(const char* op) {
+    auto it = registry().find(op);
+    if (it == registry().end()) {
+      std::fprintf(stderr, "kernel %s is not registered\n", op);
+      return -1;
+    }
+    std::vector<pteron_value*> ptrs;
+    for (auto& v : vals) ptrs.push_back(&v);
+    ctx.message.clear();
+    return it->second(&ctx, ptrs.data(), ptrs.size());
+  }
+};
+
+static bool close_to(const Tensor& x, const double* want, size_t n, double rtol = 1e-4,
+                     double atol = 1e-5) {
+  if (static_cast<size_t>(x.numel()) != n) {
+    std::fprintf(stderr, "  numel %lld != %zu\n", (long long)x.numel(), n);
+    return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    double g = x.get(static_cast<int64_t>(i));
+    if (!(std::fabs(g - want[i]) <= atol + rtol * std::fabs(want[i]))) {
+      std::fprintf(stderr, "  element %zu: got %.9g want %.9g\n", i, g, want[i]);
+      return false;
+    }
+  }
+  return true;
+}
+template <size_t N>
+static bool close_to(const Tensor& x, const double (&want)[N]) { return close_to(x, want, N); }
+template <size_t N>
+static bool equal_to(const Tensor& x, const int64_t (&want)[N]) {
+  std::vector<double> w(want, want + N);
+  return close_to(x, w.data(), N, 0, 0);
+}
+static bool mentions(const Call& c, const char* s) {
+  bool ok = c.ctx.message.find(s) != std::string::npos;
+  if (!ok) std::fprintf(stderr, "  message '%s' lacks '%s'\n", c.ctx.message.c_str(), s);
+  return ok;
+}
+
+// ---- expected values from torch ------------------------------------------------
+// x = inp(1,2,5,5); w = inp(4,1,3,3, mod=5, mul=3, off=2, scale=0.5)
+// b = [0.5,-1.0,0.25,2.0]
+// kConv2d = aten.convolution(x, w, b, [2,2],[1,1],[1,1],False,[0,0],2)  -> [1,4,3,3]
+// kConv1d = aten.convolution(inp(2,3,7), inp(2,3,3, mod=7, mul=2, off=3, scale=0.5),
+//                            None, [1],[2],[2],False,[0],1)                 -> [2,2,7]
+// kConvInt = aten.convolution(xi, wi, tensor([1,2,3,4,5]), [1,2],[0,1],[1,1],False,[0,0],1)
+//   xi = arange(96).reshape(2,3,4,4) % 7 - 3, wi = arange(60).reshape(5,3,2,2) % 5 - 2 (int64)
+// xp = inp(1,2,5,5, mod=17, mul=5, off=8)
+// kMaxPool, kMaxPoolIdx = aten.max_pool2d_with_indices(xp, [3,3],[2,2],[1,1],[1,1],True)
+// kMaxPoolDil, kMaxPoolDilIdx = aten.max_pool2d_with_indices(xp[0], [2,2],[],[0,0],[2,2],False)
+// kAvgPoolExcl = aten.avg_pool2d(xp, [3,3],[2,2],[1,1],True,False,None)
+// kAvgPoolIncl = aten.avg_pool2d(xp, [3,3],[2,2],[1,1],True,True,None)
+// kAvgPoolDiv = aten.avg_pool2d(xp, [2,2],[],[0,0],False,True,3)
+// kBatchNorm = aten._native_batch_norm_legit_no_training(inp(2,3,2,2, mod=11, mul=3, off=5),
+//   [1.5,-0.5,2.0], [0.1,0.2,-0.3], [0.25,-0.5,1.0], [1.0,0.5,2.0], 0.1, 1e-5)[0]
+// kLayerNorm* = native_layer_norm(inp(2,3,4, mod=11, mul=4, off=5), [3,4],
+//   inp(3,4, mod=5, mul=2, off=1, scale=0.5), inp(3,4, mod=3, mul=1, off=1, scale=0.1), 1e-5)
+// kLayerNorm1* = native_layer_norm(inp(2,3,4, mod=11, mul=4, off=5), [4], None, None, 1e-5)
+// kPermute = aten.permute_copy(inp(2,3,4), [2,0,1]); kView = inp(1,2,2,3).reshape(2,6)
+// kExpand = aten.expand_copy(inp(3,1), [2,-1,4]); kSlice = aten.slice_copy(inp(4,6), 1, -5, 100, 2)
+// kSelect = aten.select_copy(inp(2,3,4), -2, -1)
+// kCat = torch.cat([int32 [[1,2],[3,4]], torch.empty(0), int64 [[5],[6]]], 1, out=float32)
+// kToU8 / kToI32 = tensor([-1.0, 300.0, -3.7, 2.5]).to(uint8 / int32)
+// kIndexSelect = index_select(inp(3,4), 1, int32 [3,0,3])
+// kEmbedding = F.embedding(tensor([[4,0],[2,2]]), inp(5,3))
+const double kConv2d[] = {-0.875, -1.125, 0.125, 0.875, 6.5, 0.875, 0.125, -1.125, -0.875, -1.75, -0.875, -1.125, -3.25, -4.375, -2.375, 1.5, 1.875, 1.375, 0.125, -0.625, -0.125, -2.25, -1.875, 1.25, 2.875, 2.0, 0.0, 2.0, 4.0, 4.5, 3.0, 1.625, -0.75, 1.375, 1.25, 1.875};
+const double kConv1d[] = {-1.5, 3.0, 1.75, -0.125, 1.25, -1.375, 4.875, -1.0, -2.375, -1.375, -1.125, 4.0, 1.5, -3.0, -1.25, 0.0, -0.25, -3.75, 4.125, -1.75, -0.375, 2.625, -0.375, -2.625, 4.125, -3.75, -0.375, 0.0};
+const int64_t kConvInt[] = {11, 20, 1, -14, -13, 7, 10, -4, -1, 0, -15, -1, 11, 10, 6, -13, 7, -1, 9, 10, 12, 1, 3, -15, 14, 3, 14, 8, 10, -10, 1, 6, 14, 1, 9, -11, -13, -10, 13, 16, 9, 3, 3, 0, 14, 5, 16, 10, -13, -3, -5, 11, 20, 1, 6, -9, -1, 10, 9, 6, 0, -15, -1, -3, -4, 3, 3, -4, -3, 9, 10, 12, 8, 11, 12, 1, -7, 8, 8, 10, -10, -1, 1, -9, 14, 20, 9, -13, -10, 13};
+const double kMaxPool[] = {1.25, 1.75, 1.75, 2.0, 1.5, 1.5, 1.75, 1.25, 1.25, 1.5, 2.0, 1.0, 1.5, 1.75, 2.0, 1.25, 1.5, 2.0};
+const int64_t kMaxPoolIdx[] = {6, 3, 3, 10, 13, 13, 20, 23, 23, 5, 2, 8, 5, 12, 19, 15, 22, 19};
+const double kMaxPoolDil[] = {2.0, 0.5, 2.0, 0.25, 2.0, 2.0, 1.75, 1.75};
+const int64_t kMaxPoolDilIdx[] = {10, 2, 10, 12, 2, 2, 12, 12};
+const double kAvgPoolExcl[] = {-0.375, 0.0833333358168602, 0.1875, 0.5, -0.2222222238779068, 0.0, 0.3125, -0.2916666567325592, -0.1875, 0.0625, 0.1666666716337204, -0.4375, -0.125, -0.1388888955116272, 0.0833333358168602, -0.3125, -0.2083333283662796, 0.25};
+const double kAvgPoolIncl[] = {-0.1666666716337204, 0.0555555559694767, 0.0833333358168602, 0.3333333432674408, -0.2222222238779068, 0.0, 0.1388888955116272, -0.1944444477558136, -0.0833333358168602, 0.02777777798473835, 0.1111111119389534, -0.1944444477558136, -0.0833333358168602, -0.1388888955116272, 0.0555555559694767, -0.1388888955116272, -0.1388888955116272, 0.1111111119389534};
+const double kAvgPoolDiv[] = {-0.5, 0.0, 0.5833333134651184, -0.3333333432674408, 0.0833333358168602, 0.5833333134651184, -0.25, 0.25};
+const double kBatchNorm[] = {-2.1499886512756348, -1.0249943733215332, 0.09999999403953552, 1.224994421005249, 0.5535498261451721, 0.0232250839471817, -0.5070996880531311, -1.0374244451522827, -2.774867534637451, -1.714210033416748, -0.6535525321960449, -3.4819724559783936, -1.0249943733215332, 0.09999999403953552, 1.224994421005249, -1.7749905586242676, 0.0232250839471817, -0.5070996880531311, -1.0374244451522827, 0.3767749071121216, -1.714210033416748, -0.6535525321960449, -3.4819724559783936, -2.4213149547576904};
+const double kLayerNorm[] = {0.5885717272758484, -0.08763640373945236, 1.6398967504501343, -0.10000000149011612, 0.12519486248493195, -0.5635327100753784, -0.48810404539108276, 0.6384938359260559, 0.10000000149011612, -0.5757404565811157, -0.36306512355804443, -0.5885717272758484, 0.050754375755786896, 0.5070828199386597, -1.8323967456817627, -0.10000000149011612, 1.3430843353271484, 0.5796729922294617, 0.0781642273068428, 2.5080044269561768, 0.10000000149011612, 0.5852470397949219, 0.8085915446281433, -0.050754375755786896};
+const double kLayerNormMean[] = {-0.1041666716337204, -0.020833319053053856};
+const double kLayerNormRstd[] = {1.2018706798553467, 1.3156744241714478};
+const double kLayerNorm1[] = {-1.044176459312439, 0.24096380174160004, 1.5261040925979614, -0.7228913903236389, -0.1999974250793457, 1.39998197555542, -1.39998197555542, 0.1999974250793457, 1.3130570650100708, -0.5252228379249573, 0.5252228379249573, -1.3130570650100708, -0.1999974250793457, 1.39998197555542, -1.39998197555542, 0.1999974101781845, 0.7228913903236389, -1.5261040925979614, -0.24096380174160004, 1.044176459312439, -0.1999974250793457, 1.39998197555542, -1.39998197555542, 0.1999974250793457};
+const double kLayerNorm1Rstd[] = {1.2851402759552002, 1.5999794006347656, 1.0504456758499146, 1.5999794006347656, 1.2851402759552002, 1.5999794006347656};
+const double kPermute[] = {-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 0.25, 0.75, 1.25, -1.5, -1.0, -0.5, -1.25, -0.75, -0.25, 0.25, 0.75, 1.25, 0.5, 1.0, 1.5, -1.25, -0.75, -0.25};
+const double kView[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5};
+const double kExpand[] = {-1.5, -1.5, -1.5, -1.5, 0.25, 0.25, 0.25, 0.25, -1.25, -1.25, -1.25, -1.25, -1.5, -1.5, -1.5, -1.5, 0.25, 0.25, 0.25, 0.25, -1.25, -1.25, -1.25, -1.25};
+const double kSlice[] = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, -1.5, -1.25, -1.0, -0.75, -0.5, -0.25};
+const double kSelect[] = {-0.5, 1.25, -0.25, 1.5, 1.0, -0.5, 1.25, -0.25};
+const double kCat[] = {1.0, 2.0, 5.0, 3.0, 4.0, 6.0};
+const int64_t kToU8[] = {255, 44, 253, 2};
+const int64_t kToI32[] = {-1, 300, -3, 2};
+const double kIndexSelect[] = {0.5, -1.5, 0.5, 1.0, -1.0, 1.0, 1.5, -0.5, 1.5};
+const double kEmbedding[] = {0.0, -1.5, 0.25, -1.5, 0.25, -1.25, -0.75, 1.0, -0.5, -0.75, 1.0, -0.5};
+
+// ---- tests ------------------------------------------------------------------------
+
+static void test_shape_ops() {
+  {  // permute_copy, with the program's trailing return slot
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 4}), out(PTERON_DTYPE_FLOAT32, {4, 2, 3});
+    x.fill(Inp(24));
+    Call c;
+    c.tensor(x).ints({2, 0, 1}).tensor(out).tensor(out);
+    CHECK(c.run("aten::permute_copy.out") == PTERON_OK);
+    CHECK(out.shape_is({4, 2, 3}));
+    CHECK(close_to(out, kPermute));
+  }
+  {  // permute_copy into a channels-last out: logical values are unchanged
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 4}), out(PTERON_DTYPE_FLOAT32, {4, 2, 3}, {0, 2, 1});
+    x.fill(Inp(24));
+    Call c;
+    c.tensor(x).ints({2, 0, 1}).tensor(out);
+    CHECK(c.run("aten::permute_copy.out") == PTERON_OK);
+    CHECK(close_to(out, kPermute));
+  }
+  {  // permute_copy: repeated and out-of-range dims are errors
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3}), out(PTERON_DTYPE_FLOAT32, {3, 2});
+    Call c1, c2;
+    c1.tensor(x).ints({1, 1}).tensor(out);
+    CHECK(c1.run("aten::permute_copy.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    c2.tensor(x).ints({0, 5}).tensor(out);
+    CHECK(c2.run("aten::permute_copy.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    CHECK(mentions(c2, "5"));
+  }
+  {  // view_copy of a channels-last input with -1
+    Tensor x(PTERON_DTYPE_FLOAT32, {1, 2, 2, 3}, {0, 2, 3, 1}), out(PTERON_DTYPE_FLOAT32, {2, 6});
+    x.fill(Inp(12));
+    Call c;
+    c.tensor(x).ints({-1, 6}).tensor(out);
+    CHECK(c.run("aten::view_copy.out") == PTERON_OK);
+    CHECK(close_to(out, kView));
+    Call bad1, bad2, bad3;
+    bad1.tensor(x).ints({-1, -1}).tensor(out);
+    CHECK(bad1.run("aten::view_copy.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    bad2.tensor(x).ints({5, -7}).tensor(out);
+    CHECK(bad2.run("aten::view_copy.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    bad3.tensor(x).ints({5, 2}).tensor(out);
+    CHECK(bad3.run("aten::view_copy.out") == PTERON_ERROR_SHAPE_MISMATCH);
+  }
+  {  // expand_copy with -1 and a new leading dim
+    Tensor x(PTERON_DTYPE_FLOAT32, {3, 1}), out(PTERON_DTYPE_FLOAT32, {2, 3, 4});
+    x.fill(Inp(3));
+    Call c;
+    c.tensor(x).ints({2, -1, 4}).b(false).tensor(out);
+    CHECK(c.run("aten::expand_copy.out") == PTERON_OK);
+    CHECK(close_to(out, kExpand));
+    Call bad;
+    bad.tensor(x).ints({-1, 3, 4}).b(false).tensor(out);
+    CHECK(bad.run("aten::expand_copy.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call bad2;
+    bad2.tensor(x).ints({2, 5, 4}).b(false).tensor(out);
+    CHECK(bad2.run("aten::expand_copy.out") == PTERON_ERROR_SHAPE_MISMATCH);
+  }
+  {  // slice_copy with negative start and clamped end, step 2
+    Tensor x(PTERON_DTYPE_FLOAT32, {4, 6}), out(PTERON_DTYPE_FLOAT32, {4, 3});
+    x.fill(Inp(24));
+    Call c;
+    c.tensor(x).i(1).i(-5).i(100).i(2).tensor(out);
+    CHECK(c.run("aten::slice_copy.Tensor_out") == PTERON_OK);
+    CHECK(out.shape_is({4, 3}));
+    CHECK(close_to(out, kSlice));
+    Call c2;  // None start/end, huge step -> one element per row
+    Tensor out2(PTERON_DTYPE_FLOAT32, {4, 1});
+    c2.tensor(x).i(1).none().none().i(INT64_MAX).tensor(out2);
+    CHECK(c2.run("aten::slice_copy.Tensor_out") == PTERON_OK);
+    CHECK(out2.get(1) == x.get(6));
+    Call bad;
+    bad.tensor(x).i(1).i(0).i(3).i(0).tensor(out);
+    CHECK(bad.run("aten::slice_copy.Tensor_out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call empty;  // start past end -> empty (needs a resizable out)
+    Tensor out3(PTERON_DTYPE_FLOAT32, {4, 0}, {}, 4);
+    empty.tensor(x).i(1).i(5).i(2).i(1).tensor(out3);
+    CHECK(empty.run("aten::slice_copy.Tensor_out") == PTERON_OK);
+    CHECK(out3.shape_is({4, 0}));
+  }
+  {  // select_copy with negative dim and index; out-of-range index names it
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 4}), out(PTERON_DTYPE_FLOAT32, {2, 4});
+    x.fill(Inp(24));
+    Call c;
+    c.tensor(x).i(-2).i(-1).tensor(out);
+    CHECK(c.run("aten::select_copy.int_out") == PTERON_OK);
+    CHECK(close_to(out, kSelect));
+    Call bad;
+    bad.tensor(x).i(1).i(3).tensor(out);
+    CHECK(bad.run("aten::select_copy.int_out") == PTERON_ERROR_INVALID_ARGUMENT);
+    CHECK(mentions(bad, "index 3"));
+    CHECK(mentions(bad, "size 3"));
+  }
+  {  // squeeze_copy.dims_out / unsqueeze_copy
+    Tensor x(PTERON_DTYPE_INT64, {2, 1, 3, 1}), out(PTERON_DTYPE_INT64, {2, 3, 1});
+    x.fill({1, 2, 3, 4, 5, 6});
+    Call c;
+    c.tensor(x).ints({-3}).tensor(out);  // -3 is dim 1; dim 3 stays
+    CHECK(c.run("aten::squeeze_copy.dims_out") == PTERON_OK);
+    CHECK(out.shape_is({2, 3, 1}));
+    CHECK(out.get(5) == 6);
+    Call dup;
+    dup.tensor(x).ints({1, -3}).tensor(out);
+    CHECK(dup.run("aten::squeeze_copy.dims_out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Tensor u(PTERON_DTYPE_INT64, {2, 3, 1, 1});
+    Call c2;
+    c2.tensor(out).i(-2).tensor(u);
+    CHECK(c2.run("aten::unsqueeze_copy.out") == PTERON_OK);
+    CHECK(u.shape_is({2, 3, 1, 1}) && u.get(4) == 5);
+    Call bad;
+    bad.tensor(out).i(4).tensor(u);
+    CHECK(bad.run("aten::unsqueeze_copy.out") == PTERON_ERROR_INVALID_ARGUMENT);
+  }
+  {  // cat: int32 + legacy empty 1-D float + int64 into float32 out
+    Tensor a(PTERON_DTYPE_INT32, {2, 2}), e(PTERON_DTYPE_FLOAT32, {0}), b(PTERON_DTYPE_INT64, {2, 1});
+    a.fill({1, 2, 3, 4});
+    b.fill({5, 6});
+    Tensor out(PTERON_DTYPE_FLOAT32, {2, 3});
+    Call c;
+    c.tensors({&a, &e, &b}).i(1).tensor(out);
+    CHECK(c.run("aten::cat.out") == PTERON_OK);
+    CHECK(close_to(out, kCat));
+    // float inputs into an int out: can't cast
+    Tensor f(PTERON_DTYPE_FLOAT32, {2, 1}), iout(PTERON_DTYPE_INT64, {2, 3});
+    Call bad;
+    bad.tensors({&a, &f}).i(1).tensor(iout);
+    CHECK(bad.run("aten::cat.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call bad2;  // size mismatch off the cat dim
+    Tensor g(PTERON_DTYPE_INT32, {3, 1});
+    bad2.tensors({&a, &g}).i(1).tensor(out);
+    CHECK(bad2.run("aten::cat.out") == PTERON_ERROR_SHAPE_MISMATCH);
+    Call bad3;  // None entry
+    bad3.tensors({&a, nullptr}).i(1).tensor(out);
+    CHECK(bad3.run("aten::cat.out") == PTERON_ERROR_INVALID_PROGRAM);
+  }
+  {  // cat along dim 0 into a channels-last out
+    Tensor a(PTERON_DTYPE_FLOAT32, {1, 2, 2, 2}), b(PTERON_DTYPE_FLOAT32, {1, 2, 2, 2});
+    a.fill(Inp(8));
+    b.fill(Inp(8, 11, 3, 5));
+    Tensor out(PTERON_DTYPE_FLOAT32, {2, 2, 2, 2}, {0, 2, 3, 1});
+    Call c;
+    c.tensors({&a, &b}).i(0).tensor(out);
+    CHECK(c.run("aten::cat.out") == PTERON_OK);
+    bool ok = true;
+    for (int i = 0; i < 8; ++i) ok = ok && out.get(i) == a.get(i) && out.get(8 + i) == b.get(i);
+    CHECK(ok);
+  }
+  {  // clone into channels-last; _to_dim_order_copy converting dtypes
+    Tensor x(PTERON_DTYPE_FLOAT32, {1, 3, 2, 2}), out(PTERON_DTYPE_FLOAT32, {1, 3, 2, 2}, {0, 2, 3, 1});
+    x.fill(Inp(12));
+    Call c;
+    c.tensor(x).none().tensor(out);
+    CHECK(c.run("aten::clone.out") == PTERON_OK);
+    bool ok = true;
+    for (int i = 0; i < 12; ++i) ok = ok && out.get(i) == x.get(i);
+    CHECK(ok);
+    // storage really is channels-last: element (0,1,0,0) sits at offset 1
+    CHECK(static_cast<float*>(out.t.data)[1] == static_cast<float>(x.get(4)));
+
+    Tensor back(PTERON_DTYPE_FLOAT32, {1, 3, 2, 2});
+    Call c2;
+    c2.tensor(out).b(false).ints({0, 1, 2, 3}).tensor(back);
+    CHECK(c2.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
+    ok = true;
+    for (int i = 0; i < 12; ++i) ok = ok && back.get(i) == x.get(i);
+    CHECK(ok);
+    Call bad;  // dim_order disagrees with the out tensor's declared order
+    bad.tensor(x).b(false).ints({0, 2, 3, 1}).tensor(back);
+    CHECK(bad.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_ERROR_INVALID_PROGRAM);
+    Call bad2;
+    bad2.tensor(x).b(false).ints({0, 0, 3, 1}).tensor(out);
+    CHECK(bad2.run("dim_order_ops::_clone_dim_order.out") == PTERON_ERROR_INVALID_ARGUMENT);
+
+    Tensor f(PTERON_DTYPE_FLOAT32, {4}), u8(PTERON_DTYPE_UINT8, {4}), i32(PTERON_DTYPE_INT32, {4});
+    f.fill({-1.0, 300.0, -3.7, 2.5});
+    Call c3, c4;
+    c3.tensor(f).b(false).none().tensor(u8);
+    CHECK(c3.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
+    CHECK(equal_to(u8, kToU8));
+    c4.tensor(f).b(false).none().tensor(i32);
+    CHECK(c4.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
+    CHECK(equal_to(i32, kToI32));
+    Call c5;  // _clone_dim_order keeps the dtype
+    c5.tensor(f).b(false).none().tensor(i32);
+    CHECK(c5.run("dim_order_ops::_clone_dim_order.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    // 0-dim int64 -> float32 (as in an exported scalar constant)
+    Tensor s(PTERON_DTYPE_INT64, {}), sf(PTERON_DTYPE_FLOAT32, {});
+    s.fill({7});
+    Call c6;
+    c6.tensor(s).b(false).ints({}).tensor(sf).tensor(sf);
+    CHECK(c6.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
+    CHECK(sf.get(0) == 7.0);
+  }
+}
+
+static void test_index_ops() {
+  {
+    Tensor x(PTERON_DTYPE_FLOAT32, {3, 4}), idx(PTERON_DTYPE_INT32, {3}), out(PTERON_DTYPE_FLOAT32, {3, 3});
+    x.fill(Inp(12));
+    idx.fill({3, 0, 3});
+    Call c;
+    c.tensor(x).i(1).tensor(idx).tensor(out);
+    CHECK(c.run("aten::index_select.out") == PTERON_OK);
+    CHECK(close_to(out, kIndexSelect));
+    idx.fill({3, 4, 0});
+    Call bad;
+    bad.tensor(x).i(1).tensor(idx).tensor(out);
+    CHECK(bad.run("aten::index_select.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    CHECK(mentions(bad, "index 4"));
+    CHECK(mentions(bad, "size 4"));
+    idx.fill({-1, 0, 0});
+    Call neg;
+    neg.tensor(x).i(1).tensor(idx).tensor(out);
+    CHECK(neg.run("aten::index_select.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    CHECK(mentions(neg, "-1"));
+  }
+  {
+    Tensor w(PTERON_DTYPE_FLOAT32, {5, 3}), ids(PTERON_DTYPE_INT64, {2, 2}), out(PTERON_DTYPE_FLOAT32, {2, 2, 3});
+    w.fill(Inp(15));
+    ids.fill({4, 0, 2, 2});
+    Call c;
+    c.tensor(w).tensor(ids).i(-1).b(false).b(false).tensor(out).tensor(out);
+    CHECK(c.run("aten::embedding.out") == PTERON_OK);
+    CHECK(close_to(out, kEmbedding));
+    ids.fill({4, 0, 5, 2});
+    Call bad;
+    bad.tensor(w).tensor(ids).i(-1).b(false).b(false).tensor(out);
+    CHECK(bad.run("aten::embedding.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    CHECK(mentions(bad, "index 5"));
+    CHECK(mentions(bad, "5 rows"));
+  }
+  {  // full_like: float value into an int out truncates; overflow is an error
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3}), out(PTERON_DTYPE_INT64, {2, 3});
+    Call c;
+    c.tensor(x).d(2.7).none().tensor(out);
+    CHECK(c.run("aten::full_like.out") == PTERON_OK);
+    CHECK(out.get(5) == 2);
+    Tensor u8(PTERON_DTYPE_UINT8, {2, 3});
+    Call bad;
+    bad.tensor(x).i(300).none().tensor(u8);
+    CHECK(bad.run("aten::full_like.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    CHECK(mentions(bad, "300"));
+    Call wrap;  // c10 accepts -1 for uint8 (wraps to 255)
+    wrap.tensor(x).i(-1).i(1).tensor(u8);
+    CHECK(wrap.run("aten::full_like.out") == PTERON_OK);
+    CHECK(u8.get(0) == 255);
+    Tensor f(PTERON_DTYPE_FLOAT32, {2, 3});
+    Call c2;
+    c2.tensor(x).d(-1e9).none().tensor(f);
+    CHECK(c2.run("aten::full_like.out") == PTERON_OK);
+    CHECK(f.get(3) == -1e9f);
+    Call nanint;
+    nanint.tensor(x).d(NAN).none().tensor(out);
+    CHECK(nanint.run("aten::full_like.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call z;
+    z.tensor(x).none().tensor(f);
+    CHECK(z.run("aten::zeros_like.out") == PTERON_OK);
+    CHECK(f.get(3) == 0.0);
+  }
+}
+
+static void test_conv() {
+  {  // grouped 2-D convolution with stride, padding and bias
+    Tensor x(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}), w(PTERON_DTYPE_FLOAT32, {4, 1, 3, 3}),
+        b(PTERON_DTYPE_FLOAT32, {4}), out(PTERON_DTYPE_FLOAT32, {1, 4, 3, 3});
+    x.fill(Inp(50));
+    w.fill(Inp(36, 5, 3, 2, 0.5));
+    b.fill({0.5, -1.0, 0.25, 2.0});
+    Call c;
+    c.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(2)
+        .tensor(out).tensor(out);
+    CHECK(c.run("aten::convolution.out") == PTERON_OK);
+    CHECK(close_to(out, kConv2d));
+    // the same with channels-last input and out
+    Tensor xc(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}, {0, 2, 3, 1}),
+        oc(PTERON_DTYPE_FLOAT32, {1, 4, 3, 3}, {0, 2, 3, 1});
+    xc.fill(Inp(50));
+    Call c2;
+    c2.tensor(xc).tensor(w).tensor(b).ints({2}).ints({1}).ints({1}).b(false).ints({0}).i(2).tensor(oc);
+    CHECK(c2.run("aten::convolution.out") == PTERON_OK);
+    CHECK(close_to(oc, kConv2d));
+    Call tr;
+    tr.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(true).ints({0, 0}).i(2).tensor(out);
+    CHECK(tr.run("aten::convolution.out") == PTERON_ERROR_NOT_SUPPORTED);
+    Call g3;
+    g3.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(3).tensor(out);
+    CHECK(g3.run("aten::convolution.out") == PTERON_ERROR_SHAPE_MISMATCH);
+    Call g0;
+    g0.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(0).tensor(out);
+    CHECK(g0.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call s0;
+    s0.tensor(x).tensor(w).tensor(b).ints({0, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(2).tensor(out);
+    CHECK(s0.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call big;  // kernel larger than the padded input
+    Tensor wb(PTERON_DTYPE_FLOAT32, {4, 1, 9, 9});
+    big.tensor(x).tensor(wb).none().ints({1}).ints({0}).ints({1}).b(false).ints({0}).i(2).tensor(out);
+    CHECK(big.run("aten::convolution.out") == PTERON_ERROR_SHAPE_MISMATCH);
+  }
+  {  // 1-D convolution with dilation, no bias
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 7}), w(PTERON_DTYPE_FLOAT32, {2, 3, 3}), out(PTERON_DTYPE_FLOAT32, {2, 2, 7});
+    x.fill(Inp(42));
+    w.fill(Inp(18, 7, 2, 3, 0.5));
+    Call c;
+    c.tensor(x).tensor(w).none().ints({1}).ints({2}).ints({2}).b(false).ints({0}).i(1).tensor(out);
+    CHECK(c.run("aten::convolution.out") == PTERON_OK);
+    CHECK(close_to(out, kConv1d));
+  }
+  {  // int64 convolution
+    Tensor x(PTERON_DTYPE_INT64, {2, 3, 4, 4}), w(PTERON_DTYPE_INT64, {5, 3, 2, 2}), b(PTERON_DTYPE_INT64, {5}),
+        out(PTERON_DTYPE_INT64, {2, 5, 3, 3});
+    std::vector<double> xv(96), wv(60);
+    for (int i = 0; i < 96; ++i) xv[i] = i % 7 - 3;
+    for (int i = 0; i < 60; ++i) wv[i] = i % 5 - 2;
+    x.fill(xv);
+    w.fill(wv);
+    b.fill({1, 2, 3, 4, 5});
+    Call c;
+    c.tensor(x).tensor(w).tensor(b).ints({1, 2}).ints({0, 1}).ints({1, 1}).b(false).ints({0, 0}).i(1).tensor(out);
+    CHECK(c.run("aten::convolution.out") == PTERON_OK);
+    CHECK(equal_to(out, kConvInt));
+  }
+}
+
+static void test_pool() {
+  {
+    Tensor x(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}), out(PTERON_DTYPE_FLOAT32, {1, 2, 3, 3}),
+        idx(PTERON_DTYPE_INT64, {1, 2, 3, 3});
+    x.fill(Inp(50, 17, 5, 8));
+    Call c;
+    c.tensor(x).ints({3, 3}).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(true).tensor(out).tensor(idx).tensors({&out, &idx});
+    CHECK(c.run("aten::max_pool2d_with_indices.out") == PTERON_OK);
+    CHECK(close_to(out, kMaxPool));
+    CHECK(equal_to(idx, kMaxPoolIdx));
+    // 3-D input, empty stride (= kernel), dilation 2
+    Tensor x3(PTERON_DTYPE_FLOAT32, {2, 5, 5}), o3(PTERON_DTYPE_FLOAT32, {2, 2, 2}), i3(PTERON_DTYPE_INT64, {2, 2, 2});
+    x3.fill(Inp(50, 17, 5, 8));
+    Call c3;
+    c3.tensor(x3).ints({2, 2}).ints({}).ints({0}).ints({2}).b(false).tensor(o3).tensor(i3);
+    CHECK(c3.run("aten::max_pool2d_with_indices.out") == PTERON_OK);
+    CHECK(close_to(o3, kMaxPoolDil));
+    CHECK(equal_to(i3, kMaxPoolDilIdx));
+    Call pad;
+    pad.tensor(x).ints({3, 3}).ints({2, 2}).ints({2, 2}).ints({1, 1}).b(true).tensor(out).tensor(idx);
+    CHECK(pad.run("aten::max_pool2d_with_indices.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call small;
+    small.tensor(x).ints({7, 7}).ints({}).ints({0, 0}).ints({1, 1}).b(false).tensor(out).tensor(idx);
+    CHECK(small.run("aten::max_pool2d_with_indices.out") == PTERON_ERROR_SHAPE_MISMATCH);
+  }
+  {
+    Tensor x(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}), out(PTERON_DTYPE_FLOAT32, {1, 2, 3, 3});
+    x.fill(Inp(50, 17, 5, 8));
+    Call c;
+    c.tensor(x).ints({3, 3}).ints({2, 2}).ints({1, 1}).b(true).b(false).none().tensor(out).tensor(out);
+    CHECK(c.run("aten::avg_pool2d.out") == PTERON_OK);
+    CHECK(close_to(out, kAvgPoolExcl));
+    Call c2;
+    c2.tensor(x).ints({3, 3}).ints({2, 2}).ints({1, 1}).b(true).b(true).none().tensor(out);
+    CHECK(c2.run("aten::avg_pool2d.out") == PTERON_OK);
+    CHECK(close_to(out, kAvgPoolIncl));
+    // channels-last input, divisor_override
+    Tensor xc(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}, {0, 2, 3, 1}), o2(PTERON_DTYPE_FLOAT32, {1, 2, 2, 2});
+    xc.fill(Inp(50, 17, 5, 8));
+    Call c3;
+    c3.tensor(xc).ints({2, 2}).ints({}).ints({0, 0}).b(false).b(true).i(3).tensor(o2);
+    CHECK(c3.run("aten::avg_pool2d.out") == PTERON_OK);
+    CHECK(close_to(o2, kAvgPoolDiv));
+    Call z;
+    z.tensor(xc).ints({2, 2}).ints({}).ints({0, 0}).b(false).b(true).i(0).tensor(o2);
+    CHECK(z.run("aten::avg_pool2d.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Tensor xi(PTERON_DTYPE_INT32, {1, 2, 5, 5}), oi(PTERON_DTYPE_INT32, {1, 2, 2, 2});
+    Call dt;
+    dt.tensor(xi).ints({2, 2}).ints({}).ints({0, 0}).b(false).b(true).none().tensor(oi);
+    CHECK(dt.run("aten::avg_pool2d.out") == PTERON_ERROR_UNSUPPORTED_DTYPE);
+  }
+}
+
+static void test_norm() {
+  {
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}), w(PTERON_DTYPE_FLOAT32, {3}), b(PTERON_DTYPE_FLOAT32, {3}),
+        m(PTERON_DTYPE_FLOAT32, {3}), v(PTERON_DTYPE_FLOAT32, {3}), out(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}),
+        o1(PTERON_DTYPE_FLOAT32, {0}, {}, 0, PTERON_SHAPE_STATIC), o2(PTERON_DTYPE_FLOAT32, {0}, {}, 0, PTERON_SHAPE_STATIC);
+    x.fill(Inp(24, 11, 3, 5));
+    w.fill({1.5, -0.5, 2.0});
+    b.fill({0.1, 0.2, -0.3});
+    m.fill({0.25, -0.5, 1.0});
+    v.fill({1.0, 0.5, 2.0});
+    Call c;
+    c.tensor(x).tensor(w).tensor(b).tensor(m).tensor(v).d(0.1).d(1e-5).tensor(out).tensor(o1).tensor(o2)
+        .tensors({&out, &o1, &o2});
+    CHECK(c.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_OK);
+    CHECK(close_to(out, kBatchNorm));
+    // channels-last input and out give the same values
+    Tensor xc(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}, {0, 2, 3, 1}), oc(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}, {0, 2, 3, 1});
+    xc.fill(Inp(24, 11, 3, 5));
+    Tensor d1(PTERON_DTYPE_FLOAT32, {3}), d2(PTERON_DTYPE_FLOAT32, {3});
+    Call c2;
+    c2.tensor(xc).tensor(w).tensor(b).tensor(m).tensor(v).d(0.1).d(1e-5).tensor(oc).tensor(d1).tensor(d2);
+    CHECK(c2.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_OK);
+    CHECK(close_to(oc, kBatchNorm));
+    CHECK(d1.numel() == 0);  // bounded save_mean becomes empty, as ATen returns
+    Tensor m4(PTERON_DTYPE_FLOAT32, {4});
+    Call bad;
+    bad.tensor(x).tensor(w).tensor(b).tensor(m4).tensor(v).d(0.1).d(1e-5).tensor(out).tensor(o1).tensor(o2);
+    CHECK(bad.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_ERROR_SHAPE_MISMATCH);
+    Tensor md(PTERON_DTYPE_FLOAT64, {3});
+    Call mixed;
+    mixed.tensor(x).tensor(w).tensor(b).tensor(md).tensor(v).d(0.1).d(1e-5).tensor(out).tensor(o1).tensor(o2);
+    CHECK(mixed.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_ERROR_INVALID_ARGUMENT);
+  }
+  {
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 4}), w(PTERON_DTYPE_FLOAT32, {3, 4}), b(PTERON_DTYPE_FLOAT32, {3, 4}),
+        out(PTERON_DTYPE_FLOAT32, {2, 3, 4}), mean(PTERON_DTYPE_FLOAT32, {2, 1, 1}), rstd(PTERON_DTYPE_FLOAT32, {2, 1, 1});
+    x.fill(Inp(24, 11, 4, 5));
+    w.fill(Inp(12, 5, 2, 1, 0.5));
+    b.fill(Inp(12, 3, 1, 1, 0.1));
+    Call c;
+    c.tensor(x).ints({3, 4}).tensor(w).tensor(b).d(1e-5).tensor(out).tensor(mean).tensor(rstd)
+        .tensors({&out, &mean, &rstd});
+    CHECK(c.run("aten::native_layer_norm.out") == PTERON_OK);
+    CHECK(close_to(out, kLayerNorm));
+    CHECK(close_to(mean, kLayerNormMean));
+    CHECK(close_to(rstd, kLayerNormRstd));
+    Tensor o1(PTERON_DTYPE_FLOAT32, {2, 3, 4}), m1(PTERON_DTYPE_FLOAT32, {2, 3, 1}), r1(PTERON_DTYPE_FLOAT32, {2, 3, 1});
+    Call c1;
+    c1.tensor(x).ints({4}).none().none().d(1e-5).tensor(o1).tensor(m1).tensor(r1);
+    CHECK(c1.run("aten::native_layer_norm.out") == PTERON_OK);
+    CHECK(close_to(o1, kLayerNorm1));
+    CHECK(close_to(r1, kLayerNorm1Rstd));
+    // a non-contiguous input (dim order 1,0,2) gives the same result
+    Tensor xp(PTERON_DTYPE_FLOAT32, {2, 3, 4}, {1, 0, 2});
+    xp.fill(Inp(24, 11, 4, 5));
+    Call c2;
+    c2.tensor(xp).ints({4}).none().none().d(1e-5).tensor(o1).tensor(m1).tensor(r1);
+    CHECK(c2.run("aten::native_layer_norm.out") == PTERON_OK);
+    CHECK(close_to(o1, kLayerNorm1));
+    Call bad;
+    bad.tensor(x).ints({5}).none().none().d(1e-5).tensor(o1).tensor(m1).tensor(r1);
+    CHECK(bad.run("aten::native_layer_norm.out") == PTERON_ERROR_SHAPE_MISMATCH);
+    Call bad2;
+    bad2.tensor(x).ints({}).none().none().d(1e-5).tensor(o1).tensor(m1).tensor(r1);
+    CHECK(bad2.run("aten::native_layer_norm.out") == PTERON_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+// Malformed programs: wrong arity, wrong tags, storage smaller than the
+// shape, unsupported dtypes. Each must be an error, never a crash.
+static void test_malformed() {
+  Tensor x(PTERON_DTYPE_FLOAT32, {2, 3}), out(PTERON_DTYPE_FLOAT32, {3, 2});
+  {
+    Call c;
+    c.tensor(x).ints({1, 0});
+    CHECK(c.run("aten::permute_copy.out") == PTERON_ERROR_INVALID_PROGRAM);
+  }
+  {
+    Call c;
+    c.tensor(x).i(3).tensor(out);
+    CHECK(c.run("aten::permute_copy.out") == PTERON_ERROR_INVALID_PROGRAM);
+  }
+  {
+    Tensor lying(PTERON_DTYPE_FLOAT32, {2, 3});
+    lying.t.sizes[1] = 1000;  // claims more elements than its storage holds
+    Call c;
+    c.tensor(lying).ints({1, 0}).tensor(out);
+    CHECK(c.run("aten::permute_copy.out") == PTERON_ERROR_INVALID_PROGRAM);
+    Tensor neg(PTERON_DTYPE_FLOAT32, {2, 3});
+    neg.t.sizes[0] = -4;
+    Call c2;
+    c2.tensor(neg).i(0).tensor(out);
+    CHECK(c2.run("aten::select_copy.int_out") != PTERON_OK);
+    Tensor nodata(PTERON_DTYPE_FLOAT32, {2, 3});
+    nodata.t.data = nullptr;
+    Call c3;
+    c3.tensor(nodata).none().tensor(out);
+    CHECK(c3.run("aten::clone.out") == PTERON_ERROR_INVALID_PROGRAM);
+  }
+  {
+    Tensor h(PTERON_DTYPE_FLOAT16, {2, 3}), ho(PTERON_DTYPE_FLOAT16, {3, 2});
+    Call c;
+    c.tensor(h).ints({1, 0}).tensor(ho);
+    CHECK(c.run("aten::permute_copy.out") == PTERON_ERROR_UNSUPPORTED_DTYPE);
+    CHECK(mentions(c, "float16"));
+    Tensor hw(PTERON_DTYPE_FLOAT16, {1, 1, 1, 1}), hx(PTERON_DTYPE_FLOAT16, {1, 1, 2, 2}), hout(PTERON_DTYPE_FLOAT16, {1, 1, 2, 2});
+    Call c2;
+    c2.tensor(hx).tensor(hw).none().ints({1}).ints({0}).ints({1}).b(false).ints({0}).i(1).tensor(hout);
+    CHECK(c2.run("aten::convolution.out") == PTERON_ERROR_UNSUPPORTED_DTYPE);
+  }
+  {  // static out of the wrong shape
+    Tensor so(PTERON_DTYPE_FLOAT32, {2, 2}, {}, -1, PTERON_SHAPE_STATIC);
+    Call c;
+    c.tensor(x).ints({1, 0}).tensor(so);
+    CHECK(c.run("aten::permute_copy.out") == PTERON_ERROR_SHAPE_MISMATCH);
+  }
+  {  // huge padding / garbage parameters
+    Tensor xi(PTERON_DTYPE_FLOAT32, {1, 1, 4, 4}), w(PTERON_DTYPE_FLOAT32, {1, 1, 2, 2}), o(PTERON_DTYPE_FLOAT32, {1, 1, 3, 3});
+    Call c;
+    c.tensor(xi).tensor(w).none().ints({1}).ints({INT64_MAX}).ints({1}).b(false).ints({0}).i(1).tensor(o);
+    CHECK(c.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call c2;
+    c2.tensor(xi).tensor(w).none().ints({1}).ints({0}).ints({INT64_MIN}).b(false).ints({0}).i(1).tensor(o);
+    CHECK(c2.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Tensor idx(PTERON_DTYPE_INT64, {1, 1, 3, 3});
+    Call c3;
+    c3.tensor(xi).ints({INT64_MAX, 1}).ints({}).ints({0}).ints({1}).b(true).tensor(o).tensor(idx);
+    CHECK(c3.run("aten::max_pool2d_with_indices.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call c4;
+    c4.tensor(x).i(INT64_MIN).i(INT64_MIN).i(INT64_MAX).i(1).tensor(out);
+    CHECK(c4.run("aten::slice_copy.Tensor_out") == PTERON_ERROR_INVALID_ARGUMENT);
+    Call c5;
+    c5.tensor(x).ints({INT64_MAX, INT64_MAX}).tensor(out);
+    CHECK(c5.run("aten::view_copy.out") == PTERON_ERROR_SHAPE_MISMATCH);
+    Call c6;
+    c6.tensor(x).ints({INT64_MAX, -1}).tensor(out);
+    CHECK(c6.run("aten::view_copy.out") != PTERON_OK);
+  }
+}
+
+int main() {
+  test_shape_ops();
+  test_index_ops();
+  test_conv();
+  test_pool();
+  test_norm();
+  test_malformed();
+  std::printf("%d checks, %d failures\n", g_checks, g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
