@@ -20,12 +20,15 @@
 //       return torch.tensor(v).reshape(shape).to(dtype)
 // (Inp() below is the same function), and each k* array notes the torch
 // call that produced it.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pteron/kernel.h"
@@ -176,7 +179,9 @@ struct Tensor {
       case PTERON_DTYPE_FLOAT64: static_cast<double*>(t.data)[o] = v; break;
       case PTERON_DTYPE_INT64: static_cast<int64_t*>(t.data)[o] = static_cast<int64_t>(v); break;
       case PTERON_DTYPE_INT32: static_cast<int32_t*>(t.data)[o] = static_cast<int32_t>(v); break;
-      case PTERON_DTYPE_UINT8: static_cast<uint8_t*>(t.data)[o] = static_cast<uint8_t>(v); break;
+      case PTERON_DTYPE_UINT8: static_cast<uint8_t*>(t.data)[o] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+      case PTERON_DTYPE_INT8: static_cast<int8_t*>(t.data)[o] = static_cast<int8_t>(v); break;
+      case PTERON_DTYPE_INT16: static_cast<int16_t*>(t.data)[o] = static_cast<int16_t>(v); break;
       case PTERON_DTYPE_BOOL: static_cast<bool*>(t.data)[o] = v != 0; break;
       default: break;
     }
@@ -674,6 +679,20 @@ static void test_pool() {
     CHECK(c3.run("aten::max_pool2d_with_indices.out") == PTERON_OK);
     CHECK(close_to(o3, kMaxPoolDil));
     CHECK(equal_to(i3, kMaxPoolDilIdx));
+    {  // windows holding only padding (dilation 2 along W): torch gives
+       // -inf and the first adjusted position, here [1, 1, 2, 3, 4] for
+       // aten.max_pool2d_with_indices(arange(5.).view(1,1,5,1), [3,3], [1,3],
+       //                              [1,1], [1,2], True)
+      Tensor xa(PTERON_DTYPE_FLOAT32, {1, 1, 5, 1}), oa(PTERON_DTYPE_FLOAT32, {1, 1, 5, 1}),
+          ia(PTERON_DTYPE_INT64, {1, 1, 5, 1});
+      xa.fill({0, 1, 2, 3, 4});
+      Call ca;
+      ca.tensor(xa).ints({3, 3}).ints({1, 3}).ints({1, 1}).ints({1, 2}).b(true).tensor(oa).tensor(ia);
+      CHECK(ca.run("aten::max_pool2d_with_indices.out") == PTERON_OK);
+      const int64_t want_idx[] = {1, 1, 2, 3, 4};
+      CHECK(equal_to(ia, want_idx));
+      CHECK(std::isinf(oa.get(0)) && oa.get(0) < 0);
+    }
     Call pad;
     pad.tensor(x).ints({3, 3}).ints({2, 2}).ints({2, 2}).ints({1, 1}).b(true).tensor(out).tensor(idx);
     CHECK(pad.run("aten::max_pool2d_with_indices.out") == PTERON_ERROR_INVALID_ARGUMENT);
@@ -849,6 +868,305 @@ static void test_malformed() {
   }
 }
 
+
+// Random argument lists shaped roughly like each operator's schema (a few
+// arguments of the wrong kind, extreme ints, odd dim orders, aliasing-free
+// random tensors). Every call must return some status without tripping the
+// sanitizers; nothing else is checked.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
+};
+
+static void test_random_arguments() {
+  static const char* const kOps[][2] = {
+      {"aten::permute_copy.out", "TLT"},      {"aten::view_copy.out", "TLT"},
+      {"aten::expand_copy.out", "TLBT"},      {"aten::squeeze_copy.dims_out", "TLT"},
+      {"aten::squeeze_copy.dim_out", "TIT"},  {"aten::squeeze_copy.out", "TT"},
+      {"aten::unsqueeze_copy.out", "TIT"},    {"aten::select_copy.int_out", "TIIT"},
+      {"aten::slice_copy.Tensor_out", "TIOOIT"}, {"aten::cat.out", "XIT"},
+      {"aten::clone.out", "TNT"},
+      {"dim_order_ops::_to_dim_order_copy.out", "TBPT"},
+      {"dim_order_ops::_clone_dim_order.out", "TBPT"},
+      {"aten::index_select.out", "TIKT"},     {"aten::embedding.out", "TKIBBT"},
+      {"aten::full_like.out", "TDNT"},        {"aten::zeros_like.out", "TNT"},
+      {"aten::convolution.out", "TTQLLLBLIT"},
+      {"aten::max_pool2d_with_indices.out", "TLLLLBTT"},
+      {"aten::avg_pool2d.out", "TLLLBBOT"},
+      {"aten::_native_batch_norm_legit_no_training.out", "TQQTTDDTTT"},
+      {"aten::native_layer_norm.out", "TLQQDTTT"},
+  };
+  const int32_t dtypes[] = {PTERON_DTYPE_FLOAT32, PTERON_DTYPE_FLOAT32, PTERON_DTYPE_FLOAT64,
+                            PTERON_DTYPE_INT64,   PTERON_DTYPE_INT32,   PTERON_DTYPE_UINT8,
+                            PTERON_DTYPE_BOOL,    PTERON_DTYPE_INT8,    PTERON_DTYPE_INT16,
+                            PTERON_DTYPE_FLOAT16};
+  const int64_t extremes[] = {INT64_MIN, INT64_MAX, -1000000, 1000000, -(int64_t{1} << 40)};
+  Rng rng{0x9E3779B97F4A7C15ull};
+  auto small_int = [&]() -> int64_t {
+    return rng.below(10) == 0 ? extremes[rng.below(5)] : rng.below(7) - 2;
+  };
+  auto make_tensor = [&](std::vector<std::unique_ptr<Tensor>>& pool, bool index) {
+    const int32_t rank = static_cast<int32_t>(rng.below(5));
+    std::vector<int64_t> sizes;
+    for (int32_t i = 0; i < rank; ++i) sizes.push_back(rng.below(6) == 0 ? 0 : 1 + rng.below(4));
+    std::vector<uint8_t> order;
+    for (int32_t i = 0; i < rank; ++i) order.push_back(static_cast<uint8_t>(i));
+    if (rank > 1 && rng.below(3) == 0)
+      for (int32_t i = rank - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    int32_t dt = index ? (rng.below(2) ? PTERON_DTYPE_INT64 : PTERON_DTYPE_INT32)
+                       : dtypes[rng.below(10)];
+    const bool roomy = rng.below(2) == 0;
+    pool.push_back(std::make_unique<Tensor>(dt, sizes, order, roomy ? 512 : -1,
+                                            rng.below(4) == 0 ? PTERON_SHAPE_STATIC
+                                                              : PTERON_SHAPE_DYNAMIC_BOUND));
+    Tensor& t = *pool.back();
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, index ? rng.below(5) : rng.below(9) - 4);
+    return &t;
+  };
+  int ok = 0;
+  for (int iter = 0; iter < 40000; ++iter) {
+    const auto& op = kOps[rng.below(sizeof kOps / sizeof kOps[0])];
+    std::vector<std::unique_ptr<Tensor>> pool;
+    Call c;
+    std::string kinds = op[1];
+    if (rng.below(20) == 0) kinds.pop_back();
+    if (rng.below(20) == 0) kinds.push_back('T');
+    for (char k : kinds) {
+      if (rng.below(25) == 0) k = "TILBDNX"[rng.below(7)];
+      switch (k) {
+        case 'T': c.tensor(*make_tensor(pool, false)); break;
+        case 'K': c.tensor(*make_tensor(pool, rng.below(8) != 0)); break;
+        case 'Q': if (rng.below(4) == 0) c.none(); else c.tensor(*make_tensor(pool, false)); break;
+        case 'I': c.i(small_int()); break;
+        case 'O': if (rng.below(3) == 0) c.none(); else c.i(small_int()); break;
+        case 'B': c.b(rng.below(2) != 0); break;
+        case 'D': {
+          const double ds[] = {0.0, 1e-5, -2.5, 300.0, NAN, INFINITY, 1e300, 0.1};
+          c.d(ds[rng.below(8)]);
+          break;
+        }
+        case 'N': if (rng.below(4) == 0) c.i(small_int()); else c.none(); break;
+        case 'L': case 'P': {
+          if (k == 'P' && rng.below(3) == 0) { c.none(); break; }
+          std::vector<int64_t> v;
+          const int64_t len = rng.below(5);
+          for (int64_t j = 0; j < len; ++j) v.push_back(small_int());
+          c.ints(v);
+          break;
+        }
+        case 'X': {
+          std::vector<Tensor*> v;
+          const int64_t len = rng.below(4);
+          for (int64_t j = 0; j < len; ++j)
+            v.push_back(rng.below(15) == 0 ? nullptr : make_tensor(pool, false));
+          c.tensors(v);
+          break;
+        }
+        default: c.none(); break;
+      }
+    }
+    const int32_t rc = c.run(op[0]);
+    if (rc == PTERON_OK) ++ok;
+    else CHECK(!c.ctx.message.empty());
+  }
+  std::printf("random arguments: %d of 40000 calls succeeded\n", ok);
+}
+
+// Random convolution and pooling geometries (1-D/2-D/3-D conv, groups,
+// stride, padding, dilation, ceil_mode, random dim orders) checked against
+// naive reference loops written from the definitions. The torch-derived
+// cases above pin the semantics; this pins the index arithmetic.
+static int64_t lin(const Tensor& t, const int64_t* idx) {
+  int64_t i = 0;
+  for (int32_t d = 0; d < t.t.dim; ++d) i = i * t.t.sizes[d] + idx[d];
+  return i;
+}
+
+static std::vector<uint8_t> random_order(Rng& rng, int32_t rank) {
+  std::vector<uint8_t> order;
+  for (int32_t i = 0; i < rank; ++i) order.push_back(static_cast<uint8_t>(i));
+  if (rng.below(2))
+    for (int32_t i = rank - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+  return order;
+}
+
+static void test_conv_pool_random() {
+  Rng rng{12345};
+  int conv_runs = 0, pool_runs = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    const int32_t S = 1 + static_cast<int32_t>(rng.below(3));
+    const int64_t groups = 1 + rng.below(3);
+    const int64_t N = 1 + rng.below(2), cin_g = 1 + rng.below(2), cout_g = 1 + rng.below(2);
+    int64_t in[3], k[3], st[3], pd[3], dl[3], o[3];
+    bool valid = true;
+    for (int32_t j = 0; j < S; ++j) {
+      in[j] = 1 + rng.below(6);
+      k[j] = 1 + rng.below(3);
+      st[j] = 1 + rng.below(3);
+      pd[j] = rng.below(3);
+      dl[j] = 1 + rng.below(2);
+      const int64_t ext = dl[j] * (k[j] - 1) + 1;
+      if (in[j] + 2 * pd[j] < ext) valid = false;
+      o[j] = (in[j] + 2 * pd[j] - ext) / st[j] + 1;
+    }
+    if (!valid) continue;
+    std::vector<int64_t> xs{N, groups * cin_g}, ws{groups * cout_g, cin_g}, os{N, groups * cout_g};
+    for (int32_t j = 0; j < S; ++j) {
+      xs.push_back(in[j]);
+      ws.push_back(k[j]);
+      os.push_back(o[j]);
+    }
+    const int32_t dt = rng.below(2) ? PTERON_DTYPE_FLOAT32 : PTERON_DTYPE_FLOAT64;
+    Tensor x(dt, xs, random_order(rng, S + 2)), w(dt, ws, random_order(rng, S + 2)),
+        b(dt, {groups * cout_g}), out(dt, os, random_order(rng, S + 2));
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(rng.below(9)) - 4);
+    for (int64_t i = 0; i < w.numel(); ++i) w.set(i, static_cast<double>(rng.below(7)) - 3);
+    for (int64_t i = 0; i < b.numel(); ++i) b.set(i, static_cast<double>(rng.below(5)) - 2);
+    const bool with_bias = rng.below(2);
+    Call c;
+    c.tensor(x).tensor(w);
+    if (with_bias) c.tensor(b); else c.none();
+    c.ints(std::vector<int64_t>(st, st + S)).ints(std::vector<int64_t>(pd, pd + S))
+        .ints(std::vector<int64_t>(dl, dl + S)).b(false).ints({0}).i(groups).tensor(out);
+    CHECK(c.run("aten::convolution.out") == PTERON_OK);
+    // reference
+    bool same = true;
+    int64_t oidx[5] = {0}, iidx[5] = {0}, widx[5] = {0};
+    const int64_t O0 = S > 2 ? o[S - 3] : 1, O1 = S > 1 ? o[S - 2] : 1, O2 = o[S - 1];
+    const int64_t K0 = S > 2 ? k[S - 3] : 1, K1 = S > 1 ? k[S - 2] : 1, K2 = k[S - 1];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oc = 0; oc < groups * cout_g; ++oc)
+        for (int64_t a0 = 0; a0 < O0; ++a0)
+          for (int64_t a1 = 0; a1 < O1; ++a1)
+            for (int64_t a2 = 0; a2 < O2; ++a2) {
+              const int64_t oa[3] = {a0, a1, a2};
+              double acc = with_bias ? b.get(oc) : 0.0;
+              const int64_t g = oc / cout_g;
+              for (int64_t ic = 0; ic < cin_g; ++ic)
+                for (int64_t k0 = 0; k0 < K0; ++k0)
+                  for (int64_t k1 = 0; k1 < K1; ++k1)
+                    for (int64_t k2 = 0; k2 < K2; ++k2) {
+                      const int64_t ka[3] = {k0, k1, k2};
+                      bool inside = true;
+                      iidx[0] = n;
+                      iidx[1] = g * cin_g + ic;
+                      widx[0] = oc;
+                      widx[1] = ic;
+                      for (int32_t j = 0; j < S; ++j) {
+                        const int32_t slot = 3 - S + j;
+                        const int64_t p = oa[slot] * st[j] - pd[j] + ka[slot] * dl[j];
+                        if (p < 0 || p >= in[j]) inside = false;
+                        iidx[2 + j] = p;
+                        widx[2 + j] = ka[slot];
+                      }
+                      if (inside) acc += x.get(lin(x, iidx)) * w.get(lin(w, widx));
+                    }
+              oidx[0] = n;
+              oidx[1] = oc;
+              for (int32_t j = 0; j < S; ++j) oidx[2 + j] = oa[3 - S + j];
+              if (std::fabs(out.get(lin(out, oidx)) - acc) > 1e-4 * (1 + std::fabs(acc))) same = false;
+            }
+    CHECK(same);
+    ++conv_runs;
+  }
+  for (int iter = 0; iter < 300; ++iter) {
+    const bool batched = rng.below(2);
+    const int64_t N = 1 + rng.below(2), C = 1 + rng.below(3), H = 1 + rng.below(7), W = 1 + rng.below(7);
+    int64_t k[2], st[2], pd[2], dl[2], o[2];
+    const bool ceil_mode = rng.below(2), is_max = rng.below(2), include_pad = rng.below(2);
+    const int64_t dims[2] = {H, W};
+    bool valid = true;
+    for (int j = 0; j < 2; ++j) {
+      k[j] = 1 + rng.below(3);
+      st[j] = 1 + rng.below(3);
+      pd[j] = rng.below(k[j] / 2 + 1);
+      dl[j] = is_max ? 1 + rng.below(2) : 1;
+      const int64_t num = dims[j] + 2 * pd[j] - dl[j] * (k[j] - 1) - 1 + (ceil_mode ? st[j] - 1 : 0);
+      if (num < 0) { valid = false; break; }
+      o[j] = num / st[j] + 1;
+      if (ceil_mode && (o[j] - 1) * st[j] >= dims[j] + pd[j]) --o[j];
+      if (o[j] < 1) valid = false;
+    }
+    if (!valid) continue;
+    std::vector<int64_t> xs, os;
+    if (batched) { xs.push_back(N); os.push_back(N); }
+    xs.insert(xs.end(), {C, H, W});
+    os.insert(os.end(), {C, o[0], o[1]});
+    const int32_t rank = batched ? 4 : 3;
+    Tensor x(PTERON_DTYPE_FLOAT32, xs, random_order(rng, rank)), out(PTERON_DTYPE_FLOAT32, os, random_order(rng, rank)),
+        idx(PTERON_DTYPE_INT64, os, random_order(rng, rank));
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(rng.below(11)) - 5);
+    Call c;
+    c.tensor(x).ints({k[0], k[1]}).ints({st[0], st[1]}).ints({pd[0], pd[1]});
+    if (is_max) {
+      c.ints({dl[0], dl[1]}).b(ceil_mode).tensor(out).tensor(idx);
+      CHECK(c.run("aten::max_pool2d_with_indices.out") == PTERON_OK);
+    } else {
+      c.b(ceil_mode).b(include_pad).none().tensor(out);
+      CHECK(c.run("aten::avg_pool2d.out") == PTERON_OK);
+    }
+    bool same = true;
+    const int64_t NN = batched ? N : 1;
+    for (int64_t n = 0; n < NN; ++n)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t oh = 0; oh < o[0]; ++oh)
+          for (int64_t ow = 0; ow < o[1]; ++ow) {
+            auto in_index = [&](int64_t h, int64_t w) {
+              int64_t id[4];
+              int32_t q = 0;
+              if (batched) id[q++] = n;
+              id[q++] = ch; id[q++] = h; id[q++] = w;
+              return lin(x, id);
+            };
+            int64_t od[4];
+            int32_t q = 0;
+            if (batched) od[q++] = n;
+            od[q++] = ch; od[q++] = oh; od[q++] = ow;
+            const int64_t oi = lin(out, od);
+            if (is_max) {
+              // A window that holds no input element (possible with
+              // dilation) gives -inf at its first in-bounds-adjusted
+              // position, as torch does.
+              int64_t h0 = oh * st[0] - pd[0], w0 = ow * st[1] - pd[1];
+              while (h0 < 0) h0 += dl[0];
+              while (w0 < 0) w0 += dl[1];
+              double best = -INFINITY;
+              int64_t best_i = h0 * W + w0;
+              for (int64_t a = 0; a < k[0]; ++a)
+                for (int64_t bb = 0; bb < k[1]; ++bb) {
+                  const int64_t h = oh * st[0] - pd[0] + a * dl[0], w = ow * st[1] - pd[1] + bb * dl[1];
+                  if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                  const double v = x.get(in_index(h, w));
+                  if (v > best) { best = v; best_i = h * W + w; }
+                }
+              if (out.get(oi) != best || idx.get(lin(idx, od)) != static_cast<double>(best_i)) same = false;
+            } else {
+              const int64_t h0 = oh * st[0] - pd[0], w0 = ow * st[1] - pd[1];
+              const int64_t h1 = std::min(h0 + k[0], H + pd[0]), w1 = std::min(w0 + k[1], W + pd[1]);
+              const int64_t pool = (h1 - h0) * (w1 - w0);
+              double sum = 0;
+              int64_t cnt = 0;
+              for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h1, H); ++h)
+                for (int64_t w = std::max<int64_t>(w0, 0); w < std::min(w1, W); ++w) {
+                  sum += x.get(in_index(h, w));
+                  ++cnt;
+                }
+              const double want = cnt == 0 ? 0.0 : sum / static_cast<double>(include_pad ? pool : cnt);
+              if (std::fabs(out.get(oi) - want) > 1e-5) same = false;
+            }
+          }
+    CHECK(same);
+    ++pool_runs;
+  }
+  std::printf("random geometry: %d convolutions, %d poolings checked\n", conv_runs, pool_runs);
+}
+
 int main() {
   test_shape_ops();
   test_index_ops();
@@ -856,6 +1174,8 @@ int main() {
   test_pool();
   test_norm();
   test_malformed();
+  test_random_arguments();
+  test_conv_pool_random();
   std::printf("%d checks, %d failures\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;
 }

@@ -15,17 +15,9 @@ namespace pteron::kern::kb {
 
 // ---- arguments ------------------------------------------------------------
 
-// ExecuTorch's programs pass an out-variant operator its schema arguments
-// followed by one extra value: the return slot (the out tensor again, or a
-// tensor list for several outs). Accept the schema's count with or without
-// that trailing slot.
+// Arity as the runtime passes it: the schema's arguments, then possibly one
+// return value (see Args::arity).
 inline int32_t arity(const Args& a, size_t expected) {
-  if (a.n == expected) return PTERON_OK;
-  if (a.n == expected + 1 && a.v[expected] &&
-      (a.v[expected]->tag == PTERON_VALUE_TENSOR ||
-       a.v[expected]->tag == PTERON_VALUE_TENSOR_LIST ||
-       a.v[expected]->tag == PTERON_VALUE_NONE))
-    return PTERON_OK;
   return a.arity(expected);
 }
 
@@ -316,8 +308,9 @@ inline void copy_typed(const From* src, const View& sv, To* dst,
     To* d = dst + b.off;
     const int64_t ss = a.inner_stride(), ds = b.inner_stride();
     if (ss == 1 && ds == 1) {
+      // memmove: a malformed program may plan overlapping in/out storage.
       if constexpr (std::is_same_v<To, From>)
-        std::memcpy(d, s, static_cast<size_t>(k) * sizeof(To));
+        std::memmove(d, s, static_cast<size_t>(k) * sizeof(To));
       else
         for (int64_t j = 0; j < k; ++j) d[j] = convert<To>(s[j]);
     } else {
