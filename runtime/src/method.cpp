@@ -127,9 +127,10 @@ Status build_tensor(pteron_method* m, size_t i, const fb::Tensor* ft,
                  dim, PTERON_MAX_DIM);
   t.dim = static_cast<int32_t>(dim);
   int64_t numel = 1;
+  int64_t span = 1;  // product with 0-sized dims counted as 1, as strides are
   for (uint32_t d = 0; d < dim; ++d) {
     int32_t s = sizes->Get(d);
-    if (s < 0 || !checked_mul(numel, s, &numel))
+    if (s < 0 || !checked_mul(numel, s, &numel) || !checked_mul(span, s > 0 ? s : 1, &span))
       return error(PTERON_ERROR_INVALID_PROGRAM, "value %zu: invalid size %d at dim %u", i, s, d);
     t.sizes[d] = s;
     t.bound[d] = s;

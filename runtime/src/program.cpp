@@ -85,6 +85,39 @@ uint32_t read_u32(const uint8_t* p) {
 }
 uint64_t read_u64(const uint8_t* p) { return uint64_t(read_u32(p)) | uint64_t(read_u32(p + 4)) << 32; }
 
+// The flatbuffers verifier checks only the 4-byte length field of a vector
+// for alignment. The runtime (and kernels, for DoubleList items) read 8-byte
+// elements in place, so every vector of 8-byte scalars must be 8-aligned.
+template <typename T>
+bool aligned_vector(const flatbuffers::Vector<T>* v) {
+  return !v || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
+Status check_wide_vectors(const fb::Program* root) {
+  auto bad = [](const char* what) {
+    return error(PTERON_ERROR_INVALID_PROGRAM, "%s is not aligned to its 8-byte elements", what);
+  };
+  if (root->constant_segment() && !aligned_vector(root->constant_segment()->offsets()))
+    return bad("constant segment offsets vector");
+  if (const auto* mds = root->mutable_data_segments())
+    for (uint32_t i = 0; i < mds->size(); ++i)
+      if (!aligned_vector(mds->Get(i)->offsets())) return bad("mutable data segment offsets vector");
+  const auto* plans = root->execution_plan();
+  for (uint32_t e = 0; plans && e < plans->size(); ++e) {
+    const fb::ExecutionPlan* plan = plans->Get(e);
+    if (!aligned_vector(plan->non_const_buffer_sizes())) return bad("planned buffer sizes vector");
+    const auto* vals = plan->values();
+    for (uint32_t i = 0; vals && i < vals->size(); ++i) {
+      const fb::EValue* ev = vals->Get(i);
+      if (const fb::IntList* il = ev->val_as_IntList())
+        if (!aligned_vector(il->items())) return bad("IntList items vector");
+      if (const fb::DoubleList* dl = ev->val_as_DoubleList())
+        if (!aligned_vector(dl->items())) return bad("DoubleList items vector");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status copy_bytes(const void* data, size_t size, std::unique_ptr<Bytes>* out) {
@@ -301,6 +334,10 @@ Status load_program(std::unique_ptr<Bytes> bytes, pteron_program** out) {
   const fb::Program* root = fb::GetProgram(d);
   if (!root->execution_plan() || root->execution_plan()->size() == 0)
     return error(PTERON_ERROR_INVALID_PROGRAM, "program has no execution plan (method)");
+  {
+    Status s = check_wide_vectors(root);
+    if (!s.ok()) return s;
+  }
   auto* p = new (std::nothrow) pteron_program;
   if (!p) return error(PTERON_ERROR_OUT_OF_MEMORY, "cannot allocate a program");
   p->bytes = std::move(bytes);

@@ -1,0 +1,377 @@
+"""Malformed programs give an error, never a crash, an abort or a hang.
+
+Each fixture goes through pteron-fuzz (tests/native/fuzz_driver.cpp), built
+with AddressSanitizer + UndefinedBehaviorSanitizer, in one process per
+fixture: truncations (0, 8, size/2, size-1 bytes), a wrong identifier, a
+zeroed root offset, value indices out of range, segment offsets past the end
+of the file, 1,000 seeded random byte changes and 500 seeded changes of
+single schema fields (sizes, dtypes, placements, operands). Every variant must end
+with success or an error status within 10 s and without a sanitizer report;
+the structural variants must all end in an error.
+
+A few ctypes checks on the Release build make sure the errors say what is
+wrong (the identifier, the truncation).
+
+The ASan build is the one the test command makes:
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF
+  ninja -C build-asan pteron-fuzz
+(PTERON_ASAN_BUILD_DIR overrides its location; PTERON_BUILD_DIR the Release one.)
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "models" / "fixtures"
+
+FLIPS = 1000
+# Schema-field mutations (through the generated mutable API): unlike byte
+# flips, these pass the flatbuffer verifier and reach method load and execute.
+FIELDS = 500
+SEED = 1
+VARIANT_TIMEOUT_S = 10
+PROCESS_TIMEOUT_S = 600
+
+BUILD_HINT = (
+    "run the test command (scripts/test.sh), which builds it, or build it with: "
+    "cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "
+    "-DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF "
+    "&& ninja -C build-asan pteron-fuzz"
+)
+
+# allocator_may_return_null: a corrupt planned-buffer size must become an
+# out-of-memory error status, not an ASan abort. max_allocation_size_mb caps
+# what ASan will hand out (the fixtures need a few MiB): without it, sizes of
+# a few GiB are "allocated" and ASan writes their shadow memory, which makes a
+# run take seconds and gigabytes for nothing.
+ASAN_OPTIONS = ("detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:"
+                "max_allocation_size_mb=256")
+UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer")
+
+# Variant classes the driver builds from the format's structure; each must
+# end in an error for every fixture.
+STRUCTURAL = ("truncation", "identifier", "root_offset", "value_index", "segment_offset")
+# Classes that must already fail at program load (a truncated program, a
+# wrong identifier or a broken root must never load).
+FAIL_AT_PROGRAM_LOAD = ("truncation", "identifier", "root_offset")
+
+
+def _manifest():
+    with open(FIXTURES / "manifest.json") as f:
+        return json.load(f)["fixtures"]
+
+
+FIXTURE_LIST = _manifest()
+FIXTURE_IDS = [f["name"] for f in FIXTURE_LIST]
+
+
+def _asan_dir() -> Path:
+    return Path(os.environ.get("PTERON_ASAN_BUILD_DIR", REPO / "build-asan"))
+
+
+def _release_dir() -> Path:
+    return Path(os.environ.get("PTERON_BUILD_DIR", REPO / "build"))
+
+
+def _fuzz_exe() -> Path:
+    name = "pteron-fuzz.exe" if sys.platform == "win32" else "pteron-fuzz"
+    return _asan_dir() / name
+
+
+@pytest.fixture(scope="session")
+def fuzz_exe() -> Path:
+    exe = _fuzz_exe()
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing (ASan+UBSan build of pteron-fuzz): {BUILD_HINT}")
+    return exe
+
+
+def _env():
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ASAN_OPTIONS
+    env["UBSAN_OPTIONS"] = UBSAN_OPTIONS
+    return env
+
+
+def _fixture_args(fx) -> list[str]:
+    args = [str(FIXTURES / fx["file"])]
+    for method, spec in fx["methods"].items():
+        args += ["--method", method]
+        for inp in spec["inputs"]:
+            args += ["--input", str(FIXTURES / inp)]
+    if fx.get("delegates"):
+        # No backend is registered in pteron-fuzz: every method fails at
+        # load (missing delegate), so there is nothing to execute. The
+        # program is still fuzzed: loading must fail cleanly.
+        args.append("--no-execute")
+    return args
+
+
+class FuzzRun:
+    def __init__(self, proc: subprocess.CompletedProcess, cmd: list[str]):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.cmd = cmd
+        self.classes: dict[str, dict[str, int]] = {}
+        self.total: dict[str, float] = {}
+        for line in self.stdout.splitlines():
+            fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+            if line.startswith("class="):
+                name = fields.pop("class")
+                self.classes[name] = {k: int(v) for k, v in fields.items()}
+            elif line.startswith("variants="):
+                self.total = {k: float(v) for k, v in fields.items()}
+
+    def describe(self) -> str:
+        err = self.stderr
+        hits = [err.find(m) for m in SANITIZER_MARKERS + ("TIMEOUT", "BADSTATUS") if m in err]
+        start = max(0, min(hits) - 300) if hits else max(0, len(err) - 6000)
+        excerpt = err[start:start + 6000]
+        who = re.findall(r"^.*(?:while running variant|TIMEOUT variant|BADSTATUS variant).*$",
+                         err, re.M)
+        return (f"command: {' '.join(self.cmd)}\nexit status: {self.rc}\n"
+                f"{chr(10).join(who)}\n--- stdout ---\n{self.stdout[-3000:]}\n"
+                f"--- stderr ---\n{excerpt}")
+
+
+_runs: dict[tuple[str, int], FuzzRun] = {}
+
+
+def _run_fuzz(exe: Path, fx, flips: int = FLIPS) -> FuzzRun:
+    name = fx["name"]
+    if (name, flips) not in _runs:
+        cmd = [str(exe)] + _fixture_args(fx) + [
+            "--flips", str(flips), "--fields", str(FIELDS if flips else 0), "--seed", str(SEED),
+            "--timeout-s", str(VARIANT_TIMEOUT_S)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                                  env=_env(), timeout=PROCESS_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"pteron-fuzz on {name} did not finish in {PROCESS_TIMEOUT_S} s "
+                        f"(the per-variant watchdog should have ended it): {e}")
+        _runs[(name, flips)] = FuzzRun(proc, cmd)
+    return _runs[(name, flips)]
+
+
+@pytest.mark.parametrize("fx", FIXTURE_LIST, ids=FIXTURE_IDS)
+def test_every_variant_ends_in_success_or_error(fuzz_exe, fx):
+    run = _run_fuzz(fuzz_exe, fx)
+    for marker in SANITIZER_MARKERS:
+        if marker in run.stderr:
+            pytest.fail(f"sanitizer report ({marker}) on {fx['name']}:\n{run.describe()}",
+                        pytrace=False)
+    if "TIMEOUT variant" in run.stderr:
+        pytest.fail(f"a variant of {fx['name']} hung:\n{run.describe()}", pytrace=False)
+    if "BADSTATUS" in run.stderr:
+        pytest.fail(f"a malformed error status:\n{run.describe()}", pytrace=False)
+    assert run.rc == 0, f"pteron-fuzz failed:\n{run.describe()}"
+    assert run.total, f"no summary line:\n{run.describe()}"
+    assert run.total["errors"] + run.total["ok"] == run.total["variants"], run.describe()
+
+
+@pytest.mark.parametrize("fx", FIXTURE_LIST, ids=FIXTURE_IDS)
+def test_structural_variants_all_fail(fuzz_exe, fx):
+    # Structural variants only (no flips), so a crash among the flips does
+    # not hide these results.
+    run = _run_fuzz(fuzz_exe, fx, flips=0)
+    for marker in SANITIZER_MARKERS:
+        if marker in run.stderr:
+            pytest.fail(f"sanitizer report ({marker}) on {fx['name']}:\n{run.describe()}",
+                        pytrace=False)
+    assert run.rc == 0, f"pteron-fuzz failed:\n{run.describe()}"
+    has_segments = (FIXTURES / fx["file"]).read_bytes()[8:12] == b"eh00"
+    for cls in STRUCTURAL:
+        if cls == "segment_offset" and not has_segments:
+            # A program without constants has no extended header and no
+            # segments: there is no segment offset to corrupt.
+            assert cls not in run.classes, run.describe()
+            continue
+        assert cls in run.classes, f"no {cls} variants were built:\n{run.describe()}"
+        c = run.classes[cls]
+        assert c["variants"] >= 1, run.describe()
+        assert c["errors"] == c["variants"] and c["ok"] == 0, (
+            f"{c['ok']} {cls} variant(s) of {fx['name']} loaded and ran:\n{run.describe()}")
+    for cls in FAIL_AT_PROGRAM_LOAD:
+        c = run.classes[cls]
+        assert c["load_errors"] == c["variants"], (
+            f"a {cls} variant of {fx['name']} got past program load:\n{run.describe()}")
+    # An out-of-range index or segment is refused at load (program or
+    # method), never discovered during execute.
+    for cls in ("value_index", "segment_offset"):
+        c = run.classes.get(cls, {"exec_errors": 0})
+        assert c["exec_errors"] == 0, (
+            f"a {cls} variant of {fx['name']} was only caught at execute:\n{run.describe()}")
+    assert run.classes["truncation"]["variants"] == 4, run.describe()
+    # Instruction argument (two), plan input, plan output at least.
+    assert run.classes["value_index"]["variants"] >= 4, run.describe()
+
+
+def test_delegated_fixture_fails_cleanly_without_a_backend(fuzz_exe):
+    for fx in FIXTURE_LIST:
+        if not fx.get("delegates"):
+            continue
+        run = _run_fuzz(fuzz_exe, fx)
+        assert run.rc == 0, run.describe()
+        assert run.total["ok"] == 0, (
+            f"{fx['name']} needs {fx['delegates']}, which pteron-fuzz does not register, "
+            f"yet a variant loaded:\n{run.describe()}")
+        assert run.classes["original"]["method_errors"] == 1, run.describe()
+
+
+# ---- negative controls: the driver and this test can see a failure -------
+
+def test_flips_really_ran(fuzz_exe):
+    fx = FIXTURE_LIST[0]
+    run = _run_fuzz(fuzz_exe, fx)
+    assert run.rc == 0, run.describe()
+    structural = sum(run.classes[c]["variants"] for c in STRUCTURAL)
+    flips = sum(v["variants"] for k, v in run.classes.items() if k.startswith("flip_"))
+    assert flips == FLIPS, run.describe()
+    assert run.classes["field"]["variants"] == FIELDS, run.describe()
+    assert run.total["variants"] >= FLIPS + FIELDS + structural, run.describe()
+    # Byte flips in the flatbuffer must reach the loader's checks.
+    assert run.classes["flip_program"]["load_errors"] > 0, run.describe()
+
+
+def _self_test(exe: Path, what: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(exe), "--self-test", what, "--timeout-s", "0.5"],
+                          capture_output=True, text=True, errors="replace", env=_env(),
+                          timeout=60)
+
+
+def test_watchdog_catches_a_hang(fuzz_exe):
+    p = _self_test(fuzz_exe, "hang")
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    assert "TIMEOUT variant self_test_hang" in p.stderr
+
+
+@pytest.mark.parametrize("kind,marker", [("asan", "ERROR: AddressSanitizer"),
+                                         ("ubsan", "runtime error:")])
+def test_build_is_sanitized(fuzz_exe, kind, marker):
+    # If this fails, build-asan was not built with
+    # -DPTERON_SANITIZE=address,undefined and the fuzz tests prove nothing.
+    p = _self_test(fuzz_exe, kind)
+    assert p.returncode != 0, p.stderr
+    assert marker in p.stderr, p.stderr
+    assert f"variant self_test_{kind}" in p.stderr, p.stderr
+
+
+def test_seeds_are_reproducible(fuzz_exe):
+    fx = FIXTURE_LIST[0]
+    cmd = [str(fuzz_exe)] + _fixture_args(fx) + ["--flips", "200", "--seed", "7"]
+    outs = []
+    for _ in range(2):
+        p = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
+        assert p.returncode == 0, p.stderr[-4000:]
+        outs.append(re.sub(r" seconds=\S+", "", p.stdout))
+    assert outs[0] == outs[1]
+
+
+# ---- error messages, through the C API of the Release build --------------
+
+INVALID_PROGRAM = 2
+
+
+class _Lib:
+    def __init__(self, d: Path):
+        mode = getattr(os, "RTLD_GLOBAL", 0)
+        if sys.platform == "win32":
+            names = ("pteron.dll", "pteron_kernels_portable.dll")
+        else:
+            names = ("libpteron.so", "libpteron_kernels_portable.so")
+        self.lib = ctypes.CDLL(str(d / names[0]), mode=mode)
+        self.kernels = ctypes.CDLL(str(d / names[1]), mode=mode)
+        L = self.lib
+        vp = ctypes.c_void_p
+        L.pteron_program_load_memory.restype = vp
+        L.pteron_program_load_memory.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                                 ctypes.POINTER(vp)]
+        L.pteron_status_code.restype = ctypes.c_int32
+        L.pteron_status_code.argtypes = [vp]
+        L.pteron_status_message.restype = ctypes.c_char_p
+        L.pteron_status_message.argtypes = [vp]
+        L.pteron_status_release.argtypes = [vp]
+        L.pteron_program_release.argtypes = [vp]
+
+    def load(self, data: bytes):
+        """(code, message) of pteron_program_load_memory; (0, '') on success."""
+        out = ctypes.c_void_p(0xDEAD)  # must be reset to NULL on failure
+        st = self.lib.pteron_program_load_memory(data, len(data), ctypes.byref(out))
+        if not st:
+            self.lib.pteron_program_release(out)
+            return 0, ""
+        code = self.lib.pteron_status_code(st)
+        msg = self.lib.pteron_status_message(st).decode("utf-8", "replace")
+        self.lib.pteron_status_release(st)
+        assert not out.value, "a failed load left a program handle"
+        return code, msg
+
+
+@pytest.fixture(scope="session")
+def release_lib() -> _Lib:
+    d = _release_dir()
+    lib = d / ("pteron.dll" if sys.platform == "win32" else "libpteron.so")
+    if not lib.exists():
+        pytest.fail(f"no Release build in {d} ({lib.name} missing): run the test command "
+                    "(scripts/test.sh), which builds it")
+    return _Lib(d)
+
+
+def _bytes(name: str = "mlp") -> bytes:
+    fx = next(f for f in FIXTURE_LIST if f["name"] == name)
+    return (FIXTURES / fx["file"]).read_bytes()
+
+
+def test_release_loads_the_unmodified_fixture(release_lib):
+    assert release_lib.load(_bytes()) == (0, "")
+
+
+def test_empty_buffer_is_invalid_program(release_lib):
+    code, msg = release_lib.load(b"")
+    assert code == INVALID_PROGRAM, msg
+    assert "truncated" in msg and "0 bytes" in msg, msg
+
+
+def test_wrong_identifier_is_named(release_lib):
+    data = bytearray(_bytes())
+    data[4:8] = b"XT13"
+    code, msg = release_lib.load(bytes(data))
+    assert code == INVALID_PROGRAM, msg
+    assert "ET12" in msg and "XT13" in msg, msg
+
+
+@pytest.mark.parametrize("fx", FIXTURE_LIST, ids=FIXTURE_IDS)
+def test_truncated_program_says_truncated(release_lib, fx):
+    data = (FIXTURES / fx["file"]).read_bytes()
+    for n in (8, len(data) // 2, len(data) - 1):
+        code, msg = release_lib.load(data[:n])
+        assert code == INVALID_PROGRAM, (n, msg)
+        assert "truncated" in msg, (n, msg)
+
+
+def test_zeroed_root_offset_is_invalid_program(release_lib):
+    data = bytearray(_bytes())
+    data[0:4] = b"\0\0\0\0"
+    code, msg = release_lib.load(bytes(data))
+    assert code == INVALID_PROGRAM, msg
+    assert msg
+
+
+def test_segment_base_past_the_end_is_named(release_lib):
+    data = bytearray(_bytes())
+    assert data[8:12] == b"eh00"
+    data[24:32] = (len(data) + 4096).to_bytes(8, "little")
+    code, msg = release_lib.load(bytes(data))
+    assert code == INVALID_PROGRAM, msg
+    assert "segment" in msg and "outside the file" in msg, msg
