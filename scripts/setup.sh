@@ -28,9 +28,9 @@ pteron_install_venv() {
     python3 -m venv "$VENV"
   fi
   if ! "$VENV/bin/python" -c "import numpy, pytest" >/dev/null 2>&1 ||
-     [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ]; then
+     [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ] || [ ! -x "$VENV/bin/conan" ]; then
     echo "==> installing Python packages into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja "$@"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan "$@"
   fi
   export PATH="$VENV/bin:$PATH"
 }
