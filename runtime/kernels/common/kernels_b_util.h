@@ -296,7 +296,18 @@ struct Walker {
   }
 };
 
-template <typename To, typename From>
+// Bool storage is read as bytes (kBoolSrc): a malformed program can hand a
+// kernel bool tensors whose bytes are not 0/1, and loading such a byte as
+// C++ bool is undefined behaviour. Any nonzero byte reads as true.
+template <typename To, typename From, bool kBoolSrc = false>
+inline To load_convert(From v) {
+  if constexpr (kBoolSrc)
+    return convert<To>(v != From(0));
+  else
+    return convert<To>(v);
+}
+
+template <typename To, typename From, bool kBoolSrc = false>
 inline void copy_typed(const From* src, const View& sv, To* dst,
                        const View& dv, int64_t n) {
   Walker a(sv), b(dv);
@@ -309,12 +320,13 @@ inline void copy_typed(const From* src, const View& sv, To* dst,
     const int64_t ss = a.inner_stride(), ds = b.inner_stride();
     if (ss == 1 && ds == 1) {
       // memmove: a malformed program may plan overlapping in/out storage.
-      if constexpr (std::is_same_v<To, From>)
+      if constexpr (std::is_same_v<To, From> && !kBoolSrc)
         std::memmove(d, s, static_cast<size_t>(k) * sizeof(To));
       else
-        for (int64_t j = 0; j < k; ++j) d[j] = convert<To>(s[j]);
+        for (int64_t j = 0; j < k; ++j) d[j] = load_convert<To, From, kBoolSrc>(s[j]);
     } else {
-      for (int64_t j = 0; j < k; ++j) d[j * ds] = convert<To>(s[j * ss]);
+      for (int64_t j = 0; j < k; ++j)
+        d[j * ds] = load_convert<To, From, kBoolSrc>(s[j * ss]);
     }
     n -= k;
     if (n > 0) {
@@ -345,10 +357,13 @@ inline bool copy_view(const void* src, int32_t src_dtype, const View& sv,
     }
   }
   return dispatch(src_dtype, [&](auto s) {
-    using S = decltype(s);
+    using S0 = decltype(s);
+    constexpr bool kBool = std::is_same_v<S0, bool>;
+    using S = std::conditional_t<kBool, uint8_t, S0>;
     dispatch(dst_dtype, [&](auto d) {
       using D = decltype(d);
-      copy_typed(static_cast<const S*>(src), sv, static_cast<D*>(dst), dv, n);
+      copy_typed<D, S, kBool>(static_cast<const S*>(src), sv,
+                              static_cast<D*>(dst), dv, n);
     });
   });
 }
