@@ -27,10 +27,10 @@ pteron_install_venv() {
     echo "==> creating $VENV"
     python3 -m venv "$VENV"
   fi
-  if ! "$VENV/bin/python" -c "import numpy, pytest" >/dev/null 2>&1 ||
+  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools" >/dev/null 2>&1 ||
      [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ] || [ ! -x "$VENV/bin/conan" ]; then
     echo "==> installing Python packages into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan "$@"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools "$@"
   fi
   export PATH="$VENV/bin:$PATH"
 }
