@@ -523,6 +523,15 @@ static void test_shape_ops() {
     Call c5;  // _clone_dim_order keeps the dtype
     c5.tensor(f).b(false).none().tensor(i32);
     CHECK(c5.run("dim_order_ops::_clone_dim_order.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    // bool storage holding a byte other than 0/1 (malformed program) reads
+    // as true, without undefined behaviour
+    Tensor bb(PTERON_DTYPE_BOOL, {2}), bf(PTERON_DTYPE_FLOAT32, {2});
+    static_cast<uint8_t*>(bb.t.data)[0] = 74;
+    static_cast<uint8_t*>(bb.t.data)[1] = 0;
+    Call cb;
+    cb.tensor(bb).b(false).none().tensor(bf);
+    CHECK(cb.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
+    CHECK(bf.get(0) == 1.0 && bf.get(1) == 0.0);
     // 0-dim int64 -> float32 (as in an exported scalar constant)
     Tensor s(PTERON_DTYPE_INT64, {}), sf(PTERON_DTYPE_FLOAT32, {});
     s.fill({7});
