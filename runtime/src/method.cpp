@@ -110,6 +110,15 @@ Status check_value_index(const pteron_method* m, int64_t idx, const char* what) 
   return Status::Ok();
 }
 
+// Bool storage must hold 0 or 1 (kernels read it as C++ bool). A program's
+// constants or a caller's input may hold other bytes: normalise them. The
+// program's bytes are a private copy-on-write mapping or our own copy.
+void normalize_bools(void* data, size_t n) {
+  unsigned char* b = static_cast<unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i)
+    if (b[i] > 1) b[i] = 1;
+}
+
 // Builds tensor value `i`: shape, dim order, data placement.
 Status build_tensor(pteron_method* m, size_t i, const fb::Tensor* ft,
                     const std::vector<AlignedBlock*>& buffers,
@@ -182,6 +191,7 @@ Status build_tensor(pteron_method* m, size_t i, const fb::Tensor* ft,
       return error(PTERON_ERROR_INVALID_PROGRAM,
                    "value %zu: constant data (buffer %u) is not aligned to its %zu-byte elements",
                    i, ft->data_buffer_idx(), esize);
+    if (t.dtype == PTERON_DTYPE_BOOL) normalize_bools(t.data, static_cast<size_t>(nbytes));
     return Status::Ok();
   }
   if (alloc) {
@@ -632,6 +642,7 @@ void place_input(pteron_tensor* t, const std::vector<unsigned char>& src) {
   for (int32_t d = 0; d < t->dim; ++d) contiguous = contiguous && t->dim_order[d] == d;
   if (contiguous || numel == 1) {
     std::memcpy(t->data, src.data(), src.size());
+    if (t->dtype == PTERON_DTYPE_BOOL) normalize_bools(t->data, src.size());
     return;
   }
   int64_t idx[PTERON_MAX_DIM] = {0};
@@ -639,6 +650,7 @@ void place_input(pteron_tensor* t, const std::vector<unsigned char>& src) {
     int64_t off = 0;
     for (int32_t d = 0; d < t->dim; ++d) off += idx[d] * t->strides[d];
     std::memcpy(static_cast<char*>(t->data) + off * es, src.data() + n * es, es);
+    if (t->dtype == PTERON_DTYPE_BOOL) normalize_bools(static_cast<char*>(t->data) + off, 1);
     for (int32_t d = t->dim - 1; d >= 0; --d) {
       if (++idx[d] < t->sizes[d]) break;
       idx[d] = 0;
