@@ -487,18 +487,22 @@ std::vector<Variant> structural_variants(const Bytes& orig) {
 // A value for an integer field currently holding `cur`, where `n` is the size
 // of whatever the field indexes or counts: boundaries, neighbours, extremes.
 int64_t pick_int(std::mt19937& rng, int64_t cur, int64_t n) {
+  // Wrapping arithmetic: `cur` and `n` may hold anything a mutation left.
+  auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };
+  const uint64_t c = static_cast<uint64_t>(cur);
+  n = std::min<int64_t>(std::max<int64_t>(n, 0), int64_t(1) << 40);
   switch (std::uniform_int_distribution<int>(0, 11)(rng)) {
     case 0: return 0;
     case 1: return 1;
     case 2: return -1;
-    case 3: return cur + 1;
-    case 4: return cur - 1;
+    case 3: return wrap(c + 1);
+    case 4: return wrap(c - 1);
     case 5: return n;
     case 6: return n - 1;
     case 7: return n + 1;
     case 8: return std::numeric_limits<int32_t>::max();
     case 9: return std::numeric_limits<int32_t>::min();
-    case 10: return cur * 2 + 1;
+    case 10: return wrap(c * 2 + 1);
     default: return std::uniform_int_distribution<int64_t>(-(n + 2), 2 * n + 2)(rng);
   }
 }
@@ -689,7 +693,8 @@ bool mutate_one(fb::Program* prog, fb::ExecutionPlan* plan, std::mt19937& rng, s
       if (!b || b->size() == 0) return false;
       uint32_t k = pick_index(rng, b);
       int64_t cur = b->Get(k);
-      const int64_t c[] = {0, 1, cur - 1, cur / 2, cur - 16, -cur, int64_t(1) << 62};
+      const int64_t c[] = {0, 1, int64_t(uint64_t(cur) - 1), cur / 2, int64_t(uint64_t(cur) - 16),
+                          int64_t(0 - uint64_t(cur)), int64_t(1) << 62};
       b->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
       *what = "planned_buffer_size";
       return true;
@@ -715,8 +720,9 @@ bool mutate_one(fb::Program* prog, fb::ExecutionPlan* plan, std::mt19937& rng, s
       *what = "data_segment";
       const int64_t d[] = {1, -1, 16, -16, 4096};
       int64_t delta = d[std::uniform_int_distribution<int>(0, 4)(rng)];
-      return std::uniform_int_distribution<int>(0, 1)(rng) ? ds->mutate_offset(ds->offset() + delta)
-                                                           : ds->mutate_size(ds->size() + delta);
+      return std::uniform_int_distribution<int>(0, 1)(rng)
+                 ? ds->mutate_offset(ds->offset() + static_cast<uint64_t>(delta))
+                 : ds->mutate_size(ds->size() + static_cast<uint64_t>(delta));
     }
     default: {  // a delegate's data reference
       auto* dels = plan->mutable_delegates();
