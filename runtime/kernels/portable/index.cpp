@@ -178,6 +178,13 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
   int64_t left = pteron::kern::numel(indices);
   while (left > 0) {
     int64_t v = load_index(indices, wi.off);
+    // Checked again: in a malformed program `indices` may share storage with
+    // `out`, so rows already written can change later indices.
+    if (v < 0 || v >= rows)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: index %lld is out of range for weight with %lld rows "
+                  "(indices and out overlap)",
+                  a.op, (long long)v, (long long)rows);
     src.offset = v * weight->strides[0];
     dst.offset = wo.off;
     kb::copy_view(weight->data, weight->dtype, src, out->data, out->dtype,
