@@ -1,0 +1,353 @@
+"""pteron-verify (python/pteron/verify.py) on real packages, and on packages
+broken on purpose: each check must be able to fail, naming itself and the
+binary.
+
+The Linux package is `cmake --install` of the Release build (conftest.build_dir()).
+The broken packages are copies of it with one component replaced by a small
+library compiled here (g++), or a file removed or added."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, build_dir
+
+PYTHON_DIR = REPO / "python"
+VICTIM = "kernels_portable"  # the component the negative tests replace
+
+
+def _run(cmd, timeout=120, **kw):
+    try:
+        return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                              timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"timed out after {timeout} s: {' '.join(map(str, cmd))}")
+
+
+def verify(pkg, *args):
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    return _run([sys.executable, "-m", "pteron.verify", pkg, *args], timeout=60, env=env)
+
+
+def verify_json(pkg, *args):
+    r = verify(pkg, "--json", *args)
+    try:
+        data = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"pteron-verify --json printed no JSON (rc {r.returncode}):\n"
+                    f"{r.stdout}\n{r.stderr}")
+    return r, data
+
+
+def failed(data, check, binary=None):
+    return [f for f in data["failed"] if f["check"] == check
+            and (binary is None or f["binary"] == binary)]
+
+
+def components_cmake(pkg):
+    values = {}
+    for line in (pkg / "lib" / "cmake" / "pteron" / "pteron-components.cmake").read_text().splitlines():
+        if line.startswith("set(PTERON_"):
+            key, _, val = line[4:-1].partition(" ")
+            values[key] = val.strip('"')
+    return values
+
+
+@pytest.fixture(scope="session")
+def linux_package(tmp_path_factory):
+    d = build_dir()
+    if not (d / "libpteron.so").exists():
+        pytest.fail(f"no Linux pteron build in {d}: run scripts/test.sh (it builds first)")
+    prefix = tmp_path_factory.mktemp("verify") / "pkg-linux"
+    r = _run(["cmake", "--install", d, "--prefix", prefix], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return prefix
+
+
+@pytest.fixture(scope="session")
+def victim(linux_package):
+    v = components_cmake(linux_package)
+    return {"location": v[f"PTERON_{VICTIM}_LOCATION"], "soname": v[f"PTERON_{VICTIM}_SONAME"]}
+
+
+@pytest.fixture
+def pkg(linux_package, tmp_path):
+    """A private copy of the Linux package to break."""
+    p = tmp_path / "pkg"
+    shutil.copytree(linux_package, p, symlinks=True)
+    return p
+
+
+FAKE_COMPONENT = r"""
+#include <stdint.h>
+extern "C" {
+#ifdef CALL_RUNTIME_REGISTRY
+int32_t pteron_register_kernels(uint32_t, const char*, const void*, uint32_t, int32_t);
+#endif
+#ifdef PRIVATE_REGISTRY
+__attribute__((visibility(PRIVATE_REGISTRY)))
+int32_t pteron_register_kernels(uint32_t, const char*, const void*, uint32_t, int32_t) { return 0; }
+#endif
+__attribute__((visibility("default"))) int pteron_anchor_@NAME@(void) { return 1; }
+__attribute__((constructor)) static void registers(void) {
+  pteron_register_kernels(0, "@NAME@", 0, 0, 0);
+}
+}
+#ifdef LEAK_FLATBUFFERS
+namespace flatbuffers { __attribute__((visibility("default"))) int Verify(int x) { return x + 1; } }
+#endif
+"""
+
+
+def build_fake(pkg, victim, tmp_path, *flags, defines=("CALL_RUNTIME_REGISTRY",),
+               link_runtime=True, soname=None):
+    """Replaces the victim component's file with a small library compiled here.
+    The default one is a faithful stand-in: its anchor, the registry imported
+    from libpteron, RUNPATH $ORIGIN."""
+    src = tmp_path / "fake.cpp"
+    src.write_text(FAKE_COMPONENT.replace("@NAME@", VICTIM))
+    out = pkg / victim["location"]
+    cmd = ["g++", "-shared", "-fPIC", "-fvisibility=hidden", "-o", out, src,
+           *[f"-D{d}" for d in defines], f"-Wl,-soname,{soname or victim['soname']}",
+           "-Wl,--enable-new-dtags", *flags]
+    if link_runtime:
+        cmd += [f"-L{pkg / 'lib'}", "-lpteron", "-Wl,-rpath,$ORIGIN"]
+    if out.is_symlink() or out.exists():
+        out.unlink()
+    r = _run(cmd, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+# ---- the real packages ------------------------------------------------------
+
+def test_linux_package_passes_every_check(linux_package):
+    r, data = verify_json(linux_package)
+    assert data["failed"] == [] and r.returncode == 0, \
+        "pteron-verify fails the Linux package:\n" + r.stderr
+    checks = {row["check"] for row in data["results"]}
+    assert checks == {"files", "exports", "single-owner", "dependencies", "platform",
+                      "private-helpers"}
+    binaries = {row["binary"] for row in data["results"]}
+    assert "bin/pteron-run" in binaries
+    for name in data["components"]:
+        assert any(f"pteron_{name}" in b or (name == "runtime" and "libpteron.so" in b)
+                   for b in binaries), name
+
+
+def test_table_output_names_each_check_and_binary(linux_package):
+    r = verify(linux_package)
+    lines = r.stdout.splitlines()
+    assert lines[1].split()[:4] == ["check", "binary", "result", "detail"]
+    for check in ("files", "exports", "single-owner", "dependencies", "platform",
+                  "private-helpers"):
+        assert any(l.startswith(check + " ") for l in lines), check
+    assert "lib/libpteron.so." in r.stdout
+
+
+def test_faithful_stand_in_passes(pkg, victim, tmp_path):
+    """The control for the negative tests below: the replacement library they
+    break passes when it is not broken, so each failure is the injected fault."""
+    build_fake(pkg, victim, tmp_path)
+    r, data = verify_json(pkg)
+    assert [f for f in data["failed"] if f["binary"] == victim["location"]] == [], r.stderr
+
+
+def test_not_a_package_fails_naming_it(tmp_path):
+    r, data = verify_json(tmp_path)
+    assert r.returncode != 0
+    assert "pteron-components.cmake is missing" in failed(data, "files")[0]["detail"]
+
+
+# ---- files ------------------------------------------------------------------
+
+def test_missing_component_file_fails_files(pkg, victim):
+    (pkg / victim["location"]).unlink()
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "files", victim["location"])
+    assert f"{victim['location']} is missing" in f["detail"]
+    assert "files" in r.stderr and victim["location"] in r.stderr
+
+
+def test_unexpected_binary_fails_files(pkg, linux_package, victim):
+    shutil.copy(linux_package / victim["location"], pkg / "lib" / "libpteron_extra.so")
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "files", "lib/libpteron_extra.so")
+    assert "unexpected binary" in f["detail"]
+
+
+def test_component_with_another_soname_fails_files(pkg, victim, tmp_path):
+    build_fake(pkg, victim, tmp_path, soname="libpteron_renamed.so.0")
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "files", victim["location"])
+    assert "DT_SONAME is 'libpteron_renamed.so.0'" in f["detail"]
+
+
+# ---- exports and single owner -----------------------------------------------
+
+def test_leaked_third_party_export_fails_exports(pkg, victim, tmp_path):
+    build_fake(pkg, victim, tmp_path, defines=("CALL_RUNTIME_REGISTRY", "LEAK_FLATBUFFERS"))
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "exports", victim["location"])
+    assert "flatbuffers (1): _ZN11flatbuffers6VerifyEi" in f["detail"]
+    assert "exports" in r.stderr
+
+
+def test_private_copy_of_the_registry_fails_single_owner(pkg, victim, tmp_path):
+    """A kernel library with its own (hidden) registry, not linked to the runtime."""
+    build_fake(pkg, victim, tmp_path, defines=('PRIVATE_REGISTRY="hidden"',), link_runtime=False)
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "single-owner", victim["location"])
+    assert "does not import the registry" in f["detail"]
+    assert "libpteron.so" in f["detail"]
+
+
+def test_exported_registry_copy_fails_single_owner_naming_both(pkg, victim, tmp_path):
+    build_fake(pkg, victim, tmp_path, defines=('PRIVATE_REGISTRY="default"',), link_runtime=False)
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "single-owner", victim["location"])
+    assert "defines the registry function(s) pteron_register_kernels" in f["detail"]
+    assert "pteron_register_kernels (also lib/libpteron.so" in f["detail"]
+
+
+# ---- dependencies -----------------------------------------------------------
+
+def test_absolute_runpath_fails_dependencies(pkg, victim, tmp_path):
+    build_fake(pkg, victim, tmp_path, "-Wl,-rpath,/home/ci/pteron/build")
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "dependencies", victim["location"])
+    assert "RUNPATH entry /home/ci/pteron/build" in f["detail"]
+    assert "records a path: /home/ci/pteron/build" in f["detail"]
+
+
+def test_rpath_instead_of_runpath_fails_dependencies(pkg, victim, tmp_path):
+    build_fake(pkg, victim, tmp_path, "-Wl,--disable-new-dtags")
+    r, data = verify_json(pkg)
+    [f] = failed(data, "dependencies", victim["location"])
+    assert "has DT_RPATH $ORIGIN" in f["detail"]
+
+
+def test_undeclared_dependency_fails_dependencies(pkg, victim, tmp_path):
+    build_fake(pkg, victim, tmp_path, "-Wl,--no-as-needed", "-lz")
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "dependencies", victim["location"])
+    assert "undeclared dependency libz.so.1" in f["detail"]
+    assert "dependencies" in r.stderr and "libz.so.1" in r.stderr
+
+
+def test_dependency_on_a_component_not_required_fails(pkg, victim, tmp_path):
+    """kernels_portable requires only the runtime in components.json."""
+    v = components_cmake(pkg)
+    if "threadpool" not in v["PTERON_PACKAGE_COMPONENTS"].split(";"):
+        pytest.skip("package built without the threadpool component")
+    build_fake(pkg, victim, tmp_path, "-Wl,--no-as-needed", "-lpteron_threadpool")
+    r, data = verify_json(pkg)
+    [f] = failed(data, "dependencies", victim["location"])
+    assert f"component threadpool), which {VICTIM} does not require" in f["detail"]
+
+
+# ---- platform and private helpers -------------------------------------------
+
+def test_wrong_arch_fails_platform(linux_package):
+    r, data = verify_json(linux_package, "--arch", "aarch64")
+    assert r.returncode != 0
+    rows = failed(data, "platform")
+    assert rows and all("EM_X86_64" in f["detail"] and "needs EM_AARCH64" in f["detail"]
+                        for f in rows)
+    assert {f["binary"] for f in rows} >= {components_cmake(linux_package)
+                                           ["PTERON_runtime_LOCATION"], "bin/pteron-run"}
+    assert "platform" in r.stderr
+
+
+def test_cuda_runtime_dependency_outside_backend_cuda_fails_private_helpers(pkg, victim, tmp_path):
+    stub = tmp_path / "libcudart.so.12"
+    (tmp_path / "stub.c").write_text("int cudaGetDeviceCount(int* n) { *n = 0; return 0; }\n")
+    r = _run(["gcc", "-shared", "-fPIC", "-o", stub, tmp_path / "stub.c",
+              "-Wl,-soname,libcudart.so.12"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    build_fake(pkg, victim, tmp_path, "-Wl,--no-as-needed", stub)
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "private-helpers", victim["location"])
+    assert "depends on CUDA (libcudart.so.12); only backend_cuda may" in f["detail"]
+
+
+# ---- the console script -----------------------------------------------------
+
+def test_console_script_is_declared():
+    import tomllib
+    meta = tomllib.loads((PYTHON_DIR / "pyproject.toml").read_text())["project"]
+    assert meta["scripts"]["pteron-verify"] == "pteron.verify:main"
+    assert {"pefile", "pyelftools"} <= set(meta["dependencies"])
+
+
+# ---- MinGW (PE) --------------------------------------------------------------
+
+def mingw_build_dir() -> Path:
+    return Path(os.environ.get("PTERON_MINGW_BUILD_DIR", REPO / "build-mingw"))
+
+
+@pytest.fixture(scope="session")
+def mingw_package(tmp_path_factory):
+    if not shutil.which("x86_64-w64-mingw32-g++-posix"):
+        pytest.skip("x86_64-w64-mingw32-g++-posix is not installed")
+    d = mingw_build_dir()
+    if not (d / "build.ninja").exists():
+        r = _run(["cmake", "-S", REPO, "-B", d, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                  f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'toolchain-mingw-w64.cmake'}"],
+                 timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+    # Up to date when the test command has built it; a cold build takes minutes.
+    r = _run(["cmake", "--build", d], timeout=1800)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr
+    prefix = tmp_path_factory.mktemp("verify") / "pkg-mingw"
+    r = _run(["cmake", "--install", d, "--prefix", prefix], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return prefix
+
+
+def test_mingw_package_passes_every_check(mingw_package):
+    r, data = verify_json(mingw_package)
+    assert data["format"] == "PE"
+    assert data["failed"] == [] and r.returncode == 0, \
+        "pteron-verify fails the MinGW package:\n" + r.stderr
+    assert any(row["binary"] == "bin/pteron.dll" for row in data["results"])
+
+
+def test_renamed_dll_fails_files(mingw_package, tmp_path):
+    p = tmp_path / "pkg"
+    shutil.copytree(mingw_package, p, symlinks=True)
+    v = components_cmake(p)
+    loc = v[f"PTERON_{VICTIM}_LOCATION"]
+    (p / loc).rename(p / "bin" / "pteron_kernels_renamed.dll")
+    r, data = verify_json(p)
+    assert r.returncode != 0
+    assert f"{loc} is missing" in failed(data, "files", loc)[0]["detail"]
+    [f] = failed(data, "files", "bin/pteron_kernels_renamed.dll")
+    assert "unexpected binary" in f["detail"]
+
+
+def test_dll_under_another_name_fails_files(mingw_package, tmp_path):
+    """A DLL copied over another component's file: its export directory still
+    names the DLL it was linked as."""
+    p = tmp_path / "pkg"
+    shutil.copytree(mingw_package, p, symlinks=True)
+    v = components_cmake(p)
+    loc = v[f"PTERON_{VICTIM}_LOCATION"]
+    shutil.copy(p / v["PTERON_runtime_LOCATION"], p / loc)
+    r, data = verify_json(p)
+    assert r.returncode != 0
+    [f] = failed(data, "files", loc)
+    assert "export directory names the DLL 'pteron.dll'" in f["detail"]
