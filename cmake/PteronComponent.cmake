@@ -1,6 +1,7 @@
 # PteronComponent.cmake - the one helper that defines every pteron component.
 #
-# pteron_add_component(<name> SOURCES ... [LINK_PRIVATE ...] [NO_RUNTIME])
+# pteron_add_component(<name> SOURCES ... [LINK_PRIVATE ...] [DEFINES ...]
+#                      [EXTRA_EXPORTS " pattern_*;"] [NO_RUNTIME])
 #   - a SHARED library, target pteron_<name>, alias pteron::<name>;
 #   - file name from DESIGN.md: runtime -> pteron.dll / libpteron.so,
 #     others -> pteron_<name>.dll / libpteron_<name>.so, with no
@@ -22,7 +23,7 @@ PTERON_EXTERN_C PTERON_DLL_EXPORT int pteron_anchor_@_name@(void) { return 1; }
 ]=])
 
 function(pteron_add_component _name)
-  cmake_parse_arguments(A "NO_RUNTIME" "" "SOURCES;LINK_PRIVATE;DEFINES" ${ARGN})
+  cmake_parse_arguments(A "NO_RUNTIME" "EXTRA_EXPORTS" "SOURCES;LINK_PRIVATE;DEFINES" ${ARGN})
   set(_tgt pteron_${_name})
   string(TOUPPER "${_name}" _upper)
   set(_anchor "${CMAKE_CURRENT_BINARY_DIR}/anchors/pteron_anchor_${_name}.c")
@@ -56,6 +57,13 @@ function(pteron_add_component _name)
     set_target_properties(${_tgt} PROPERTIES
       BUILD_RPATH "$ORIGIN" INSTALL_RPATH "$ORIGIN" BUILD_WITH_INSTALL_RPATH ON)
     target_link_options(${_tgt} PRIVATE "LINKER:--enable-new-dtags")
+    # -fvisibility=hidden does not hide template instances of namespace std
+    # (libstdc++ gives it default visibility): a version script makes the
+    # export table exactly the pteron_* C API.
+    set(_vs "${CMAKE_CURRENT_BINARY_DIR}/exports/${_tgt}.map")
+    file(GENERATE OUTPUT "${_vs}" CONTENT "{\n  global: pteron_*;${A_EXTRA_EXPORTS}\n  local: *;\n};\n")
+    target_link_options(${_tgt} PRIVATE "LINKER:--version-script=${_vs}")
+    set_property(TARGET ${_tgt} APPEND PROPERTY LINK_DEPENDS "${_vs}")
   endif()
   target_compile_definitions(${_tgt} PRIVATE
     PTERON_BUILDING_${_upper}
