@@ -1,0 +1,48 @@
+// pool_pthreadpool.cpp - the Pool over pthreadpool (Debian's libpthreadpool,
+// or Conan Center's pthreadpool). The same pthreadpool_t is handed to the
+// XNNPACK delegate, so the process has one set of worker threads.
+#include <pthreadpool.h>
+
+#include "pool.h"
+
+namespace pteron {
+namespace threadpool {
+
+const char* const kImplementation = "pthreadpool";
+
+namespace {
+
+class PthreadPool final : public Pool {
+ public:
+  explicit PthreadPool(pthreadpool_t p) : pool_(p) {}
+  ~PthreadPool() override { pthreadpool_destroy(pool_); }
+  PthreadPool(const PthreadPool&) = delete;
+  PthreadPool& operator=(const PthreadPool&) = delete;
+
+  std::size_t threads() const override { return pthreadpool_get_threads_count(pool_); }
+
+  void run(std::size_t chunks, ChunkFn fn, void* ctx) override {
+    // pthreadpool serialises concurrent parallelize calls on one pool with its
+    // own mutex (XNNPACK's calls take the same turns), and the calling thread
+    // works too. Flags 0: workers spin briefly before sleeping, which suits a
+    // chain of kernels.
+    pthreadpool_task_1d_t task = fn;  // same signature: void (*)(void*, size_t)
+    pthreadpool_parallelize_1d(pool_, task, ctx, chunks, 0);
+  }
+
+  void* native() override { return pool_; }
+
+ private:
+  pthreadpool_t pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pool> make_pool(std::size_t threads) {
+  pthreadpool_t p = pthreadpool_create(threads);
+  if (!p) return nullptr;
+  return std::unique_ptr<Pool>(new PthreadPool(p));
+}
+
+}  // namespace threadpool
+}  // namespace pteron
