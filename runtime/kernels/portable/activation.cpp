@@ -54,7 +54,7 @@ C clamp_one(C x, bool has_lo, C lo, bool has_hi, C hi) {
 
 int32_t relu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::relu.out"};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
   if (self->dtype == PTERON_DTYPE_BOOL)
     return unsupported_dtype(ctx, a.op, "self", self->dtype);
@@ -109,7 +109,7 @@ int32_t clamp_scalar_impl(const Args& a, pteron_tensor* self, bool has_lo,
 
 int32_t clamp_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::clamp.out"};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
   Scalar lo, hi;
   bool has_lo = false, has_hi = false;
@@ -123,7 +123,7 @@ int32_t clamp_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
 
 int32_t hardtanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::hardtanh.out"};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
   Scalar lo, hi;
   PTERON_CHECK_OK(read_scalar(a, 1, "min_val", &lo));
@@ -134,7 +134,7 @@ int32_t hardtanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size
 int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args,
                          size_t n) {
   Args a{ctx, args, n, "aten::clamp.Tensor_out"};
-  pteron_tensor *self, *out, *lo = nullptr, *hi = nullptr;
+  pteron_tensor *self = nullptr, *out = nullptr, *lo = nullptr, *hi = nullptr;
   PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
   PTERON_CHECK_OK(a.opt_tensor(1, "min", &lo));
   PTERON_CHECK_OK(a.opt_tensor(2, "max", &hi));
@@ -220,28 +220,28 @@ int32_t float_unary(const Args& a, pteron_tensor* self, pteron_tensor* out, Fn f
 
 int32_t sigmoid_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::sigmoid.out"};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
   return float_unary(a, self, out, Fn::Sigmoid, true);
 }
 
 int32_t tanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::tanh.out"};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
   return float_unary(a, self, out, Fn::Tanh, true);
 }
 
 int32_t hardswish_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::hardswish.out"};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
   return float_unary(a, self, out, Fn::Hardswish, false);
 }
 
 int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::gelu.out"};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 3, &self, &out));
   char mode[16];
   bool present = false;
@@ -267,25 +267,30 @@ void softmax_lane(const C* x, int64_t xs, C* y, int64_t ys, int64_t len, bool lo
     if (std::isnan(mx)) break;
   }
   double sum = 0;
-  for (int64_t i = 0; i < len; ++i) sum += std::exp(double(x[i * xs]) - double(mx));
   if (log) {
+    for (int64_t i = 0; i < len; ++i) sum += std::exp(double(x[i * xs]) - double(mx));
     const double ls = std::log(sum);
     for (int64_t i = 0; i < len; ++i)
       y[i * ys] = static_cast<C>(double(x[i * xs]) - double(mx) - ls);
   } else {
+    // y may alias x: each x[i] is read before y[i] is written
+    for (int64_t i = 0; i < len; ++i) {
+      const double e = std::exp(double(x[i * xs]) - double(mx));
+      sum += e;
+      y[i * ys] = static_cast<C>(e);
+    }
     const double inv = 1.0 / sum;
-    for (int64_t i = 0; i < len; ++i)
-      y[i * ys] = static_cast<C>(std::exp(double(x[i * xs]) - double(mx)) * inv);
+    for (int64_t i = 0; i < len; ++i) y[i * ys] = static_cast<C>(double(y[i * ys]) * inv);
   }
 }
 
 int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args,
                      size_t n, const char* op, bool log) {
   Args a{ctx, args, n, op};
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
-  int64_t dim;
-  bool half_to_float;
+  int64_t dim = 0;
+  bool half_to_float = false;
   PTERON_CHECK_OK(a.integer(1, "dim", &dim));
   PTERON_CHECK_OK(a.boolean(2, "half_to_float", &half_to_float));
   if (half_to_float)

@@ -35,7 +35,7 @@ int32_t compare_impl(pteron_kernel_context* ctx, pteron_value* const* args,
                      size_t n, const char* op, Cmp c, bool scalar_other) {
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *self, *other = nullptr, *out;
+  pteron_tensor *self = nullptr, *other = nullptr, *out = nullptr;
   Scalar other_s;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   if (scalar_other) PTERON_CHECK_OK(read_scalar(a, 1, "other", &other_s));
@@ -101,7 +101,7 @@ int32_t logical_not_out(pteron_kernel_context* ctx, pteron_value* const* args,
   static const char* op = "aten::logical_not.out";
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(2));
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "out", &out));
   PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
@@ -149,9 +149,9 @@ int32_t any_impl(const Args& a, pteron_tensor* self, const int64_t* dims,
 int32_t any_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::any.out"};
   PTERON_CHECK_OK(a.arity(4));
-  pteron_tensor *self, *out;
-  int64_t dim;
-  bool keepdim;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  int64_t dim = 0;
+  bool keepdim = false;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &dim));
   PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
@@ -163,11 +163,11 @@ int32_t any_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
 int32_t any_dims_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::any.dims_out"};
   PTERON_CHECK_OK(a.arity(4));
-  pteron_tensor *self, *out;
-  int64_t single;
-  const int64_t* dims;
-  size_t ndims;
-  bool has_dims, keepdim;
+  pteron_tensor *self = nullptr, *out = nullptr;
+  int64_t single = 0;
+  const int64_t* dims = nullptr;
+  size_t ndims = 0;
+  bool has_dims = false, keepdim = false;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(read_opt_int_list(a, 1, "dim", &single, &dims, &ndims, &has_dims));
   PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
@@ -182,7 +182,7 @@ int32_t any_dims_out(pteron_kernel_context* ctx, pteron_value* const* args, size
 int32_t any_all_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::any.all_out"};
   PTERON_CHECK_OK(a.arity(2));
-  pteron_tensor *self, *out;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "out", &out));
   return any_impl(a, self, nullptr, 0, false, out);
@@ -195,7 +195,7 @@ int32_t where_self_out(pteron_kernel_context* ctx, pteron_value* const* args,
   static const char* op = "aten::where.self_out";
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(4));
-  pteron_tensor *cond, *self, *other, *out;
+  pteron_tensor *cond = nullptr, *self = nullptr, *other = nullptr, *out = nullptr;
   PTERON_CHECK_OK(a.tensor(0, "condition", &cond));
   PTERON_CHECK_OK(a.tensor(1, "self", &self));
   PTERON_CHECK_OK(a.tensor(2, "other", &other));
@@ -227,6 +227,19 @@ int32_t where_self_out(pteron_kernel_context* ctx, pteron_value* const* args,
   dispatch(ct, [&](auto t) {
     using C = decltype(t);
     const pteron_tensor* ins[3] = {cond, self, other};
+    if constexpr (!std::is_same_v<C, bool>) {
+      if (self->dtype == ct && other->dtype == ct && out->dtype == ct) {
+        // common case: one dtype throughout; the condition is read as bytes
+        const uint8_t* c = static_cast<const uint8_t*>(cond->data);
+        const C* x = static_cast<const C*>(self->data);
+        const C* y = static_cast<const C*>(other->data);
+        C* o = static_cast<C*>(out->data);
+        for_each_broadcast(out, ins, [&](int64_t oi, int64_t ci, int64_t xi, int64_t yi) {
+          o[oi] = c[ci] ? x[xi] : y[yi];
+        });
+        return;
+      }
+    }
     map_elements<C, C>(ins, out, [](C c, C x, C y) { return c != C(0) ? x : y; });
   });
   return PTERON_OK;

@@ -154,7 +154,7 @@ int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) 
   static const char* op = "aten::mm.out";
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *self, *mat2, *out;
+  pteron_tensor *self = nullptr, *mat2 = nullptr, *out = nullptr;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -189,7 +189,7 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   static const char* op = "aten::bmm.out";
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *self, *mat2, *out;
+  pteron_tensor *self = nullptr, *mat2 = nullptr, *out = nullptr;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
@@ -231,7 +231,7 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
   static const char* op = "aten::addmm.out";
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(6));
-  pteron_tensor *self, *mat1, *mat2, *out;
+  pteron_tensor *self = nullptr, *mat1 = nullptr, *mat2 = nullptr, *out = nullptr;
   Scalar beta, alpha;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "mat1", &mat1));
