@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""GFLOP/s of kernels_optimized's addmm on the 2 x Linear(1024) MLP shape,
+batch 256 ([256, 1024] x [1024, 1024]), single thread, per ISA level this CPU
+has, against the CPU's peak; plus the whole MLP program with portable and
+optimized kernels. A benchmark, not a test: it prints a table.
+
+    /opt/pteron-dev/bin/python bench/gemm/bench_gemm.py [--build-dir build] [--iterations 20]
+
+The two programs are exported on first use with /opt/pteron-dev/bin/python
+(torch + executorch; override with --exporter) into <build-dir>/bench/gemm/
+(8 MB of weights each: never committed):
+  addmm1024.pte  one aten::addmm.out: x[256,1024] @ w[1024,1024] + b
+  mlp1024.pte    nn.Linear(1024,1024) -> ReLU -> nn.Linear(1024,1024) at batch 256,
+                 as upstream's portable program (permute_copy + addmm per layer)
+
+Each measurement runs in its own process (ctypes, tests/capi.py) with only
+the kernel libraries it names, PTERON_ISA set to the level, and no thread
+pool (single thread) unless stated. Times are medians of --iterations
+executions after 3 warm-up runs; stdout and stderr of every timed process go
+to a pipe (same redirection for both sides of a comparison).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+
+M, K, N = 256, 1024, 1024
+GEMM_FLOP = 2.0 * M * K * N
+LEVELS = ["baseline", "avx2", "avx512"]
+# FP32 FLOPs per cycle per core. The AVX-512 figure assumes two 512-bit FMA
+# units (parts with one have half).
+FLOPS_PER_CYCLE = {
+    "baseline": 4 * 2,     # SSE: 4 lanes, one mul + one add per cycle, no FMA
+    "avx2": 8 * 2 * 2,     # 8 lanes x FMA (2 FLOPs) x 2 FMA ports
+    "avx512": 16 * 2 * 2,  # 16 lanes x FMA x 2 FMA ports
+}
+UPSTREAM_PORTABLE_S = 1.8        # upstream ExecuTorch 1.5.1, portable program (NOTES.md)
+
+EXPORT_SCRIPT = r'''
+import sys, torch
+from torch import nn
+from torch.export import export
+from executorch.exir import to_edge_transform_and_lower
+out = sys.argv[1]
+torch.manual_seed(0)
+class Addmm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1024, 1024) * 0.03)
+        self.b = nn.Parameter(torch.randn(1024))
+    def forward(self, x):
+        return torch.addmm(self.b, x, self.w)
+mlp = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024))
+x = (torch.randn(256, 1024),)
+for name, mod in (("addmm1024", Addmm()), ("mlp1024", mlp)):
+    mod.eval()
+    prog = to_edge_transform_and_lower(export(mod, x)).to_executorch()
+    open(f"{out}/{name}.pte", "wb").write(prog.buffer)
+'''
+
+WORKER = r'''
+import json, statistics, sys, time, ctypes
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import capi
+cfg = json.loads(sys.argv[2])
+rt = capi.Runtime(Path(cfg["build_dir"]), kernel_libs=tuple(cfg["libs"]))
+isa = None
+if "kernels_optimized" in cfg["libs"]:
+    name = "pteron_kernels_optimized.dll" if sys.platform == "win32" else "libpteron_kernels_optimized.so"
+    lib = ctypes.CDLL(str(Path(cfg["build_dir"]) / name))
+    lib.pteron_kernels_optimized_isa.restype = ctypes.c_char_p
+    isa = lib.pteron_kernels_optimized_isa().decode()
+m = rt.load_file(cfg["program"]).load_method("forward")
+x = np.random.default_rng(0).standard_normal((256, 1024), dtype=np.float32)
+m.set_input(0, x)
+for _ in range(cfg["warmup"]):
+    m.execute()
+times, cpu = [], []
+for _ in range(cfg["iterations"]):
+    c0 = time.process_time(); t0 = time.perf_counter()
+    m.execute()
+    times.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0)
+rt.lib.pteron_parallel_threads.restype = ctypes.c_int32
+print("RESULT " + json.dumps({"isa": isa, "median_s": statistics.median(times),
+                              "min_s": min(times), "cpu_s": statistics.median(cpu),
+                              "threads": rt.lib.pteron_parallel_threads()}))
+'''
+
+
+def cpu_info():
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+    mhz = [float(v) for v in re.findall(r"^cpu MHz\s*:\s*([\d.]+)$", text, re.M)]
+    flags = re.search(r"^flags\s*:(.*)$", text, re.M)
+    return {
+        "model": model.group(1).strip() if model else "unknown",
+        "ghz": (max(mhz) / 1000.0) if mhz else None,
+        "cores": os.cpu_count() or 1,
+        "flags": set(flags.group(1).split()) if flags else set(),
+    }
+
+
+def run_worker(build_dir: Path, program: Path, libs, env_extra, iterations, warmup=3):
+    cfg = {"build_dir": str(build_dir), "program": str(program), "libs": list(libs),
+           "iterations": iterations, "warmup": warmup}
+    env = {k: v for k, v in os.environ.items() if k not in ("PTERON_ISA", "PTERON_NUM_THREADS")}
+    env.update(env_extra)
+    r = subprocess.run([sys.executable, "-c", WORKER, str(REPO / "tests"), json.dumps(cfg)],
+                       capture_output=True, text=True, env=env, timeout=3600)
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if r.returncode != 0 or not line:
+        raise SystemExit(f"worker failed:\n{r.stdout}\n{r.stderr}")
+    return json.loads(line[7:])
+
+
+def run_pteron_run(build_dir: Path, program: Path, iterations: int):
+    exe = build_dir / ("pteron-run.exe" if sys.platform == "win32" else "pteron-run")
+    if not exe.exists():
+        return None
+    x = program.parent / "input_256x1024.npy"
+    if not x.exists():
+        import numpy as np
+        np.save(x, np.random.default_rng(0).standard_normal((M, K), dtype=np.float32))
+    r = subprocess.run([str(exe), str(program), "--input", str(x), "--iterations", str(iterations)],
+                       capture_output=True, text=True, timeout=3600)
+    m = re.search(r"median time per execution:?\s*([\d.]+)\s*(ms|s|us)", r.stdout)
+    if r.returncode != 0 or not m:
+        return {"error": (r.stdout + r.stderr)[-500:]}
+    v = float(m.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[m.group(2)]
+    return {"median_s": v}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", type=Path,
+                    default=Path(os.environ.get("PTERON_BUILD_DIR", REPO / "build")))
+    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--exporter", default="/opt/pteron-dev/bin/python")
+    ap.add_argument("--skip-portable", action="store_true",
+                    help="skip the (slow) portable-kernel runs of the MLP")
+    ap.add_argument("--ghz", type=float,
+                    help="core clock for the peak (default: /proc/cpuinfo 'cpu MHz', which in a "
+                         "VM is usually the nominal clock, not the turbo clock the core runs at)")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+    bdir = args.build_dir.resolve()
+    out = bdir / "bench" / "gemm"
+    out.mkdir(parents=True, exist_ok=True)
+    addmm, mlp = out / "addmm1024.pte", out / "mlp1024.pte"
+    if not (addmm.exists() and mlp.exists()):
+        print(f"exporting the benchmark programs into {out} with {args.exporter} ...", flush=True)
+        subprocess.run([args.exporter, "-c", EXPORT_SCRIPT, str(out)], check=True,
+                       capture_output=True, timeout=1800)
+
+    cpu = cpu_info()
+    best = run_worker(bdir, addmm, ["kernels_portable", "kernels_optimized"], {}, 1, 0)["isa"]
+    levels = LEVELS[: LEVELS.index(best) + 1]
+    ghz = args.ghz or cpu["ghz"]
+    src = "--ghz" if args.ghz else "/proc/cpuinfo 'cpu MHz', highest listed; turbo not counted"
+    print(f"CPU: {cpu['model']}, {cpu['cores']} logical CPUs, {ghz} GHz ({src})")
+    print(f"peak FP32 per core = GHz x FLOPs/cycle (baseline SSE {FLOPS_PER_CYCLE['baseline']}, "
+          f"AVX2+FMA {FLOPS_PER_CYCLE['avx2']}, AVX-512 {FLOPS_PER_CYCLE['avx512']}: two FMA "
+          f"units assumed); whole-chip peak = that x {cpu['cores']}")
+    print()
+    results = {"cpu": {k: v for k, v in cpu.items() if k != "flags"}, "addmm": {}, "mlp": {}}
+    print(f"addmm [{M},{K}] x [{K},{N}] + bias, one thread ({GEMM_FLOP / 1e9:.3f} GFLOP per call):")
+    print(f"  {'ISA':9s} {'wall ms':>8s} {'cpu ms':>8s} {'GFLOP/s':>8s} {'(by cpu)':>9s} "
+          f"{'core peak':>10s} {'% of core':>10s} {'% of chip':>10s}")
+    for level in levels:
+        r = run_worker(bdir, addmm, ["kernels_portable", "kernels_optimized"],
+                       {"PTERON_ISA": level}, args.iterations)
+        assert r["isa"] == level and r["threads"] == 1
+        gflops = GEMM_FLOP / r["median_s"] / 1e9
+        gflops_cpu = GEMM_FLOP / r["cpu_s"] / 1e9 if r["cpu_s"] > 0 else float("nan")
+        peak = ghz * FLOPS_PER_CYCLE[level] if ghz else float("nan")
+        results["addmm"][level] = {"wall_ms": r["median_s"] * 1e3, "cpu_ms": r["cpu_s"] * 1e3,
+                                   "gflops_wall": gflops, "gflops_cpu": gflops_cpu,
+                                   "core_peak_gflops": peak}
+        print(f"  {level:9s} {r['median_s'] * 1e3:8.2f} {r['cpu_s'] * 1e3:8.2f} {gflops:8.1f} "
+              f"{gflops_cpu:9.1f} {peak:10.1f} {100 * gflops_cpu / peak:9.1f}% "
+              f"{100 * gflops_cpu / (peak * cpu['cores']):9.1f}%")
+    print("  (% of peak from the CPU-time figure: the process's own CPU time per execution,"
+          " which a busy machine does not inflate)")
+    print()
+    mlp_flop = 2 * GEMM_FLOP
+    print(f"2 x Linear(1024) MLP, batch 256 (portable program: permute_copy + addmm per layer, relu; "
+          f"{mlp_flop / 1e9:.3f} GFLOP):")
+    rows = []
+    for level in levels:
+        r = run_worker(bdir, mlp, ["kernels_portable", "kernels_optimized"],
+                       {"PTERON_ISA": level}, args.iterations)
+        rows.append((f"optimized {level}, 1 thread", r))
+    if (bdir / ("pteron_threadpool.dll" if sys.platform == "win32" else "libpteron_threadpool.so")).exists():
+        r = run_worker(bdir, mlp, ["kernels_portable", "kernels_optimized", "threadpool"],
+                       {"PTERON_NUM_THREADS": str(cpu["cores"])}, args.iterations)
+        rows.append((f"optimized {r['isa']}, {r['threads']} threads", r))
+    if not args.skip_portable:
+        n = max(3, min(args.iterations, 20))
+        r = run_worker(bdir, mlp, ["kernels_portable"], {}, n, 1)
+        rows.append(("portable, 1 thread (ctypes)", r))
+        pr = run_pteron_run(bdir, mlp, n)
+        if pr and "median_s" in pr:
+            rows.append((f"portable, pteron-run --iterations {n}", {"median_s": pr["median_s"]}))
+    print(f"  {'kernels':38s} {'wall ms':>9s} {'cpu ms':>9s} {'GFLOP/s':>8s} "
+          f"{'wall / 1.8 s':>13s} {'cpu / 1.8 s':>12s}")
+    for label, r in rows:
+        t, c = r["median_s"], r.get("cpu_s")
+        results["mlp"][label] = {"wall_ms": t * 1e3, "cpu_ms": c * 1e3 if c else None,
+                                 "ratio_wall_vs_upstream_portable": t / UPSTREAM_PORTABLE_S,
+                                 "ratio_cpu_vs_upstream_portable":
+                                     c / UPSTREAM_PORTABLE_S if c else None}
+        cs = f"{c * 1e3:9.2f}" if c else f"{'-':>9s}"
+        cr = f"{c / UPSTREAM_PORTABLE_S:12.4f}" if c else f"{'-':>12s}"
+        print(f"  {label:38s} {t * 1e3:9.2f} {cs} {mlp_flop / t / 1e9:8.1f} "
+              f"{t / UPSTREAM_PORTABLE_S:13.4f} {cr}")
+    print("  (cpu ms: CPU time of the whole process per execution, all threads)")
+    print(f"\n(goal: ratio <= 0.02, i.e. <= {UPSTREAM_PORTABLE_S * 0.02 * 1e3:.0f} ms per run)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

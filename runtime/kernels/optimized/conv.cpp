@@ -1,0 +1,437 @@
+// conv.cpp - optimized float32 aten::convolution.out (1-D, 2-D and 3-D,
+// grouped, strided, padded, dilated; transposed convolution is refused with
+// NOT_SUPPORTED, as kernels_portable does).
+//
+// Two paths:
+//  - depthwise-like (one input channel per group, 1-D or 2-D): a direct
+//    kernel per output plane (isa_kernels.cpp, depthwise_plane);
+//  - everything else: im2col + GEMM. For each (batch, group, tile of output
+//    positions) the input patches of the tile are gathered into a
+//    [Cin/groups * kernel, tile] matrix (skipped for 1x1 stride-1 unpadded
+//    convolutions, whose input already is that matrix), and
+//    out[group's channels, tile] = W_group @ patches + bias runs on the
+//    ISA-dispatched Eigen GEMM. An NCHW output is written in place; a
+//    channels-last output is written in place as its transpose.
+// Tasks (batch x group x tile) are spread over the thread pool in as many
+// chunks as there are threads, each chunk with its own patch buffer.
+#include <cstdint>
+#include <cstring>
+
+#include "kernels_b_util.h"
+#include "opt_util.h"
+
+namespace {
+
+using namespace pteron_opt;
+namespace kb = pteron::kern::kb;
+
+// Geometry in three spatial slots (D, H, W); unused leading slots have
+// size 1 and stride 0.
+struct Geometry {
+  int64_t N = 0, C = 0, Cout = 0, Cin_g = 0, Cout_g = 0, groups = 0;
+  int64_t in[3], k[3], out[3], stride[3], pad[3], dil[3];
+  int64_t is_n, is_c, is_s[3];
+  int64_t ws_o, ws_i, ws_s[3];
+  int64_t os_n, os_c, os_s[3];
+  int64_t P = 0;  // output positions per plane
+  int64_t K = 0;  // Cin_g * kernel taps
+};
+
+// [lo, hi): output positions o whose input position o * s + shift is in
+// [0, in).
+inline void valid_range(int64_t out, int64_t in, int64_t s, int64_t shift,
+                        int64_t* lo, int64_t* hi) {
+  int64_t l = 0;
+  if (shift < 0) l = (-shift + s - 1) / s;
+  int64_t h = in - shift <= 0 ? 0 : (in - shift - 1) / s + 1;
+  if (h > out) h = out;
+  *lo = l;
+  *hi = h < l ? l : h;
+}
+
+// Gathers the patches of output positions [p0, p1) into col (row-major,
+// K rows of p1 - p0). `in` points at the group's first input channel of one
+// batch entry.
+void im2col(const Geometry& g, const float* in, int64_t p0, int64_t p1, float* col) {
+  const int64_t width = p1 - p0;
+  const int64_t ow_n = g.out[2], oh_n = g.out[1];
+  int64_t row = 0;
+  for (int64_t icg = 0; icg < g.Cin_g; ++icg) {
+    const float* in_c = in + icg * g.is_c;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, ++row) {
+          float* dst = col + row * width;
+          const int64_t shift = kw * g.dil[2] - g.pad[2];
+          int64_t lo, hi;
+          valid_range(ow_n, g.in[2], g.stride[2], shift, &lo, &hi);
+          // Walk the tile one output row (fixed od, oh) at a time.
+          int64_t p = p0;
+          while (p < p1) {
+            const int64_t ow0 = p % ow_n;
+            const int64_t rest = p / ow_n;
+            const int64_t oh = rest % oh_n, od = rest / oh_n;
+            int64_t seg = ow_n - ow0;
+            if (seg > p1 - p) seg = p1 - p;
+            float* d = dst + (p - p0);
+            const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+            const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+              std::memset(d, 0, static_cast<size_t>(seg) * sizeof(float));
+            } else {
+              const float* src = in_c + id * g.is_s[0] + ih * g.is_s[1];
+              const int64_t a = lo > ow0 ? lo : ow0;
+              const int64_t b = hi < ow0 + seg ? hi : ow0 + seg;
+              int64_t ow = ow0;
+              for (; ow < a && ow < ow0 + seg; ++ow) d[ow - ow0] = 0.0f;
+              if (g.stride[2] == 1 && g.is_s[2] == 1) {
+                if (b > a)
+                  std::memcpy(d + (a - ow0), src + a + shift,
+                              static_cast<size_t>(b - a) * sizeof(float));
+                ow = b > a ? b : ow;
+              } else {
+                const int64_t step = g.stride[2] * g.is_s[2];
+                int64_t off = (ow * g.stride[2] + shift) * g.is_s[2];
+                for (; ow < b; ++ow, off += step) d[ow - ow0] = src[off];
+              }
+              for (; ow < ow0 + seg; ++ow) d[ow - ow0] = 0.0f;
+            }
+            p += seg;
+          }
+        }
+  }
+}
+
+int32_t conv_direct_depthwise(const Geometry& g, const float* in, const float* w,
+                              const float* bias, float* out) {
+  const IsaOps& isa = ops();
+  const int64_t planes = g.N * g.Cout;
+  const int64_t work = g.P * g.k[1] * g.k[2];
+  const int64_t grain = work > 0 ? (32768 + work - 1) / work : planes;
+  parallel_for(0, planes, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / g.Cout, oc = t % g.Cout;
+      const int64_t ic = oc / g.Cout_g;  // Cin_g == 1
+      DwPlane p;
+      p.in = in + n * g.is_n + ic * g.is_c;
+      p.ih = g.in[1]; p.iw = g.in[2]; p.is_h = g.is_s[1]; p.is_w = g.is_s[2];
+      p.w = w + oc * g.ws_o;
+      p.kh = g.k[1]; p.kw = g.k[2]; p.ws_h = g.ws_s[1]; p.ws_w = g.ws_s[2];
+      p.bias = bias ? bias[oc] : 0.0f;
+      p.out = out + n * g.os_n + oc * g.os_c;
+      p.oh = g.out[1]; p.ow = g.out[2]; p.os_h = g.os_s[1]; p.os_w = g.os_s[2];
+      p.sh = g.stride[1]; p.sw = g.stride[2];
+      p.ph = g.pad[1]; p.pw = g.pad[2];
+      p.dh = g.dil[1]; p.dw = g.dil[2];
+      isa.depthwise_plane(p);
+    }
+  });
+  return PTERON_OK;
+}
+
+// How the output planes of one batch entry are addressed as a matrix:
+// [Cout, P] with unit position stride (NCHW), [P, Cout] with unit channel
+// stride (channels-last), or neither (computed in scratch, then scattered).
+enum class OutLayout { Rows, Cols, Scratch };
+
+// The im2col + GEMM path's decisions, made before the one scratch request.
+struct GemmPlan {
+  bool w_flat = false;      // weight usable in place as [Cout, K]
+  OutLayout layout = OutLayout::Scratch;
+  int64_t os_p = 0;         // output stride of a flattened position
+  bool pointwise = false;   // 1x1, stride 1, unpadded: no im2col
+  int64_t is_p = 0;         // input stride of a flattened position
+  int64_t tile = 1, tiles = 1, tasks = 0, chunks = 1, per_chunk = 0;
+  size_t w_region = 0, chunk_region = 0;
+};
+
+void plan_gemm(const Geometry& g, const pteron_tensor* weight,
+               const pteron_tensor* input, const pteron_tensor* out,
+               ScratchPlan* scratch, GemmPlan* p) {
+  // Weight as [Cout, K]: in place when (icg, kd, kh, kw) collapse to one
+  // unit stride, else packed.
+  int64_t wk = 0, wk_st = 0;
+  p->w_flat = collapse(weight, 1, weight->dim, &wk, &wk_st) && (wk_st == 1 || wk <= 1);
+  int64_t np = 0;
+  const bool out_flat = collapse(out, 2, out->dim, &np, &p->os_p);
+  if (out_flat && (p->os_p == 1 || g.P <= 1)) p->layout = OutLayout::Rows;
+  else if (out_flat && (g.os_c == 1 || g.Cout_g <= 1)) p->layout = OutLayout::Cols;
+  else p->layout = OutLayout::Scratch;
+  p->pointwise = true;
+  for (int s = 0; s < 3; ++s)
+    p->pointwise = p->pointwise && g.k[s] == 1 && g.stride[s] == 1 && g.pad[s] == 0;
+  if (p->pointwise)
+    p->pointwise = collapse(input, 2, input->dim, &np, &p->is_p) &&
+                   (p->is_p == 1 || g.is_c == 1 || g.P <= 1 || g.Cin_g <= 1);
+
+  const int64_t threads = pteron_parallel_threads();
+  const int64_t ng = g.N * g.groups;
+  // Tile width: a patch buffer of about 256 KiB, and enough tiles to feed
+  // every thread when batch x groups alone does not.
+  int64_t tile = (int64_t{1} << 16) / (g.K > 0 ? g.K : 1);
+  if (tile < 64) tile = 64;
+  if (threads > 1 && ng < threads) {
+    const int64_t want = ceil_div(g.P, ceil_div(threads, ng));
+    if (want < tile) tile = want < 16 ? 16 : want;
+  }
+  if (tile > g.P) tile = g.P;
+  if (tile < 1) tile = 1;
+  p->tile = tile;
+  p->tiles = ceil_div(g.P, tile);
+  p->tasks = ng * p->tiles;
+  p->chunks = threads > 1 ? (threads < p->tasks ? threads : p->tasks) : 1;
+  // Small convolutions run inline.
+  if (double(g.N) * double(g.Cout) * double(g.P) * double(g.K) < 262144.0) p->chunks = 1;
+  if (p->chunks < 1) p->chunks = 1;
+  p->per_chunk = (p->pointwise ? 0 : g.K * tile) +
+                 (p->layout == OutLayout::Scratch ? g.Cout_g * tile : 0);
+  p->w_region = scratch->add(p->w_flat ? 0 : g.Cout * g.K);
+  p->chunk_region = scratch->add(p->per_chunk * p->chunks);
+}
+
+int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
+                  const GemmPlan& pl, const ScratchPlan& scratch,
+                  const pteron_tensor* weight, const float* in, const float* bias,
+                  float* out) {
+  const float* wp = static_cast<const float*>(weight->data);
+  int64_t w_rs = g.ws_o;
+  if (!pl.w_flat) {
+    float* d = scratch.get(pl.w_region);
+    int64_t dense[PTERON_MAX_DIM];
+    dense_strides(weight->sizes, weight->dim, dense);
+    copy_strided(wp, weight->strides, d, dense, weight->sizes, weight->dim);
+    wp = d;
+    w_rs = g.K;
+  }
+  float* chunk_mem = scratch.get(pl.chunk_region);
+  const int64_t tile = pl.tile, tiles = pl.tiles, tasks = pl.tasks, chunks = pl.chunks;
+  const int64_t os_p = pl.os_p, is_p = pl.is_p;
+
+  const IsaOps& isa = ops();
+  std::atomic<bool> failed{false};
+  auto run_chunk = [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      float* col = chunk_mem + c * pl.per_chunk;
+      float* cbuf = col + (pl.pointwise ? 0 : g.K * tile);
+      const int64_t t0 = c * tasks / chunks, t1 = (c + 1) * tasks / chunks;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / (g.groups * tiles);
+        const int64_t grp = (t / tiles) % g.groups;
+        const int64_t p0 = (t % tiles) * tile;
+        const int64_t p1 = p0 + tile < g.P ? p0 + tile : g.P;
+        const int64_t width = p1 - p0;
+        const float* in_g = in + n * g.is_n + grp * g.Cin_g * g.is_c;
+        Operand patches;  // [K, width]
+        if (pl.pointwise) {
+          as_operand(in_g + p0 * is_p, g.Cin_g, width, g.is_c, is_p, &patches);
+        } else {
+          im2col(g, in_g, p0, p1, col);
+          patches.p = col;
+          patches.ld = width;
+          patches.trans = false;
+        }
+        Operand wg;  // [Cout_g, K]
+        as_operand(wp + grp * g.Cout_g * w_rs, g.Cout_g, g.K, w_rs, 1, &wg);
+        float* o = out + n * g.os_n + grp * g.Cout_g * g.os_c;
+        Gemm gm;
+        gm.k = g.K;
+        gm.alpha = 1.0f;
+        gm.beta = bias ? 1.0f : 0.0f;
+        gm.bias = bias ? bias + grp * g.Cout_g : nullptr;
+        if (pl.layout == OutLayout::Cols) {
+          // out^T [width, Cout_g] = patches^T @ W^T
+          const Operand a = transposed(patches), b = transposed(wg);
+          gm.m = width; gm.n = g.Cout_g;
+          gm.a = a.p; gm.lda = a.ld; gm.a_trans = a.trans;
+          gm.b = b.p; gm.ldb = b.ld; gm.b_trans = b.trans;
+          gm.c = o + p0 * os_p;
+          gm.ldc = width <= 1 ? g.Cout_g : os_p;
+          gm.bias_rs = 0; gm.bias_cs = 1;
+        } else {
+          gm.m = g.Cout_g; gm.n = width;
+          gm.a = wg.p; gm.lda = wg.ld; gm.a_trans = wg.trans;
+          gm.b = patches.p; gm.ldb = patches.ld; gm.b_trans = patches.trans;
+          gm.bias_rs = 1; gm.bias_cs = 0;
+          if (pl.layout == OutLayout::Rows) {
+            gm.c = o + (g.P <= 1 ? 0 : p0 * os_p);
+            gm.ldc = g.Cout_g <= 1 ? width : g.os_c;
+          } else {
+            gm.c = cbuf;
+            gm.ldc = width;
+          }
+        }
+        if (!isa.sgemm(gm)) {
+          failed.store(true, std::memory_order_relaxed);
+          return;
+        }
+        if (pl.layout == OutLayout::Scratch) {
+          // Scatter [Cout_g, width] to the output positions p0 .. p1.
+          for (int64_t oc = 0; oc < g.Cout_g; ++oc)
+            for (int64_t p = p0; p < p1; ++p) {
+              const int64_t ow = p % g.out[2], rest = p / g.out[2];
+              const int64_t oh = rest % g.out[1], od = rest / g.out[1];
+              o[oc * g.os_c + od * g.os_s[0] + oh * g.os_s[1] + ow * g.os_s[2]] =
+                  cbuf[oc * width + (p - p0)];
+            }
+        }
+      }
+    }
+  };
+  if (chunks == 1) run_chunk(0, 1);
+  else parallel_for(0, chunks, 1, run_chunk);
+  if (failed.load())
+    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
+                "%s: cannot allocate the GEMM packing buffers", op);
+  return PTERON_OK;
+}
+
+// convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride,
+//   SymInt[] padding, SymInt[] dilation, bool transposed,
+//   SymInt[] output_padding, SymInt groups, *, Tensor(a!) out)
+int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::convolution.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(10));
+  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr, *out = nullptr;
+  bool transposed_conv = false;
+  int64_t groups = 0;
+  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
+  PTERON_CHECK_OK(kb::tensor_arg(a, 1, "weight", &weight));
+  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "bias", &bias));
+  PTERON_CHECK_OK(a.boolean(6, "transposed", &transposed_conv));
+  PTERON_CHECK_OK(a.integer(8, "groups", &groups));
+  PTERON_CHECK_OK(a.tensor(9, "out", &out));
+  if (transposed_conv)
+    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
+                "%s: transposed convolution is not supported", op);
+  const int32_t rank = input->dim;
+  if (rank < 3 || rank > 5)
+    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
+                "%s: input must have rank 3, 4 or 5 (batched 1-D, 2-D or 3-D "
+                "convolution), got rank %d",
+                op, (int)rank);
+  if (weight->dim != rank)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: expected %d-dimensional input for %d-dimensional weight, "
+                "got a %d-dimensional input",
+                op, (int)weight->dim, (int)weight->dim, (int)rank);
+  const int32_t S = rank - 2;
+  if (input->dtype != PTERON_DTYPE_FLOAT32)
+    return unsupported_dtype(ctx, op, "input", input->dtype);
+  if (weight->dtype != PTERON_DTYPE_FLOAT32)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: weight dtype %s differs from input dtype %s", op,
+                dtype_name(weight->dtype), dtype_name(input->dtype));
+  if (out->dtype != PTERON_DTYPE_FLOAT32)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: out dtype %s differs from input dtype %s", op,
+                dtype_name(out->dtype), dtype_name(input->dtype));
+  if (bias && bias->dtype != PTERON_DTYPE_FLOAT32 && bias->dtype != PTERON_DTYPE_FLOAT64)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: bias dtype %s does not fit input dtype %s", op,
+                dtype_name(bias->dtype), dtype_name(input->dtype));
+
+  int64_t stride[3], pad[3], dil[3], opad[3];
+  PTERON_CHECK_OK(kb::spatial_params(a, 3, "stride", S, 1, stride));
+  PTERON_CHECK_OK(kb::spatial_params(a, 4, "padding", S, 0, pad));
+  PTERON_CHECK_OK(kb::spatial_params(a, 5, "dilation", S, 1, dil));
+  PTERON_CHECK_OK(kb::spatial_params(a, 7, "output_padding", S, 0, opad));
+
+  Geometry g;
+  g.N = input->sizes[0];
+  g.C = input->sizes[1];
+  g.Cout = weight->sizes[0];
+  g.Cin_g = weight->sizes[1];
+  g.groups = groups;
+  if (groups <= 0)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: groups must be positive, got %lld",
+                op, (long long)groups);
+  if (g.Cout % groups != 0)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: given groups=%lld, weight dim 0 (%lld) must be divisible by groups",
+                op, (long long)groups, (long long)g.Cout);
+  if (g.Cin_g == 0 ? g.C != 0 : (g.C % g.Cin_g != 0 || g.C / g.Cin_g != groups))
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: given groups=%lld and weight of %lld input channels per "
+                "group, input has %lld channels (expected groups * %lld)",
+                op, (long long)groups, (long long)g.Cin_g, (long long)g.C,
+                (long long)g.Cin_g);
+  if (bias && (bias->dim != 1 || bias->sizes[0] != g.Cout))
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: expected bias to be 1-dimensional with %lld elements", op,
+                (long long)g.Cout);
+  g.Cout_g = g.Cout / groups;
+  g.is_n = input->strides[0];
+  g.is_c = input->strides[1];
+  g.ws_o = weight->strides[0];
+  g.ws_i = weight->strides[1];
+  int64_t out_sizes[5] = {g.N, g.Cout, 1, 1, 1};
+  for (int32_t s = 0; s < 3; ++s) {
+    const int32_t j = s - (3 - S);
+    if (j < 0) {
+      g.in[s] = g.k[s] = g.out[s] = g.stride[s] = g.dil[s] = 1;
+      g.pad[s] = 0;
+      g.is_s[s] = g.ws_s[s] = 0;
+      continue;
+    }
+    g.in[s] = input->sizes[2 + j];
+    g.k[s] = weight->sizes[2 + j];
+    g.stride[s] = stride[j];
+    g.pad[s] = pad[j];
+    g.dil[s] = dil[j];
+    g.is_s[s] = input->strides[2 + j];
+    g.ws_s[s] = weight->strides[2 + j];
+    if (g.k[s] <= 0)
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: weight spatial dim %d has size %lld",
+                  op, (int)j, (long long)g.k[s]);
+    if (g.k[s] - 1 > (int64_t{1} << 40))
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: kernel too large", op);
+    const int64_t padded = g.in[s] + 2 * g.pad[s];
+    const int64_t extent = g.dil[s] * (g.k[s] - 1) + 1;
+    if (padded < extent)
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                  "%s: padded input size %lld in spatial dim %d is smaller "
+                  "than the dilated kernel size %lld",
+                  op, (long long)padded, (int)j, (long long)extent);
+    g.out[s] = (padded - extent) / g.stride[s] + 1;
+    out_sizes[2 + j] = g.out[s];
+  }
+  PTERON_CHECK_OK(kb::resize_out(a, out, "out", out_sizes, rank));
+  g.os_n = out->strides[0];
+  g.os_c = out->strides[1];
+  for (int32_t s = 0; s < 3; ++s) {
+    const int32_t j = s - (3 - S);
+    g.os_s[s] = j < 0 ? 0 : out->strides[2 + j];
+  }
+  g.P = g.out[0] * g.out[1] * g.out[2];
+  g.K = g.Cin_g * g.k[0] * g.k[1] * g.k[2];
+  if (numel(out) == 0) return PTERON_OK;
+
+  const float* in = static_cast<const float*>(input->data);
+  const float* w = static_cast<const float*>(weight->data);
+  float* o = static_cast<float*>(out->data);
+  const bool direct = g.Cin_g == 1 && S <= 2;
+  // One scratch request: the bias as dense float32 when it is float64 or
+  // strided, and the GEMM path's weight copy and patch buffers.
+  ScratchPlan scratch;
+  const bool bias_copy = bias && !(bias->dtype == PTERON_DTYPE_FLOAT32 &&
+                                   (bias->strides[0] == 1 || g.Cout <= 1));
+  const size_t ib = scratch.add(bias_copy ? g.Cout : 0);
+  GemmPlan plan;
+  if (!direct) plan_gemm(g, weight, input, out, &scratch, &plan);
+  if (!scratch.acquire(ctx)) return PTERON_ERROR_OUT_OF_MEMORY;
+  const float* bv = bias ? static_cast<const float*>(bias->data) : nullptr;
+  if (bias_copy) {
+    float* d = scratch.get(ib);
+    for (int64_t c = 0; c < g.Cout; ++c)
+      d[c] = load<float>(bias->data, bias->dtype, c * bias->strides[0]);
+    bv = d;
+  }
+  if (direct) return conv_direct_depthwise(g, in, w, bv, o);
+  return conv_gemm(ctx, op, g, plan, scratch, weight, in, bv, o);
+}
+
+}  // namespace
+
+PTERON_REGISTER_KERNELS(
+    {"aten::convolution", "out", PTERON_OPT_KEY, convolution_out, PTERON_KERNEL_PRIORITY, 0})

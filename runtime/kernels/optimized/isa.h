@@ -1,0 +1,96 @@
+// isa.h - the boundary between kernels_optimized's operator code (compiled
+// once, at the library's baseline ISA) and its hot loops (isa_kernels.cpp,
+// compiled once per ISA level: baseline, AVX2+FMA, AVX-512).
+//
+// Only plain structs and function pointers cross it, so the operator code
+// never instantiates an inline function or template that an ISA object also
+// instantiates: nothing compiled with wide instructions can be picked by the
+// linker for baseline code (see CMakeLists.txt and tests/test_optimized.py,
+// which checks the built library for exactly that).
+//
+// Every function here works on float32, never fails except where it returns
+// bool (an allocation failure inside Eigen), never throws, and is
+// single-threaded: the caller splits the work with pteron_parallel_for.
+#pragma once
+
+#include <cstdint>
+
+namespace pteron_opt {
+
+// C = alpha * A * B + (C pre-filled with beta * bias, or with zeros).
+//  A is m x k, B is k x n, C is m x n with unit column stride.
+//  An operand with trans == false is row-major: element (i, j) at
+//  p[i * ld + j]; with trans == true it is column-major: (i, j) at
+//  p[j * ld + i].
+//  bias (nullable): element (i, j) at bias[i * bias_rs + j * bias_cs]
+//  (a stride of 0 broadcasts). beta == 0 ignores bias entirely, so NaN in
+//  an ignored bias does not propagate (PyTorch's rule).
+struct Gemm {
+  int64_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  int64_t lda = 0;
+  bool a_trans = false;
+  const float* b = nullptr;
+  int64_t ldb = 0;
+  bool b_trans = false;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  float alpha = 1.0f;
+  const float* bias = nullptr;
+  int64_t bias_rs = 0, bias_cs = 0;
+  float beta = 0.0f;
+};
+
+// Element-wise binary operators.
+enum class Binary : int32_t { Add, Mul };
+
+// One direct depthwise plane: out(oh, ow) = bias + sum over (kh, kw) of
+// w(kh, kw) * in(oh * sh - ph + kh * dh, ow * sw - pw + kw * dw), taps that
+// fall in the padding contribute nothing. Any strides (elements).
+struct DwPlane {
+  const float* in = nullptr;
+  int64_t ih = 0, iw = 0, is_h = 0, is_w = 0;
+  const float* w = nullptr;
+  int64_t kh = 0, kw = 0, ws_h = 0, ws_w = 0;
+  float bias = 0.0f;
+  float* out = nullptr;
+  int64_t oh = 0, ow = 0, os_h = 0, os_w = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+};
+
+// The hot loops of one ISA level.
+struct IsaOps {
+  const char* name;  // "baseline", "avx2" or "avx512"
+  // false only if Eigen could not allocate its packing buffers.
+  bool (*sgemm)(const Gemm& g);
+  // out[i] = a[i * sa] (+|*) alpha * b[i * sb], i < n (alpha only for Add);
+  // sa, sb are element strides (0 broadcasts one value).
+  void (*binary)(Binary op, const float* a, int64_t sa, const float* b,
+                 int64_t sb, float alpha, float* out, int64_t n);
+  // out[i] = max(x[i], 0), NaN passes through.
+  void (*relu)(const float* x, float* out, int64_t n);
+  // Softmax (or log-softmax) of `rows` contiguous rows of `len` elements.
+  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len,
+                       bool log);
+  // Layer norm of `rows` contiguous rows of `len` elements; w / b nullable
+  // (len elements each); mean / rstd receive one value per row.
+  void (*layer_norm_rows)(const float* x, float* y, int64_t rows, int64_t len,
+                          const float* w, const float* b, float eps,
+                          float* mean, float* rstd);
+  void (*depthwise_plane)(const DwPlane& p);
+};
+
+// One table per ISA level, defined in isa_kernels.cpp. The wide ones exist
+// only in x86-64 builds (PTERON_OPT_HAVE_X86_ISAS).
+const IsaOps* isa_ops_baseline();
+#if defined(PTERON_OPT_HAVE_X86_ISAS)
+const IsaOps* isa_ops_avx2();
+const IsaOps* isa_ops_avx512();
+#endif
+
+// The table chosen for this process (dispatch.cpp): the widest level the CPU
+// and OS support, lowered by PTERON_ISA=baseline|avx2|avx512 if set. Chosen
+// once, on first use; never wider than the CPU supports.
+const IsaOps& ops();
+
+}  // namespace pteron_opt

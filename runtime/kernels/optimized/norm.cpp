@@ -1,0 +1,244 @@
+// norm.cpp - optimized float32 aten::_softmax.out, aten::_log_softmax.out
+// and aten::native_layer_norm.out.
+//
+// Fast path: the reduced dims are innermost in memory (the usual case:
+// softmax over the last dim, layer norm over trailing dims of a contiguous
+// tensor), so each row is a contiguous block handled by the ISA-dispatched
+// Eigen row kernels (vectorised exp and sums), rows split over the thread
+// pool. Any other dim order takes a strided path with the same results.
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+
+#include "opt_util.h"
+
+namespace {
+
+using namespace pteron_opt;
+
+// Offset of the row-major index `r` over dims [0, count) of t.
+int64_t lead_offset(const pteron_tensor* t, int32_t count, int64_t r) {
+  int64_t off = 0;
+  for (int32_t d = count - 1; d >= 0; --d) {
+    const int64_t s = t->sizes[d];
+    off += (r % s) * t->strides[d];
+    r /= s;
+  }
+  return off;
+}
+
+// True when t's dims [0, dim) are in row-major order with unit innermost
+// stride (size-1 dims ignored), i.e. it is contiguous in the standard order.
+bool row_major(const pteron_tensor* t) {
+  int64_t n = 0, st = 0;
+  return collapse(t, 0, t->dim, &n, &st) && (st == 1 || n <= 1);
+}
+
+// ---- softmax ----------------------------------------------------------------
+
+void softmax_lane(const float* x, int64_t xs, float* y, int64_t ys, int64_t len, bool log) {
+  float mx = x[0];
+  for (int64_t i = 1; i < len; ++i) {
+    const float v = x[i * xs];
+    if (v > mx || std::isnan(v)) mx = v;
+    if (std::isnan(mx)) break;
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < len; ++i) sum += std::exp(double(x[i * xs]) - double(mx));
+  if (log) {
+    const double ls = std::log(sum);
+    for (int64_t i = 0; i < len; ++i)
+      y[i * ys] = static_cast<float>(double(x[i * xs]) - double(mx) - ls);
+  } else {
+    const double inv = 1.0 / sum;
+    for (int64_t i = 0; i < len; ++i)
+      y[i * ys] = static_cast<float>(std::exp(double(x[i * xs]) - double(mx)) * inv);
+  }
+}
+
+int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
+                     const char* op, bool log) {
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(4));
+  pteron_tensor *self = nullptr, *out = nullptr;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(a.tensor(3, "out", &out));
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  int64_t dim = 0;
+  bool half_to_float = false;
+  PTERON_CHECK_OK(a.integer(1, "dim", &dim));
+  PTERON_CHECK_OK(a.boolean(2, "half_to_float", &half_to_float));
+  if (half_to_float)
+    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED, "%s: half_to_float=True is not supported", op);
+  if (self->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, "self", self->dtype);
+  if (out->dtype != self->dtype)
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out dtype %s must match self dtype %s",
+                op, dtype_name(out->dtype), dtype_name(self->dtype));
+  const int64_t orig_dim = dim;
+  if (!wrap_dim(dim, self->dim))
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: dim %lld out of range for a tensor of rank %d", op,
+                static_cast<long long>(orig_dim), self->dim);
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, self->sizes, self->dim));
+  const int64_t total = numel(self);
+  if (total == 0) return PTERON_OK;
+  const float* x = static_cast<const float*>(self->data);
+  float* y = static_cast<float*>(out->data);
+  if (self->dim == 0) {
+    softmax_lane(x, 0, y, 0, 1, log);
+    return PTERON_OK;
+  }
+  const int32_t d = static_cast<int32_t>(dim);
+  const int64_t len = self->sizes[d];
+  bool same = true;
+  for (int32_t i = 0; i < self->dim; ++i) same = same && self->strides[i] == out->strides[i];
+  if (same && len > 1 && self->strides[d] == 1) {
+    // Dense storage with the softmax dim innermost: lanes are the
+    // consecutive blocks of len elements, in the same place in x and y.
+    const IsaOps& isa = ops();
+    const int64_t rows = total / len;
+    const int64_t grain = len >= 16384 ? 1 : 16384 / len;
+    parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+      isa.softmax_rows(x + r0 * len, y + r0 * len, r1 - r0, len, log);
+    });
+    return PTERON_OK;
+  }
+  const int64_t xs = self->strides[d], ys = out->strides[d];
+  for_each_lane(self, out, d, [&](int64_t ox, int64_t oy) {
+    softmax_lane(x + ox, xs, y + oy, ys, len, log);
+  });
+  return PTERON_OK;
+}
+
+int32_t softmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  return softmax_impl(ctx, args, n, "aten::_softmax.out", false);
+}
+int32_t log_softmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  return softmax_impl(ctx, args, n, "aten::_log_softmax.out", true);
+}
+
+// ---- layer norm -------------------------------------------------------------
+
+// native_layer_norm.out(Tensor input, SymInt[] normalized_shape,
+//   Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0,
+//   Tensor(b!) out1, Tensor(c!) out2)
+int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::native_layer_norm.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(8));
+  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
+  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
+  const int64_t* ns = nullptr;
+  size_t k = 0;
+  double eps = 0;
+  PTERON_CHECK_OK(a.tensor(0, "input", &input));
+  PTERON_CHECK_OK(a.int_list(1, "normalized_shape", &ns, &k));
+  PTERON_CHECK_OK(a.opt_tensor(2, "weight", &weight));
+  PTERON_CHECK_OK(a.opt_tensor(3, "bias", &bias));
+  PTERON_CHECK_OK(a.real(4, "eps", &eps));
+  PTERON_CHECK_OK(a.tensor(5, "out0", &out0));
+  PTERON_CHECK_OK(a.tensor(6, "out1", &out1));
+  PTERON_CHECK_OK(a.tensor(7, "out2", &out2));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "input", input));
+  if (weight) PTERON_CHECK_OK(check_tensor(ctx, op, "weight", weight));
+  if (bias) PTERON_CHECK_OK(check_tensor(ctx, op, "bias", bias));
+  if (input->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, "input", input->dtype);
+  const pteron_tensor* same[5] = {weight, bias, out0, out1, out2};
+  const char* names[5] = {"weight", "bias", "out0", "out1", "out2"};
+  for (int i = 0; i < 5; ++i)
+    if (same[i] && same[i]->dtype != PTERON_DTYPE_FLOAT32)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: %s dtype %s differs from input dtype %s",
+                  op, names[i], dtype_name(same[i]->dtype), dtype_name(input->dtype));
+  if (k == 0)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: normalized_shape must have at least one element", op);
+  if (k > static_cast<size_t>(input->dim))
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: normalized_shape has %zu dims but input has rank %d", op, k, (int)input->dim);
+  const int32_t axis = input->dim - static_cast<int32_t>(k);
+  for (size_t i = 0; i < k; ++i)
+    if (input->sizes[axis + i] != ns[i])
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                  "%s: normalized_shape[%zu] = %lld does not match input size %lld in dim %d",
+                  op, i, (long long)ns[i], (long long)input->sizes[axis + i], (int)(axis + i));
+  for (const pteron_tensor* t : {weight, bias}) {
+    if (!t) continue;
+    bool ok = t->dim == static_cast<int32_t>(k);
+    for (size_t i = 0; ok && i < k; ++i) ok = t->sizes[i] == ns[i];
+    if (!ok)
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: %s must have the shape normalized_shape",
+                  op, t == weight ? "weight" : "bias");
+  }
+  int64_t stat_sizes[PTERON_MAX_DIM];
+  int64_t M = 1, N = 1;
+  for (int32_t i = 0; i < input->dim; ++i) {
+    stat_sizes[i] = i < axis ? input->sizes[i] : 1;
+    if (i < axis) M *= input->sizes[i];
+    else N *= input->sizes[i];
+  }
+  PTERON_CHECK_OK(resize_out(ctx, op, "out0", out0, input->sizes, input->dim));
+  PTERON_CHECK_OK(resize_out(ctx, op, "out1", out1, stat_sizes, input->dim));
+  PTERON_CHECK_OK(resize_out(ctx, op, "out2", out2, stat_sizes, input->dim));
+  if (M == 0) return PTERON_OK;
+
+  const float* x = static_cast<const float*>(input->data);
+  float* y = static_cast<float*>(out0->data);
+  float* mean = static_cast<float*>(out1->data);
+  float* rstd = static_cast<float*>(out2->data);
+  const float feps = static_cast<float>(eps);
+  const IsaOps& isa = ops();
+  const bool fast = row_major(input) && row_major(out0) && row_major(out1) &&
+                    row_major(out2) && (!weight || row_major(weight)) &&
+                    (!bias || row_major(bias));
+  if (fast) {
+    const float* w = weight ? static_cast<const float*>(weight->data) : nullptr;
+    const float* b = bias ? static_cast<const float*>(bias->data) : nullptr;
+    const int64_t grain = N >= 8192 ? 1 : 8192 / (N > 0 ? N : 1);
+    parallel_for(0, M, grain, [&](int64_t r0, int64_t r1) {
+      isa.layer_norm_rows(x + r0 * N, y + r0 * N, r1 - r0, N, w, b, feps, mean + r0,
+                          rstd + r0);
+    });
+    return PTERON_OK;
+  }
+  // Strided path: each row gathered into scratch, normalised, scattered.
+  ScratchPlan plan;
+  const size_t irow = plan.add(2 * N), iw = plan.add(weight ? N : 0), ib = plan.add(bias ? N : 0);
+  if (!plan.acquire(ctx)) return PTERON_ERROR_OUT_OF_MEMORY;
+  float* row = plan.get(irow);
+  float* res = row + N;
+  const int64_t* inner = input->sizes + axis;
+  int64_t dense[PTERON_MAX_DIM];
+  dense_strides(inner, static_cast<int32_t>(k), dense);
+  float* w = nullptr;
+  float* b = nullptr;
+  if (weight) {
+    w = plan.get(iw);
+    copy_strided(static_cast<const float*>(weight->data), weight->strides, w, dense, inner,
+                 static_cast<int32_t>(k));
+  }
+  if (bias) {
+    b = plan.get(ib);
+    copy_strided(static_cast<const float*>(bias->data), bias->strides, b, dense, inner,
+                 static_cast<int32_t>(k));
+  }
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t xo = lead_offset(input, axis, m), yo = lead_offset(out0, axis, m);
+    copy_strided(x + xo, input->strides + axis, row, dense, inner, static_cast<int32_t>(k));
+    float mu = 0, rs = 0;
+    isa.layer_norm_rows(row, res, 1, N, w, b, feps, &mu, &rs);
+    copy_strided(res, dense, y + yo, out0->strides + axis, inner, static_cast<int32_t>(k));
+    mean[lead_offset(out1, axis, m)] = mu;
+    rstd[lead_offset(out2, axis, m)] = rs;
+  }
+  return PTERON_OK;
+}
+
+}  // namespace
+
+PTERON_REGISTER_KERNELS(
+    {"aten::_softmax", "out", PTERON_OPT_KEY, softmax_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::_log_softmax", "out", PTERON_OPT_KEY, log_softmax_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::native_layer_norm", "out", PTERON_OPT_KEY, layer_norm_out, PTERON_KERNEL_PRIORITY, 0})
