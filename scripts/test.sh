@@ -12,7 +12,8 @@ echo "==> building build/ (Release)"
 pteron_build "$REPO/build" -DCMAKE_BUILD_TYPE=Release
 echo "==> building build-asan/ (ASan+UBSan)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF
+  -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
+  -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_WITH_THREADPOOL=OFF
 echo "==> builds took $(( $(date +%s) - start )) s"
 
 export PTERON_BUILD_DIR="$REPO/build" PTERON_ASAN_BUILD_DIR="$REPO/build-asan"
