@@ -40,6 +40,13 @@ struct Gemm {
   AccOf<C> alpha, beta;
   bool use_bias;
 
+  // acc[0..m) += av * row[0..m): the hot loop, written so compilers
+  // vectorise it (no aliasing between the accumulator and the operand).
+  static void axpy(AccOf<C>* __restrict acc, AccOf<C> av, const C* __restrict row,
+                   int64_t m) {
+    for (int64_t j = 0; j < m; ++j) acc[j] += av * static_cast<AccOf<C>>(row[j]);
+  }
+
   // Rows [r0, r1) of batch entry whose operands start at element offsets
   // a0 / b0 / o0 (offsets, not pointers: an empty operand may have no
   // storage at all).
@@ -52,7 +59,7 @@ struct Gemm {
         const A av = static_cast<A>(a.p[a0 + i * a.rs + kk * a.cs]);
         const C* brow = b.p + (b0 + kk * b.rs);
         if (b.cs == 1) {
-          for (int64_t j = 0; j < m; ++j) acc[j] += av * static_cast<A>(brow[j]);
+          axpy(acc, av, brow, m);
         } else {
           for (int64_t j = 0; j < m; ++j)
             acc[j] += av * static_cast<A>(brow[j * b.cs]);
