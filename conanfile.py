@@ -206,5 +206,7 @@ class PteronConan(ConanFile):
             return [f"/INCLUDE:{anchor}"]
         if family == "mingw":
             return [f"-Wl,--undefined={anchor}"]
+        # One flag per component: CMake de-duplicates repeated link options,
+        # which would strip the wrapper from all components but one.
         path = os.path.join(self.package_folder, "lib", f"lib{lib}.so")
-        return ["-Wl,--push-state,--no-as-needed", path, "-Wl,--pop-state"]
+        return [f"-Wl,--push-state,--no-as-needed,{path},--pop-state"]

@@ -4,6 +4,8 @@
 // and expected output below were written by models/export.py's eager run.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "pteron/pteron.hpp"
@@ -29,8 +31,34 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::printf("pteron %s: %zu registered operators\n", pteron_version(),
-                pteron::registered_kernels().size());
+    std::vector<pteron::KernelInfo> kernels = pteron::registered_kernels();
+    size_t portable = 0, optimized = 0;
+    for (const pteron::KernelInfo& k : kernels) {
+      portable += k.library == "kernels_portable";
+      optimized += k.library == "kernels_optimized";
+    }
+    std::printf("pteron %s: %zu registered operators (kernels_portable %zu, kernels_optimized %zu), "
+                "%d thread(s)\n",
+                pteron_version(), kernels.size(), portable, optimized, pteron_parallel_threads());
+    // Every linked component must have been kept by the package's link flags.
+    if (portable == 0) {
+      std::fprintf(stderr, "test_package: kernels_portable was not kept by the linker\n");
+      return 1;
+    }
+#ifdef EXPECT_KERNELS_OPTIMIZED
+    if (optimized == 0) {
+      std::fprintf(stderr, "test_package: kernels_optimized was not kept by the linker\n");
+      return 1;
+    }
+#endif
+#ifdef EXPECT_THREADPOOL
+    // The pool installs itself at load; serial (1) means it was dropped.
+    if (std::thread::hardware_concurrency() > 1 && std::getenv("PTERON_NUM_THREADS") == nullptr &&
+        pteron_parallel_threads() < 2) {
+      std::fprintf(stderr, "test_package: threadpool was not kept by the linker\n");
+      return 1;
+    }
+#endif
     for (const pteron::BackendInfo& b : pteron::registered_backends())
       std::printf("backend %s (%s)\n", b.id.c_str(), b.library.c_str());
     if (pteron::registered_backends().empty()) std::printf("backends: none registered\n");
