@@ -628,6 +628,46 @@ static void malformed_tensors() {
   }
 }
 
+// The same tensor passed as an input and as out: element-wise kernels work
+// in place; kernels whose out shape differs from the input refuse.
+static void aliasing() {
+  ++g_checks;
+  {
+    Arg x = Tn(F32, {3}, {1, 2, 3});
+    x.tensor->t.dynamism = PTERON_SHAPE_DYNAMIC_BOUND;
+    std::vector<Arg> v{x, Tn(F32, {3}, {10, 20, 30}), Iv(2), x};
+    pteron_kernel_context ctx;
+    int32_t rc = call("aten::add", "out", v, ctx);
+    const float* d = (const float*)x.tensor->t.data;
+    if (rc != PTERON_OK || d[0] != 21 || d[1] != 42 || d[2] != 63) {
+      std::printf("FAIL in-place add: rc=%d %s\n", rc, ctx.msg.c_str());
+      ++g_failures;
+    }
+  }
+  auto refuses = [](const char* name, const char* ov, std::vector<Arg> v) {
+    pteron_kernel_context ctx;
+    int32_t rc = call(name, ov, v, ctx);
+    if (rc != PTERON_ERROR_INVALID_PROGRAM || ctx.msg.find("also an input") == std::string::npos) {
+      std::printf("FAIL aliased out for %s.%s: rc=%d %s\n", name, ov, rc, ctx.msg.c_str());
+      ++g_failures;
+    }
+  };
+  Arg a = Tn(F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  a.tensor->t.dynamism = PTERON_SHAPE_DYNAMIC_BOUND;
+  Arg b = Tn(F32, {2, 3, 4}, std::vector<double>(24, 1.0));
+  b.tensor->t.dynamism = PTERON_SHAPE_DYNAMIC_BOUND;
+  Arg c = Tn(F32, {2, 4, 3}, std::vector<double>(24, 1.0));
+  refuses("aten::mm", "out", {a, Tn(F32, {3, 3}, std::vector<double>(9, 1.0)), a});
+  refuses("aten::bmm", "out", {b, c, b});
+  refuses("aten::addmm", "out", {a, a, Tn(F32, {3, 3}, std::vector<double>(9, 1.0)), Iv(1), Iv(1), a});
+  refuses("aten::sum", "IntList_out", {a, Lv({1}), Bv(1), NoneV(), a});
+  refuses("aten::amax", "out", {a, Lv({1}), Bv(1), a});
+  Arg m = Tn(BOOL, {2, 3}, {1, 0, 0, 0, 0, 1});
+  m.tensor->t.dynamism = PTERON_SHAPE_DYNAMIC_BOUND;
+  refuses("aten::any", "dims_out", {m, Lv({1}), Bv(1), m});
+  refuses("aten::max", "dim_max", {a, Iv(1), Bv(1), a, Tn(I64, {2, 1}, {0, 0})});
+}
+
 // Corner cases PyTorch cannot serve as reference for.
 static void wrapping_cases() {
   // INT32_MIN / -1: PyTorch's CPU kernel traps (SIGFPE); the result wraps here
@@ -868,6 +908,23 @@ static void structured_arguments() {
           default: args.push_back(Iv(0)); break;
         }
       }
+      if (rnd(0, 7) == 0) {  // an input tensor doubles as an out argument
+        std::vector<size_t> ins, outs;
+        for (size_t q = 0; q < args.size() && q < kv.second.size(); ++q) {
+          if (!args[q].tensor) continue;
+          (kv.second[q] == 'O' ? outs : ins).push_back(q);
+        }
+        if (!ins.empty() && !outs.empty()) {
+          Arg& src = args[ins[rnd(0, (int64_t)ins.size() - 1)]];
+          src.tensor->t.dynamism = PTERON_SHAPE_DYNAMIC_BOUND;
+          std::vector<uint8_t> grown(std::max<size_t>(64 * 8, src.tensor->storage.size()), 0);
+          std::copy(src.tensor->storage.begin(), src.tensor->storage.end(), grown.begin());
+          src.tensor->storage.swap(grown);
+          src.tensor->t.data = src.tensor->storage.data();
+          src.tensor->t.capacity_bytes = (int64_t)src.tensor->storage.size();
+          args[outs[rnd(0, (int64_t)outs.size() - 1)]].tensor = src.tensor;
+        }
+      }
       if (rnd(0, 3) == 0) args.push_back(NoneV());  // the KernelCall's return slot
       pteron_kernel_context ctx;
       const size_t dot = kv.first.rfind('.');
@@ -912,6 +969,7 @@ int main() {
   torch_cases();
   error_paths();
   malformed_tensors();
+  aliasing();
   wrapping_cases();
   matmul_blocked();
   random_arguments();

@@ -344,6 +344,19 @@ inline int32_t resize_out(pteron_kernel_context* ctx, const char* op,
   return check_tensor(ctx, op, name, t);
 }
 
+// Refuses an out argument that is the same tensor as an input, for kernels
+// whose out shape differs from that input's (a resize would change the
+// input's sizes under the kernel) or that read inputs after writing out.
+inline int32_t reject_alias(pteron_kernel_context* ctx, const char* op,
+                            const char* out_name, const pteron_tensor* out,
+                            const pteron_tensor* a, const pteron_tensor* b = nullptr,
+                            const pteron_tensor* c = nullptr) {
+  if (out == a || (b && out == b) || (c && out == c))
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
+                "%s: out argument '%s' is also an input", op, out_name);
+  return PTERON_OK;
+}
+
 inline int32_t cast_error(pteron_kernel_context* ctx, const char* op,
                           int32_t from, int32_t to) {
   return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,

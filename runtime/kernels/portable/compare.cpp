@@ -130,6 +130,7 @@ int32_t any_impl(const Args& a, pteron_tensor* self, const int64_t* dims,
                 "%s: out must be bool or uint8, got %s", a.op, dtype_name(out->dtype));
   ReducePlan p;
   PTERON_CHECK_OK(make_reduce_plan(ctx, a.op, self, dims, ndims, false, keepdim, &p));
+  PTERON_CHECK_OK(reject_alias(ctx, a.op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, a.op, "out", out, p.out_sizes, p.out_dim));
   ReduceIter it(self, out, &p);
   uint8_t* o = static_cast<uint8_t*>(out->data);

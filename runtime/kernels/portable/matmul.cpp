@@ -174,6 +174,7 @@ int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) 
   PTERON_CHECK_OK(check_rank(ctx, op, "mat2", mat2, 2));
   if (self->sizes[1] != mat2->sizes[0]) return inner_mismatch(ctx, op, self, mat2);
   const int64_t shape[2] = {self->sizes[0], mat2->sizes[1]};
+  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
   int32_t rc = PTERON_OK;
   dispatch(self->dtype, [&](auto t) {
@@ -214,6 +215,7 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
                 static_cast<long long>(mat2->sizes[0]));
   if (self->sizes[2] != mat2->sizes[1]) return inner_mismatch(ctx, op, self, mat2);
   const int64_t shape[3] = {self->sizes[0], self->sizes[1], mat2->sizes[2]};
+  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 3));
   int32_t rc = PTERON_OK;
   dispatch(self->dtype, [&](auto t) {
@@ -283,6 +285,7 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: beta or alpha cannot be converted to %s without overflow",
                 op, dtype_name(mat1->dtype));
+  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat1, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
   int32_t rc = PTERON_OK;
   dispatch(mat1->dtype, [&](auto t) {

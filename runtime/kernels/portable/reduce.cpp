@@ -44,6 +44,7 @@ int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op,
                         pteron_tensor* out, pteron_tensor* out2, ReducePlan* p) {
   PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, dims, ndims, empty_means_all,
                                    keepdim, p));
+  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p->out_sizes, p->out_dim));
   if (out2) PTERON_CHECK_OK(resize_out(ctx, op, "indices", out2, p->out_sizes, p->out_dim));
   return PTERON_OK;
@@ -185,6 +186,7 @@ int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, has_dims ? dims : nullptr, ndims,
                                    true, keepdim, &p));
   PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
+  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
   ReduceIter it(self, out, &p);
   dispatch(self->dtype, [&](auto t) {
@@ -253,6 +255,8 @@ int32_t max_dim_max(pteron_kernel_context* ctx, pteron_value* const* args, size_
   ReducePlan p;
   PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, &dim, 1, false, keepdim, &p));
   PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
+  PTERON_CHECK_OK(reject_alias(ctx, op, "max", values, self));
+  PTERON_CHECK_OK(reject_alias(ctx, op, "max_values", indices, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "max", values, p.out_sizes, p.out_dim));
   PTERON_CHECK_OK(resize_out(ctx, op, "max_values", indices, p.out_sizes, p.out_dim));
   max_with_index(self, p, values, indices);
@@ -287,6 +291,7 @@ int32_t argmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
                   "%s: expected a dim to be given for an empty input", op);
     PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, nullptr, 0, true, keepdim, &p));
   }
+  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
   max_with_index(self, p, nullptr, out);
   return PTERON_OK;
