@@ -37,17 +37,15 @@ int32_t zero_size_reduce_check(pteron_kernel_context* ctx, const char* op,
   return PTERON_OK;
 }
 
-// Plans the reduction, resizes `out` (and `out2`) to its shape.
+// Plans the reduction and resizes `out` to its shape.
 int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op,
                         const pteron_tensor* self, const int64_t* dims,
                         size_t ndims, bool empty_means_all, bool keepdim,
-                        pteron_tensor* out, pteron_tensor* out2, ReducePlan* p) {
+                        pteron_tensor* out, ReducePlan* p) {
   PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, dims, ndims, empty_means_all,
                                    keepdim, p));
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p->out_sizes, p->out_dim));
-  if (out2) PTERON_CHECK_OK(resize_out(ctx, op, "indices", out2, p->out_sizes, p->out_dim));
-  return PTERON_OK;
+  return resize_out(ctx, op, "out", out, p->out_sizes, p->out_dim);
 }
 
 // ---- sum / mean -------------------------------------------------------------
@@ -118,7 +116,7 @@ int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args,
   }
   ReducePlan p;
   PTERON_CHECK_OK(plan_and_resize(ctx, op, self, has_dims ? dims : nullptr, ndims,
-                                  true, keepdim, out, nullptr, &p));
+                                  true, keepdim, out, &p));
   sum_into(self, out, p, mean);
   return PTERON_OK;
 }
@@ -145,8 +143,7 @@ int32_t sum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
   ReducePlan p;
-  PTERON_CHECK_OK(plan_and_resize(ctx, op, self, nullptr, 0, true, false, out,
-                                  nullptr, &p));
+  PTERON_CHECK_OK(plan_and_resize(ctx, op, self, nullptr, 0, true, false, out, &p));
   sum_into(self, out, p, false);
   return PTERON_OK;
 }
