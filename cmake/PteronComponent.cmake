@@ -9,7 +9,8 @@
 #     libpteron*.dll.a (MinGW, the GNU convention);
 #   - hidden visibility; PTERON_BUILDING_<NAME> and PTERON_COMPONENT_NAME set;
 #   - an exported C symbol pteron_anchor_<name> (generated source);
-#   - SOVERSION and RUNPATH=$ORIGIN on ELF;
+#   - SOVERSION and RUNPATH=$ORIGIN on ELF; on MinGW libgcc, libstdc++ and
+#     winpthread linked statically and no auto-exported symbols;
 #   - links the runtime (the one registry) unless it is the runtime.
 include_guard(GLOBAL)
 
@@ -50,6 +51,12 @@ function(pteron_add_component _name)
     set_target_properties(${_tgt} PROPERTIES PREFIX "")
     if(MINGW)
       set_target_properties(${_tgt} PROPERTIES IMPORT_PREFIX "lib" IMPORT_SUFFIX ".dll.a")
+      # -static: libgcc, libstdc++ and winpthread go inside the DLL, which then
+      # imports only Windows system DLLs and other pteron DLLs (README, "Windows
+      # (MinGW) runtime DLLs"). Only the C ABI crosses a DLL boundary, so the
+      # private copies never meet. --exclude-all-symbols: no auto-export; the
+      # export table is the __declspec(dllexport) pteron_* API only.
+      target_link_options(${_tgt} PRIVATE -static "LINKER:--exclude-all-symbols")
     else()
       set_target_properties(${_tgt} PROPERTIES IMPORT_PREFIX "" IMPORT_SUFFIX ".lib")
     endif()

@@ -35,17 +35,20 @@ struct Status {
   static Status Ok() { return {}; }
 };
 
-Status error(int32_t code, const char* fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+// Messages are formatted by the C library's vsnprintf. MinGW's libstdc++
+// selects MinGW's C99 printf (__USE_MINGW_ANSI_STDIO), so %zu and %lld work
+// there too; gcc must check them as gnu_printf, not as msvcrt's printf.
+#if defined(__MINGW32__)
+#define PTERON_PRINTF_LIKE(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__)
+#define PTERON_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PTERON_PRINTF_LIKE(f, a)
 #endif
-    ;
 
-std::string format(const char* fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+Status error(int32_t code, const char* fmt, ...) PTERON_PRINTF_LIKE(2, 3);
+
+std::string format(const char* fmt, ...) PTERON_PRINTF_LIKE(1, 2);
 
 // Turns a Status into a C API status (NULL for success).
 pteron_status* to_c(Status s);
