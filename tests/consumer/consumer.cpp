@@ -1,7 +1,8 @@
 // consumer.cpp - an application of pteron's C++ layer, as a user writes it.
 // Usage: consumer MODEL.pte METHOD INPUT.npy... -- EXPECTED.npy...
-// Prints the registry (operators by library, backends), runs the method and
-// compares every output with the expected one (rtol 1e-4, atol 1e-5).
+// Prints the registry (operators by library, backends) and the parallel_for
+// thread count, runs the method and compares every output with the expected
+// one (rtol 1e-4, atol 1e-5).
 // Exit: 0 match, 1 mismatch, 3 pteron error (message on stderr), 2 usage.
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "npy.h"
+#include "pteron/kernel.h"
 #include "pteron/pteron.hpp"
 
 int main(int argc, char** argv) {
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& kv : per_library) std::printf("library %s %d\n", kv.first.c_str(), kv.second);
   std::printf("registered operators: %zu\n", kernels.size());
+  // 1 unless a thread pool (the threadpool component) installed itself.
+  std::printf("parallel threads: %d\n", static_cast<int>(pteron_parallel_threads()));
   for (const pteron::BackendInfo& b : pteron::registered_backends())
     std::printf("backend %s %s\n", b.id.c_str(), b.library.c_str());
 
