@@ -6,7 +6,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
 
-_pteron_apt_packages=(g++ make binutils libflatbuffers-dev flatbuffers-compiler libeigen3-dev libpthreadpool-dev python3-venv mingw-w64 wine64)
+_pteron_apt_packages=(g++ make binutils libflatbuffers-dev flatbuffers-compiler libeigen3-dev libpthreadpool-dev python3-venv mingw-w64 wine64 wine)
 
 pteron_install_apt() {
   local missing=()
