@@ -36,4 +36,26 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 grep -q "MATCH" "$REPO/out-conan-create.log" && ! grep -q "MISMATCH" "$REPO/out-conan-create.log"
+
+if [[ "$host" == windows-mingw* ]]; then
+  # What a Windows user does: conan install with the runtime_deploy deployer
+  # (classic CMakeDeps gives no $<TARGET_RUNTIME_DLLS>), build, run with the
+  # DLLs beside the program and nothing on PATH.
+  version="$(cat "$REPO/VERSION")"
+  app="$REPO/out/mingw-app"
+  rm -rf "$app"
+  echo "==> conan install --requires=pteron/$version --deployer=runtime_deploy (consumer under Wine)"
+  conan install --requires="pteron/$version" -pr:h "profiles/$host" -pr:b profiles/linux-release \
+    -g CMakeDeps -g CMakeToolchain --deployer=runtime_deploy --deployer-folder="$app/bin" \
+    --output-folder="$app/gen" >"$app.install.log" 2>&1 || { cat "$app.install.log"; exit 1; }
+  cmake -S "$REPO/tests/consumer" -B "$app/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$app/gen/conan_toolchain.cmake" -DPTERON_SOURCE_DIR="$REPO" \
+    -DCOMPONENTS="kernels_portable;kernels_optimized;threadpool" \
+    -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$app/bin" >"$app.cmake.log" 2>&1 || { cat "$app.cmake.log"; exit 1; }
+  cmake --build "$app/build" >>"$app.cmake.log" 2>&1 || { cat "$app.cmake.log"; exit 1; }
+  echo "    $(cd "$app/bin" && ls *.dll | tr '\n' ' ')beside consumer.exe"
+  fx="$REPO/models/fixtures"
+  (cd "$app/bin" && env -u WINEPATH PATH=/usr/bin:/bin wine consumer.exe "$fx/cnn.pte" forward \
+     "$fx/cnn.forward.input_0.npy" -- "$fx/cnn.forward.expected_0.npy") | grep -E "^(library|output|consumer)"
+fi
 echo "pteron: main job succeeded ($host)"
