@@ -168,7 +168,9 @@ def require_component(mingw_build, prefix, component, option):
 
 @pytest.fixture(scope="session")
 def wine_env(tmp_path_factory):
-    """A fresh, headless Wine prefix; its wineserver stays up for the session."""
+    """A fresh, headless Wine prefix. Its wineserver stays up for 60 s after the
+    last program exits (not forever, should this process die), and is stopped
+    at the end of the session."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("WINEPATH", "DISPLAY", "WAYLAND_DISPLAY", "WINELOADER", "WINESERVER")}
     env.update(WINEPREFIX=str(tmp_path_factory.mktemp("wineprefix")), WINEDEBUG="-all",
@@ -176,7 +178,7 @@ def wine_env(tmp_path_factory):
     server = shutil.which("wineserver")
     quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     if server:
-        subprocess.run([server, "-p"], timeout=60, **quiet)
+        subprocess.run([server, "-p60"], timeout=60, **quiet)
     try:
         subprocess.run([WINE, "wineboot", "--init"], timeout=300, **quiet)
     except subprocess.TimeoutExpired:
