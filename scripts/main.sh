@@ -44,15 +44,16 @@ if [[ "$host" == windows-mingw* ]]; then
   version="$(cat "$REPO/VERSION")"
   app="$REPO/out/mingw-app"
   rm -rf "$app"
+  mkdir -p "$app"
   echo "==> conan install --requires=pteron/$version --deployer=runtime_deploy (consumer under Wine)"
   conan install --requires="pteron/$version" -pr:h "profiles/$host" -pr:b profiles/linux-release \
     -g CMakeDeps -g CMakeToolchain --deployer=runtime_deploy --deployer-folder="$app/bin" \
-    --output-folder="$app/gen" >"$app.install.log" 2>&1 || { cat "$app.install.log"; exit 1; }
+    --output-folder="$app/gen" >"$app/install.log" 2>&1 || { cat "$app/install.log"; exit 1; }
   cmake -S "$REPO/tests/consumer" -B "$app/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_TOOLCHAIN_FILE="$app/gen/conan_toolchain.cmake" -DPTERON_SOURCE_DIR="$REPO" \
     -DCOMPONENTS="kernels_portable;kernels_optimized;threadpool" \
-    -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$app/bin" >"$app.cmake.log" 2>&1 || { cat "$app.cmake.log"; exit 1; }
-  cmake --build "$app/build" >>"$app.cmake.log" 2>&1 || { cat "$app.cmake.log"; exit 1; }
+    -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$app/bin" >"$app/cmake.log" 2>&1 || { cat "$app/cmake.log"; exit 1; }
+  cmake --build "$app/build" >>"$app/cmake.log" 2>&1 || { cat "$app/cmake.log"; exit 1; }
   echo "    $(cd "$app/bin" && ls *.dll | tr '\n' ' ')beside consumer.exe"
   fx="$REPO/models/fixtures"
   (cd "$app/bin" && env -u WINEPATH PATH=/usr/bin:/bin wine consumer.exe "$fx/cnn.pte" forward \
