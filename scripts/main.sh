@@ -28,14 +28,20 @@ if [[ "$host" == windows-mingw* ]]; then
 fi
 
 echo "==> conan create . -pr:h profiles/$host -pr:b profiles/linux-release --build=missing"
-conan create . -pr:h "profiles/$host" -pr:b profiles/linux-release --build=missing 2>&1 |
-  tee "$REPO/out-conan-create.log" | grep -E "^(pteron|mlp output|backend|test_package)|MATCH|ERROR" || true
-status=${PIPESTATUS[0]}
+set +e
+conan create . -pr:h "profiles/$host" -pr:b profiles/linux-release --build=missing \
+  >"$REPO/out-conan-create.log" 2>&1
+status=$?
+set -e
+grep -E "^(pteron|mlp output|backend|test_package)|MATCH|ERROR" "$REPO/out-conan-create.log" || true
 if [ "$status" -ne 0 ]; then
-  echo "conan create failed; the full log is in out-conan-create.log" >&2
+  echo "conan create failed (exit $status); the full log is in out-conan-create.log" >&2
   exit "$status"
 fi
-grep -q "MATCH" "$REPO/out-conan-create.log" && ! grep -q "MISMATCH" "$REPO/out-conan-create.log"
+if ! grep -q "MATCH" "$REPO/out-conan-create.log" || grep -q "MISMATCH" "$REPO/out-conan-create.log"; then
+  echo "test_package did not report a matching output; see out-conan-create.log" >&2
+  exit 1
+fi
 
 if [[ "$host" == windows-mingw* ]]; then
   # What a Windows user does: conan install with the runtime_deploy deployer

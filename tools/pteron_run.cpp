@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -75,9 +76,10 @@ int main(int argc, char** argv) {
     else if (a == "--iterations") {
       char* end = nullptr;
       const char* v = next("--iterations");
+      errno = 0;
       iterations = std::strtol(v, &end, 10);
-      if (!end || *end || iterations < 1) {
-        std::fprintf(stderr, "pteron-run: --iterations needs a positive integer, got '%s'\n", v);
+      if (!end || *end || errno == ERANGE || iterations < 1 || iterations > 1000000) {
+        std::fprintf(stderr, "pteron-run: --iterations needs an integer from 1 to 1000000, got '%s'\n", v);
         return 2;
       }
     } else if (a == "--list-operators") list_ops = true;
@@ -158,6 +160,8 @@ int main(int argc, char** argv) {
         case PTERON_DTYPE_FLOAT64: summarize<double>(bytes.data(), n, &mn, &mx, &mean); break;
         case PTERON_DTYPE_INT32: summarize<int32_t>(bytes.data(), n, &mn, &mx, &mean); break;
         case PTERON_DTYPE_INT64: summarize<int64_t>(bytes.data(), n, &mn, &mx, &mean); break;
+        case PTERON_DTYPE_INT16: summarize<int16_t>(bytes.data(), n, &mn, &mx, &mean); break;
+        case PTERON_DTYPE_INT8: summarize<int8_t>(bytes.data(), n, &mn, &mx, &mean); break;
         case PTERON_DTYPE_UINT8: case PTERON_DTYPE_BOOL:
           summarize<uint8_t>(bytes.data(), n, &mn, &mx, &mean); break;
         default: break;

@@ -872,13 +872,20 @@ pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index, do
     return to_c(error(PTERON_ERROR_NOT_FOUND, "input index %zu out of range (method '%s' has %zu inputs)",
                       index, m->name.c_str(), m->inputs.size()));
   pteron_value& v = m->values[m->inputs[index]];
+  // The exporter specialises a method on the value of a scalar input (it is
+  // baked into the program), so only that value is accepted.
+  double expected;
   switch (v.tag) {
-    case PTERON_VALUE_INT: v.u.i = static_cast<int64_t>(value); break;
-    case PTERON_VALUE_DOUBLE: v.u.d = value; break;
-    case PTERON_VALUE_BOOL: v.u.b = value != 0 ? 1 : 0; break;
+    case PTERON_VALUE_INT: expected = static_cast<double>(v.u.i); break;
+    case PTERON_VALUE_DOUBLE: expected = v.u.d; break;
+    case PTERON_VALUE_BOOL: expected = v.u.b ? 1.0 : 0.0; break;
     default:
       return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu is not an Int, Double or Bool", index));
   }
+  if (!(value == expected))
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                      "input %zu: the method was exported for the value %.17g, got %.17g", index,
+                      expected, value));
   m->input_set[index] = true;
   return nullptr;
 }
