@@ -85,6 +85,24 @@ def test_execute_without_inputs_is_an_error(mlp):
     assert "input 0" in e.value.message
 
 
+def test_outputs_before_a_successful_execute_are_refused(mlp):
+    # Before any execute, and after a failed one, the output memory holds no
+    # result of this method: reading it is an error, not stale data.
+    with pytest.raises(capi.PteronError) as e:
+        mlp.output(0)
+    assert e.value.code == capi.INVALID_ARGUMENT
+    assert "has not executed" in e.value.message and "forward" in e.value.message
+    with pytest.raises(capi.PteronError):
+        mlp.execute()  # input 0 not set: fails
+    with pytest.raises(capi.PteronError) as e:
+        mlp.output(0)
+    assert "has not executed" in e.value.message
+    mlp.set_input(0, np.ones((4, 16), dtype=np.float32))
+    mlp.execute()
+    out = mlp.output(0)
+    assert out.shape == (4, 8) and np.isfinite(out).all()
+
+
 def test_half_input_is_refused_as_wrong_dtype(mlp):
     with pytest.raises(capi.PteronError) as e:
         mlp.set_input(0, np.zeros((4, 16), dtype=np.float16))

@@ -68,6 +68,11 @@ typedef enum pteron_dtype {
   PTERON_DTYPE_UINT64 = 29
 } pteron_dtype;
 
+/* Name of a dtype as PyTorch spells it without the "torch." prefix
+ * ("float32", "int64", "bool", ...); "unknown" for a value outside
+ * pteron_dtype. Never NULL; the string is static. */
+PTERON_API const char* pteron_dtype_name(int32_t dtype);
+
 /* Shape dynamism of a tensor, as the program declares it. */
 typedef enum pteron_shape_dynamism {
   PTERON_SHAPE_STATIC = 0,        /* sizes never change */

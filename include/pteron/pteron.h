@@ -173,7 +173,12 @@ PTERON_API pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_
 PTERON_API pteron_status* pteron_method_execute(pteron_method* m);
 
 /* Copies tensor output `index` into `dst` (`capacity` bytes) as contiguous
- * row-major data, whatever its dim order. Error if capacity is too small. */
+ * row-major data, whatever its dim order (bool: one byte per element, 0/1).
+ * Errors (PTERON_ERROR_INVALID_ARGUMENT): capacity smaller than the output's
+ * bytes; the output is not a tensor; the method has not executed
+ * successfully since it was loaded, or its last execute failed (the output
+ * would be stale or half-written). PTERON_ERROR_NOT_FOUND: index out of
+ * range. */
 PTERON_API pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index,
                                                     void* dst, size_t capacity);
 

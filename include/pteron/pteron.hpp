@@ -174,7 +174,13 @@ class Method {
   // Typed convenience: float/int32/int64/uint8/bool vectors.
   template <typename T>
   void set_input(size_t i, const std::vector<int64_t>& sizes, const std::vector<T>& values) {
+    static_assert(dtype_of<T>() >= 0, "set_input: no pteron dtype for this element type");
     set_input(i, dtype_of<T>(), sizes, values.data(), values.size() * sizeof(T));
+  }
+  // std::vector<bool> has no contiguous storage: copied to one byte per element.
+  void set_input(size_t i, const std::vector<int64_t>& sizes, const std::vector<bool>& values) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    set_input(i, PTERON_DTYPE_BOOL, sizes, bytes.data(), bytes.size());
   }
   void set_input_scalar(size_t i, double v) { detail::check(pteron_method_set_input_scalar(m_, i, v)); }
 
@@ -187,32 +193,45 @@ class Method {
     detail::check(pteron_method_copy_output(m_, i, bytes.data(), bytes.size()));
     return bytes;
   }
-  // Output i as a typed vector; throws if the dtype differs.
+  // Output i as a typed vector (T = float, double, int32_t, int64_t, uint8_t
+  // or bool); throws Error(PTERON_ERROR_INVALID_ARGUMENT) naming both dtypes
+  // if T does not match the output's dtype.
   template <typename T>
   std::vector<T> output(size_t i) const {
+    static_assert(dtype_of<T>() >= 0, "output: no pteron dtype for this element type");
     ValueInfo info = output_info(i);
-    if (info.dtype != dtype_of<T>())
-      throw Error(PTERON_ERROR_INVALID_ARGUMENT, "output " + std::to_string(i) + " has dtype " +
-                                                     std::to_string(info.dtype));
-    std::vector<T> v(info.nbytes / sizeof(T));
-    detail::check(pteron_method_copy_output(m_, i, v.data(), v.size() * sizeof(T)));
-    return v;
+    check_output_dtype(i, info, dtype_of<T>());
+    if constexpr (std::is_same<T, bool>::value) {
+      std::vector<unsigned char> bytes = output_bytes(i);
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> v(info.nbytes / sizeof(T));
+      detail::check(pteron_method_copy_output(m_, i, v.data(), v.size() * sizeof(T)));
+      return v;
+    }
   }
 
   pteron_method* get() const { return m_; }
 
+  // The pteron_dtype of a C++ element type; -1 for types without one.
   template <typename T>
-  static int32_t dtype_of() {
-    if (std::is_same<T, float>::value) return PTERON_DTYPE_FLOAT32;
-    if (std::is_same<T, double>::value) return PTERON_DTYPE_FLOAT64;
-    if (std::is_same<T, int32_t>::value) return PTERON_DTYPE_INT32;
-    if (std::is_same<T, int64_t>::value) return PTERON_DTYPE_INT64;
-    if (std::is_same<T, uint8_t>::value) return PTERON_DTYPE_UINT8;
-    if (std::is_same<T, bool>::value) return PTERON_DTYPE_BOOL;
-    return -1;
+  static constexpr int32_t dtype_of() {
+    return std::is_same<T, float>::value     ? PTERON_DTYPE_FLOAT32
+           : std::is_same<T, double>::value  ? PTERON_DTYPE_FLOAT64
+           : std::is_same<T, int32_t>::value ? PTERON_DTYPE_INT32
+           : std::is_same<T, int64_t>::value ? PTERON_DTYPE_INT64
+           : std::is_same<T, uint8_t>::value ? PTERON_DTYPE_UINT8
+           : std::is_same<T, bool>::value    ? PTERON_DTYPE_BOOL
+                                             : -1;
   }
 
  private:
+  static void check_output_dtype(size_t i, const ValueInfo& info, int32_t want) {
+    if (info.dtype != want)
+      throw Error(PTERON_ERROR_INVALID_ARGUMENT,
+                  "output " + std::to_string(i) + " has dtype " + pteron_dtype_name(info.dtype) +
+                      ", not " + pteron_dtype_name(want));
+  }
   friend class Program;
   explicit Method(pteron_method* m) : m_(m) {}
   pteron_method* m_;
@@ -265,20 +284,7 @@ inline std::vector<BackendInfo> registered_backends() {
   return out;
 }
 
-inline const char* dtype_name(int32_t d) {
-  switch (d) {
-    case PTERON_DTYPE_UINT8: return "uint8";
-    case PTERON_DTYPE_INT8: return "int8";
-    case PTERON_DTYPE_INT16: return "int16";
-    case PTERON_DTYPE_INT32: return "int32";
-    case PTERON_DTYPE_INT64: return "int64";
-    case PTERON_DTYPE_FLOAT16: return "float16";
-    case PTERON_DTYPE_FLOAT32: return "float32";
-    case PTERON_DTYPE_FLOAT64: return "float64";
-    case PTERON_DTYPE_BOOL: return "bool";
-    case PTERON_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "other";
-  }
-}
+// "float32", "int64", ...; "unknown" outside pteron_dtype (pteron_dtype_name).
+inline const char* dtype_name(int32_t d) { return pteron_dtype_name(d); }
 
 }  // namespace pteron

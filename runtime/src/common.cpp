@@ -50,27 +50,33 @@ size_t element_size(int32_t d) {
   }
 }
 
-const char* dtype_name(int32_t d) {
+const char* dtype_name(int32_t d) { return pteron_dtype_name(d); }
+
+}  // namespace pteron
+
+extern "C" PTERON_API const char* pteron_dtype_name(int32_t d) {
   switch (d) {
-    case 0: return "uint8";
-    case 1: return "int8";
-    case 2: return "int16";
-    case 3: return "int32";
-    case 4: return "int64";
-    case 5: return "float16";
-    case 6: return "float32";
-    case 7: return "float64";
-    case 11: return "bool";
-    case 12: return "qint8";
-    case 13: return "quint8";
-    case 14: return "qint32";
-    case 15: return "bfloat16";
-    case 27: return "uint16";
-    case 28: return "uint32";
-    case 29: return "uint64";
+    case PTERON_DTYPE_UINT8: return "uint8";
+    case PTERON_DTYPE_INT8: return "int8";
+    case PTERON_DTYPE_INT16: return "int16";
+    case PTERON_DTYPE_INT32: return "int32";
+    case PTERON_DTYPE_INT64: return "int64";
+    case PTERON_DTYPE_FLOAT16: return "float16";
+    case PTERON_DTYPE_FLOAT32: return "float32";
+    case PTERON_DTYPE_FLOAT64: return "float64";
+    case PTERON_DTYPE_BOOL: return "bool";
+    case PTERON_DTYPE_QINT8: return "qint8";
+    case PTERON_DTYPE_QUINT8: return "quint8";
+    case PTERON_DTYPE_QINT32: return "qint32";
+    case PTERON_DTYPE_BFLOAT16: return "bfloat16";
+    case PTERON_DTYPE_UINT16: return "uint16";
+    case PTERON_DTYPE_UINT32: return "uint32";
+    case PTERON_DTYPE_UINT64: return "uint64";
     default: return "unknown";
   }
 }
+
+namespace pteron {
 
 bool checked_mul(int64_t a, int64_t b, int64_t* out) {
   if (a < 0 || b < 0) return false;

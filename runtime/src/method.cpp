@@ -62,6 +62,7 @@ struct pteron_method {
   pteron_program* program = nullptr;
   const fb::ExecutionPlan* plan = nullptr;
   std::string name;
+  bool outputs_ready = false;                 // the last execute succeeded
   std::vector<pteron_value> values;
   std::vector<pteron_tensor> tensors;        // one per value (only Tensor slots used)
   std::vector<std::vector<int64_t>> ints;    // IntList materialisation, per value
@@ -892,8 +893,11 @@ pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index, do
 
 pteron_status* pteron_method_execute(pteron_method* m) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
+  m->outputs_ready = false;  // a failed execute leaves outputs half-written
   try {
-    return to_c(execute(m));
+    Status st = execute(m);
+    m->outputs_ready = st.ok();
+    return to_c(std::move(st));
   } catch (const std::bad_alloc&) {
     return to_c(error(PTERON_ERROR_OUT_OF_MEMORY, "out of memory during execute"));
   } catch (...) {
@@ -910,6 +914,11 @@ pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, v
   const pteron_value& v = m->values[m->outputs[index]];
   if (v.tag != PTERON_VALUE_TENSOR)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu is not a tensor", index));
+  if (!m->outputs_ready)
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                      "output %zu of method '%s' has no value: the method has not executed "
+                      "successfully (no pteron_method_execute yet, or the last one failed)",
+                      index, m->name.c_str()));
   const pteron_tensor* t = v.u.tensor;
   int64_t numel = tensor_numel(*t);
   size_t es = element_size(t->dtype);

@@ -42,27 +42,8 @@ inline int32_t fail(pteron_kernel_context* ctx, int32_t code, const char* fmt,
 
 // ---- dtypes ---------------------------------------------------------------
 
-inline const char* dtype_name(int32_t d) {
-  switch (d) {
-    case PTERON_DTYPE_UINT8: return "uint8";
-    case PTERON_DTYPE_INT8: return "int8";
-    case PTERON_DTYPE_INT16: return "int16";
-    case PTERON_DTYPE_INT32: return "int32";
-    case PTERON_DTYPE_INT64: return "int64";
-    case PTERON_DTYPE_FLOAT16: return "float16";
-    case PTERON_DTYPE_FLOAT32: return "float32";
-    case PTERON_DTYPE_FLOAT64: return "float64";
-    case PTERON_DTYPE_BOOL: return "bool";
-    case PTERON_DTYPE_BFLOAT16: return "bfloat16";
-    case PTERON_DTYPE_QINT8: return "qint8";
-    case PTERON_DTYPE_QUINT8: return "quint8";
-    case PTERON_DTYPE_QINT32: return "qint32";
-    case PTERON_DTYPE_UINT16: return "uint16";
-    case PTERON_DTYPE_UINT32: return "uint32";
-    case PTERON_DTYPE_UINT64: return "uint64";
-    default: return "unknown";
-  }
-}
+// The runtime's one dtype-name table (pteron/kernel.h).
+inline const char* dtype_name(int32_t d) { return pteron_dtype_name(d); }
 
 inline size_t dtype_size(int32_t d) {
   switch (d) {
