@@ -1,5 +1,6 @@
 """Clear errors, named, at load where possible: missing operators (all of
 them at once), missing delegates, wrong inputs, dynamic-shape bounds."""
+import os
 import subprocess
 
 import numpy as np
@@ -167,6 +168,49 @@ def test_batch_beyond_its_bound_is_rejected(dyn):
 def _run(pteron_run, *args):
     return subprocess.run([str(pteron_run), *map(str, args)], capture_output=True, text=True,
                           timeout=60)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("case", ["trailing_bytes", "junk_after_dict", "short_data"])
+def test_pteron_run_refuses_npy_that_numpy_would_refuse(pteron_run, tmp_path, case):
+    good = _npy_bytes(np.load(FIXTURES / "mlp.forward.input_0.npy"))
+    if case == "trailing_bytes":
+        bad = good + b"\0\0\0\0"
+    elif case == "junk_after_dict":
+        # Replace the padding before the final newline with junk after the dict.
+        hlen = int.from_bytes(good[8:10], "little")
+        header = good[10:10 + hlen]
+        junk = header.rstrip(b" \n") + b"xyz"
+        header = junk + b" " * (hlen - len(junk) - 1) + b"\n"
+        bad = good[:10] + header + good[10 + hlen:]
+    else:
+        bad = good[:-4]
+    path = tmp_path / "bad.npy"
+    path.write_bytes(bad)
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", path)
+    assert r.returncode == 1, r.stdout
+    assert str(path) in r.stderr
+    assert ("data bytes" in r.stderr) if case != "junk_after_dict" else ("malformed" in r.stderr)
+
+
+def test_pteron_run_npy_open_error_gives_the_os_reason(pteron_run, tmp_path):
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", tmp_path / "absent.npy")
+    assert r.returncode == 1
+    assert "absent.npy" in r.stderr and "No such file or directory" in r.stderr
+
+
+def test_pteron_run_refuses_a_fifo_instead_of_waiting(pteron_run, tmp_path):
+    fifo = tmp_path / "input.npy"
+    os.mkfifo(fifo)
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", fifo)  # timeout=60: a hang fails
+    assert r.returncode == 1
+    assert "not a regular file" in r.stderr
 
 
 def test_pteron_run_missing_operator_exits_nonzero_with_one_message(pteron_run):

@@ -1,9 +1,13 @@
 // npy.cpp - see npy.h.
 #include "npy.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
+#include <system_error>
 
 #include "pteron/kernel.h"
 
@@ -57,9 +61,18 @@ const char* npy_descr(int32_t dtype) {
 }
 
 std::string npy_read(const std::string& path, NpyArray* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "cannot open '" + path + "'";
+  // UTF-8 path (wide on Windows). Only regular files: opening a FIFO or a
+  // device for reading could block forever or never end.
+  const std::filesystem::path fp = std::filesystem::u8path(path);
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(fp, ec);
+  if (ec) return "cannot open '" + path + "': " + ec.message();
+  if (!std::filesystem::is_regular_file(st)) return "'" + path + "' is not a regular file";
+  errno = 0;
+  std::ifstream f(fp, std::ios::binary);
+  if (!f) return "cannot open '" + path + "': " + (errno ? std::strerror(errno) : "unknown error");
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) return "cannot read '" + path + "'";
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
     return "'" + path + "' is not a .npy file";
   unsigned major = bytes[6];
@@ -76,6 +89,14 @@ std::string npy_read(const std::string& path, NpyArray* out) {
   }
   if (hstart + hlen > bytes.size()) return "'" + path + "' is truncated";
   std::string h(reinterpret_cast<const char*>(bytes.data() + hstart), hlen);
+  // The format (numpy.lib.format, NEP 1): the header is a Python dict
+  // literal, padded with spaces and ended by one newline; nothing else.
+  {
+    size_t end = h.find_last_not_of(" \n");
+    if (hlen == 0 || h.back() != '\n' || end == std::string::npos || h[0] != '{' || h[end] != '}' ||
+        h.find('\n') != hlen - 1)
+      return "'" + path + "' has a malformed .npy header (not one dict ended by a newline)";
+  }
   std::string descr, fortran, shape;
   if (!dict_value(h, "descr", &descr) || !dict_value(h, "fortran_order", &fortran) ||
       !dict_value(h, "shape", &shape))
@@ -106,6 +127,8 @@ std::string npy_read(const std::string& path, NpyArray* out) {
       long long v = std::strtoll(tok.c_str(), &endp, 10);
       if (!endp || *endp || v < 0) return "'" + path + "' has a malformed shape";
       out->shape.push_back(v);
+      if (v != 0 && numel > std::numeric_limits<size_t>::max() / 16 / static_cast<size_t>(v))
+        return "'" + path + "' has a shape too large for memory";
       numel *= static_cast<size_t>(v);
     }
     if (e == std::string::npos) break;
@@ -113,8 +136,8 @@ std::string npy_read(const std::string& path, NpyArray* out) {
   }
   size_t need = numel * dm->size;
   size_t dstart = hstart + hlen;
-  if (bytes.size() - dstart < need)
-    return "'" + path + "' holds " + std::to_string(bytes.size() - dstart) + " data bytes, shape needs " +
+  if (bytes.size() - dstart != need)
+    return "'" + path + "' holds " + std::to_string(bytes.size() - dstart) + " data bytes, its shape needs " +
            std::to_string(need);
   out->data.assign(bytes.begin() + dstart, bytes.begin() + dstart + need);
   return "";

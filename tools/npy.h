@@ -15,7 +15,10 @@ struct NpyArray {
   std::vector<unsigned char> data;  // C-order element bytes
 };
 
-// Reads `path`. Returns "" on success, else an error message naming the file.
+// Reads `path` (UTF-8), a regular file only (a FIFO or device is refused, never
+// waited on). The header must be one dict literal ended by a newline and the
+// data exactly the bytes its shape needs. Returns "" on success, else an error
+// message naming the file (and the OS's reason when it cannot be opened).
 std::string npy_read(const std::string& path, NpyArray* out);
 // Writes `a` to `path` (format version 1.0). Returns "" or an error message.
 std::string npy_write(const std::string& path, const NpyArray& a);
