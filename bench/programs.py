@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Exports the benchmark programs that are too big to commit (run by bench/run.py
+with the benchmark's own virtual environment, which has torch and executorch).
+
+    bench/.venv/bin/python bench/programs.py OUT_DIR
+
+Writes OUT_DIR/<name>.pte, OUT_DIR/<name>.input_0.npy and OUT_DIR/programs.json
+(per program: file, inputs, FLOPs per execution, the eager output's sum). A program
+whose file exists and whose entry was made by this same script text is kept.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class MLP1024(nn.Module):
+    """2 x Linear(1024) with a ReLU between: two [256,1024]x[1024,1024] GEMMs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(1024, 1024)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(1024, 1024)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def conv_bn(cin: int, cout: int, k: int, stride: int, groups: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU6())
+
+
+class MobileNetLike(nn.Module):
+    """MobileNet v1 layout at width 0.5: a strided 3x3 stem, 13 depthwise-separable
+    blocks (depthwise 3x3 + BatchNorm + ReLU6, pointwise 1x1 + BatchNorm + ReLU6),
+    global average pool, a 1000-way Linear. Plain PyTorch modules."""
+
+    def __init__(self, width: float = 0.5) -> None:
+        super().__init__()
+        c = lambda n: int(n * width)  # noqa: E731
+        plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + \
+               [(1024, 2), (1024, 1)]
+        layers = [conv_bn(3, c(32), 3, 2)]
+        cin = c(32)
+        for cout, stride in plan:
+            layers += [conv_bn(cin, cin, 3, stride, groups=cin), conv_bn(cin, c(cout), 1, 1)]
+            cin = c(cout)
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(cin, 1000)
+
+    def forward(self, x):
+        x = self.features(x)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def flops_of(model: nn.Module, x: torch.Tensor) -> int:
+    """2 x multiply-accumulates of every Conv2d and Linear (the GEMM-like work)."""
+    total = [0]
+
+    def hook(mod, inp, out):
+        if isinstance(mod, nn.Conv2d):
+            k = mod.kernel_size[0] * mod.kernel_size[1] * (mod.in_channels // mod.groups)
+            total[0] += 2 * out.numel() * k
+        elif isinstance(mod, nn.Linear):
+            total[0] += 2 * out.numel() * mod.in_features
+    hs = [m.register_forward_hook(hook) for m in model.modules()
+          if isinstance(m, (nn.Conv2d, nn.Linear))]
+    with torch.no_grad():
+        model(x)
+    for h in hs:
+        h.remove()
+    return total[0]
+
+
+def make(name: str):
+    torch.manual_seed(0)
+    if name.startswith("mlp1024"):
+        m = MLP1024().eval()
+        x = torch.randn(256, 1024)
+        desc = "2 x Linear(1024) + ReLU, batch 256"
+    else:
+        m = MobileNetLike().eval()
+        for mod in m.modules():
+            if isinstance(mod, nn.BatchNorm2d):
+                n = mod.num_features
+                with torch.no_grad():
+                    mod.running_mean.copy_(torch.randn(n) * 0.1)
+                    mod.running_var.copy_(torch.rand(n) + 0.5)
+        x = torch.randn(1, 3, 224, 224)
+        desc = "MobileNet-v1-like CNN (width 0.5), 1x3x224x224"
+    return m, x, desc
+
+
+NAMES = ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack"]
+
+
+def export_one(name: str, out: Path) -> dict:
+    from executorch.exir import to_edge_transform_and_lower
+    m, x, desc = make(name)
+    partitioner = []
+    if name.endswith("_xnnpack"):
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+        partitioner = [XnnpackPartitioner()]
+    ep = torch.export.export(m, (x,))
+    prog = to_edge_transform_and_lower(ep, partitioner=partitioner).to_executorch()
+    (out / f"{name}.pte").write_bytes(prog.buffer)
+    np.save(out / f"{name}.input_0.npy", x.numpy())
+    with torch.no_grad():
+        y = m(x)
+    return {"file": f"{name}.pte", "inputs": [f"{name}.input_0.npy"], "description": desc,
+            "flops": flops_of(m, x), "gemm_heavy": True,
+            "eager_out0_sum": float(y.double().sum()), "size_bytes": len(prog.buffer)}
+
+
+def main(argv) -> int:
+    warnings.filterwarnings("ignore")
+    out = Path(argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    index_path = out / "programs.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    for name in NAMES:
+        e = index.get(name)
+        if e and e.get("stamp") == stamp and (out / e["file"]).exists():
+            continue
+        print(f"exporting {name}", flush=True)
+        e = export_one(name, out)
+        e["stamp"] = stamp
+        index[name] = e
+        index_path.write_text(json.dumps(index, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

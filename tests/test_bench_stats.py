@@ -1,0 +1,51 @@
+"""bench/run.py's statistics and error reporting (no benchmark is run here)."""
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location(
+    "bench_run", Path(__file__).resolve().parent.parent / "bench" / "run.py")
+bench_run = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_run)
+
+
+def _round(times, load=1.0, rss=1024):
+    return {"times_ms": times, "load_ms": load, "maxrss_kb": rss}
+
+
+def test_side_summary_pools_every_timed_execution_and_reports_min_max():
+    s = bench_run.side_summary([_round([1.0, 3.0], load=2.0, rss=2048), _round([2.0, 10.0], load=4.0)])
+    assert s["median_ms"] == 2.5 and s["spread_ms"] == [1.0, 10.0]
+    assert s["samples"] == 4 and s["processes"] == 2
+    assert s["load_ms"] == 3.0 and s["peak_rss_mb"] == 2.0
+
+
+def test_ratio_is_pteron_over_peer_with_per_round_spread():
+    ratio, spread = bench_run.ratio_summary([_round([1.0, 1.0]), _round([2.0, 2.0])],
+                                            [_round([10.0, 10.0]), _round([10.0, 10.0])])
+    assert ratio == 1.5 / 10.0
+    assert spread == [0.1, 0.2]
+
+
+def test_ratio_is_absent_when_a_side_has_no_samples():
+    assert bench_run.ratio_summary([], [_round([1.0])]) == (None, None)
+
+
+def test_plan_never_gives_a_single_sample_and_bounds_slow_programs():
+    assert bench_run.plan_iterations(1800.0, 1.5) == (1, 2)
+    warmup, iters = bench_run.plan_iterations(0.001, 1.5)
+    assert iters == 2000 and 1 <= warmup <= 50
+
+
+def test_error_message_keeps_the_runner_error_and_the_missing_operator():
+    err = ("I 00:00 executorch:x.cpp:1] noise\n"
+           "E 00:00:00.000668 executorch:method.cpp:822] Missing operator: [1] aten::zeros_like.out\n"
+           "peer-bench: error: load_method('forward') failed: Error::OperatorMissing\n")
+    msg = bench_run.error_message(err, 1)
+    assert msg.startswith("load_method('forward') failed: Error::OperatorMissing")
+    assert "aten::zeros_like.out" in msg
+
+
+def test_output_agreement_uses_a_relative_tolerance():
+    assert bench_run.agrees(100.0, 100.05, 10)
+    assert not bench_run.agrees(100.0, 101.0, 10)
+    assert bench_run.agrees(None, 1.0, 1) is None
