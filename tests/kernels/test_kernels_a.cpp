@@ -10,6 +10,7 @@
 //   g++ -std=c++17 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
 //       -Iinclude -Iruntime/kernels/common tests/kernels/test_kernels_a.cpp
 //       runtime/kernels/portable/{binary,matmul,activation,reduce,compare}.cpp
+//       build/libpteron.so -Wl,-rpath,build  (dtype names come from the runtime)
 //       -o /tmp/test_kernels_a -pthread && /tmp/test_kernels_a
 //
 // (one command line; -fsanitize=thread instead checks the threaded matmul). Exit status 0 means every check passed.

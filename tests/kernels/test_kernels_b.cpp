@@ -10,7 +10,8 @@
 // Build and run (from the repository root):
 //   g++ -std=c++17 -g -fsanitize=address,undefined -fno-sanitize-recover=all
 //       -Iinclude -Iruntime/kernels/common tests/kernels/test_kernels_b.cpp
-//       runtime/kernels/portable/{shape,index,conv,pool,norm}.cpp -o /tmp/test_kernels_b
+//       runtime/kernels/portable/{shape,index,conv,pool,norm}.cpp build/libpteron.so
+//       -Wl,-rpath,build -o /tmp/test_kernels_b   (dtype names come from the runtime)
 //   /tmp/test_kernels_b
 //
 // Expected values were computed with eager PyTorch 2.13 in the dev venv

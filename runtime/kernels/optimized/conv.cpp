@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "conv_checks.h"
 #include "kernels_b_util.h"
 #include "opt_util.h"
 
@@ -27,12 +28,8 @@ namespace kb = pteron::kern::kb;
 
 // Geometry in three spatial slots (D, H, W); unused leading slots have
 // size 1 and stride 0.
-struct Geometry {
-  int64_t N = 0, C = 0, Cout = 0, Cin_g = 0, Cout_g = 0, groups = 0;
-  int64_t in[3], k[3], out[3], stride[3], pad[3], dil[3];
-  int64_t is_n, is_c, is_s[3];
-  int64_t ws_o, ws_i, ws_s[3];
-  int64_t os_n, os_c, os_s[3];
+// The checked sizes and strides, plus the GEMM view of them.
+struct Geometry : kb::ConvGeometry {
   int64_t P = 0;  // output positions per plane
   int64_t K = 0;  // Cin_g * kernel taps
 };
@@ -291,118 +288,13 @@ int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
 int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::convolution.out";
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(10));
-  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr, *out = nullptr;
-  bool transposed_conv = false;
-  int64_t groups = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
-  PTERON_CHECK_OK(kb::tensor_arg(a, 1, "weight", &weight));
-  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "bias", &bias));
-  PTERON_CHECK_OK(a.boolean(6, "transposed", &transposed_conv));
-  PTERON_CHECK_OK(a.integer(8, "groups", &groups));
-  PTERON_CHECK_OK(a.tensor(9, "out", &out));
-  if (transposed_conv)
-    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
-                "%s: transposed convolution is not supported", op);
-  const int32_t rank = input->dim;
-  if (rank < 3 || rank > 5)
-    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
-                "%s: input must have rank 3, 4 or 5 (batched 1-D, 2-D or 3-D "
-                "convolution), got rank %d",
-                op, (int)rank);
-  if (weight->dim != rank)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: expected %d-dimensional input for %d-dimensional weight, "
-                "got a %d-dimensional input",
-                op, (int)weight->dim, (int)weight->dim, (int)rank);
-  const int32_t S = rank - 2;
-  if (input->dtype != PTERON_DTYPE_FLOAT32)
-    return unsupported_dtype(ctx, op, "input", input->dtype);
-  if (weight->dtype != PTERON_DTYPE_FLOAT32)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: weight dtype %s differs from input dtype %s", op,
-                dtype_name(weight->dtype), dtype_name(input->dtype));
-  if (out->dtype != PTERON_DTYPE_FLOAT32)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: out dtype %s differs from input dtype %s", op,
-                dtype_name(out->dtype), dtype_name(input->dtype));
-  if (bias && bias->dtype != PTERON_DTYPE_FLOAT32 && bias->dtype != PTERON_DTYPE_FLOAT64)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: bias dtype %s does not fit input dtype %s", op,
-                dtype_name(bias->dtype), dtype_name(input->dtype));
-
-  int64_t stride[3], pad[3], dil[3], opad[3];
-  PTERON_CHECK_OK(kb::spatial_params(a, 3, "stride", S, 1, stride));
-  PTERON_CHECK_OK(kb::spatial_params(a, 4, "padding", S, 0, pad));
-  PTERON_CHECK_OK(kb::spatial_params(a, 5, "dilation", S, 1, dil));
-  PTERON_CHECK_OK(kb::spatial_params(a, 7, "output_padding", S, 0, opad));
-
+  kb::ConvOperands c;
+  PTERON_CHECK_OK(kb::read_convolution(a, /*float32_only=*/true, &c));
+  const pteron_tensor *input = c.input, *weight = c.weight, *bias = c.bias;
+  pteron_tensor* out = c.out;
   Geometry g;
-  g.N = input->sizes[0];
-  g.C = input->sizes[1];
-  g.Cout = weight->sizes[0];
-  g.Cin_g = weight->sizes[1];
-  g.groups = groups;
-  if (groups <= 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: groups must be positive, got %lld",
-                op, (long long)groups);
-  if (g.Cout % groups != 0)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: given groups=%lld, weight dim 0 (%lld) must be divisible by groups",
-                op, (long long)groups, (long long)g.Cout);
-  if (g.Cin_g == 0 ? g.C != 0 : (g.C % g.Cin_g != 0 || g.C / g.Cin_g != groups))
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: given groups=%lld and weight of %lld input channels per "
-                "group, input has %lld channels (expected groups * %lld)",
-                op, (long long)groups, (long long)g.Cin_g, (long long)g.C,
-                (long long)g.Cin_g);
-  if (bias && (bias->dim != 1 || bias->sizes[0] != g.Cout))
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: expected bias to be 1-dimensional with %lld elements", op,
-                (long long)g.Cout);
-  g.Cout_g = g.Cout / groups;
-  g.is_n = input->strides[0];
-  g.is_c = input->strides[1];
-  g.ws_o = weight->strides[0];
-  g.ws_i = weight->strides[1];
-  int64_t out_sizes[5] = {g.N, g.Cout, 1, 1, 1};
-  for (int32_t s = 0; s < 3; ++s) {
-    const int32_t j = s - (3 - S);
-    if (j < 0) {
-      g.in[s] = g.k[s] = g.out[s] = g.stride[s] = g.dil[s] = 1;
-      g.pad[s] = 0;
-      g.is_s[s] = g.ws_s[s] = 0;
-      continue;
-    }
-    g.in[s] = input->sizes[2 + j];
-    g.k[s] = weight->sizes[2 + j];
-    g.stride[s] = stride[j];
-    g.pad[s] = pad[j];
-    g.dil[s] = dil[j];
-    g.is_s[s] = input->strides[2 + j];
-    g.ws_s[s] = weight->strides[2 + j];
-    if (g.k[s] <= 0)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: weight spatial dim %d has size %lld",
-                  op, (int)j, (long long)g.k[s]);
-    if (g.k[s] - 1 > (int64_t{1} << 40))
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: kernel too large", op);
-    const int64_t padded = g.in[s] + 2 * g.pad[s];
-    const int64_t extent = g.dil[s] * (g.k[s] - 1) + 1;
-    if (padded < extent)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: padded input size %lld in spatial dim %d is smaller "
-                  "than the dilated kernel size %lld",
-                  op, (long long)padded, (int)j, (long long)extent);
-    g.out[s] = (padded - extent) / g.stride[s] + 1;
-    out_sizes[2 + j] = g.out[s];
-  }
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", out_sizes, rank));
-  g.os_n = out->strides[0];
-  g.os_c = out->strides[1];
-  for (int32_t s = 0; s < 3; ++s) {
-    const int32_t j = s - (3 - S);
-    g.os_s[s] = j < 0 ? 0 : out->strides[2 + j];
-  }
+  static_cast<kb::ConvGeometry&>(g) = c.g;
+  const int32_t S = g.S;
   g.P = g.out[0] * g.out[1] * g.out[2];
   g.K = g.Cin_g * g.k[0] * g.k[1] * g.k[2];
   if (numel(out) == 0) return PTERON_OK;

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernel_util.h"
+#include "matmul_checks.h"
 #include "kernels_a_util.h"
 
 namespace {
@@ -129,33 +130,8 @@ int32_t check_matmul_dtype(pteron_kernel_context* ctx, const char* op,
   return PTERON_OK;
 }
 
-int32_t same_dtype(pteron_kernel_context* ctx, const char* op,
-                   const char* a_name, const pteron_tensor* a,
-                   const char* b_name, const pteron_tensor* b) {
-  if (a->dtype != b->dtype)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: '%s' and '%s' must have the same dtype, got %s and %s", op,
-                a_name, b_name, dtype_name(a->dtype), dtype_name(b->dtype));
-  return PTERON_OK;
-}
 
-int32_t check_rank(pteron_kernel_context* ctx, const char* op, const char* name,
-                   const pteron_tensor* t, int32_t rank) {
-  if (t->dim != rank)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: '%s' must be a %dD tensor, got %dD", op, name, rank, t->dim);
-  return PTERON_OK;
-}
 
-int32_t inner_mismatch(pteron_kernel_context* ctx, const char* op,
-                       const pteron_tensor* a, const pteron_tensor* b) {
-  return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-              "%s: inner sizes do not match (%lld x %lld and %lld x %lld)", op,
-              static_cast<long long>(a->sizes[a->dim - 2]),
-              static_cast<long long>(a->sizes[a->dim - 1]),
-              static_cast<long long>(b->sizes[b->dim - 2]),
-              static_cast<long long>(b->sizes[b->dim - 1]));
-}
 
 int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::mm.out";
@@ -170,9 +146,7 @@ int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) 
   PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_rank(ctx, op, "self", self, 2));
-  PTERON_CHECK_OK(check_rank(ctx, op, "mat2", mat2, 2));
-  if (self->sizes[1] != mat2->sizes[0]) return inner_mismatch(ctx, op, self, mat2);
+  PTERON_CHECK_OK(check_product_shapes(ctx, op, "self", self, "mat2", mat2, 2));
   const int64_t shape[2] = {self->sizes[0], mat2->sizes[1]};
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
@@ -206,14 +180,7 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_rank(ctx, op, "self", self, 3));
-  PTERON_CHECK_OK(check_rank(ctx, op, "mat2", mat2, 3));
-  if (self->sizes[0] != mat2->sizes[0])
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: batch sizes do not match (%lld and %lld)", op,
-                static_cast<long long>(self->sizes[0]),
-                static_cast<long long>(mat2->sizes[0]));
-  if (self->sizes[2] != mat2->sizes[1]) return inner_mismatch(ctx, op, self, mat2);
+  PTERON_CHECK_OK(check_product_shapes(ctx, op, "self", self, "mat2", mat2, 3));
   const int64_t shape[3] = {self->sizes[0], self->sizes[1], mat2->sizes[2]};
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 3));
@@ -255,27 +222,10 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(check_tensor(ctx, op, "mat1", mat1));
   PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_rank(ctx, op, "mat1", mat1, 2));
-  PTERON_CHECK_OK(check_rank(ctx, op, "mat2", mat2, 2));
-  if (mat1->sizes[1] != mat2->sizes[0]) return inner_mismatch(ctx, op, mat1, mat2);
+  PTERON_CHECK_OK(check_product_shapes(ctx, op, "mat1", mat1, "mat2", mat2, 2));
   const int64_t shape[2] = {mat1->sizes[0], mat2->sizes[1]};
-  // self must expand to [n, m]
-  if (self->dim > 2)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: 'self' of rank %d cannot be expanded to [%lld, %lld]", op,
-                self->dim, static_cast<long long>(shape[0]),
-                static_cast<long long>(shape[1]));
-  int64_t bias_st[2] = {0, 0};
-  for (int32_t i = 0; i < self->dim; ++i) {
-    const int32_t od = 2 - self->dim + i;
-    const int64_t s = self->sizes[i];
-    if (s != shape[od] && s != 1)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: 'self' size %lld at dim %d cannot be expanded to [%lld, %lld]",
-                  op, static_cast<long long>(s), i,
-                  static_cast<long long>(shape[0]), static_cast<long long>(shape[1]));
-    bias_st[od] = s == 1 ? 0 : self->strides[i];
-  }
+  int64_t bias_st[2];
+  PTERON_CHECK_OK(addmm_bias_strides(ctx, op, self, shape, bias_st));
   bool fits = true;
   dispatch(mat1->dtype, [&](auto t) {
     using C = decltype(t);
