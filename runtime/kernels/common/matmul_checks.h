@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernel_util.h"
+#include "kernels_a_util.h"
 
 namespace pteron::kern::ka {
 
@@ -70,6 +71,59 @@ inline int32_t addmm_bias_strides(pteron_kernel_context* ctx, const char* op,
                   static_cast<long long>(shape[1]));
     strides[od] = s == 1 ? 0 : self->strides[i];
   }
+  return PTERON_OK;
+}
+
+// The operands of a matrix product, read from the operator's arguments:
+// mm.out(self, mat2, *, out)          a = self, b = mat2, rank 2
+// bmm.out(self, mat2, *, out)         a = self, b = mat2, rank 3
+// addmm.out(self, mat1, mat2, *, beta, alpha, out)
+//                                     bias = self, a = mat1, b = mat2, rank 2
+enum class ProductKind { mm, bmm, addmm };
+struct ProductOperands {
+  pteron_tensor *bias = nullptr, *a = nullptr, *b = nullptr, *out = nullptr;
+  Scalar beta, alpha;        // addmm only
+  int64_t shape[3] = {};     // out's sizes (rank entries)
+  int32_t rank = 2;
+  int64_t bias_strides[2] = {};  // addmm: self's strides over [n, m]
+};
+
+// Reads and checks the arguments of `kind` (arity, dtypes, storage, ranks,
+// batch/inner sizes, addmm's broadcast); does not resize `out`.
+// float32_only: the caller computes float32 only (PTERON_ERROR_UNSUPPORTED_DTYPE
+// otherwise); else any supported dtype but bool.
+inline int32_t read_product(const Args& args, ProductKind kind, bool float32_only,
+                            ProductOperands* p) {
+  pteron_kernel_context* ctx = args.ctx;
+  const char* op = args.op;
+  const bool addmm = kind == ProductKind::addmm;
+  const char* a_name = addmm ? "mat1" : "self";
+  p->rank = kind == ProductKind::bmm ? 3 : 2;
+  PTERON_CHECK_OK(args.arity(addmm ? 6 : 3));
+  size_t i = 0;
+  if (addmm) PTERON_CHECK_OK(args.tensor(i++, "self", &p->bias));
+  PTERON_CHECK_OK(args.tensor(i++, a_name, &p->a));
+  PTERON_CHECK_OK(args.tensor(i++, "mat2", &p->b));
+  if (addmm) {
+    PTERON_CHECK_OK(read_scalar(args, i++, "beta", &p->beta));
+    PTERON_CHECK_OK(read_scalar(args, i++, "alpha", &p->alpha));
+  }
+  PTERON_CHECK_OK(args.tensor(i, "out", &p->out));
+  const int32_t dt = p->a->dtype;
+  if (float32_only ? dt != PTERON_DTYPE_FLOAT32 : (!is_supported(dt) || dt == PTERON_DTYPE_BOOL))
+    return unsupported_dtype(ctx, op, a_name, dt);
+  PTERON_CHECK_OK(same_dtype(ctx, op, a_name, p->a, "mat2", p->b));
+  if (addmm) PTERON_CHECK_OK(same_dtype(ctx, op, "self", p->bias, "mat2", p->b));
+  PTERON_CHECK_OK(same_dtype(ctx, op, a_name, p->a, "out", p->out));
+  if (addmm) PTERON_CHECK_OK(check_tensor(ctx, op, "self", p->bias));
+  PTERON_CHECK_OK(check_tensor(ctx, op, a_name, p->a));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", p->b));
+  PTERON_CHECK_OK(check_product_shapes(ctx, op, a_name, p->a, "mat2", p->b, p->rank));
+  const int32_t r = p->rank;
+  if (r == 3) p->shape[0] = p->a->sizes[0];
+  p->shape[r - 2] = p->a->sizes[r - 2];
+  p->shape[r - 1] = p->b->sizes[r - 1];
+  if (addmm) PTERON_CHECK_OK(addmm_bias_strides(ctx, op, p->bias, p->shape, p->bias_strides));
   return PTERON_OK;
 }
 

@@ -144,20 +144,10 @@ MatArg mat2d(const pteron_tensor* t) {
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)
 int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::mm.out";
-  Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *self = nullptr, *mat2 = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_float32(ctx, op, "self", self));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_product_shapes(ctx, op, "self", self, "mat2", mat2, 2));
-  const int64_t shape[2] = {self->sizes[0], mat2->sizes[1]};
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
+  ProductOperands po;
+  PTERON_CHECK_OK(read_product(Args{ctx, args, n, op}, ProductKind::mm, true, &po));
+  pteron_tensor *self = po.a, *mat2 = po.b, *out = po.out;
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, po.shape, 2));
   Product pr;
   pr.a = mat2d(self);
   pr.b = mat2d(mat2);
@@ -170,20 +160,10 @@ int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) 
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)
 int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::bmm.out";
-  Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *self = nullptr, *mat2 = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_float32(ctx, op, "self", self));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_product_shapes(ctx, op, "self", self, "mat2", mat2, 3));
-  const int64_t shape[3] = {self->sizes[0], self->sizes[1], mat2->sizes[2]};
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 3));
+  ProductOperands po;
+  PTERON_CHECK_OK(read_product(Args{ctx, args, n, op}, ProductKind::bmm, true, &po));
+  pteron_tensor *self = po.a, *mat2 = po.b, *out = po.out;
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, po.shape, 3));
   Product pr;
   pr.batches = self->sizes[0];
   pr.a = MatArg{static_cast<const float*>(self->data), self->sizes[1], self->sizes[2],
@@ -201,28 +181,12 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
 //           Scalar alpha=1, Tensor(a!) out)
 int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::addmm.out";
-  Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(6));
-  pteron_tensor *self = nullptr, *mat1 = nullptr, *mat2 = nullptr, *out = nullptr;
-  Scalar beta, alpha;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(1, "mat1", &mat1));
-  PTERON_CHECK_OK(a.tensor(2, "mat2", &mat2));
-  PTERON_CHECK_OK(read_scalar(a, 3, "beta", &beta));
-  PTERON_CHECK_OK(read_scalar(a, 4, "alpha", &alpha));
-  PTERON_CHECK_OK(a.tensor(5, "out", &out));
-  PTERON_CHECK_OK(check_float32(ctx, op, "mat1", mat1));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "mat1", mat1, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "mat1", mat1, "out", out));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat1", mat1));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_product_shapes(ctx, op, "mat1", mat1, "mat2", mat2, 2));
-  const int64_t shape[2] = {mat1->sizes[0], mat2->sizes[1]};
-  int64_t bias_st[2];
-  PTERON_CHECK_OK(addmm_bias_strides(ctx, op, self, shape, bias_st));
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
+  ProductOperands po;
+  PTERON_CHECK_OK(read_product(Args{ctx, args, n, op}, ProductKind::addmm, true, &po));
+  pteron_tensor *self = po.bias, *mat1 = po.a, *mat2 = po.b, *out = po.out;
+  const Scalar &beta = po.beta, &alpha = po.alpha;
+  const int64_t* bias_st = po.bias_strides;
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, po.shape, 2));
   Product pr;
   pr.a = mat2d(mat1);
   pr.b = mat2d(mat2);

@@ -123,31 +123,16 @@ int32_t run_gemm(pteron_kernel_context* ctx, const char* op, const Gemm<C>& g,
   return PTERON_OK;
 }
 
-int32_t check_matmul_dtype(pteron_kernel_context* ctx, const char* op,
-                           const char* name, int32_t d) {
-  if (!is_supported(d) || d == PTERON_DTYPE_BOOL)
-    return unsupported_dtype(ctx, op, name, d);
-  return PTERON_OK;
-}
 
 
 
 
 int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::mm.out";
-  Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *self = nullptr, *mat2 = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_matmul_dtype(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_product_shapes(ctx, op, "self", self, "mat2", mat2, 2));
-  const int64_t shape[2] = {self->sizes[0], mat2->sizes[1]};
+  ProductOperands po;
+  PTERON_CHECK_OK(read_product(Args{ctx, args, n, op}, ProductKind::mm, false, &po));
+  pteron_tensor *self = po.a, *mat2 = po.b, *out = po.out;
+  const int64_t* shape = po.shape;
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
   int32_t rc = PTERON_OK;
@@ -169,19 +154,10 @@ int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) 
 
 int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::bmm.out";
-  Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *self = nullptr, *mat2 = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(1, "mat2", &mat2));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_matmul_dtype(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "out", out));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_product_shapes(ctx, op, "self", self, "mat2", mat2, 3));
-  const int64_t shape[3] = {self->sizes[0], self->sizes[1], mat2->sizes[2]};
+  ProductOperands po;
+  PTERON_CHECK_OK(read_product(Args{ctx, args, n, op}, ProductKind::bmm, false, &po));
+  pteron_tensor *self = po.a, *mat2 = po.b, *out = po.out;
+  const int64_t* shape = po.shape;
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 3));
   int32_t rc = PTERON_OK;
@@ -205,27 +181,12 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
 int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
                   size_t n) {
   static const char* op = "aten::addmm.out";
-  Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(6));
-  pteron_tensor *self = nullptr, *mat1 = nullptr, *mat2 = nullptr, *out = nullptr;
-  Scalar beta, alpha;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(1, "mat1", &mat1));
-  PTERON_CHECK_OK(a.tensor(2, "mat2", &mat2));
-  PTERON_CHECK_OK(read_scalar(a, 3, "beta", &beta));
-  PTERON_CHECK_OK(read_scalar(a, 4, "alpha", &alpha));
-  PTERON_CHECK_OK(a.tensor(5, "out", &out));
-  PTERON_CHECK_OK(check_matmul_dtype(ctx, op, "mat1", mat1->dtype));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "mat1", mat1, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "self", self, "mat2", mat2));
-  PTERON_CHECK_OK(same_dtype(ctx, op, "mat1", mat1, "out", out));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat1", mat1));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "mat2", mat2));
-  PTERON_CHECK_OK(check_product_shapes(ctx, op, "mat1", mat1, "mat2", mat2, 2));
-  const int64_t shape[2] = {mat1->sizes[0], mat2->sizes[1]};
-  int64_t bias_st[2];
-  PTERON_CHECK_OK(addmm_bias_strides(ctx, op, self, shape, bias_st));
+  ProductOperands po;
+  PTERON_CHECK_OK(read_product(Args{ctx, args, n, op}, ProductKind::addmm, false, &po));
+  pteron_tensor *self = po.bias, *mat1 = po.a, *mat2 = po.b, *out = po.out;
+  const Scalar &beta = po.beta, &alpha = po.alpha;
+  const int64_t* shape = po.shape;
+  const int64_t* bias_st = po.bias_strides;
   bool fits = true;
   dispatch(mat1->dtype, [&](auto t) {
     using C = decltype(t);
