@@ -66,6 +66,7 @@ struct pteron_method {
   std::vector<pteron_value> values;
   std::vector<pteron_tensor> tensors;        // one per value (only Tensor slots used)
   std::vector<std::vector<int64_t>> ints;    // IntList materialisation, per value
+  std::vector<std::vector<uint32_t>> int_items;  // IntList item value indices, per value
   std::vector<std::vector<pteron_tensor*>> tlists;  // (Optional)TensorList, per value
   std::vector<AlignedBlock> planned;         // runtime-owned planned buffers
   std::vector<AlignedBlock> owned;           // runtime-owned unplanned tensors
@@ -234,6 +235,7 @@ Status build_values(pteron_method* m, const pteron_method_options* opts) {
   m->values.assign(n, pteron_value{});
   m->tensors.assign(n, pteron_tensor{});
   m->ints.assign(n, {});
+  m->int_items.assign(n, {});
   m->tlists.assign(n, {});
 
   // Planned buffers.
@@ -343,6 +345,7 @@ Status build_values(pteron_method* m, const pteron_method_options* opts) {
         const auto* items = ev->val_as_IntList()->items();
         size_t k = items ? items->size() : 0;
         m->ints[i].assign(k, 0);
+        m->int_items[i].assign(k, 0);
         for (size_t j = 0; j < k; ++j) {
           int64_t idx = items->Get(static_cast<uint32_t>(j));
           Status s = check_value_index(m, idx, format("int list value %zu", i).c_str());
@@ -352,6 +355,7 @@ Status build_values(pteron_method* m, const pteron_method_options* opts) {
                          "int list value %zu item %zu refers to value %lld, which is not an Int",
                          i, j, (long long)idx);
           m->ints[i][j] = m->values[idx].u.i;
+          m->int_items[i][j] = static_cast<uint32_t>(idx);
         }
         v.tag = PTERON_VALUE_INT_LIST;
         v.u.int_list.data = m->ints[i].data();
@@ -683,11 +687,10 @@ Status execute(pteron_method* m) {
           for (int32_t idx : in.int_list_args) {
             // Int lists hold value indices: refresh from the (possibly
             // updated) Int values.
-            const fb::IntList* il =
-                m->plan->values()->Get(static_cast<uint32_t>(idx))->val_as_IntList();
+            const std::vector<uint32_t>& items = m->int_items[idx];
             std::vector<int64_t>& dst = m->ints[idx];
             for (size_t j = 0; j < dst.size(); ++j) {
-              const pteron_value& iv = m->values[il->items()->Get(static_cast<uint32_t>(j))];
+              const pteron_value& iv = m->values[items[j]];
               dst[j] = iv.tag == PTERON_VALUE_INT ? iv.u.i : dst[j];
             }
           }
