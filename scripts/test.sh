@@ -1,26 +1,46 @@
 #!/usr/bin/env bash
-# scripts/test.sh - the full test suite. Installs what it needs, builds the
-# Release tree (build/), the ASan+UBSan tree (build-asan/) and the MinGW-w64
-# tree (build-mingw/, Windows DLLs run under Wine), runs pytest.
+# scripts/test.sh [--slow] [pytest args...] - the full test suite (CI: .ci/run).
+# Installs what it needs, then makes three builds, each shared by every test
+# that needs it:
+#   - the Linux release package, made by Conan: `conan build` into
+#     build-conan/linux-release, `conan export-pkg` (packages that build without
+#     rebuilding, runs test_package);
+#   - the MinGW-w64 release package (Windows DLLs, run under Wine), the same way
+#     into build-conan/windows-mingw-release;
+#   - the ASan+UBSan build of the core (build-asan/), for the malformed-input tests;
+# then pteron-verify on both packages, then pytest.
+# --slow also runs the slower targets outside CI: scripts/slow.sh (the Linux
+# debug package and pteron-verify on it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/conan.sh"
 cd "$REPO"
+slow=0
+if [ "${1:-}" = "--slow" ]; then slow=1; shift; fi
 pteron_install_apt "${_pteron_apt_packages[@]}"
 pteron_install_venv
+pteron_conan_home
 
 start=$(date +%s)
-echo "==> building build/ (Release)"
-pteron_build "$REPO/build" -DCMAKE_BUILD_TYPE=Release
-echo "==> building build-asan/ (ASan+UBSan)"
+pteron_conan_package linux-release "$REPO/build-conan/linux-release"
+export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_BUILD"
+pteron_conan_package windows-mingw-release "$REPO/build-conan/windows-mingw-release"
+export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD"
+echo "==> building build-asan/ (ASan+UBSan, the core only)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
   -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_WITH_THREADPOOL=OFF
-echo "==> building build-mingw/ (Windows DLLs, MinGW-w64 cross build; tests run them under Wine)"
-pteron_build "$REPO/build-mingw" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$REPO/cmake/toolchain-mingw-w64.cmake"
+export PTERON_ASAN_BUILD_DIR="$REPO/build-asan"
 echo "==> builds took $(( $(date +%s) - start )) s"
 
-export PTERON_BUILD_DIR="$REPO/build" PTERON_ASAN_BUILD_DIR="$REPO/build-asan"
-export PTERON_MINGW_BUILD_DIR="$REPO/build-mingw"
+for pkg in "$PTERON_LINUX_PACKAGE" "$PTERON_MINGW_PACKAGE"; do
+  PYTHONPATH="$REPO/python" python -m pteron.verify "$pkg" | tail -n 1
+done
+
+tests_start=$(date +%s)
 python -m pytest tests -q "$@"
+echo "==> pytest took $(( $(date +%s) - tests_start )) s"
+if [ "$slow" = 1 ]; then
+  bash "$REPO/scripts/slow.sh"
+fi
 echo "pteron: all tests passed"

@@ -1,0 +1,60 @@
+# scripts/conan.sh - sourced by scripts/test.sh and scripts/slow.sh (after
+# scripts/setup.sh). Builds a Conan package ONCE, in a local folder that the
+# tests then share:
+#
+#   pteron_conan_package HOST_PROFILE OUTPUT_FOLDER
+#
+#  1. `conan build` configures and builds with the recipe's generate()/build()
+#     into OUTPUT_FOLDER/build/<BuildType> (cmake_layout); a re-run is
+#     incremental;
+#  2. `conan export-pkg` runs the recipe's package() on that build (no second
+#     build), puts the package into the Conan cache and runs test_package on it.
+#
+# Sets PTERON_PKG_FOLDER (the package folder in the Conan cache) and
+# PTERON_PKG_BUILD (the build folder). The Conan home is the project's own
+# (.conan2/) with Conan Center disabled: everything is offline, resolved from
+# Debian's packages by the profiles' [platform_requires].
+
+pteron_conan_home() {
+  export CONAN_HOME="$REPO/.conan2"
+  if conan remote list 2>/dev/null | grep -q "conancenter.*Enabled: True"; then
+    conan remote disable conancenter >/dev/null
+  fi
+}
+
+pteron_conan_package() {
+  local host="$1" out="$2"
+  local profiles=(-pr:h "$REPO/profiles/$host" -pr:b "$REPO/profiles/linux-release")
+  mkdir -p "$out"
+  if [[ "$host" == windows-mingw* ]]; then
+    export WINEDEBUG=-all WINEPREFIX="${WINEPREFIX:-$REPO/.wine}"
+  fi
+  echo "==> conan build . ($host) -> $out"
+  conan build "$REPO" "${profiles[@]}" --build=missing -of "$out" >"$out/conan-build.log" 2>&1 || {
+    tail -n 60 "$out/conan-build.log"; echo "conan build failed ($host); log: $out/conan-build.log" >&2
+    return 1; }
+  echo "==> conan export-pkg . ($host): package() on that build, then test_package"
+  conan export-pkg "$REPO" "${profiles[@]}" -of "$out" --format=json \
+    >"$out/export-pkg.json" 2>"$out/export-pkg.log" || {
+    tail -n 60 "$out/export-pkg.log"; echo "conan export-pkg failed ($host); log: $out/export-pkg.log" >&2
+    return 1; }
+  if ! grep -q "MATCH" "$out/export-pkg.log" || grep -q "MISMATCH" "$out/export-pkg.log"; then
+    tail -n 30 "$out/export-pkg.log"
+    echo "test_package did not report a matching output ($host); log: $out/export-pkg.log" >&2
+    return 1
+  fi
+  PTERON_PKG_FOLDER="$(python - "$out/export-pkg.json" <<'EOF'
+import json, sys
+nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
+print(next(n["package_folder"] for n in nodes
+           if str(n.get("ref", "")).startswith("pteron/") and n.get("package_folder")))
+EOF
+)"
+  PTERON_PKG_BUILD="$(dirname "$(find "$out/build" -maxdepth 3 -name build.ninja | head -n 1)")"
+  if [ ! -d "$PTERON_PKG_FOLDER" ] || [ ! -f "$PTERON_PKG_BUILD/build.ninja" ]; then
+    echo "no package folder or build folder for $host (package: '$PTERON_PKG_FOLDER', build: '$PTERON_PKG_BUILD')" >&2
+    return 1
+  fi
+  echo "    package: $PTERON_PKG_FOLDER"
+  echo "    build:   $PTERON_PKG_BUILD"
+}
