@@ -41,3 +41,149 @@ def pteron_run() -> Path:
     if not p.exists():
         pytest.fail(f"{p} is missing: run scripts/test.sh (it builds first)")
     return p
+
+
+# ---- the packages Conan made, and running programs with a named timeout -------
+#
+# scripts/test.sh builds each package once (`conan build` into build-conan/<profile>,
+# then `conan export-pkg`, which packages that build and runs test_package) and
+# sets PTERON_LINUX_PACKAGE / PTERON_MINGW_PACKAGE to the package folders in the
+# Conan cache, PTERON_BUILD_DIR / PTERON_MINGW_BUILD_DIR to their build folders
+# and CONAN_HOME to the project's Conan home. Every test that needs a package
+# shares these.
+
+def run(cmd, timeout=300, **kw):
+    """subprocess.run with a timeout; a hang fails the test as a named timeout."""
+    import subprocess
+
+    cmd = [str(c) for c in cmd]
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    try:
+        return subprocess.run(cmd, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"timeout: {' '.join(cmd)[:300]} did not finish within {timeout} s",
+                    pytrace=False)
+
+
+def _package_from_env(var, what):
+    p = os.environ.get(var)
+    if not p:
+        pytest.fail(f"{var} is not set: run scripts/test.sh (it makes the {what} package with "
+                    "Conan and points the tests at it)", pytrace=False)
+    p = Path(p)
+    if not (p / "lib" / "cmake" / "pteron" / "pteron-components.cmake").is_file():
+        pytest.fail(f"{var}={p} is not a pteron package folder", pytrace=False)
+    return p
+
+
+@pytest.fixture(scope="session")
+def linux_package() -> Path:
+    """The Linux release package folder made by Conan (read-only: copy it to change it)."""
+    return _package_from_env("PTERON_LINUX_PACKAGE", "Linux release")
+
+
+@pytest.fixture(scope="session")
+def mingw_package() -> Path:
+    """The MinGW release package folder made by Conan (read-only: copy it to change it)."""
+    return _package_from_env("PTERON_MINGW_PACKAGE", "MinGW release")
+
+
+def package_components(prefix):
+    """PTERON_PACKAGE_COMPONENTS of an installed package, in its order."""
+    text = (Path(prefix) / "lib" / "cmake" / "pteron" / "pteron-components.cmake").read_text()
+    line = next(l for l in text.splitlines() if l.startswith("set(PTERON_PACKAGE_COMPONENTS"))
+    return line.split(" ", 1)[1].rstrip(")").strip('"').split(";")
+
+
+# ---- Windows programs under Wine ------------------------------------------------
+
+MINGW_CC = "x86_64-w64-mingw32-gcc-posix"
+MINGW_CXX = "x86_64-w64-mingw32-g++-posix"
+
+
+def winpath(p) -> str:
+    """An absolute Windows path for a file of this machine (Wine's Z: is /)."""
+    return "Z:" + str(Path(p).resolve()).replace("/", "\\")
+
+
+class Ran:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+    def __str__(self):
+        return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+def wine_run(env, exe, *args, cwd, timeout=120, extra_env=None) -> Ran:
+    """Runs a Windows program under Wine. stdout and stderr go to files, not
+    pipes: a Wine service started on the way would hold a pipe open. A hang
+    fails as a named timeout."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([shutil.which("wine") or "wine", str(exe), *map(str, args)],
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
+                             env=dict(env, **(extra_env or {})))
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            pytest.fail(f"timeout: {Path(exe).name} {' '.join(map(str, args))[:200]} "
+                        f"did not exit within {timeout} s under Wine", pytrace=False)
+        out.seek(0)
+        err.seek(0)
+        text = lambda f: f.read().decode("utf-8", "replace").replace("\r\n", "\n")
+        return Ran(rc, text(out), text(err))
+
+
+@pytest.fixture(scope="session")
+def wine_env(tmp_path_factory):
+    """A fresh, headless Wine prefix shared by the session. Its wineserver stays
+    up for 60 s after the last program exits (not forever, should this process
+    die), and is stopped at the end of the session."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("wine"):
+        pytest.fail("wine is not installed: run scripts/test.sh (it installs it)", pytrace=False)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WINEPATH", "DISPLAY", "WAYLAND_DISPLAY", "WINELOADER", "WINESERVER")}
+    env.update(WINEPREFIX=str(tmp_path_factory.mktemp("wineprefix")), WINEDEBUG="-all",
+               WINEDLLOVERRIDES="mscoree,mshtml=")  # no Mono / Gecko installers
+    server = shutil.which("wineserver")
+    quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                 env=env)
+    try:
+        if server:
+            subprocess.run([server, "-p60"], timeout=60, **quiet)
+        subprocess.run(["wine", "wineboot", "--init"], timeout=300, **quiet)
+    except subprocess.TimeoutExpired:
+        pytest.fail("timeout: creating the Wine prefix (wineboot --init) took over 300 s",
+                    pytrace=False)
+    yield env
+    if server:
+        subprocess.run([server, "-k"], timeout=60, **quiet)
+
+
+@pytest.fixture(scope="session")
+def win_loader(tmp_path_factory):
+    """tests/native/win_loader.c: LoadLibrary per DLL, in its own process."""
+    exe = tmp_path_factory.mktemp("win-loader") / "win_loader.exe"
+    r = run([MINGW_CC, "-municode", "-O1", "-Wall", "-Wextra", "-Werror", "-static",
+             REPO / "tests" / "native" / "win_loader.c", "-o", exe], timeout=120)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+@pytest.fixture(scope="session")
+def elf_loader(tmp_path_factory):
+    """tests/native/elf_loader.c: dlopen(RTLD_NOW) per library, in its own process."""
+    exe = tmp_path_factory.mktemp("elf-loader") / "elf_loader"
+    r = run(["gcc", "-O1", "-Wall", "-Wextra", "-Werror", REPO / "tests" / "native" / "elf_loader.c",
+             "-o", exe, "-ldl"], timeout=120)
+    assert r.returncode == 0, r.stderr
+    return exe

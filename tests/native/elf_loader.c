@@ -1,0 +1,33 @@
+/* elf_loader.c - loads shared libraries the way an application does, for the
+ * load check of tests/test_scenarios.py (Linux).
+ *
+ * Usage: elf_loader LIB.so...
+ *
+ * Each library is loaded with dlopen(RTLD_NOW | RTLD_LOCAL): every undefined
+ * symbol is bound at load, so a library that loads has all its imports bound.
+ * Only the library's own RUNPATH and the system's defaults are searched (run it
+ * with LD_LIBRARY_PATH unset). Prints "loaded <lib>" or "FAILED <lib>: <dlerror>".
+ *
+ * Exit: 0 every library loaded, 1 a library failed to load, 2 usage. */
+#include <dlfcn.h>
+#include <stdio.h>
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: elf_loader LIB.so...\n");
+    return 2;
+  }
+  int rc = 0;
+  for (int i = 1; i < argc; ++i) {
+    void* h = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+      printf("loaded %s\n", argv[i]);
+    } else {
+      const char* err = dlerror();
+      printf("FAILED %s: %s\n", argv[i], err ? err : "(no dlerror)");
+      rc = 1;
+    }
+  }
+  fflush(stdout);
+  return rc;
+}
