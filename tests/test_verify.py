@@ -2,9 +2,10 @@
 broken on purpose: each check must be able to fail, naming itself and the
 binary.
 
-The Linux package is `cmake --install` of the Release build (conftest.build_dir()).
-The broken packages are copies of it with one component replaced by a small
-library compiled here (g++), or a file removed or added."""
+The real packages are the ones Conan made (conftest.linux_package and
+conftest.mingw_package: `conan build` + `conan export-pkg` in scripts/test.sh).
+The broken packages are copies of them with one component replaced by a small
+library compiled here (g++), or a file removed, added or renamed."""
 import json
 import os
 import shutil
@@ -14,18 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, build_dir
+from conftest import REPO, build_dir, run
 
 PYTHON_DIR = REPO / "python"
 VICTIM = "kernels_portable"  # the component the negative tests replace
 
 
 def _run(cmd, timeout=120, **kw):
-    try:
-        return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                              timeout=timeout, **kw)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"timed out after {timeout} s: {' '.join(map(str, cmd))}")
+    return run(cmd, timeout=timeout, **kw)
 
 
 def verify(pkg, *args):
@@ -55,17 +52,6 @@ def components_cmake(pkg):
             key, _, val = line[4:-1].partition(" ")
             values[key] = val.strip('"')
     return values
-
-
-@pytest.fixture(scope="session")
-def linux_package(tmp_path_factory):
-    d = build_dir()
-    if not (d / "libpteron.so").exists():
-        pytest.fail(f"no Linux pteron build in {d}: run scripts/test.sh (it builds first)")
-    prefix = tmp_path_factory.mktemp("verify") / "pkg-linux"
-    r = _run(["cmake", "--install", d, "--prefix", prefix], timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return prefix
 
 
 @pytest.fixture(scope="session")
@@ -220,6 +206,25 @@ def test_exported_registry_copy_fails_single_owner_naming_both(pkg, victim, tmp_
     assert "pteron_register_kernels (also lib/libpteron.so" in f["detail"]
 
 
+def test_kernel_library_linking_a_static_copy_of_the_runtime_fails_single_owner(pkg, victim, tmp_path):
+    """The kernel library is linked with the runtime's own object files (an
+    archive made from the Release build's objects) instead of libpteron.so."""
+    objs = sorted((build_dir() / "CMakeFiles" / "pteron_runtime.dir").rglob("*.o"))
+    assert objs, f"no runtime objects under {build_dir()}/CMakeFiles/pteron_runtime.dir"
+    archive = tmp_path / "libpteron_static.a"
+    r = _run(["ar", "rcs", archive, *objs], timeout=60)
+    assert r.returncode == 0, r.stderr
+    build_fake(pkg, victim, tmp_path, "-Wl,--whole-archive", archive, "-Wl,--no-whole-archive",
+               "-lpthread", "-ldl", link_runtime=False)
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "single-owner", victim["location"])
+    assert "defines the registry function(s) pteron_register_kernels" in f["detail"]
+    assert "a private copy of the runtime" in f["detail"]
+    assert "(also lib/libpteron.so" in f["detail"]
+    assert "single-owner" in r.stderr and victim["location"] in r.stderr
+
+
 # ---- dependencies -----------------------------------------------------------
 
 def test_absolute_runpath_fails_dependencies(pkg, victim, tmp_path):
@@ -295,29 +300,6 @@ def test_console_script_is_declared():
 
 # ---- MinGW (PE) --------------------------------------------------------------
 
-def mingw_build_dir() -> Path:
-    return Path(os.environ.get("PTERON_MINGW_BUILD_DIR", REPO / "build-mingw"))
-
-
-@pytest.fixture(scope="session")
-def mingw_package(tmp_path_factory):
-    if not shutil.which("x86_64-w64-mingw32-g++-posix"):
-        pytest.skip("x86_64-w64-mingw32-g++-posix is not installed")
-    d = mingw_build_dir()
-    if not (d / "build.ninja").exists():
-        r = _run(["cmake", "-S", REPO, "-B", d, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                  f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'toolchain-mingw-w64.cmake'}"],
-                 timeout=300)
-        assert r.returncode == 0, r.stdout + r.stderr
-    # Up to date when the test command has built it; a cold build takes minutes.
-    r = _run(["cmake", "--build", d], timeout=1800)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr
-    prefix = tmp_path_factory.mktemp("verify") / "pkg-mingw"
-    r = _run(["cmake", "--install", d, "--prefix", prefix], timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return prefix
-
-
 def test_mingw_package_passes_every_check(mingw_package):
     r, data = verify_json(mingw_package)
     assert data["format"] == "PE"
@@ -351,3 +333,96 @@ def test_dll_under_another_name_fails_files(mingw_package, tmp_path):
     assert r.returncode != 0
     [f] = failed(data, "files", loc)
     assert "export directory names the DLL 'pteron.dll'" in f["detail"]
+
+
+# ---- the XNNPACK delegate (backend_xnnpack) ------------------------------------
+# Debian's XNNPACK is a shared libXNNPACK.so.0 using the system's
+# libpthreadpool.so.0 (the same pool pteron_threadpool drives). The delegate may
+# depend on both only when components.json declares them as its third_party.
+
+XNNPACK_ENTRY = {"name": "backend_xnnpack", "requires": ["runtime", "threadpool"],
+                 "option": "with_xnnpack", "registration_only": True,
+                 "third_party": ["xnnpack", "pthreadpool"], "system_libs": {"Linux": ["m"]}}
+
+FAKE_BACKEND = r"""
+#include <stdint.h>
+extern "C" {
+int32_t pteron_register_backend(uint32_t, const char*, const void*, int32_t);
+struct xnn_status_stub;
+int xnn_initialize(const void*);
+__attribute__((visibility("default"))) int pteron_anchor_backend_xnnpack(void) { return 1; }
+__attribute__((constructor)) static void registers(void) {
+  if (xnn_initialize(0) == 0) pteron_register_backend(0, "XnnpackBackend", 0, 0);
+}
+#ifdef LEAK_XNNPACK
+__attribute__((visibility("default"))) int xnn_define_fake(int x) { return x; }
+#endif
+}
+"""
+
+
+def add_backend_xnnpack(pkg, tmp_path, entry=XNNPACK_ENTRY, defines=()):
+    """Adds a backend_xnnpack component to a copied Linux package: a library
+    linked against Debian's libXNNPACK.so.0 and libpthreadpool.so.0, its
+    entry in components.json and in pteron-components.cmake."""
+    for so in ("libXNNPACK.so.0", "libpthreadpool.so.0"):
+        if not Path("/usr/lib/x86_64-linux-gnu", so).exists():
+            pytest.fail(f"{so} is missing: Debian's libxnnpack-dev / libpthreadpool-dev "
+                        "(scripts/setup.sh installs them)")
+    loc, soname = "lib/libpteron_backend_xnnpack.so.0.1.0", "libpteron_backend_xnnpack.so.0.1"
+    src = tmp_path / "backend.cpp"
+    src.write_text(FAKE_BACKEND)
+    r = _run(["g++", "-shared", "-fPIC", "-fvisibility=hidden", "-o", pkg / loc, src,
+              *[f"-D{d}" for d in defines], f"-Wl,-soname,{soname}", "-Wl,--enable-new-dtags",
+              f"-L{pkg / 'lib'}", "-lpteron", "-Wl,--no-as-needed", "-l:libXNNPACK.so.0",
+              "-l:libpthreadpool.so.0", "-Wl,-rpath,$ORIGIN"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    os.symlink(Path(loc).name, pkg / "lib" / soname)
+    os.symlink(soname, pkg / "lib" / "libpteron_backend_xnnpack.so")
+    info = pkg / "conaninfo.txt"
+    if info.exists():  # the package was made with the option on
+        os.chmod(info, 0o644)
+        info.write_text(info.read_text().replace("with_xnnpack=False", "with_xnnpack=True"))
+    listing = pkg / "share" / "pteron" / "components.json"
+    data = json.loads(listing.read_text())
+    data["components"].append(entry)
+    os.chmod(listing, 0o644)
+    listing.write_text(json.dumps(data))
+    cm = pkg / "lib" / "cmake" / "pteron" / "pteron-components.cmake"
+    text = cm.read_text()
+    old = next(l for l in text.splitlines() if l.startswith("set(PTERON_PACKAGE_COMPONENTS"))
+    text = text.replace(old, old[:-1] + ";backend_xnnpack)")
+    text += (f'set(PTERON_backend_xnnpack_LOCATION "{loc}")\nset(PTERON_backend_xnnpack_IMPLIB "")\n'
+             f'set(PTERON_backend_xnnpack_SONAME "{soname}")\n')
+    os.chmod(cm, 0o644)
+    cm.write_text(text)
+    return loc
+
+
+def test_backend_xnnpack_with_declared_xnnpack_and_pthreadpool_passes(pkg, tmp_path):
+    loc = add_backend_xnnpack(pkg, tmp_path)
+    r, data = verify_json(pkg)
+    assert "backend_xnnpack" in data["components"]
+    assert data["failed"] == [], r.stderr
+    [dep] = [row for row in data["results"] if row["check"] == "dependencies" and row["binary"] == loc]
+    assert "libXNNPACK.so.0 (third-party xnnpack)" in dep["detail"]
+    assert "libpthreadpool.so.0 (third-party pthreadpool)" in dep["detail"]
+    [own] = [row for row in data["results"] if row["check"] == "single-owner" and row["binary"] == loc]
+    assert "imports pteron_register_backend from libpteron.so" in own["detail"]
+
+
+def test_backend_xnnpack_with_undeclared_xnnpack_fails_dependencies(pkg, tmp_path):
+    entry = dict(XNNPACK_ENTRY, third_party=["pthreadpool"])
+    loc = add_backend_xnnpack(pkg, tmp_path, entry=entry)
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "dependencies", loc)
+    assert "undeclared dependency libXNNPACK.so.0" in f["detail"]
+
+
+def test_backend_xnnpack_leaking_xnnpack_symbols_fails_exports(pkg, tmp_path):
+    loc = add_backend_xnnpack(pkg, tmp_path, defines=("LEAK_XNNPACK",))
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "exports", loc)
+    assert "XNNPACK (1): xnn_define_fake" in f["detail"]
