@@ -298,6 +298,11 @@ def test_every_shipped_binary_loads_in_its_own_process(target, where):
     for lib in libs:
         r = target.load(lib)
         assert r.returncode == 0 and "loaded " in r.stdout, f"{lib.name}: {r}"
+        # Every pteron library it bound came from this copy of the package.
+        used = [l[len("uses "):] for l in r.stdout.splitlines() if l.startswith("uses ")]
+        assert used, f"{lib.name}: the loader saw no pteron library: {r}"
+        inside = target.arg(prefix).lower() + ("\\" if target.name == "wine" else "/")
+        assert all(u.lower().startswith(inside) for u in used), (lib.name, used, inside)
     programs = target.programs(prefix)
     assert [p.name for p in programs] == [target.exe("pteron-run")]
     for prog in programs:

@@ -6,11 +6,24 @@
  * Each library is loaded with dlopen(RTLD_NOW | RTLD_LOCAL): every undefined
  * symbol is bound at load, so a library that loads has all its imports bound.
  * Only the library's own RUNPATH and the system's defaults are searched (run it
- * with LD_LIBRARY_PATH unset). Prints "loaded <lib>" or "FAILED <lib>: <dlerror>".
+ * with LD_LIBRARY_PATH unset). Prints "loaded <lib>" or "FAILED <lib>: <dlerror>",
+ * then "uses <path>" for every pteron library in the process (libpteron*), so a
+ * test can tell which copy of the package was bound.
  *
  * Exit: 0 every library loaded, 1 a library failed to load, 2 usage. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
+#include <string.h>
+
+static int print_pteron(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  (void)data;
+  const char* slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+  if (slash && strncmp(slash + 1, "libpteron", 9) == 0) printf("uses %s\n", info->dlpi_name);
+  return 0;
+}
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -28,6 +41,7 @@ int main(int argc, char** argv) {
       rc = 1;
     }
   }
+  dl_iterate_phdr(print_pteron, NULL);
   fflush(stdout);
   return rc;
 }

@@ -8,7 +8,8 @@
  * changes). The PE loader binds every import at load, so a DLL that loads has
  * all its imports bound. Prints "loaded <dll>" or "FAILED <dll>: error <n>"
  * (GetLastError; 126 = a module it imports was not found, 127 = a procedure it
- * imports was not found).
+ * imports was not found). Then "uses <path>" for pteron.dll when it is in the
+ * process, so a test can tell which copy of the package was bound.
  *
  * --registry: afterwards, if pteron.dll is loaded in the process, prints its
  * ABI version and every registration error through the C API, found with
@@ -71,6 +72,9 @@ int wmain(int argc, wchar_t** argv) {
       rc = 1;
     }
   }
+  HMODULE runtime = GetModuleHandleW(L"pteron.dll");
+  wchar_t where[MAX_PATH];
+  if (runtime && GetModuleFileNameW(runtime, where, MAX_PATH)) printf("uses %ls\n", where);
   if (registry) {
     int r = print_registry();
     if (r != 0 && rc == 0) rc = r;
