@@ -433,6 +433,23 @@ def write_report(data, stamp):
         print(f"bench/run.py: no chart: {out[-500:]}", file=sys.stderr)
 
 
+def summary_table(data):
+    """The README's table: the big programs, both thread counts."""
+    L = ["| program | threads | pteron ms | upstream ms | ratio pteron/upstream [min-max] |",
+         "|---|---|---|---|---|"]
+    for row in data["rows"]:
+        if not row.get("flops"):
+            continue
+        cells = []
+        for s in ("pteron", "peer"):
+            x = row[s]
+            cells.append("not runnable" if "error" in x else fmt_ms(x["median_ms"]))
+        rs = row.get("ratio_spread")
+        ratio = f"{row['ratio']:.3g} [{rs[0]:.3g}-{rs[1]:.3g}]" if row.get("ratio") else "-"
+        L.append(f"| {row['name']} | {row['threads']} | {cells[0]} | {cells[1]} | {ratio} |")
+    return "\n".join(L)
+
+
 def chart(data, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -468,7 +485,11 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=300, help="seconds per benchmark process")
     ap.add_argument("--tag", default="", help="suffix for the results file names")
     ap.add_argument("--chart", nargs=2, metavar=("JSON", "PNG"), help=argparse.SUPPRESS)
+    ap.add_argument("--summary", metavar="JSON", help="print the README table of a results file")
     args = ap.parse_args(argv)
+    if args.summary:
+        print(summary_table(json.loads(Path(args.summary).read_text())))
+        return 0
     if args.chart:
         chart(json.loads(Path(args.chart[0]).read_text()), Path(args.chart[1]))
         return 0
@@ -491,8 +512,11 @@ def main(argv=None):
             row["out0_ok"] = {s: agrees(r[s].get("out0_sum"), ref, r[s].get("out0_numel"))
                               if "error" not in r[s] else None for s in ("pteron", "peer")}
             for s in ("pteron", "peer"):
+                # The JSON keeps each process's summary, not every execution time.
                 for rr in r[s].get("rounds", []):
                     rr.pop("runner", None)
+                    t = rr.pop("times_ms")
+                    rr.update(n=len(t), median_ms=median(t), min_ms=min(t), max_ms=max(t))
                 if prog["flops"] and r[s].get("median_ms"):
                     r[s]["gflops"] = prog["flops"] / (r[s]["median_ms"] * 1e6)
             rows.append(row)
