@@ -457,8 +457,9 @@ def chart(data, path):
     rows = [r for r in data["rows"] if r.get("ratio")]
     labels = [f"{r['name']} ({r['threads']}t)" for r in rows]
     vals = [r["ratio"] for r in rows]
-    lo = [r["ratio"] - r["ratio_spread"][0] for r in rows]
-    hi = [r["ratio_spread"][1] - r["ratio"] for r in rows]
+    # The pooled median need not lie inside the per-round range: clip at 0.
+    lo = [max(0.0, r["ratio"] - r["ratio_spread"][0]) for r in rows]
+    hi = [max(0.0, r["ratio_spread"][1] - r["ratio"]) for r in rows]
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.5))
     y = range(len(rows))
     ax.barh(list(y), vals, xerr=[lo, hi], color=["tab:green" if v < 1 else "tab:red" for v in vals])
@@ -535,6 +536,20 @@ def main(argv=None):
         notes.append("The pteron package was built without the XNNPACK delegate (the recipe "
                      "refused with_xnnpack=True), so pteron cannot run the XNNPACK-lowered "
                      "programs yet.")
+    by_name = {}
+    for row in rows:
+        by_name.setdefault(row["name"], {})[row["threads"]] = row
+    for side, label in (("pteron", "pteron"), ("peer", "upstream")):
+        for name, per in by_name.items():
+            one = per.get(1, {}).get(side, {}).get("median_ms")
+            for th, row in per.items():
+                m = row[side].get("median_ms")
+                if th > 1 and one and m and m > 1.5 * one and m > 0.05:
+                    notes.append(f"{label} ran {name} {m / one:.1f}x slower at {th} threads than "
+                                 f"at 1 ({fmt_ms(m)} ms vs {fmt_ms(one)} ms). Likely cause, not "
+                                 "proven here: with other work on the cores, each parallel "
+                                 "section waits for a descheduled pool thread. Not a scaling "
+                                 "measurement.")
     data = {
         "date": now.strftime("%Y-%m-%d %H:%M"), "command": cmd,
         "host": {"os": platform.platform(), "python": platform.python_version()},
