@@ -20,6 +20,9 @@
 // Referencing the anchor keeps the portable kernel library linked (ELF
 // --as-needed and PE both drop a library nothing references).
 extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_portable(void);
+#ifdef PTERON_RUN_WITH_XNNPACK
+extern "C" PTERON_DLL_IMPORT int pteron_anchor_backend_xnnpack(void);  // XnnpackBackend
+#endif
 
 namespace {
 
@@ -57,6 +60,9 @@ void summarize(const unsigned char* p, size_t n, double* mn, double* mx, double*
 
 int main(int argc, char** argv) {
   (void)pteron_anchor_kernels_portable();
+#ifdef PTERON_RUN_WITH_XNNPACK
+  (void)pteron_anchor_backend_xnnpack();
+#endif
   std::string model, method = "forward", out_dir;
   std::vector<std::string> inputs;
   long iterations = 1;

@@ -771,6 +771,19 @@ void fill_info(const pteron_value& v, pteron_value_info* info) {
 
 extern "C" {
 
+int32_t pteron_named_data_get(pteron_kernel_context* ctx, const char* key, const void** data,
+                              size_t* size) {
+  if (!ctx || !key || !data || !size) return PTERON_ERROR_INVALID_ARGUMENT;
+  if (!ctx->program) return PTERON_ERROR_NOT_FOUND;  // only inside a delegate's init
+  const uint8_t* p = nullptr;
+  size_t n = 0;
+  Status s = ctx->program->named_data(key, &p, &n);
+  if (!s.ok()) return s.code;
+  *data = p;
+  *size = n;
+  return PTERON_OK;
+}
+
 pteron_status* pteron_method_load(pteron_program* p, const char* name,
                                   const pteron_method_options* options, pteron_method** out) {
   if (!p || !out) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "program or out is NULL"));
