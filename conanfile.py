@@ -19,6 +19,7 @@ THIRD_PARTY = {
     "flatbuffers": ("flatbuffers/[>=2.0 <26]", "flatbuffers::flatbuffers"),
     "eigen": ("eigen/[>=3.4 <4]", "eigen::eigen"),
     "pthreadpool": ("pthreadpool/[>=cci.20210218]", "pthreadpool::pthreadpool"),
+    "xnnpack": ("xnnpack/[>=cci.20220216]", "xnnpack::xnnpack"),
 }
 CUDA_TRAINS = ["cu132", "cu134"]
 
@@ -42,8 +43,9 @@ class PteronConan(ConanFile):
     default_options = {
         "with_optimized": True,
         "with_threadpool": True,
-        # Declared now; validate() refuses them until they are built.
+        # Opt-in (the Linux profiles turn it on): needs XNNPACK and pthreadpool.
         "with_xnnpack": False,
+        # Declared now; validate() refuses them until they are built.
         "with_quantized": False,
         "with_cuda": False,
         "cuda_train": "cu134",
@@ -51,7 +53,8 @@ class PteronConan(ConanFile):
     # Read by the recipe itself (version, component list).
     exports = ("VERSION", "cmake/components.json")
     exports_sources = ("CMakeLists.txt", "VERSION", "LICENSE", "THIRD_PARTY_NOTICES.md",
-                       "cmake/*", "include/*", "runtime/*", "tools/*")
+                       "cmake/*", "include/*", "runtime/*", "tools/*",
+                       "backends/*")
 
     # ---- helpers -----------------------------------------------------------
 
@@ -122,8 +125,14 @@ class PteronConan(ConanFile):
             raise ConanInvalidConfiguration(
                 f"pteron is built and tested for x86_64 only, not {self.settings.arch}")
         if self.options.with_xnnpack:
-            raise ConanInvalidConfiguration(
-                "with_xnnpack=True: the XNNPACK delegate is not built yet; use with_xnnpack=False")
+            if not self.options.with_threadpool:
+                raise ConanInvalidConfiguration(
+                    "with_xnnpack=True needs with_threadpool=True: the XNNPACK delegate runs on "
+                    "the thread pool's pthreadpool")
+            if not self._pthreadpool_available():
+                raise ConanInvalidConfiguration(
+                    "with_xnnpack=True is not available for MinGW builds (no XNNPACK or "
+                    "pthreadpool there); use with_xnnpack=False")
         if self.options.with_quantized:
             raise ConanInvalidConfiguration(
                 "with_quantized=True: the quantized kernels are not built yet; use with_quantized=False")
@@ -146,6 +155,7 @@ class PteronConan(ConanFile):
         tc = CMakeToolchain(self, generator="Ninja")
         tc.cache_variables["PTERON_WITH_OPTIMIZED"] = bool(self.options.with_optimized)
         tc.cache_variables["PTERON_WITH_THREADPOOL"] = bool(self.options.with_threadpool)
+        tc.cache_variables["PTERON_WITH_XNNPACK"] = bool(self.options.with_xnnpack)
         tc.cache_variables["PTERON_BUILD_TOOLS"] = True
         if not self._pthreadpool_available():
             tc.cache_variables["PTERON_THREADPOOL_IMPL"] = "std"

@@ -366,7 +366,7 @@ def build_fixtures() -> List[Fixture]:
                       "The mlp program lowered to the XNNPACK delegate (XnnpackBackend); "
                       "without that backend registered, loading must fail with a missing-"
                       "delegate error.",
-                      xnnpack=True, tolerance=(1e-3, 1e-4)))
+                      xnnpack=True))
 
     # 9. unsupported_op
     un = _seeded(9, Unsupported)
@@ -393,6 +393,31 @@ def build_fixtures() -> List[Fixture]:
                              "the reshape stays an aten::view_copy kernel call instead of being "
                              "elided by memory planning"],
                       backend_config={"remove_view_copy": False}))
+    # 13. XNNPACK-lowered versions of the other models (XnnpackPartitioner,
+    # default configuration; same weights and inputs as their portable twins).
+    xnn_note = "lowered with XnnpackPartitioner() (default configuration)"
+    fx.append(Fixture("cnn_xnnpack", {"forward": MethodSpec(cnn, fx[1].methods["forward"].inputs)},
+                      "The cnn program lowered to XnnpackBackend: NCHW<->NHWC static transposes, "
+                      "conv with fused ReLU, max pool, strided conv, global average pool, "
+                      "linear; log_softmax stays outside the delegate.",
+                      xnnpack=True, notes=[xnn_note]))
+    fx.append(Fixture("dwsep_xnnpack", {"forward": MethodSpec(dw, fx[2].methods["forward"].inputs)},
+                      "The dwsep block lowered to XnnpackBackend: depthwise + pointwise conv, "
+                      "hardswish, residual add, static transposes.",
+                      xnnpack=True, notes=[xnn_note]))
+    fx.append(Fixture("transformer_xnnpack",
+                      {"forward": MethodSpec(enc, fx[3].methods["forward"].inputs)},
+                      "The transformer block lowered to XnnpackBackend (four delegate calls): "
+                      "linear, 5-D reshape/transpose, batch matmul, softmax, GELU; embedding, "
+                      "layer norm, masking and mean stay outside.",
+                      xnnpack=True, notes=[xnn_note] + fx[3].notes))
+    fx.append(Fixture("dynamic_batch_xnnpack",
+                      {"forward": MethodSpec(dyn, fx[5].methods["forward"].inputs,
+                                             dynamic_shapes={"x": {0: batch}})},
+                      "The dynamic_batch model lowered to XnnpackBackend: the blob declares the "
+                      "upper bound [8, 12]; batch 3 (and any batch in 1..8) must run.",
+                      xnnpack=True, notes=[xnn_note] + fx[5].notes))
+
     op = _seeded(12, OpsPreserved)
     torch.manual_seed(112)
     fx.append(Fixture("ops_preserved",
@@ -578,7 +603,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "proves": f.proves,
             "notes": f.notes,
         }
-        if f.name == "dynamic_batch":
+        if f.name in ("dynamic_batch", "dynamic_batch_xnnpack"):
             entry["dynamic"] = {"forward": {"inputs": [{"dim": 0, "name": "batch", "min": 1,
                                                         "max": 8, "static": {"1": 12}}],
                                             "upper_bound_input_shapes": [[8, 12]]}}

@@ -29,7 +29,7 @@ export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON
 echo "==> building build-asan/ (ASan+UBSan, the core only)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
-  -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_WITH_THREADPOOL=OFF
+  -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_WITH_THREADPOOL=OFF -DPTERON_WITH_XNNPACK=OFF
 export PTERON_ASAN_BUILD_DIR="$REPO/build-asan"
 echo "==> builds took $(( $(date +%s) - start )) s"
 

@@ -30,6 +30,7 @@ class PteronTestPackage(ConanFile):
         cmake.configure(variables={
             "PTERON_WITH_OPTIMIZED": bool(opts.get_safe("with_optimized")),
             "PTERON_WITH_THREADPOOL": bool(opts.get_safe("with_threadpool")),
+            "PTERON_WITH_XNNPACK": bool(opts.get_safe("with_xnnpack")),
         })
         cmake.build()
 
@@ -39,6 +40,10 @@ class PteronTestPackage(ConanFile):
         exe = "test_package.exe" if self.settings.os == "Windows" else "test_package"
         cmd = os.path.join(self.cpp.build.bindirs[0], exe)
         model = os.path.join(self.source_folder, "mlp.pte")
+        opts = self.dependencies[self.tested_reference_str.split("/")[0]].options
+        if opts.get_safe("with_xnnpack"):
+            # The same MLP lowered to XnnpackBackend: same input, same expected output.
+            model += " " + os.path.join(self.source_folder, "mlp_xnnpack.pte")
         emulator = self.conf.get("user.pteron:emulator", default="")
         # conanrun.bat cannot run on a Linux build machine: run with no env
         # script; the DLLs are beside the program.

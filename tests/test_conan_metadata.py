@@ -102,12 +102,15 @@ def test_linux_metadata_wraps_kernel_libraries_in_no_as_needed(home, tmp_path):
         assert f"/libpteron_{c}.so,--pop-state" in text, c
     assert text.count("-Wl,--push-state,--no-as-needed,") >= 2 * len(REGISTRATION_ONLY)
     assert "--undefined" not in text  # does not survive --as-needed on ELF
+    # The Linux profiles turn the XNNPACK delegate on; it is registration-only too.
+    assert "/libpteron_backend_xnnpack.so,--pop-state" in text
 
 
 @pytest.mark.parametrize("options,expected", [
     (["-o", "pteron/*:with_cuda=True"], "CUDA delegate is not built yet"),
     (["-o", "pteron/*:with_quantized=True"], "quantized kernels are not built yet"),
-    (["-o", "pteron/*:with_xnnpack=True"], "XNNPACK delegate is not built yet"),
+    (["-o", "pteron/*:with_xnnpack=True", "-o", "pteron/*:with_threadpool=False"],
+     "with_xnnpack=True needs with_threadpool=True"),
     (["-s", "os=Macos"], "Linux and Windows only"),
     (["-s", "arch=armv8"], "x86_64 only"),
 ])

@@ -1,0 +1,323 @@
+"""The XNNPACK delegate (backend_xnnpack, delegate id XnnpackBackend).
+
+Each XNNPACK-lowered fixture (upstream XnnpackPartitioner, default
+configuration) matches eager PyTorch within rtol 1e-4 / atol 1e-5 through the
+C API and through pteron-run; each runs as the expected number of XNNPACK
+segments with the expected node types executed by pteron's own code; a dynamic
+batch within the bounds runs (and beyond them is refused); malformed blobs
+fail cleanly at method load. The C API checks run in a child process, so the
+backend registered there never leaks into the session's registry (where
+test_errors expects XnnpackBackend to be missing).
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, REPO, build_dir, manifest
+
+BUILD = build_dir()
+LIBS = ["kernels_portable", "threadpool", "backend_xnnpack"]
+XNN_FIXTURES = [f["name"] for f in manifest()["fixtures"] if "XnnpackBackend" in f["delegates"]]
+
+# Per fixture, per delegate call: (XNNPACK segments, node types pteron runs
+# itself) with Debian 12's XNNPACK (no static transpose or batch matmul).
+# A newer XNNPACK with those nodes runs fewer segments (checked loosely).
+SEGMENTS_DEBIAN12 = {
+    "mlp_xnnpack": [(1, "(none)")],
+    "cnn_xnnpack": [(1, "StaticTranspose")],
+    "dwsep_xnnpack": [(1, "StaticTranspose")],
+    "dynamic_batch_xnnpack": [(1, "(none)")],
+    "transformer_xnnpack": [(1, "StaticTranspose"), (1, "StaticTranspose,BatchMatMul"),
+                            (2, "BatchMatMul,StaticTranspose"), (2, "Gelu")],
+}
+
+
+def _fixture(name):
+    return next(f for f in manifest()["fixtures"] if f["name"] == name)
+
+
+def _require_backend():
+    lib = BUILD / "libpteron_backend_xnnpack.so"
+    if not lib.exists():
+        pytest.fail(f"{lib} is missing: the Linux build must build backend_xnnpack "
+                    "(scripts/test.sh installs libxnnpack-dev)")
+
+
+CHILD = r"""
+import json, os, sys
+sys.path.insert(0, {tests!r})
+import numpy as np
+import capi
+args = json.loads(sys.argv[1])
+rt = capi.Runtime({build!r}, kernel_libs=args["libs"])
+out = {{"backends": [b for b in rt.backends()]}}
+F = {fixtures!r}
+def load(path):
+    return rt.load_file(path).load_method(args.get("method", "forward"))
+try:
+    task = args["task"]
+    if task == "run":
+        m = load(os.path.join(F, args["file"]))
+        outs = m.run([np.load(os.path.join(F, p)) for p in args["inputs"]])
+        for i, a in enumerate(outs):
+            np.save(os.path.join(args["out"], "output_%d.npy" % i), a)
+        out["outputs"] = len(outs)
+        out["process_threads"] = len(os.listdir("/proc/self/task"))
+    elif task == "load":
+        load(args["path"])
+        out["loaded"] = True
+    elif task == "batches":
+        ref = load(os.path.join(F, "dynamic_batch.pte"))
+        xnn = load(os.path.join(F, "dynamic_batch_xnnpack.pte"))
+        rng = np.random.default_rng(7)
+        out["max_abs"] = []
+        for b in args["batches"]:
+            x = rng.standard_normal((b, 12)).astype(np.float32)
+            r = ref.run([x])[0]
+            a = xnn.run([x])[0]
+            assert a.shape == (b, 6), a.shape
+            np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-5)
+            out["max_abs"].append(float(np.abs(a - r).max()))
+        try:
+            xnn.run([np.zeros((9, 12), np.float32)])
+            out["beyond_bound"] = "ran"
+        except capi.PteronError as e:
+            out["beyond_bound"] = [e.code, e.message]
+except capi.PteronError as e:
+    out["error"] = [e.code, e.message]
+print("RESULT " + json.dumps(out))
+""".format(tests=str(REPO / "tests"), build=str(BUILD), fixtures=str(FIXTURES))
+
+
+def run_child(args, env_extra=None, timeout=120):
+    _require_backend()
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], capture_output=True,
+                       text=True, timeout=timeout, env=env)
+    assert r.returncode == 0, f"child crashed or failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
+    line = next(l for l in r.stdout.splitlines() if l.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):]), r.stderr
+
+
+def assert_matches(actual, expected, rtol, atol, what):
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if expected.dtype.kind == "f":
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+
+
+def test_every_xnnpack_fixture_is_lowered_and_listed():
+    assert sorted(XNN_FIXTURES) == sorted(SEGMENTS_DEBIAN12)
+    for name in XNN_FIXTURES:
+        fx = _fixture(name)
+        assert (fx["rtol"], fx["atol"]) == (1e-4, 1e-5), name
+        assert fx["uses_only_supported_operators"], name
+
+
+@pytest.mark.parametrize("name", XNN_FIXTURES)
+def test_xnnpack_fixture_matches_eager_through_c_api(tmp_path, name):
+    fx = _fixture(name)
+    spec = fx["methods"]["forward"]
+    res, err = run_child({"task": "run", "libs": LIBS, "file": fx["file"],
+                          "inputs": spec["inputs"], "out": str(tmp_path)})
+    assert "error" not in res, res["error"]
+    assert any(b["id"] == "XnnpackBackend" and b["library"] == "backend_xnnpack"
+               for b in res["backends"]), res["backends"]
+    assert res["outputs"] == len(spec["expected"])
+    for i, p in enumerate(spec["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
+                       fx["rtol"], fx["atol"], f"{name} output {i}")
+
+
+@pytest.mark.parametrize("name", XNN_FIXTURES)
+def test_xnnpack_fixture_matches_eager_through_pteron_run(tmp_path, name):
+    _require_backend()
+    fx = _fixture(name)
+    spec = fx["methods"]["forward"]
+    cmd = [str(BUILD / "pteron-run"), str(FIXTURES / fx["file"]), "--output-dir", str(tmp_path),
+           "--iterations", "3"]
+    for p in spec["inputs"]:
+        cmd += ["--input", str(FIXTURES / p)]
+    env = dict(os.environ, PTERON_XNNPACK_DEBUG="1")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    for i, p in enumerate(spec["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
+                       fx["rtol"], fx["atol"], f"pteron-run {name} output {i}")
+    # Segments and pteron's own node types, one line per delegate call.
+    got = []
+    for line in r.stderr.splitlines():
+        if line.startswith("pteron XnnpackBackend:"):
+            segs = int(line.split(" XNNPACK segment")[0].rsplit(" ", 1)[1])
+            own = line.split("pteron runs: ")[1].split(";")[0]
+            got.append((segs, own))
+    expected = SEGMENTS_DEBIAN12[name]
+    assert len(got) == len(expected), r.stderr
+    if "static transpose" in _xnnpack_description():
+        assert got == expected, r.stderr
+    else:  # a newer XNNPACK: never more segments than with Debian 12's
+        assert all(g[0] <= e[0] for g, e in zip(got, expected)), r.stderr
+
+
+def _xnnpack_description():
+    cfg = BUILD / "backends" / "xnnpack" / "generated" / "xnn_config.h"
+    text = cfg.read_text()
+    return text.split('PTERON_XNN_DESCRIPTION "')[1].split('"')[0]
+
+
+def test_new_batch_sizes_within_bounds_run_and_beyond_is_refused():
+    res, _ = run_child({"task": "batches", "libs": LIBS, "batches": [1, 3, 8, 5, 3, 1, 8]})
+    assert "error" not in res, res.get("error")
+    assert len(res["max_abs"]) == 7
+    code, message = res["beyond_bound"]
+    assert code == 7, message  # PTERON_ERROR_SHAPE_MISMATCH
+    assert "9" in message
+
+
+def test_backend_runs_on_the_threadpool_it_imports(tmp_path):
+    """With PTERON_NUM_THREADS=2 the process has the caller plus one worker:
+    XNNPACK did not start a pool of its own."""
+    fx = _fixture("cnn_xnnpack")
+    res, _ = run_child({"task": "run", "libs": LIBS, "file": fx["file"],
+                        "inputs": fx["methods"]["forward"]["inputs"], "out": str(tmp_path)},
+                       env_extra={"PTERON_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "1",
+                                  "OMP_NUM_THREADS": "1"})
+    assert "error" not in res, res.get("error")
+    assert res["process_threads"] == 2, res
+    from elftools.elf.elffile import ELFFile
+    with open(BUILD / "libpteron_backend_xnnpack.so", "rb") as f:
+        dyn = ELFFile(f).get_section_by_name(".dynamic")
+        needed = [t.needed for t in dyn.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+    assert any(n.startswith("libpteron_threadpool.so") for n in needed), needed
+    assert any(n.startswith("libpteron.so") for n in needed), needed
+    assert not any("pthreadpool" in n for n in needed), needed
+
+
+# ---- malformed blobs: clean errors at method load ---------------------------
+
+def _blob_span(pte: bytes):
+    """(start, size field) of the first XNNPACK blob of a .pte: where the blob
+    starts, and where the program records its length (the size of the data
+    segment holding it, which upstream 1.5.1 uses for delegate blobs)."""
+    start = pte.index(b"XH00") - 4
+    assert pte[4:8] == b"ET12" and pte[8:12] == b"eh00"
+    base = struct.unpack_from("<Q", pte, 24)[0]  # extended header: segment base offset
+    root = struct.unpack_from("<I", pte, 0)[0]
+    segs_at, n = _vector(pte, _fb_field(pte, root, 4))  # Program.segments
+    for k in range(n):
+        seg = segs_at + 4 * k + struct.unpack_from("<I", pte, segs_at + 4 * k)[0]
+        off_at, size_at = _fb_field(pte, seg, 0), _fb_field(pte, seg, 1)
+        off = struct.unpack_from("<Q", pte, off_at)[0] if off_at else 0
+        if base + off == start and size_at:  # (an empty segment may start there too)
+            return start, size_at
+    raise AssertionError("the XNNPACK blob is not in a data segment")
+
+
+def _fb_field(buf, table, field):
+    """Absolute offset of `field` of the flatbuffer table at `table`, or None."""
+    vt = table - struct.unpack_from("<i", buf, table)[0]
+    vt_len = struct.unpack_from("<H", buf, vt)[0]
+    if 4 + 2 * field >= vt_len:
+        return None
+    off = struct.unpack_from("<H", buf, vt + 4 + 2 * field)[0]
+    return table + off if off else None
+
+
+def _graph(pte):
+    start, _ = _blob_span(pte)
+    fb_off, = struct.unpack_from("<I", pte, start + 10)
+    fb = start + fb_off
+    root = fb + struct.unpack_from("<I", pte, fb)[0]
+    return start, fb, root
+
+
+def _vector(buf, at):
+    vec = at + struct.unpack_from("<I", buf, at)[0]
+    return vec + 4, struct.unpack_from("<I", buf, vec)[0]
+
+
+def _load_patched(tmp_path, pte: bytearray):
+    path = tmp_path / "patched.pte"
+    path.write_bytes(bytes(pte))
+    res, _ = run_child({"task": "load", "libs": LIBS, "path": str(path)})
+    assert "loaded" not in res, "a malformed blob loaded"
+    return res["error"]
+
+
+def test_truncated_blob_fails_at_load(tmp_path):
+    pte = bytearray((FIXTURES / "mlp_xnnpack.pte").read_bytes())
+    start, size_at = _blob_span(pte)
+    length = struct.unpack_from("<Q", pte, size_at)[0]
+    assert length > 600
+    struct.pack_into("<Q", pte, size_at, length // 2)  # the blob now ends mid-graph
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message  # PTERON_ERROR_INVALID_PROGRAM
+    assert "XnnpackBackend" in message and "truncated blob" in message, message
+
+
+def test_blob_shorter_than_its_header_fails_at_load(tmp_path):
+    pte = bytearray((FIXTURES / "mlp_xnnpack.pte").read_bytes())
+    _, size_at = _blob_span(pte)
+    struct.pack_into("<Q", pte, size_at, 20)
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2 and "truncated blob" in message and "30" in message, message
+
+
+def test_corrupted_flatbuffer_fails_verification_at_load(tmp_path):
+    pte = bytearray((FIXTURES / "mlp_xnnpack.pte").read_bytes())
+    _, fb, root = _graph(pte)
+    # Point the values vector far outside the graph.
+    values = _fb_field(pte, root, 2)
+    struct.pack_into("<I", pte, values, 0x7FFFFF00)
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message
+    assert "corrupt" in message and "verification" in message, message
+
+
+def test_out_of_range_value_id_fails_at_load(tmp_path):
+    pte = bytearray((FIXTURES / "mlp_xnnpack.pte").read_bytes())
+    _, _, root = _graph(pte)
+    inputs_at, n = _vector(pte, _fb_field(pte, root, 4))
+    assert n == 1
+    struct.pack_into("<I", pte, inputs_at, 999)
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message
+    assert "value id 999" in message and "out of range" in message, message
+
+
+def test_out_of_range_node_operand_fails_at_load(tmp_path):
+    pte = bytearray((FIXTURES / "mlp_xnnpack.pte").read_bytes())
+    _, _, root = _graph(pte)
+    nodes_at, n = _vector(pte, _fb_field(pte, root, 1))
+    node1 = nodes_at + 4 + struct.unpack_from("<I", pte, nodes_at + 4)[0]
+    params = _fb_field(pte, node1, 1)
+    params += struct.unpack_from("<I", pte, params)[0]
+    weight = _fb_field(pte, params, 1)  # FullyConnected: input, weight, bias, output, flags
+    struct.pack_into("<I", pte, weight, 4242)
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message
+    assert "node 1 (FullyConnected) reads value id 4242" in message, message
+
+
+def test_node_type_nobody_runs_fails_at_load_naming_it(tmp_path):
+    """A conv retyped as ConvTranspose2d (same parameter table): neither the
+    linked XNNPACK nor pteron runs it here, and load says so."""
+    pte = bytearray((FIXTURES / "cnn_xnnpack.pte").read_bytes())
+    _, _, root = _graph(pte)
+    nodes_at, n = _vector(pte, _fb_field(pte, root, 1))
+    node1 = nodes_at + 4 + struct.unpack_from("<I", pte, nodes_at + 4)[0]
+    type_at = _fb_field(pte, node1, 0)
+    assert pte[type_at] == 7  # Conv2d
+    pte[type_at] = 39  # ConvTranspose2d
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 12, message  # PTERON_ERROR_NOT_SUPPORTED
+    assert "ConvTranspose2d" in message and "XnnpackBackend" in message, message
