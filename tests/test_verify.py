@@ -370,6 +370,10 @@ def add_backend_xnnpack(pkg, tmp_path, entry=XNNPACK_ENTRY, defines=()):
             pytest.fail(f"{so} is missing: Debian's libxnnpack-dev / libpthreadpool-dev "
                         "(scripts/setup.sh installs them)")
     loc, soname = "lib/libpteron_backend_xnnpack.so.0.1.0", "libpteron_backend_xnnpack.so.0.1"
+    # A package made with with_xnnpack=True has the real one: the stand-in replaces it.
+    for name in (Path(loc).name, soname, "libpteron_backend_xnnpack.so"):
+        if os.path.lexists(pkg / "lib" / name):
+            os.unlink(pkg / "lib" / name)
     src = tmp_path / "backend.cpp"
     src.write_text(FAKE_BACKEND)
     r = _run(["g++", "-shared", "-fPIC", "-fvisibility=hidden", "-o", pkg / loc, src,
@@ -385,18 +389,35 @@ def add_backend_xnnpack(pkg, tmp_path, entry=XNNPACK_ENTRY, defines=()):
         info.write_text(info.read_text().replace("with_xnnpack=False", "with_xnnpack=True"))
     listing = pkg / "share" / "pteron" / "components.json"
     data = json.loads(listing.read_text())
+    data["components"] = [c for c in data["components"] if c["name"] != "backend_xnnpack"]
     data["components"].append(entry)
     os.chmod(listing, 0o644)
     listing.write_text(json.dumps(data))
     cm = pkg / "lib" / "cmake" / "pteron" / "pteron-components.cmake"
     text = cm.read_text()
     old = next(l for l in text.splitlines() if l.startswith("set(PTERON_PACKAGE_COMPONENTS"))
-    text = text.replace(old, old[:-1] + ";backend_xnnpack)")
+    if ";backend_xnnpack" not in old:
+        text = text.replace(old, old[:-1] + ";backend_xnnpack)")
     text += (f'set(PTERON_backend_xnnpack_LOCATION "{loc}")\nset(PTERON_backend_xnnpack_IMPLIB "")\n'
              f'set(PTERON_backend_xnnpack_SONAME "{soname}")\n')
     os.chmod(cm, 0o644)
     cm.write_text(text)
     return loc
+
+
+def test_real_backend_xnnpack_imports_registry_and_pool_from_their_owners(linux_package):
+    """The package's own backend_xnnpack (the Linux profiles turn it on)."""
+    r, data = verify_json(linux_package)
+    assert "backend_xnnpack" in data["components"], data["components"]
+    assert data["failed"] == [], r.stderr
+    loc = next(row["binary"] for row in data["results"]
+               if row["binary"].startswith("lib/libpteron_backend_xnnpack.so"))
+    [dep] = [row for row in data["results"] if row["check"] == "dependencies" and row["binary"] == loc]
+    assert "libXNNPACK.so.0 (third-party xnnpack)" in dep["detail"]
+    assert "libpteron_threadpool.so" in dep["detail"] and "(pteron threadpool)" in dep["detail"]
+    assert "pthreadpool.so" not in dep["detail"].replace("libpteron_threadpool", "")
+    [own] = [row for row in data["results"] if row["check"] == "single-owner" and row["binary"] == loc]
+    assert "imports pteron_register_backend from libpteron.so" in own["detail"]
 
 
 def test_backend_xnnpack_with_declared_xnnpack_and_pthreadpool_passes(pkg, tmp_path):

@@ -134,6 +134,9 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
     if (v.dims.size() > PTERON_MAX_DIM)
       return fail(err, "value %u (id %u) has %zu dims (at most %d)", i, v.id, v.dims.size(),
                   PTERON_MAX_DIM);
+    if (checked_numel(v.dims) > kMaxElements)
+      return fail(err, "value %u (id %u) has shape %s, more than %zu elements", i, v.id,
+                  shape_str(v.dims).c_str(), kMaxElements);
     if (!by_id.emplace(v.id, i).second)
       return fail(err, "value id %u is defined twice", v.id);
     v.graph_input = (t->value_flags() & 1u) != 0;
@@ -575,6 +578,7 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
       return bad("no shape rule for this node type");
   }
   if (out.size() > PTERON_MAX_DIM) return bad("result has too many dims");
+  if (checked_numel(out) > kMaxElements) return bad(("result " + shape_str(out) + " is too large").c_str());
   shapes[n.outputs[0]] = out;
   return true;
 }

@@ -73,6 +73,20 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
 // must be set). Returns false with `err` when the shapes do not fit.
 bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std::string* err);
 
+// Largest tensor the backend accepts (elements); anything larger in a blob is
+// malformed, and products of dims are checked against it before use.
+constexpr size_t kMaxElements = size_t(1) << 36;
+
+// Element count, or kMaxElements + 1 when it exceeds kMaxElements.
+inline size_t checked_numel(const Shape& s) {
+  size_t n = 1;
+  for (size_t d : s) {
+    if (d != 0 && n > kMaxElements / d) return kMaxElements + 1;
+    n *= d;
+  }
+  return n;
+}
+
 inline size_t numel(const Shape& s) {
   size_t n = 1;
   for (size_t d : s) n *= d;
