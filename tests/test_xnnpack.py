@@ -321,3 +321,14 @@ def test_node_type_nobody_runs_fails_at_load_naming_it(tmp_path):
     code, message = _load_patched(tmp_path, pte)
     assert code == 12, message  # PTERON_ERROR_NOT_SUPPORTED
     assert "ConvTranspose2d" in message and "XnnpackBackend" in message, message
+
+
+def test_wrong_external_count_fails_at_load_not_at_execute(tmp_path):
+    pte = bytearray((FIXTURES / "mlp_xnnpack.pte").read_bytes())
+    _, _, root = _graph(pte)
+    at = _fb_field(pte, root, 3)  # Graph.num_externals
+    assert struct.unpack_from("<I", pte, at)[0] == 2
+    struct.pack_into("<I", pte, at, 5)
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message
+    assert "declares 5 external values but has 1 inputs and 1 outputs" in message, message

@@ -57,6 +57,21 @@ const char* dtype_name(fbx::DataType t) {
   return (n && *n) ? n : "unknown";
 }
 
+// A key from the blob, safe to put in a message (non-printable bytes as \xNN).
+std::string printable(const flatbuffers::String* s) {
+  std::string r;
+  for (unsigned char c : s->str()) {
+    if (c >= 0x20 && c < 0x7F) {
+      r += char(c);
+    } else {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02X", c);
+      r += b;
+    }
+  }
+  return r;
+}
+
 std::vector<size_t> to_sizes(const flatbuffers::Vector<uint32_t>* v) {
   std::vector<size_t> r;
   if (v)
@@ -162,10 +177,10 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
         size_t dsize = 0;
         if (pteron_named_data_get(ctx, c->key()->c_str(), &data, &dsize) != PTERON_OK)
           return fail(err, "value id %u: named data '%s' is not in the program", v.id,
-                      c->key()->c_str());
+                      printable(c->key()).c_str());
         if (dsize < want)
           return fail(err, "value id %u: named data '%s' holds %zu bytes, the tensor %s needs %llu",
-                      v.id, c->key()->c_str(), dsize, shape_str(v.dims).c_str(),
+                      v.id, printable(c->key()).c_str(), dsize, shape_str(v.dims).c_str(),
                       (unsigned long long)want);
         if (reinterpret_cast<uintptr_t>(data) % alignof(float) == 0) {
           v.constant = static_cast<const float*>(data);
@@ -209,6 +224,9 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
   };
   if (!ids_to_indices(root->inputs(), &g->inputs, "input")) return false;
   if (!ids_to_indices(root->outputs(), &g->outputs, "output")) return false;
+  if (g->num_externals != g->inputs.size() + g->outputs.size())
+    return fail(err, "the graph declares %u external values but has %zu inputs and %zu outputs",
+                g->num_externals, g->inputs.size(), g->outputs.size());
   for (uint32_t i : g->inputs)
     if (g->values[i].external == kNoValue)
       return fail(err, "graph input value id %u is not external", g->values[i].id);
