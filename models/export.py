@@ -242,6 +242,32 @@ class OpsPreserved(nn.Module):
         return nn.functional.hardswish(x) + torch.zeros_like(x)
 
 
+class XnnOps(nn.Module):
+    """Node types of the XNNPACK delegate not in the other lowered fixtures:
+    constant pad, average pool, bilinear resize, PReLU, leaky ReLU, clamp
+    (hardtanh), concatenate (2 and 3 inputs), slice, min/max, abs, negate,
+    floor, ceiling, sqrt, square, sigmoid, tanh, div, exp, log, sin, cos,
+    rsqrt, GELU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prelu = nn.PReLU(4)
+
+    def forward(self, img, a, b):
+        x = nn.functional.pad(img, (1, 1, 2, 0), value=0.5)
+        x = nn.functional.avg_pool2d(x, 2)
+        x = nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
+        x = nn.functional.hardtanh(nn.functional.leaky_relu(self.prelu(x), 0.1), -1.5, 1.5)
+        y = torch.cat([a, b, a * b], dim=1)[:, 1:7]
+        y2 = torch.cat([a, b], dim=1)
+        z = torch.maximum(a, b) + torch.minimum(a, b) - torch.abs(a) * torch.neg(b)
+        z = torch.floor(z) + torch.ceil(z) + torch.sqrt(torch.abs(z) + 1.0) + torch.square(z)
+        z = torch.sigmoid(z) / (torch.tanh(z) + 2.0)
+        w = (torch.exp(-torch.abs(a)) + torch.log(torch.abs(b) + 1.0) + torch.sin(a)
+             + torch.cos(b) + torch.rsqrt(torch.abs(a) + 1.0))
+        return x, y, y2, z, w, nn.functional.gelu(a)
+
+
 # --------------------------------------------------------------------------- fixtures
 
 
@@ -417,6 +443,22 @@ def build_fixtures() -> List[Fixture]:
                       "The dynamic_batch model lowered to XnnpackBackend: the blob declares the "
                       "upper bound [8, 12]; batch 3 (and any batch in 1..8) must run.",
                       xnnpack=True, notes=[xnn_note] + fx[5].notes))
+
+    def make_xnn_ops():
+        m = XnnOps()
+        with torch.no_grad():
+            m.prelu.weight.copy_(torch.tensor([0.1, 0.2, -0.3, 0.5]))
+        return m
+    xo = _seeded(14, make_xnn_ops)
+    torch.manual_seed(114)
+    fx.append(Fixture("ops_xnnpack",
+                      {"forward": MethodSpec(xo, (torch.randn(1, 4, 6, 6), torch.randn(3, 4),
+                                                  torch.randn(3, 4)))},
+                      "Delegate node types the other lowered fixtures lack (pad, avg pool, "
+                      "bilinear resize, PReLU, leaky ReLU, clamp, concatenate 2/3, slice, "
+                      "min/max, abs, negate, floor, ceiling, sqrt, square, sigmoid, div, tanh, "
+                      "exp, log, sin, cos, rsqrt, GELU), all inside XnnpackBackend.",
+                      xnnpack=True, notes=[xnn_note]))
 
     op = _seeded(12, OpsPreserved)
     torch.manual_seed(112)

@@ -35,6 +35,8 @@ SEGMENTS_DEBIAN12 = {
     "dynamic_batch_xnnpack": [(1, "(none)")],
     "transformer_xnnpack": [(1, "StaticTranspose"), (1, "StaticTranspose,BatchMatMul"),
                             (2, "BatchMatMul,StaticTranspose"), (2, "Gelu")],
+    "ops_xnnpack": [(2, "StaticTranspose,Concatenate3,StaticSlice,Concatenate2,Tanh,Exp,Log,"
+                        "Sin,Cos,ReciprocalSquareRoot,Gelu")],
 }
 
 

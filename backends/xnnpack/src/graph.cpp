@@ -588,6 +588,9 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
       if (k != kb) return bad("inner dims differ");
       Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
       if (!broadcast(ba, bb, &out)) return bad("batch dims do not broadcast");
+      // pteron's batch matmul pairs matrices one to one, or one to many.
+      if (ba != bb && numel(ba) != 1 && numel(bb) != 1)
+        return bad("batch dims broadcast other than one-to-one or one-to-many");
       out.push_back(a[a.size() - 2]);
       out.push_back(nn);
       break;
