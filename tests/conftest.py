@@ -187,3 +187,16 @@ def elf_loader(tmp_path_factory):
              "-o", exe, "-ldl"], timeout=120)
     assert r.returncode == 0, r.stderr
     return exe
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A subprocess that a test started with subprocess.run(..., timeout=N)
+    directly and that hung fails as a named timeout, as run() reports it."""
+    import subprocess
+
+    try:
+        return (yield)
+    except subprocess.TimeoutExpired as e:
+        cmd = e.cmd if isinstance(e.cmd, str) else " ".join(map(str, e.cmd))
+        pytest.fail(f"timeout: {cmd[:300]} did not finish within {e.timeout:.3g} s", pytrace=False)
