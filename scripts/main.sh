@@ -29,8 +29,9 @@ fi
 
 echo "==> conan create . -pr:h profiles/$host -pr:b profiles/linux-release --build=missing"
 set +e
+mkdir -p "$REPO/out"
 conan create . -pr:h "profiles/$host" -pr:b profiles/linux-release --build=missing \
-  >"$REPO/out-conan-create.log" 2>&1
+  --format=json >"$REPO/out/conan-create.json" 2>"$REPO/out-conan-create.log"
 status=$?
 set -e
 grep -E "^(pteron|mlp output|backend|test_package)|MATCH|ERROR" "$REPO/out-conan-create.log" || true
@@ -42,6 +43,19 @@ if ! grep -q "MATCH" "$REPO/out-conan-create.log" || grep -q "MISMATCH" "$REPO/o
   echo "test_package did not report a matching output; see out-conan-create.log" >&2
   exit 1
 fi
+
+# The binary layout of the package conan create made (pteron-verify).
+pkg_folder="$(python - "$REPO/out/conan-create.json" <<'EOF'
+import json, sys
+nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
+print(next(n["package_folder"] for n in nodes
+           if str(n.get("ref", "")).startswith("pteron/") and n.get("package_folder")))
+EOF
+)"
+echo "==> pteron-verify $pkg_folder"
+PYTHONPATH="$REPO/python" python -m pteron.verify "$pkg_folder" >"$REPO/out/verify-$host.txt" 2>&1 || {
+  cat "$REPO/out/verify-$host.txt"; exit 1; }
+tail -n 1 "$REPO/out/verify-$host.txt"
 
 if [[ "$host" == windows-mingw* ]]; then
   # What a Windows user does: conan install with the runtime_deploy deployer
