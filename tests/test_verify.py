@@ -348,11 +348,11 @@ FAKE_BACKEND = r"""
 #include <stdint.h>
 extern "C" {
 int32_t pteron_register_backend(uint32_t, const char*, const void*, int32_t);
-struct xnn_status_stub;
 int xnn_initialize(const void*);
+void* pthreadpool_create(unsigned long);
 __attribute__((visibility("default"))) int pteron_anchor_backend_xnnpack(void) { return 1; }
 __attribute__((constructor)) static void registers(void) {
-  if (xnn_initialize(0) == 0) pteron_register_backend(0, "XnnpackBackend", 0, 0);
+  if (xnn_initialize(0) == 0 && pthreadpool_create(1)) pteron_register_backend(0, "XnnpackBackend", 0, 0);
 }
 #ifdef LEAK_XNNPACK
 __attribute__((visibility("default"))) int xnn_define_fake(int x) { return x; }
@@ -361,7 +361,8 @@ __attribute__((visibility("default"))) int xnn_define_fake(int x) { return x; }
 """
 
 
-def add_backend_xnnpack(pkg, tmp_path, entry=XNNPACK_ENTRY, defines=()):
+def add_backend_xnnpack(pkg, tmp_path, entry=XNNPACK_ENTRY, defines=(),
+                        pool=("-l:libpthreadpool.so.0",)):
     """Adds a backend_xnnpack component to a copied Linux package: a library
     linked against Debian's libXNNPACK.so.0 and libpthreadpool.so.0, its
     entry in components.json and in pteron-components.cmake."""
@@ -379,7 +380,7 @@ def add_backend_xnnpack(pkg, tmp_path, entry=XNNPACK_ENTRY, defines=()):
     r = _run(["g++", "-shared", "-fPIC", "-fvisibility=hidden", "-o", pkg / loc, src,
               *[f"-D{d}" for d in defines], f"-Wl,-soname,{soname}", "-Wl,--enable-new-dtags",
               f"-L{pkg / 'lib'}", "-lpteron", "-Wl,--no-as-needed", "-l:libXNNPACK.so.0",
-              "-l:libpthreadpool.so.0", "-Wl,-rpath,$ORIGIN"], timeout=60)
+              *pool, "-Wl,-rpath,$ORIGIN"], timeout=60)
     assert r.returncode == 0, r.stderr
     os.symlink(Path(loc).name, pkg / "lib" / soname)
     os.symlink(soname, pkg / "lib" / "libpteron_backend_xnnpack.so")
@@ -430,6 +431,7 @@ def test_backend_xnnpack_with_declared_xnnpack_and_pthreadpool_passes(pkg, tmp_p
     assert "libpthreadpool.so.0 (third-party pthreadpool)" in dep["detail"]
     [own] = [row for row in data["results"] if row["check"] == "single-owner" and row["binary"] == loc]
     assert "imports pteron_register_backend from libpteron.so" in own["detail"]
+    assert "shares libpthreadpool.so.0 with the threadpool component" in own["detail"]
 
 
 def test_backend_xnnpack_with_undeclared_xnnpack_fails_dependencies(pkg, tmp_path):
@@ -447,3 +449,55 @@ def test_backend_xnnpack_leaking_xnnpack_symbols_fails_exports(pkg, tmp_path):
     assert r.returncode != 0
     [f] = failed(data, "exports", loc)
     assert "XNNPACK (1): xnn_define_fake" in f["detail"]
+
+
+FAKE_STATIC_POOL = r"""
+#include <stdint.h>
+extern "C" {
+int32_t pteron_set_parallel_backend(uint32_t, const void*, void*);
+__attribute__((visibility("default"))) int pteron_anchor_threadpool(void) { return 1; }
+__attribute__((visibility("default"))) void* pthreadpool_create(unsigned long n) { return (void*)n; }
+__attribute__((visibility("default"))) void pthreadpool_destroy(void*) {}
+__attribute__((constructor)) static void installs(void) { pteron_set_parallel_backend(0, 0, 0); }
+}
+"""
+
+
+def static_pool_threadpool(pkg, tmp_path):
+    """Replaces the threadpool component with one that carries pthreadpool
+    statically and exports its API, as a Conan Center build does."""
+    v = components_cmake(pkg)
+    if "threadpool" not in v["PTERON_PACKAGE_COMPONENTS"].split(";"):
+        pytest.fail("the Linux package has no threadpool component (with_threadpool is on by default)")
+    loc = v["PTERON_threadpool_LOCATION"]
+    src = tmp_path / "pool.cpp"
+    src.write_text(FAKE_STATIC_POOL)
+    (pkg / loc).unlink()
+    r = _run(["g++", "-shared", "-fPIC", "-fvisibility=hidden", "-o", pkg / loc, src,
+              f"-Wl,-soname,{v['PTERON_threadpool_SONAME']}", "-Wl,--enable-new-dtags",
+              f"-L{pkg / 'lib'}", "-lpteron", "-Wl,-rpath,$ORIGIN"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    return loc
+
+
+def test_backend_xnnpack_sharing_the_threadpool_components_static_pool_passes(pkg, tmp_path):
+    tp = static_pool_threadpool(pkg, tmp_path)
+    loc = add_backend_xnnpack(pkg, tmp_path, pool=("-lpteron_threadpool",))
+    r, data = verify_json(pkg)
+    assert data["failed"] == [], r.stderr
+    [ex] = [row for row in data["results"] if row["check"] == "exports" and row["binary"] == tp]
+    assert "exports the pthreadpool API (2 symbols) of its static pthreadpool" in ex["detail"]
+    [own] = [row for row in data["results"] if row["check"] == "single-owner" and row["binary"] == loc]
+    assert "shares the pool of libpteron_threadpool.so" in own["detail"]
+
+
+def test_backend_xnnpack_with_a_second_pthreadpool_fails_single_owner(pkg, tmp_path):
+    """The threadpool component owns a static pthreadpool; the delegate uses
+    Debian's shared one: two pools in one process."""
+    tp = static_pool_threadpool(pkg, tmp_path)
+    loc = add_backend_xnnpack(pkg, tmp_path)
+    r, data = verify_json(pkg)
+    assert r.returncode != 0
+    [f] = failed(data, "single-owner", loc)
+    assert f"uses pthreadpool from libpthreadpool.so.0, but {tp} owns the process's pool" in f["detail"]
+    assert "two pools" in f["detail"]

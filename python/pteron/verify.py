@@ -22,7 +22,11 @@ The checks (DESIGN.md, "How the Windows layout works"):
                    may export pthreadpool_*)
   single-owner     no symbol is exported by two components; every kernel,
                    thread pool and delegate library imports the registry from
-                   the runtime library and defines none of it
+                   the runtime library and defines none of it; a component
+                   that uses pthreadpool (backend_xnnpack) uses the process's
+                   one pool: the threadpool component's, when it exports the
+                   pthreadpool API (a static pthreadpool), else the same
+                   shared libpthreadpool the threadpool component depends on
   dependencies     every recorded dependency is a bare file name and is a pteron
                    component the component requires, the toolchain or OS
                    runtime, or a declared third-party or system library; ELF
@@ -522,6 +526,7 @@ def check_single_owner(pkg, binaries, report):
         for s in b.exports:
             owners.setdefault(s, []).append(b)
     runtime = next((b for b in comps if b.component.name == "runtime"), None)
+    pool = _pool_owner(comps)
     for b in comps:
         problems, detail = [], []
         twice = {s: [o.rel for o in owners[s] if o is not b] for s in b.exports if len(owners[s]) > 1}
@@ -550,10 +555,63 @@ def check_single_owner(pkg, binaries, report):
                     problems.append(f"does not import the registry ({' / '.join(REGISTRY_FUNCTIONS)}) "
                                     f"from {runtime.name}: it registers into a private copy, "
                                     "or not at all")
+        if name != "threadpool":
+            _check_pool_user(b, pool, problems, detail)
         if not problems:
             detail.insert(0, f"no symbol owned twice ({len(b.exports)} exports)")
         report.add("single-owner", b.rel, not problems,
                    "; ".join(problems) if problems else "; ".join(detail))
+
+
+def _is_pthreadpool_file(name, fmt):
+    return _match(name, THIRD_PARTY_FILES["pthreadpool"][fmt], fmt)
+
+
+def _pool_owner(comps):
+    """Who owns the process's pthreadpool: ("threadpool", binary) when the
+    threadpool component exports the pthreadpool API (a static pthreadpool, as
+    in Conan Center builds); ("shared", file name) when it depends on a shared
+    libpthreadpool (Debian); None when it has no pthreadpool (the std::thread
+    pool) or the package has no threadpool component."""
+    tp = next((b for b in comps if b.component.name == "threadpool"), None)
+    if tp is None:
+        return None
+    if any(s.startswith("pthreadpool_") for s in tp.exports):
+        return ("threadpool", tp)
+    shared = [n for n in tp.needed if _is_pthreadpool_file(n, tp.fmt)]
+    return ("shared", shared[0]) if shared else None
+
+
+def _check_pool_user(b, pool, problems, detail):
+    """A component using pthreadpool (XNNPACK's delegate) must use the
+    process's one pool, never a second one."""
+    if b.fmt == "elf":
+        uses = any(s.startswith("pthreadpool_") for s in b.undefined)
+        sources = [n for n in b.needed if _is_pthreadpool_file(n, "elf")]
+        if uses and pool and pool[0] == "threadpool" and pool[1].soname in b.needed:
+            sources.append(pool[1].soname)
+    else:
+        sources = [dll for dll, syms in b.imports.items()
+                   if any(s.startswith("pthreadpool_") for s in syms)]
+        uses = bool(sources)
+    if not uses or pool is None:
+        return
+    kind, owner = pool
+    if kind == "threadpool":
+        wrong = [s for s in sources if not _same(s, owner.soname if b.fmt == "elf" else owner.name,
+                                                 b.fmt)]
+        if wrong:
+            problems.append(f"uses pthreadpool from {', '.join(wrong)}, but {owner.rel} owns the "
+                            "process's pool (it exports the pthreadpool API): two pools")
+        elif sources:
+            detail.append(f"shares the pool of {owner.name}")
+    else:
+        wrong = [s for s in sources if not _same(s, owner, b.fmt)]
+        if wrong:
+            problems.append(f"uses pthreadpool from {', '.join(wrong)}, but the threadpool "
+                            f"component uses {owner}: two pools")
+        elif sources:
+            detail.append(f"shares {owner} with the threadpool component")
 
 
 def _registry_imports(b, runtime):
