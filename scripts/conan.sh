@@ -10,8 +10,9 @@
 #  2. `conan export-pkg` runs the recipe's package() on that build (no second
 #     build), puts the package into the Conan cache and runs test_package on it.
 #
-# Sets PTERON_PKG_FOLDER (the package folder in the Conan cache) and
-# PTERON_PKG_BUILD (the build folder). The Conan home is the project's own
+# Sets PTERON_PKG_REF (the reference with its recipe revision),
+# PTERON_PKG_FOLDER (the package folder in the Conan cache) and PTERON_PKG_BUILD
+# (the build folder). The Conan home is the project's own
 # (.conan2/) with Conan Center disabled: everything is offline, resolved from
 # Debian's packages by the profiles' [platform_requires].
 
@@ -43,18 +44,21 @@ pteron_conan_package() {
     echo "test_package did not report a matching output ($host); log: $out/export-pkg.log" >&2
     return 1
   fi
-  PTERON_PKG_FOLDER="$(python - "$out/export-pkg.json" <<'EOF'
+  local ref_and_folder
+  ref_and_folder="$(python - "$out/export-pkg.json" <<'EOF'
 import json, sys
 nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
-print(next(n["package_folder"] for n in nodes
-           if str(n.get("ref", "")).startswith("pteron/") and n.get("package_folder")))
+n = next(n for n in nodes if str(n.get("ref", "")).startswith("pteron/") and n.get("package_folder"))
+print(n["ref"], n["package_folder"])
 EOF
 )"
+  PTERON_PKG_REF="${ref_and_folder%% *}"
+  PTERON_PKG_FOLDER="${ref_and_folder#* }"
   PTERON_PKG_BUILD="$(dirname "$(find "$out/build" -maxdepth 3 -name build.ninja | head -n 1)")"
   if [ ! -d "$PTERON_PKG_FOLDER" ] || [ ! -f "$PTERON_PKG_BUILD/build.ninja" ]; then
     echo "no package folder or build folder for $host (package: '$PTERON_PKG_FOLDER', build: '$PTERON_PKG_BUILD')" >&2
     return 1
   fi
-  echo "    package: $PTERON_PKG_FOLDER"
+  echo "    package: $PTERON_PKG_REF in $PTERON_PKG_FOLDER"
   echo "    build:   $PTERON_PKG_BUILD"
 }

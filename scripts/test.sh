@@ -23,9 +23,11 @@ pteron_conan_home
 
 start=$(date +%s)
 pteron_conan_package linux-release "$REPO/build-conan/linux-release"
-export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_BUILD"
+export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_BUILD" \
+  PTERON_LINUX_REF="$PTERON_PKG_REF"
 pteron_conan_package windows-mingw-release "$REPO/build-conan/windows-mingw-release"
-export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD"
+export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD" \
+  PTERON_MINGW_REF="$PTERON_PKG_REF"
 echo "==> building build-asan/ (ASan+UBSan, the core only)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \

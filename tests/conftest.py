@@ -48,8 +48,9 @@ def pteron_run() -> Path:
 # scripts/test.sh builds each package once (`conan build` into build-conan/<profile>,
 # then `conan export-pkg`, which packages that build and runs test_package) and
 # sets PTERON_LINUX_PACKAGE / PTERON_MINGW_PACKAGE to the package folders in the
-# Conan cache, PTERON_BUILD_DIR / PTERON_MINGW_BUILD_DIR to their build folders
-# and CONAN_HOME to the project's Conan home. Every test that needs a package
+# Conan cache, PTERON_LINUX_REF / PTERON_MINGW_REF to their references (with the
+# recipe revision), PTERON_BUILD_DIR / PTERON_MINGW_BUILD_DIR to their build
+# folders and CONAN_HOME to the project's Conan home. Every test that needs a package
 # shares these.
 
 def run(cmd, timeout=300, **kw):

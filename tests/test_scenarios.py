@@ -30,10 +30,12 @@ def kernel_lines(stdout):
     return [l.split() for l in stdout.splitlines() if l.startswith("kernel ")]
 
 
-def linkable(prefix):
-    """The kernel libraries, then the thread pool: what a full consumer links."""
+def linkable(prefix, delegates=True):
+    """The kernel libraries, the thread pool, then the delegates (backend_*):
+    what a full consumer links."""
     cs = package_components(prefix)
-    return [c for c in cs if c.startswith("kernels_")] + [c for c in cs if c == "threadpool"]
+    return ([c for c in cs if c.startswith("kernels_")] + [c for c in cs if c == "threadpool"]
+            + [c for c in cs if c.startswith("backend_") and delegates])
 
 
 class Platform:
@@ -99,7 +101,11 @@ class Platform:
             gen = self.work / "conan-gen"
             prof = ["-pr:h", REPO / "profiles" / PROFILES[self.name],
                     "-pr:b", REPO / "profiles" / "linux-release"]
-            r = run(["conan", "install", f"--requires=pteron/{VERSION}", *prof,
+            # The reference with the recipe revision export-pkg made (another
+            # revision in the cache, e.g. from scripts/main.sh, may be newer).
+            ref = os.environ.get(f"PTERON_{'LINUX' if self.name == 'linux' else 'MINGW'}_REF",
+                                 f"pteron/{VERSION}")
+            r = run(["conan", "install", f"--requires={ref}", *prof,
                      "-g", "CMakeDeps", "-g", "CMakeToolchain", *self.deploy_args(),
                      "--output-folder", gen], timeout=300)
             assert r.returncode == 0, r.stdout + r.stderr
@@ -252,6 +258,8 @@ def test_consumer_keeps_every_component_and_runs_with_nothing_on_the_search_path
     assert "consumer: outputs match" in r.stdout
     libs = {k[2] for k in kernel_lines(r.stdout)}
     assert libs == {c for c in comps if c.startswith("kernels_")}, libs
+    backends = {l.split()[2] for l in r.stdout.splitlines() if l.startswith("backend ")}
+    assert backends == {c for c in comps if c.startswith("backend_")}, r.stdout
 
 
 def test_negative_control_without_retention_drops_the_kernels(target):
@@ -356,8 +364,13 @@ def test_optimized_wins_in_both_link_orders(target, order):
 
 def test_missing_delegate_fails_at_method_load_naming_the_backend(target):
     """mlp_xnnpack.pte was lowered to XNNPACK by upstream's exporter; the
-    consumer links the kernel libraries and the thread pool, no delegate."""
-    exe = target.consumer(target.package, linkable(target.package))
+    consumer links the kernel libraries and the thread pool, no delegate.
+    Where the package has backend_xnnpack, the full consumer is the control."""
+    if "backend_xnnpack" in package_components(target.package):
+        full = target.consumer(target.package, linkable(target.package))
+        r = target.run(full, *target.fixture_args("mlp_xnnpack"))
+        assert r.returncode == 0 and "consumer: outputs match" in r.stdout, str(r)
+    exe = target.consumer(target.package, linkable(target.package, delegates=False))
     r = target.run(exe, *target.fixture_args("mlp_xnnpack"))
     assert r.returncode == 3, str(r)
     assert "[missing_delegate]" in r.stderr, str(r)
