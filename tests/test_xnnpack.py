@@ -71,6 +71,20 @@ try:
             np.save(os.path.join(args["out"], "output_%d.npy" % i), a)
         out["outputs"] = len(outs)
         out["process_threads"] = len(os.listdir("/proc/self/task"))
+    elif task == "pool_change":
+        import ctypes
+        tp = rt.kernel_libs[args["libs"].index("threadpool")]
+        tp.pteron_threadpool_set_num_threads.argtypes = [ctypes.c_size_t]
+        tp.pteron_threadpool_num_threads.restype = ctypes.c_size_t
+        m = load(os.path.join(F, args["file"]))
+        ins = [np.load(os.path.join(F, p)) for p in args["inputs"]]
+        first = m.run(ins)[0]
+        out["runs"] = []
+        for n in args["threads"]:
+            assert tp.pteron_threadpool_set_num_threads(n) == 0
+            again = m.run(ins)[0]
+            out["runs"].append([int(tp.pteron_threadpool_num_threads()),
+                                float(np.abs(again - first).max())])
     elif task == "load":
         load(args["path"])
         out["loaded"] = True
@@ -202,6 +216,17 @@ def test_backend_runs_on_the_threadpool_it_imports(tmp_path):
     assert any(n.startswith("libpteron_threadpool.so") for n in needed), needed
     assert any(n.startswith("libpteron.so") for n in needed), needed
     assert not any("pthreadpool" in n for n in needed), needed
+
+
+def test_replacing_the_thread_pool_between_runs_rebuilds_the_runtimes():
+    """pteron_threadpool_set_num_threads() destroys the old pthreadpool; the
+    delegate notices and re-creates its XNNPACK runtimes on the new one."""
+    fx = _fixture("cnn_xnnpack")
+    res, _ = run_child({"task": "pool_change", "libs": LIBS, "file": fx["file"],
+                        "inputs": fx["methods"]["forward"]["inputs"], "threads": [1, 2, 3, 1]})
+    assert "error" not in res, res.get("error")
+    assert [r[0] for r in res["runs"]] == [1, 2, 3, 1]
+    assert all(r[1] <= 1e-5 for r in res["runs"]), res["runs"]
 
 
 # ---- malformed blobs: clean errors at method load ---------------------------
