@@ -367,8 +367,8 @@ def write_report(data, stamp):
              "execution, outside the timed region, on both sides. `out0` says whether each "
              "side's first output sums to the eager PyTorch value.")
     L.append("")
-    L.append("| program | threads | pteron ms | peer ms | ratio pteron/peer | pteron load ms | "
-             "peer load ms | pteron RSS MB | peer RSS MB | out0 pteron/peer |")
+    L.append("| program | threads | pteron ms | upstream (peer) ms | ratio pteron/peer | "
+             "pteron load ms | peer load ms | pteron RSS MB | peer RSS MB | out0 pteron/peer |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
     for row in data["rows"]:
         p, q = row["pteron"], row["peer"]
@@ -474,6 +474,30 @@ def chart(data, path):
     fig.savefig(path, dpi=110)
 
 
+def thread_notes(rows):
+    """A note for every program a side ran over 1.5x slower with more threads."""
+    notes = []
+    by_name = {}
+    for row in rows:
+        by_name.setdefault(row["name"], {})[row["threads"]] = row
+    for side, label in (("pteron", "pteron"), ("peer", "upstream")):
+        for name, per in by_name.items():
+            one = per.get(1, {}).get(side, {}).get("median_ms")
+            for th, row in per.items():
+                m = row[side].get("median_ms")
+                if th > 1 and one and m and m > 1.5 * one and m > 0.05:
+                    other = "peer" if side == "pteron" else "pteron"
+                    o1 = per[1][other].get("median_ms")
+                    ot = row[other].get("median_ms")
+                    same = (f"; {'upstream' if other == 'peer' else 'pteron'} in the same rounds: "
+                            f"{ot / o1:.2g}x" if o1 and ot else "")
+                    notes.append(f"{label} ran {name} {m / one:.1f}x slower at {th} threads than "
+                                 f"at 1 ({fmt_ms(m)} ms vs {fmt_ms(one)} ms{same}). Likely cause, "
+                                 "not proven here: with other work on the cores, each parallel "
+                                 "section waits for a descheduled pool thread.")
+    return notes
+
+
 # ---------------------------------------------------------------- main
 
 def main(argv=None):
@@ -536,20 +560,7 @@ def main(argv=None):
         notes.append("The pteron package was built without the XNNPACK delegate (the recipe "
                      "refused with_xnnpack=True), so pteron cannot run the XNNPACK-lowered "
                      "programs yet.")
-    by_name = {}
-    for row in rows:
-        by_name.setdefault(row["name"], {})[row["threads"]] = row
-    for side, label in (("pteron", "pteron"), ("peer", "upstream")):
-        for name, per in by_name.items():
-            one = per.get(1, {}).get(side, {}).get("median_ms")
-            for th, row in per.items():
-                m = row[side].get("median_ms")
-                if th > 1 and one and m and m > 1.5 * one and m > 0.05:
-                    notes.append(f"{label} ran {name} {m / one:.1f}x slower at {th} threads than "
-                                 f"at 1 ({fmt_ms(m)} ms vs {fmt_ms(one)} ms). Likely cause, not "
-                                 "proven here: with other work on the cores, each parallel "
-                                 "section waits for a descheduled pool thread. Not a scaling "
-                                 "measurement.")
+    notes += thread_notes(rows)
     data = {
         "date": now.strftime("%Y-%m-%d %H:%M"), "command": cmd,
         "host": {"os": platform.platform(), "python": platform.python_version()},

@@ -49,3 +49,12 @@ def test_output_agreement_uses_a_relative_tolerance():
     assert bench_run.agrees(100.0, 100.05, 10)
     assert not bench_run.agrees(100.0, 101.0, 10)
     assert bench_run.agrees(None, 1.0, 1) is None
+
+
+def test_a_side_slower_with_more_threads_gets_a_note_naming_the_other_side():
+    def row(th, p, q):
+        return {"name": "m", "threads": th, "pteron": {"median_ms": p}, "peer": {"median_ms": q}}
+    notes = bench_run.thread_notes([row(1, 1.0, 1.0), row(2, 40.0, 1.1), {"name": "x", "threads": 1,
+                                    "pteron": {"error": "e"}, "peer": {"median_ms": 1.0}}])
+    assert len(notes) == 1
+    assert notes[0].startswith("pteron ran m 40.0x slower at 2 threads") and "upstream" in notes[0]
