@@ -199,6 +199,65 @@ def test_pteron_run_refuses_npy_that_numpy_would_refuse(pteron_run, tmp_path, ca
     assert ("data bytes" in r.stderr) if case != "junk_after_dict" else ("malformed" in r.stderr)
 
 
+@pytest.mark.parametrize("shape", ["(4,,16)", "(,)", "(4)", "(4, 16", "(4, -16)", "(4, 1.6e1)"])
+def test_pteron_run_refuses_a_malformed_npy_shape(pteron_run, tmp_path, shape):
+    good = _npy_bytes(np.load(FIXTURES / "mlp.forward.input_0.npy"))
+    hlen = int.from_bytes(good[8:10], "little")
+    header = good[10:10 + hlen].replace(b"(4, 16)", shape.encode())
+    header = header.rstrip(b" \n")
+    header = header + b" " * (hlen - len(header) - 1) + b"\n"
+    path = tmp_path / "bad_shape.npy"
+    path.write_bytes(good[:10] + header + good[10 + hlen:])
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", path)
+    assert r.returncode == 1, r.stdout
+    assert "malformed" in r.stderr and str(path) in r.stderr
+
+
+def test_pteron_run_refuses_a_fifo_as_the_model_instead_of_waiting(pteron_run, tmp_path):
+    fifo = tmp_path / "model.pte"
+    os.mkfifo(fifo)
+    r = _run(pteron_run, fifo)  # timeout=60: a hang fails
+    assert r.returncode == 1
+    assert "not a regular file" in r.stderr and str(fifo) in r.stderr
+
+
+def test_program_names_in_messages_are_escaped_to_one_line(pteron_run, tmp_path):
+    # An operator name holding a newline and a non-UTF-8 byte: the message
+    # stays one printable line and shows the bytes as \xNN.
+    data = (FIXTURES / "mlp.pte").read_bytes()
+    assert data.count(b"aten::relu") == 1
+    bad = tmp_path / "bad_name.pte"
+    bad.write_bytes(data.replace(b"aten::relu", b"aten::r\nl\xff"))
+    r = _run(pteron_run, bad, "--input", FIXTURES / "mlp.forward.input_0.npy")
+    assert r.returncode == 1
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, r.stderr
+    assert "aten::r\\x0al\\xff" in lines[0]
+
+
+@pytest.mark.parametrize("value", [" 5", "+5", "0", "-1", "1e3", "abc", "99999999999999999999"])
+def test_pteron_run_bad_iterations_is_a_usage_error(pteron_run, value):
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--iterations", value)
+    assert r.returncode == 2
+    assert "--iterations" in r.stderr and "usage:" in r.stderr
+
+
+def test_pteron_run_creates_the_output_dir_or_names_why_not(pteron_run, tmp_path):
+    out = tmp_path / "a" / "b"
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", FIXTURES / "mlp.forward.input_0.npy",
+             "--output-dir", out)
+    assert r.returncode == 0, r.stderr
+    got = np.load(out / "output_0.npy")
+    np.testing.assert_allclose(got, np.load(FIXTURES / "mlp.forward.expected_0.npy"),
+                               rtol=1e-4, atol=1e-5)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", FIXTURES / "mlp.forward.input_0.npy",
+             "--output-dir", blocker / "sub")
+    assert r.returncode == 1
+    assert "output directory" in r.stderr and "output 0" not in r.stdout  # failed before running
+
+
 def test_pteron_run_npy_open_error_gives_the_os_reason(pteron_run, tmp_path):
     r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", tmp_path / "absent.npy")
     assert r.returncode == 1

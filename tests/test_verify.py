@@ -501,3 +501,39 @@ def test_backend_xnnpack_with_a_second_pthreadpool_fails_single_owner(pkg, tmp_p
     [f] = failed(data, "single-owner", loc)
     assert f"uses pthreadpool from libpthreadpool.so.0, but {tp} owns the process's pool" in f["detail"]
     assert "two pools" in f["detail"]
+
+
+# ---- usage errors (exit 2) are told apart from package findings (exit 1) ----
+
+def test_usage_errors_exit_2_naming_the_problem(linux_package, tmp_path):
+    r = verify(tmp_path / "absent")
+    assert r.returncode == 2 and "no such directory" in r.stderr
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    r = verify(f)
+    assert r.returncode == 2 and "not a directory" in r.stderr
+    r = verify(linux_package, "--arch", "bogus")
+    assert r.returncode == 2 and "--arch 'bogus'" in r.stderr and "x86_64" in r.stderr
+
+
+def test_missing_binary_readers_are_a_tool_error_not_a_broken_package(linux_package):
+    # -S: no site-packages, so neither pyelftools nor pefile can be imported.
+    code = ("import sys; sys.path.insert(0, %r); from pteron.verify import main; "
+            "sys.exit(main([%r]))" % (str(PYTHON_DIR), str(linux_package)))
+    r = _run([sys.executable, "-S", "-c", code], timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "pyelftools" in r.stderr and "pip install" in r.stderr
+    assert "unreadable" not in r.stdout
+
+
+def test_a_directory_in_place_of_a_component_is_named_as_such(linux_package, tmp_path):
+    pkg = tmp_path / "pkg"
+    shutil.copytree(linux_package, pkg, symlinks=True)
+    libs = sorted((pkg / "lib").glob("libpteron_kernels_portable.so*"))
+    real = [p for p in libs if not p.is_symlink()]
+    assert real, libs
+    real[0].unlink()
+    real[0].mkdir()
+    r, data = verify_json(pkg)
+    assert r.returncode == 1
+    assert any("is not a regular file" in f["detail"] for f in failed(data, "files")), data["failed"]

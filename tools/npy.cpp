@@ -112,27 +112,41 @@ std::string npy_read(const std::string& path, NpyArray* out) {
   const DescrMap* dm = nullptr;
   for (const DescrMap& d : kDescrs)
     if (descr == d.descr) dm = &d;
-  if (!dm) return "'" + path + "' has unsupported dtype '" + descr + "'";
+  if (!dm) {
+    if (descr.find_first_of("[(") != std::string::npos)
+      return "'" + path + "' has a structured dtype; pteron-run reads plain numeric arrays only";
+    return "'" + path + "' has unsupported dtype '" + descr + "'";
+  }
   out->dtype = dm->dtype;
   out->shape.clear();
-  size_t numel = 1;
-  size_t pos = 0;
-  while (pos < shape.size()) {
+  // shape is a Python tuple of non-negative ints: "()", "(N,)", "(N, M)",
+  // "(N, M,)"; a trailing comma is allowed, an empty item anywhere else is not.
+  std::vector<std::string> items;
+  for (size_t pos = 0;;) {
     size_t e = shape.find(',', pos);
     std::string tok = shape.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
     size_t a = tok.find_first_not_of(" "), b = tok.find_last_not_of(" ");
-    if (a != std::string::npos) {
-      tok = tok.substr(a, b - a + 1);
-      char* endp = nullptr;
-      long long v = std::strtoll(tok.c_str(), &endp, 10);
-      if (!endp || *endp || v < 0) return "'" + path + "' has a malformed shape";
-      out->shape.push_back(v);
-      if (v != 0 && numel > std::numeric_limits<size_t>::max() / 16 / static_cast<size_t>(v))
-        return "'" + path + "' has a shape too large for memory";
-      numel *= static_cast<size_t>(v);
-    }
+    items.push_back(a == std::string::npos ? std::string() : tok.substr(a, b - a + 1));
     if (e == std::string::npos) break;
     pos = e + 1;
+  }
+  const bool scalar = items.size() == 1 && items[0].empty();  // "()"
+  if (!scalar && items.size() == 1)  // "(3)" is an int, not a tuple
+    return "'" + path + "' has a malformed shape '(" + shape + ")'";
+  size_t numel = 1;
+  for (size_t i = 0; i < items.size() && !scalar; ++i) {
+    const std::string& tok = items[i];
+    if (tok.empty()) {
+      if (i + 1 == items.size() && i > 0) break;  // trailing comma
+      return "'" + path + "' has a malformed shape '(" + shape + ")'";
+    }
+    if (tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 18)
+      return "'" + path + "' has a malformed shape '(" + shape + ")'";
+    const long long v = std::strtoll(tok.c_str(), nullptr, 10);
+    out->shape.push_back(v);
+    if (v != 0 && numel > std::numeric_limits<size_t>::max() / 16 / static_cast<size_t>(v))
+      return "'" + path + "' has a shape too large for memory";
+    numel *= static_cast<size_t>(v);
   }
   size_t need = numel * dm->size;
   size_t dstart = hstart + hlen;
@@ -157,15 +171,17 @@ std::string npy_write(const std::string& path, const NpyArray& a) {
   size_t total = 10 + h.size() + 1;
   size_t pad = (64 - total % 64) % 64;
   h += std::string(pad, ' ') + "\n";
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return "cannot write '" + path + "'";
+  errno = 0;
+  std::ofstream f(std::filesystem::u8path(path), std::ios::binary);
+  if (!f) return "cannot write '" + path + "': " + (errno ? std::strerror(errno) : "unknown error");
   unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                            static_cast<unsigned char>(h.size() & 0xff),
                            static_cast<unsigned char>(h.size() >> 8)};
   f.write(reinterpret_cast<const char*>(pre), 10);
   f.write(h.data(), static_cast<std::streamsize>(h.size()));
   f.write(reinterpret_cast<const char*>(a.data.data()), static_cast<std::streamsize>(a.data.size()));
-  if (!f) return "cannot write '" + path + "'";
+  f.flush();
+  if (!f) return "cannot write '" + path + "': " + (errno ? std::strerror(errno) : "write failed");
   return "";
 }
 

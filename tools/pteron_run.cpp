@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,12 @@
 extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_portable(void);
 #ifdef PTERON_RUN_WITH_XNNPACK
 extern "C" PTERON_DLL_IMPORT int pteron_anchor_backend_xnnpack(void);  // XnnpackBackend
+#endif
+#ifdef PTERON_RUN_WITH_OPTIMIZED
+extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_optimized(void);
+#endif
+#ifdef PTERON_RUN_WITH_THREADPOOL
+extern "C" PTERON_DLL_IMPORT int pteron_anchor_threadpool(void);
 #endif
 
 namespace {
@@ -63,6 +71,12 @@ int main(int argc, char** argv) {
 #ifdef PTERON_RUN_WITH_XNNPACK
   (void)pteron_anchor_backend_xnnpack();
 #endif
+#ifdef PTERON_RUN_WITH_OPTIMIZED
+  (void)pteron_anchor_kernels_optimized();
+#endif
+#ifdef PTERON_RUN_WITH_THREADPOOL
+  (void)pteron_anchor_threadpool();
+#endif
   std::string model, method = "forward", out_dir;
   std::vector<std::string> inputs;
   long iterations = 1;
@@ -84,8 +98,10 @@ int main(int argc, char** argv) {
       const char* v = next("--iterations");
       errno = 0;
       iterations = std::strtol(v, &end, 10);
-      if (!end || *end || errno == ERANGE || iterations < 1 || iterations > 1000000) {
-        std::fprintf(stderr, "pteron-run: --iterations needs an integer from 1 to 1000000, got '%s'\n", v);
+      if (!(v[0] >= '0' && v[0] <= '9') || !end || *end || errno == ERANGE || iterations < 1 ||
+          iterations > 1000000) {
+        std::fprintf(stderr, "pteron-run: --iterations needs an integer from 1 to 1000000, got '%s'\n%s",
+                     v, kUsage);
         return 2;
       }
     } else if (a == "--list-operators") list_ops = true;
@@ -114,6 +130,16 @@ int main(int argc, char** argv) {
     if (model.empty()) {
       std::fputs(kUsage, stderr);
       return 2;
+    }
+    if (!out_dir.empty()) {
+      // Created up front (with its parents), so a bad directory fails before
+      // the model runs.
+      std::error_code ec;
+      const std::filesystem::path dir = std::filesystem::u8path(out_dir);
+      std::filesystem::create_directories(dir, ec);
+      if (ec || !std::filesystem::is_directory(dir))
+        return fail("cannot use output directory '" + out_dir + "': " +
+                    (ec ? ec.message() : std::string("not a directory")));
     }
     pteron::Program program = pteron::Program::load_file(model);
     pteron::Method m = program.load_method(method);

@@ -40,6 +40,7 @@ Prints a table (or JSON with --json) and exits 1 when any check fails,
 naming each failure; 2 when the command line is wrong.
 """
 import argparse
+import importlib.util
 import fnmatch
 import json
 import os
@@ -387,7 +388,8 @@ def check_files(pkg, report):
         path = os.path.join(pkg.root, c.location) if c.location else None
         present = bool(path) and os.path.isfile(path)
         if c.location and not present:
-            problems.append(f"{c.location} is missing")
+            problems.append(f"{c.location} is not a regular file" if os.path.lexists(path)
+                            else f"{c.location} is missing")
         if c.location:
             accounted[os.path.normpath(c.location)] = c.name
         detail = [c.location or "?"]
@@ -813,8 +815,21 @@ def main(argv=None):
                          "conaninfo.txt's arch, else x86_64")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
-    if not os.path.isdir(args.package):
+    if not os.path.exists(args.package):
         ap.error(f"{args.package}: no such directory")
+    if not os.path.isdir(args.package):
+        ap.error(f"{args.package}: not a directory (give the package folder)")
+    if args.arch is not None and ARCH_ALIASES.get(args.arch.lower(), args.arch.lower()) not in ARCHES:
+        ap.error(f"--arch {args.arch!r}: unknown (known: {', '.join(ARCHES)}, "
+                 f"{', '.join(ARCH_ALIASES)})")
+    missing = [mod for mod, dist in (("elftools", "pyelftools"), ("pefile", "pefile"))
+               if importlib.util.find_spec(mod) is None]
+    if missing:
+        dists = " ".join(d for m, d in (("elftools", "pyelftools"), ("pefile", "pefile"))
+                         if m in missing)
+        print(f"pteron-verify: this Python lacks {dists}, which reading binaries needs: "
+              f"pip install {dists} (or pip install ./python from the repository)", file=sys.stderr)
+        return 2
 
     report, facts = verify(args.package, args.arch)
     failures = report.failures

@@ -52,6 +52,22 @@ size_t element_size(int32_t d) {
 
 const char* dtype_name(int32_t d) { return pteron_dtype_name(d); }
 
+std::string printable(const std::string& s) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace pteron
 
 extern "C" PTERON_API const char* pteron_dtype_name(int32_t d) {

@@ -67,6 +67,10 @@ Status copy_bytes(const void* data, size_t size, std::unique_ptr<Bytes>* out);
 // Element size of a dtype, 0 if unknown to the format.
 size_t element_size(int32_t dtype);
 const char* dtype_name(int32_t dtype);
+// `s` safe to put in a one-line message: bytes outside printable ASCII
+// (newlines, control characters, invalid or non-ASCII UTF-8) as \xNN.
+// For names read from a program (operators, delegate ids, methods).
+std::string printable(const std::string& s);
 
 // Multiplies with overflow detection; false on overflow or negative input.
 bool checked_mul(int64_t a, int64_t b, int64_t* out);

@@ -523,22 +523,23 @@ Status build_chains(pteron_method* m) {
   }
   if (!missing_ops.empty()) {
     std::string list;
-    for (const std::string& s : missing_ops) list += (list.empty() ? "" : ", ") + s;
+    for (const std::string& s : missing_ops) list += (list.empty() ? "" : ", ") + printable(s);
     std::string extra;
     if (!missing_dels.empty()) {
       extra = "; missing delegate(s): ";
-      for (size_t i = 0; i < missing_dels.size(); ++i) extra += (i ? ", " : "") + missing_dels[i];
+      for (size_t i = 0; i < missing_dels.size(); ++i)
+        extra += (i ? ", " : "") + printable(missing_dels[i]);
     }
     return error(PTERON_ERROR_MISSING_OPERATOR,
                  "method '%s' needs %zu operator(s) that no loaded kernel library provides: %s%s",
-                 m->name.c_str(), missing_ops.size(), list.c_str(), extra.c_str());
+                 printable(m->name).c_str(), missing_ops.size(), list.c_str(), extra.c_str());
   }
   if (!missing_dels.empty()) {
     std::string list;
-    for (const std::string& s : missing_dels) list += (list.empty() ? "" : ", ") + s;
+    for (const std::string& s : missing_dels) list += (list.empty() ? "" : ", ") + printable(s);
     return error(PTERON_ERROR_MISSING_DELEGATE,
                  "method '%s' needs delegate backend(s) that are not registered: %s",
-                 m->name.c_str(), list.c_str());
+                 printable(m->name).c_str(), list.c_str());
   }
   // Initialise delegates.
   for (size_t k = 0; k < ndel; ++k) {
@@ -598,10 +599,10 @@ Status load_method(pteron_program* p, const char* name, const pteron_method_opti
     for (size_t i = 0; i < pteron_program_method_count(p); ++i) {
       const char* nm = "";
       pteron_status_release(pteron_program_method_name(p, i, &nm));
-      names += (i ? ", " : "") + std::string(nm);
+      names += (i ? ", " : "") + printable(nm);
     }
     return error(PTERON_ERROR_NOT_FOUND, "program has no method '%s' (it has: %s)",
-                 name ? name : "(null)", names.c_str());
+                 name ? printable(name).c_str() : "(null)", names.c_str());
   }
   m->name = name;
   if (opts && opts->struct_size < sizeof(uint32_t) * 2)
@@ -698,7 +699,7 @@ Status execute(pteron_method* m) {
           m->ctx.message.clear();
           int32_t rc = in.fn(&m->ctx, in.args.data(), in.args.size());
           if (rc != PTERON_OK)
-            return error(rc, "instruction %zu (%s) failed: %s", pc, m->op_names[in.a].c_str(),
+            return error(rc, "instruction %zu (%s) failed: %s", pc, printable(m->op_names[in.a]).c_str(),
                          m->ctx.message.empty() ? pteron_error_name(rc) : m->ctx.message.c_str());
           ++pc;
           break;

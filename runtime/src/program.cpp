@@ -130,6 +130,19 @@ Status copy_bytes(const void* data, size_t size, std::unique_ptr<Bytes>* out) {
   return Status::Ok();
 }
 
+#if defined(_WIN32)
+// The system's text for a Windows error code, without the trailing newline.
+std::string windows_error_text(DWORD code) {
+  char buf[256] = {0};
+  DWORD n = FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
+                           code, 0, buf, sizeof buf, nullptr);
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
+                   buf[n - 1] == '.'))
+    buf[--n] = '\0';
+  return n ? std::string(buf, n) : std::string("unknown error");
+}
+#endif
+
 Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
   if (!path) return error(PTERON_ERROR_INVALID_ARGUMENT, "program path is NULL");
 #if defined(_WIN32)
@@ -137,11 +150,16 @@ Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
   if (wn <= 0) return error(PTERON_ERROR_INVALID_ARGUMENT, "path is not valid UTF-8: %s", path);
   std::wstring wpath(static_cast<size_t>(wn), L'\0');
   MultiByteToWideChar(CP_UTF8, 0, path, -1, &wpath[0], wn);
+  const DWORD attrs = GetFileAttributesW(wpath.c_str());
+  if (attrs != INVALID_FILE_ATTRIBUTES && (attrs & FILE_ATTRIBUTE_DIRECTORY))
+    return error(PTERON_ERROR_IO, "program path '%s' is not a regular file", path);
   HANDLE f = CreateFileW(wpath.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
                          FILE_ATTRIBUTE_NORMAL, nullptr);
-  if (f == INVALID_HANDLE_VALUE)
-    return error(PTERON_ERROR_IO, "cannot open program file '%s' (Windows error %lu)", path,
-                 GetLastError());
+  if (f == INVALID_HANDLE_VALUE) {
+    const DWORD code = GetLastError();
+    return error(PTERON_ERROR_IO, "cannot open program file '%s': %s (Windows error %lu)", path,
+                 windows_error_text(code).c_str(), code);
+  }
   LARGE_INTEGER sz;
   if (!GetFileSizeEx(f, &sz)) {
     CloseHandle(f);
@@ -165,7 +183,9 @@ Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
   out->reset(new MappedBytes(f, m, static_cast<uint8_t*>(v), static_cast<size_t>(sz.QuadPart)));
   return Status::Ok();
 #else
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+  // before fstat could refuse it. It has no effect on regular files.
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return error(PTERON_ERROR_IO, "cannot open program file '%s': %s", path, std::strerror(errno));
   struct stat st;
