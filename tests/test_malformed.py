@@ -9,12 +9,18 @@ single schema fields (sizes, dtypes, placements, operands). Every variant must e
 with success or an error status within 10 s and without a sanitizer report;
 the structural variants must all end in an error.
 
+When build-asan has backend_xnnpack (scripts/test.sh builds it so),
+pteron-fuzz registers XnnpackBackend: delegated fixtures load and execute
+through the delegate, and a quarter of the byte flips land inside the
+delegate blob (class flip_blob). Without it they end in missing_delegate.
+
 A few ctypes checks on the Release build make sure the errors say what is
 wrong (the identifier, the truncation).
 
 The ASan build is the one the test command makes:
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF
+        -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
+        -DPTERON_WITH_OPTIMIZED=OFF
   ninja -C build-asan pteron-fuzz
 (PTERON_ASAN_BUILD_DIR overrides its location; PTERON_BUILD_DIR the Release one.)
 """
@@ -45,7 +51,7 @@ BUILD_HINT = (
     "run the test command (scripts/test.sh), which builds it, or build it with: "
     "cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "
     "-DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF "
-    "&& ninja -C build-asan pteron-fuzz"
+    "-DPTERON_WITH_OPTIMIZED=OFF && ninja -C build-asan pteron-fuzz"
 )
 
 # allocator_may_return_null: a corrupt planned-buffer size must become an
@@ -103,14 +109,32 @@ def _env():
     return env
 
 
-def _fixture_args(fx) -> list[str]:
+_backends: dict[str, set[str]] = {}
+
+
+def _fuzz_backends(exe: Path) -> set[str]:
+    """The delegates pteron-fuzz registers (those its build has)."""
+    if str(exe) not in _backends:
+        p = subprocess.run([str(exe), "--backends"], capture_output=True, text=True,
+                           env=_env(), timeout=60)
+        assert p.returncode == 0 and p.stdout.startswith("backends="), (p.stdout, p.stderr)
+        names = p.stdout.strip().split("=", 1)[1]
+        _backends[str(exe)] = set(filter(None, names.split(",")))
+    return _backends[str(exe)]
+
+
+def _runs_delegates(exe: Path, fx) -> bool:
+    return set(fx.get("delegates") or ()) <= _fuzz_backends(exe)
+
+
+def _fixture_args(fx, exe: Path) -> list[str]:
     args = [str(FIXTURES / fx["file"])]
     for method, spec in fx["methods"].items():
         args += ["--method", method]
         for inp in spec["inputs"]:
             args += ["--input", str(FIXTURES / inp)]
-    if fx.get("delegates"):
-        # No backend is registered in pteron-fuzz: every method fails at
+    if not _runs_delegates(exe, fx):
+        # A delegate pteron-fuzz does not register: every method fails at
         # load (missing delegate), so there is nothing to execute. The
         # program is still fuzzed: loading must fail cleanly.
         args.append("--no-execute")
@@ -151,7 +175,7 @@ _runs: dict[tuple[str, int], FuzzRun] = {}
 def _run_fuzz(exe: Path, fx, flips: int = FLIPS) -> FuzzRun:
     name = fx["name"]
     if (name, flips) not in _runs:
-        cmd = [str(exe)] + _fixture_args(fx) + [
+        cmd = [str(exe)] + _fixture_args(fx, exe) + [
             "--flips", str(flips), "--fields", str(FIELDS if flips else 0), "--seed", str(SEED),
             "--timeout-s", str(VARIANT_TIMEOUT_S)]
         try:
@@ -218,15 +242,38 @@ def test_structural_variants_all_fail(fuzz_exe, fx):
 
 
 def test_delegated_fixture_fails_cleanly_without_a_backend(fuzz_exe):
-    for fx in FIXTURE_LIST:
-        if not fx.get("delegates"):
-            continue
+    missing = [fx for fx in FIXTURE_LIST
+               if fx.get("delegates") and not _runs_delegates(fuzz_exe, fx)]
+    if not missing:
+        pytest.skip(f"pteron-fuzz registers {sorted(_fuzz_backends(fuzz_exe))}: every delegated "
+                    "fixture runs through its delegate (test_delegated_fixtures_are_fuzzed_"
+                    "through_the_delegate)")
+    for fx in missing:
         run = _run_fuzz(fuzz_exe, fx)
         assert run.rc == 0, run.describe()
         assert run.total["ok"] == 0, (
             f"{fx['name']} needs {fx['delegates']}, which pteron-fuzz does not register, "
             f"yet a variant loaded:\n{run.describe()}")
         assert run.classes["original"]["method_errors"] == 1, run.describe()
+
+
+XNN_FIXTURES = [fx for fx in FIXTURE_LIST if "XnnpackBackend" in (fx.get("delegates") or ())]
+
+
+@pytest.mark.parametrize("fx", XNN_FIXTURES, ids=[fx["name"] for fx in XNN_FIXTURES])
+def test_delegated_fixtures_are_fuzzed_through_the_delegate(fuzz_exe, fx):
+    """CI's build-asan has backend_xnnpack: the unmodified program executes
+    through XnnpackBackend, and byte flips inside its blob reach the
+    delegate's checks (some fail at method load, where the blob is parsed)."""
+    if not _runs_delegates(fuzz_exe, fx):
+        pytest.fail(f"{_fuzz_exe()} does not register XnnpackBackend, so the XNNPACK delegate "
+                    f"is never fuzzed: {BUILD_HINT} -DPTERON_WITH_XNNPACK=ON", pytrace=False)
+    run = _run_fuzz(fuzz_exe, fx)
+    assert run.rc == 0, run.describe()
+    assert run.classes["original"]["ok"] == 1, run.describe()
+    blob = run.classes.get("flip_blob")
+    assert blob and blob["variants"] == FLIPS // 4, run.describe()
+    assert blob["method_errors"] > 0, run.describe()
 
 
 # ---- negative controls: the driver and this test can see a failure -------
@@ -269,7 +316,7 @@ def test_build_is_sanitized(fuzz_exe, kind, marker):
 
 def test_seeds_are_reproducible(fuzz_exe):
     fx = FIXTURE_LIST[0]
-    cmd = [str(fuzz_exe)] + _fixture_args(fx) + ["--flips", "200", "--seed", "7"]
+    cmd = [str(fuzz_exe)] + _fixture_args(fx, fuzz_exe) + ["--flips", "200", "--seed", "7"]
     outs = []
     for _ in range(2):
         p = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)

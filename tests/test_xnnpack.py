@@ -105,6 +105,24 @@ try:
             out["beyond_bound"] = "ran"
         except capi.PteronError as e:
             out["beyond_bound"] = [e.code, e.message]
+    elif task == "zero_batch":
+        x = np.zeros((0, 12), np.float32)
+        for key, name in (("portable", "dynamic_batch.pte"), ("xnnpack", "dynamic_batch_xnnpack.pte")):
+            a = load(os.path.join(F, name)).run([x])[0]
+            out[key] = [str(a.dtype), list(a.shape)]
+        # A batch of 0 between non-empty ones: the variants stay usable.
+        xnn = load(os.path.join(F, "dynamic_batch_xnnpack.pte"))
+        ref = load(os.path.join(F, "dynamic_batch.pte"))
+        x3 = np.random.default_rng(3).standard_normal((3, 12)).astype(np.float32)
+        xnn.run([x3]); xnn.run([x])
+        out["after"] = float(np.abs(xnn.run([x3])[0] - ref.run([x3])[0]).max())
+    elif task == "run_patched":
+        m = load(args["path"])
+        ins = [np.load(os.path.join(F, p)) for p in args["inputs"]]
+        res = m.run(ins)
+        for i, a in enumerate(ins + res):
+            np.save(os.path.join(args["out"], "array_%d.npy" % i), a)
+        out["ran"] = len(res)
 except capi.PteronError as e:
     out["error"] = [e.code, e.message]
 print("RESULT " + json.dumps(out))
@@ -359,3 +377,98 @@ def test_wrong_external_count_fails_at_load_not_at_execute(tmp_path):
     code, message = _load_patched(tmp_path, pte)
     assert code == 2, message
     assert "declares 5 external values but has 1 inputs and 1 outputs" in message, message
+
+
+# ---- bad or edge-case input: an error naming the thing, never an abort ------
+
+def test_zero_batch_gives_the_empty_output_pytorch_gives():
+    """A batch of 0 is within the dynamic bounds: the delegate returns the
+    empty [0, 6] result (as the portable program does) without calling
+    XNNPACK, which asserts on zero-size tensors."""
+    res, _ = run_child({"task": "zero_batch", "libs": LIBS})
+    assert "error" not in res, res.get("error")
+    assert res["portable"] == ["float32", [0, 6]], res
+    assert res["xnnpack"] == res["portable"], res
+    assert res["after"] <= 1e-5, res
+
+
+def _node_params(pte, k):
+    """Absolute offset of node k's parameter table."""
+    _, _, root = _graph(pte)
+    nodes_at, _ = _vector(pte, _fb_field(pte, root, 1))
+    node = nodes_at + 4 * k + struct.unpack_from("<I", pte, nodes_at + 4 * k)[0]
+    params = _fb_field(pte, node, 1)
+    return params + struct.unpack_from("<I", pte, params)[0]
+
+
+def _patch_param(pte, k, field, value, expect=None):
+    at = _fb_field(pte, _node_params(pte, k), field)
+    assert at is not None, f"node {k} field {field} is not stored"
+    if expect is not None:
+        assert struct.unpack_from("<I", pte, at)[0] == expect
+    struct.pack_into("<I", pte, at, value)
+
+
+def test_dead_intermediate_value_gets_storage(tmp_path):
+    """dwsep_xnnpack with the Add reading the depthwise bias instead of the
+    Hardswish result: Hardswish's output is read by no one. XNNPACK gives
+    such a value no memory and aborts writing it; the delegate gives it a
+    buffer, and the program computes x + bias per channel."""
+    fx = _fixture("dwsep_xnnpack")
+    pte = bytearray((FIXTURES / fx["file"]).read_bytes())
+    _patch_param(pte, 4, 1, 4, expect=8)  # node 4 (Add): b = value 8 (Hardswish) -> 4 (bias)
+    path = tmp_path / "dead.pte"
+    path.write_bytes(bytes(pte))
+    res, _ = run_child({"task": "run_patched", "libs": LIBS, "path": str(path),
+                        "inputs": fx["methods"]["forward"]["inputs"], "out": str(tmp_path)})
+    assert "error" not in res, res.get("error")
+    x, y = np.load(tmp_path / "array_0.npy"), np.load(tmp_path / "array_1.npy")
+    assert y.shape == x.shape
+    delta = y - x  # the bias, per channel (NCHW)
+    np.testing.assert_allclose(delta, np.broadcast_to(delta[:, :, :1, :1], delta.shape),
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("pad", [12386305, 196609, 100000, 1000])
+def test_pad_that_changes_a_declared_shape_fails_at_load_naming_it(tmp_path, pad):
+    """One corrupt byte of a DepthwiseConv2d's pad_left: absurd values are
+    refused naming the parameter; smaller ones make the inferred shape of
+    value 3 differ from the shape the blob declares, which is refused naming
+    the value, the node and both shapes (before: a 17 GB allocation or a
+    segfault, or a silently different result)."""
+    pte = bytearray((FIXTURES / "dwsep_xnnpack.pte").read_bytes())
+    _patch_param(pte, 1, 3, pad, expect=1)  # node 1 (DepthwiseConv2d): pad_left
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message  # PTERON_ERROR_INVALID_PROGRAM
+    assert "node 1 (DepthwiseConv2d)" in message, message
+    if pad > 1 << 20:
+        assert f"pad_left {pad} is out of range" in message, message
+    else:
+        assert (f"value id 3, written by node 1 (DepthwiseConv2d), has shape [1, 12, {11 + pad}, 8]"
+                " but the graph declares [1, 12, 12, 8]") in message, message
+
+
+@pytest.mark.parametrize("field,name", [(6, "stride_h"), (4, "kernel_h"), (9, "dilation_w")])
+def test_zero_window_parameter_is_named(tmp_path, field, name):
+    pte = bytearray((FIXTURES / "dwsep_xnnpack.pte").read_bytes())
+    _patch_param(pte, 1, field, 0)
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message
+    assert f"node 1 (DepthwiseConv2d): {name} 0" in message, message
+
+
+def test_declared_intermediate_dim_of_zero_fails_at_load(tmp_path):
+    """The blob declares value 3 as [1, 12, 0, 8]; the graph computes
+    [1, 12, 12, 8]. Before, the declaration was ignored."""
+    pte = bytearray((FIXTURES / "dwsep_xnnpack.pte").read_bytes())
+    _, _, root = _graph(pte)
+    values_at, n = _vector(pte, _fb_field(pte, root, 2))
+    value = values_at + 4 * 3 + struct.unpack_from("<I", pte, values_at + 4 * 3)[0]
+    tensor = _fb_field(pte, value, 1)
+    tensor += struct.unpack_from("<I", pte, tensor)[0]
+    shape_at, rank = _vector(pte, _fb_field(pte, tensor, 2))
+    assert rank == 4 and struct.unpack_from("<I", pte, shape_at + 8)[0] == 12
+    struct.pack_into("<I", pte, shape_at + 8, 0)
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message
+    assert "has shape [1, 12, 12, 8] but the graph declares [1, 12, 0, 8]" in message, message

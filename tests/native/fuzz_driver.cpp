@@ -12,6 +12,7 @@
 //   pteron-fuzz MODEL.pte [--method NAME --input a.npy ...]... [--flips N]
 //               [--fields N] [--seed S] [--timeout-s 10] [--no-execute] [--verbose]
 //               [--self-test hang|asan|ubsan]
+//   pteron-fuzz --backends   (prints the delegates registered in this build)
 // Inputs given after a --method belong to that method. Methods of the
 // program without inputs are still loaded and executed (and fail, unset).
 //
@@ -26,6 +27,9 @@
 //                   segment offsets entry beyond its segment
 //   flip_program    1-4 random bytes changed inside the flatbuffer part
 //   flip_any        1-4 random bytes changed anywhere in the file
+//   flip_blob       1-4 random bytes changed inside an XNNPACK delegate blob's
+//                   header or graph flatbuffer (every 4th flip, in place of a
+//                   flip_any, when the program holds such a blob)
 //   field           1-2 schema fields changed through the mutable API (tensor
 //                   sizes, dim order, dtype, placement, scalars, list items,
 //                   instruction operands, planned sizes, segment ranges) to
@@ -74,6 +78,14 @@ extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribu
 
 // Keeps the portable kernel library linked.
 extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_portable(void);
+#ifdef PTERON_FUZZ_WITH_XNNPACK
+// Built with backend_xnnpack: XnnpackBackend is registered, so delegated
+// programs load and run through the delegate (and their blobs are fuzzed).
+extern "C" PTERON_DLL_IMPORT int pteron_anchor_backend_xnnpack(void);
+#define PTERON_FUZZ_BACKENDS "XnnpackBackend"
+#else
+#define PTERON_FUZZ_BACKENDS ""
+#endif
 
 namespace {
 
@@ -754,11 +766,26 @@ Variant field_variant(const Bytes& orig, std::mt19937& rng, int i) {
   return Variant{"field", "field_" + std::to_string(i) + "@" + what, a.bytes()};
 }
 
-Variant flip_variant(const Bytes& orig, std::mt19937& rng, int i, bool program_only) {
+// [begin, end) of the header and graph flatbuffer of every XNNPACK blob
+// ("XH00" at offset 4 of the blob) in the file.
+std::vector<std::pair<size_t, size_t>> xnnpack_blobs(const Bytes& b) {
+  std::vector<std::pair<size_t, size_t>> r;
+  for (size_t i = 4; i + 26 <= b.size(); ++i) {
+    if (std::memcmp(&b[i], "XH00", 4) != 0) continue;
+    const size_t start = i - 4;
+    const uint64_t fo = rd32(b, start + 10), fs = rd32(b, start + 14);
+    if (fo + fs <= b.size() - start && fs > 0) r.push_back({start + 4, size_t(start + fo + fs)});
+  }
+  return r;
+}
+
+Variant flip_variant(const Bytes& orig, std::mt19937& rng, int i, bool program_only,
+                     const std::pair<size_t, size_t>* blob = nullptr) {
   Variant v;
-  v.cls = program_only ? "flip_program" : "flip_any";
+  v.cls = blob ? "flip_blob" : program_only ? "flip_program" : "flip_any";
   v.data = orig;
-  size_t lo = 0, hi = program_only ? program_part(orig) : orig.size();
+  size_t lo = blob ? blob->first : 0;
+  size_t hi = blob ? blob->second : program_only ? program_part(orig) : orig.size();
   int nflips = std::uniform_int_distribution<int>(1, 4)(rng);
   std::string where;
   for (int k = 0; k < nflips && hi > lo; ++k) {
@@ -812,6 +839,13 @@ bool read_file(const std::string& path, Bytes* out) {
 
 int main(int argc, char** argv) {
   (void)pteron_anchor_kernels_portable();
+#ifdef PTERON_FUZZ_WITH_XNNPACK
+  (void)pteron_anchor_backend_xnnpack();
+#endif
+  if (argc == 2 && std::strcmp(argv[1], "--backends") == 0) {
+    std::printf("backends=%s\n", PTERON_FUZZ_BACKENDS);
+    return 0;
+  }
 #if defined(PTERON_FUZZ_HAVE_DEATH_CALLBACK)
   if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(on_sanitizer_death);
 #endif
@@ -937,10 +971,14 @@ int main(int argc, char** argv) {
   run(Variant{"original", "original", orig});
   for (const Variant& v : structural_variants(orig)) run(v);
   std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
+  const std::vector<std::pair<size_t, size_t>> blobs = xnnpack_blobs(orig);
   for (long i = 0; i < flips; ++i) {
-    // Half the flips inside the flatbuffer part, so structure is hit too.
+    // Half the flips inside the flatbuffer part, so structure is hit too;
+    // every 4th inside a delegate blob when there is one.
     bool program_only = (i % 2) == 0;
-    run(flip_variant(orig, rng, static_cast<int>(i), program_only));
+    const std::pair<size_t, size_t>* blob =
+        (i % 4 == 3 && !blobs.empty()) ? &blobs[size_t(i / 4) % blobs.size()] : nullptr;
+    run(flip_variant(orig, rng, static_cast<int>(i), program_only, blob));
   }
   if (fields < 0) fields = flips / 2;
   std::mt19937 rng_fields(static_cast<std::mt19937::result_type>(seed) ^ 0x9e3779b9u);

@@ -108,6 +108,7 @@ struct Variant {
   std::vector<size_t> offset;        // Buffer values: offset in `arena`
   void* arena = nullptr;
   std::vector<xnn_runtime_t> runtimes;  // per step (null for own steps)
+  std::vector<char> empty;              // per step: every value it writes has no elements
   void* pool = nullptr;                 // pthreadpool the runtimes were made with
   ~Variant() {
     for (xnn_runtime_t r : runtimes)
@@ -289,7 +290,9 @@ bool plan(Delegate& d, std::string* err) {
     if (val.constant) { d.home[v] = Home::Constant; continue; }
     if (val.graph_input || val.graph_output) { d.home[v] = Home::Argument; continue; }
     const int ps = producer[v] >= 0 ? step_of[size_t(producer[v])] : -1;
-    bool internal = ps >= 0 && d.steps[size_t(ps)].native;
+    // A value no node reads (and no graph output) still needs storage: XNNPACK
+    // gives an unread internal value none, then fails an assertion writing it.
+    bool internal = ps >= 0 && d.steps[size_t(ps)].native && !read_by[v].empty();
     for (int s : read_by[v]) internal &= (s == ps);
     d.home[v] = internal ? Home::Internal : Home::Buffer;
   }
@@ -503,34 +506,100 @@ bool make_runtimes(const Delegate& d, Variant& var, std::string* err) {
   var.pool = pteron_threadpool_pthreadpool();
   var.runtimes.assign(d.steps.size(), nullptr);
   for (size_t i = 0; i < d.steps.size(); ++i)
-    if (d.steps[i].native && !build_segment(d, d.steps[i], var.shapes, var.pool, &var.runtimes[i], err))
+    if (d.steps[i].native && !var.empty[i] &&
+        !build_segment(d, d.steps[i], var.shapes, var.pool, &var.runtimes[i], err))
       return false;
   return true;
 }
 
-// Builds the variant for the given graph-input shapes.
-std::unique_ptr<Variant> make_variant(const Delegate& d, const std::vector<Shape>& in_shapes,
-                                      std::string* err) {
+// Marks the steps that have nothing to compute (every value they write has no
+// elements: a batch of 0): they are skipped, as XNNPACK cannot set up
+// operators on zero-size tensors. A native step that reads an empty value
+// but writes a non-empty one cannot run; that fails naming the value.
+bool mark_empty_steps(const Delegate& d, Variant& var, std::string* err) {
   const Graph& g = d.g;
+  var.empty.assign(d.steps.size(), 0);
+  for (size_t si = 0; si < d.steps.size(); ++si) {
+    const Step& s = d.steps[si];
+    bool all_empty = true;
+    uint32_t empty_value = kNoValue, full_value = kNoValue, node = 0;
+    for (uint32_t k : s.nodes) {
+      const Node& n = g.nodes[k];
+      for (uint32_t v : n.outputs) {
+        const bool e = numel(var.shapes[v]) == 0;
+        all_empty &= e;
+        if (!e && full_value == kNoValue) full_value = v;
+      }
+      for (uint32_t v : n.inputs)
+        if (numel(var.shapes[v]) == 0 && empty_value == kNoValue) empty_value = v, node = k;
+    }
+    if (all_empty) {
+      var.empty[si] = 1;
+      continue;
+    }
+    if (s.native && empty_value != kNoValue) {
+      const Node& n = g.nodes[node];
+      *err = "node " + std::to_string(n.index) + " (" + op_name(n.op) + ") reads value id " +
+             std::to_string(g.values[empty_value].id) + " of shape " +
+             shape_str(var.shapes[empty_value]) + ", which has no elements, but value id " +
+             std::to_string(g.values[full_value].id) + " it computes has shape " +
+             shape_str(var.shapes[full_value]) + ": XNNPACK cannot run on zero-size tensors";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Builds the variant for the given graph-input shapes. `exact`: the declared
+// input shapes, so every inferred shape must equal the one the blob declares;
+// otherwise (other input shapes of a dynamic program) each must fit within
+// the declared one, its upper bound.
+std::unique_ptr<Variant> make_variant(const Delegate& d, const std::vector<Shape>& in_shapes,
+                                      bool exact, std::string* err, bool* oom) {
+  const Graph& g = d.g;
+  *oom = false;
   auto var = std::make_unique<Variant>();
   var->in_shapes = in_shapes;
   var->shapes.resize(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v)
     if (g.values[v].constant) var->shapes[v] = g.values[v].dims;
   for (size_t i = 0; i < g.inputs.size(); ++i) var->shapes[g.inputs[i]] = in_shapes[i];
-  for (const Node& n : g.nodes)
+  for (const Node& n : g.nodes) {
     if (!infer_shape(g, n, var->shapes, err)) return nullptr;
-  size_t total = 0;
+    for (uint32_t v : n.outputs) {
+      const Shape& have = var->shapes[v];
+      const Shape& decl = g.values[v].dims;
+      bool fits = have.size() == decl.size();
+      for (size_t k = 0; fits && k < have.size(); ++k)
+        fits = exact ? have[k] == decl[k] : have[k] <= decl[k];
+      if (!fits) {
+        *err = "value id " + std::to_string(g.values[v].id) + ", written by node " +
+               std::to_string(n.index) + " (" + op_name(n.op) + "), has shape " + shape_str(have) +
+               (exact ? " but the graph declares " : ", beyond the graph's bound ") +
+               shape_str(decl);
+        return nullptr;
+      }
+    }
+  }
+  if (!mark_empty_steps(d, *var, err)) return nullptr;
+  size_t total = 0, largest = 0;
+  uint32_t largest_value = 0;
   var->offset.assign(g.values.size(), 0);
   for (size_t v = 0; v < g.values.size(); ++v) {
     if (d.home[v] != Home::Buffer) continue;
     var->offset[v] = total;
-    total += (numel(var->shapes[v]) * sizeof(float) + kPad + kAlign - 1) / kAlign * kAlign;
+    const size_t bytes = numel(var->shapes[v]) * sizeof(float);
+    if (bytes >= largest) largest = bytes, largest_value = uint32_t(v);
+    total += (bytes + kPad + kAlign - 1) / kAlign * kAlign;
   }
   if (total) {
     var->arena = std::aligned_alloc(kAlign, total);
     if (!var->arena) {
-      *err = "out of memory for " + std::to_string(total) + " bytes of boundary buffers";
+      *oom = true;
+      *err = "out of memory for " + std::to_string(total) +
+             " bytes of buffers between segments (the largest: value id " +
+             std::to_string(g.values[largest_value].id) + " of shape " +
+             shape_str(var->shapes[largest_value]) + ")";
       return nullptr;
     }
   }
@@ -562,8 +631,11 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
   // at method load, not at the first execute.
   std::vector<Shape> declared;
   for (uint32_t v : d->g.inputs) declared.push_back(d->g.values[v].dims);
-  std::unique_ptr<Variant> var = make_variant(*d, declared, &err);
-  if (!var) return failf(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s", err.c_str());
+  bool oom = false;
+  std::unique_ptr<Variant> var = make_variant(*d, declared, true, &err, &oom);
+  if (!var)
+    return failf(ctx, oom ? PTERON_ERROR_OUT_OF_MEMORY : PTERON_ERROR_INVALID_PROGRAM, "%s",
+                 err.c_str());
   d->variants.push_back(std::move(var));
   d->ptr.assign(d->g.values.size(), nullptr);
   if (const char* dbg = std::getenv("PTERON_XNNPACK_DEBUG")) {
@@ -608,12 +680,16 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const uint32_t v = g.inputs[i];
     const pteron_tensor* t = tensor_arg(v);
-    if (!t || t->dtype != PTERON_DTYPE_FLOAT32 || !t->data)
+    if (!t || t->dtype != PTERON_DTYPE_FLOAT32)
       return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                   "%s: argument %u (graph input %zu) must be a float32 tensor with data", kId,
+                   "%s: argument %u (graph input %zu) must be a float32 tensor", kId,
                    g.values[v].external, i);
     const Shape& decl = g.values[v].dims;
     Shape s(t->sizes, t->sizes + t->dim);
+    if (!t->data && numel(s) != 0)
+      return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                   "%s: argument %u (graph input %zu) of shape %s has no data", kId,
+                   g.values[v].external, i, shape_str(s).c_str());
     if (s.size() != decl.size()) {
       if (numel(s) != numel(decl))
         return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: graph input %zu has shape %s, the "
@@ -639,8 +715,11 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
   }
   std::string err;
   if (!var) {
-    std::unique_ptr<Variant> nv = make_variant(d, in_shapes, &err);
-    if (!nv) return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: %s", kId, err.c_str());
+    bool oom = false;
+    std::unique_ptr<Variant> nv = make_variant(d, in_shapes, false, &err, &oom);
+    if (!nv)
+      return failf(ctx, oom ? PTERON_ERROR_OUT_OF_MEMORY : PTERON_ERROR_SHAPE_MISMATCH, "%s: %s",
+                   kId, err.c_str());
     if (d.variants.size() >= kMaxVariants) d.variants.erase(d.variants.begin());
     d.variants.push_back(std::move(nv));
     var = d.variants.back().get();
@@ -676,14 +755,21 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
         return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: graph output %zu has %zu elements, "
                      "the graph computes %s", kId, i, have, shape_str(s).c_str());
     }
-    if (!t->data)
+    if (!t->data && numel(s) != 0)
       return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: graph output %zu has no storage", kId, i);
   }
   // Storage of every value.
   for (size_t v = 0; v < g.values.size(); ++v) {
     switch (d.home[v]) {
       case Home::Constant: d.ptr[v] = const_cast<float*>(g.values[v].constant); break;
-      case Home::Argument: d.ptr[v] = static_cast<float*>(tensor_arg(uint32_t(v))->data); break;
+      case Home::Argument: {
+        // An empty tensor may have no storage; pteron's own code still gets
+        // a valid pointer (it copies 0 bytes from it).
+        static float no_elements[1];
+        float* p = static_cast<float*>(tensor_arg(uint32_t(v))->data);
+        d.ptr[v] = p ? p : no_elements;
+        break;
+      }
       case Home::Buffer:
         d.ptr[v] = reinterpret_cast<float*>(static_cast<char*>(var->arena) + var->offset[v]);
         break;
@@ -700,6 +786,7 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
   std::vector<xnn_external_value> ext;
   for (size_t si = 0; si < d.steps.size(); ++si) {
     const Step& s = d.steps[si];
+    if (var->empty[si]) continue;  // writes only values without elements
     if (!s.native) {
       const Node& n = g.nodes[s.nodes[0]];
       if (n.op == Op::StaticReshape && d.ptr[n.inputs[0]] == d.ptr[n.outputs[0]])

@@ -79,6 +79,48 @@ std::vector<size_t> to_sizes(const flatbuffers::Vector<uint32_t>* v) {
   return r;
 }
 
+// Window parameters of convolutions and poolings: a zero kernel, stride or
+// dilation, or a value no real model uses (a corrupt blob), is refused here,
+// naming the parameter, before any shape is computed from it.
+constexpr uint32_t kMaxWindowParam = uint32_t(1) << 20;
+
+bool check_params(const Node& n, std::string* err) {
+  static const char* const conv_names[] = {
+      "pad_top", "pad_right", "pad_bottom", "pad_left", "kernel_h", "kernel_w", "stride_h",
+      "stride_w", "dilation_h", "dilation_w", "group_input_channels", "group_output_channels",
+      "groups"};
+  static const char* const pool_names[] = {"pad_top", "pad_right", "pad_bottom", "pad_left",
+                                           "window_h", "window_w", "stride_h", "stride_w",
+                                           "dilation_h", "dilation_w"};
+  const char* const* names = nullptr;
+  size_t count = 0, first_nonzero = 4, last_nonzero = 0;
+  switch (n.op) {
+    case Op::Conv2d: case Op::DepthwiseConv2d: case Op::ConvTranspose2d:
+      names = conv_names, count = 13, last_nonzero = 13;
+      break;
+    case Op::AvgPool2d: case Op::MaxPool2d:
+      // A pooling dilation of 0 means 1 (older exporters leave it unset).
+      names = pool_names, count = 10, last_nonzero = 8;
+      break;
+    case Op::ResizeBilinear2d:
+      if (n.p[0] == 0 || n.p[1] == 0 || n.p[0] > kMaxWindowParam || n.p[1] > kMaxWindowParam)
+        return fail(err, "node %u (%s): output size %ux%u is out of range (1..%u)", n.index,
+                    op_name(n.op), n.p[0], n.p[1], kMaxWindowParam);
+      return true;
+    default:
+      return true;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (n.p[i] == 0 && i >= first_nonzero && i < last_nonzero)
+      return fail(err, "node %u (%s): %s 0 (must be at least 1)", n.index, op_name(n.op),
+                  names[i]);
+    if (n.p[i] > kMaxWindowParam)
+      return fail(err, "node %u (%s): %s %u is out of range (at most %u)", n.index,
+                  op_name(n.op), names[i], n.p[i], kMaxWindowParam);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Graph* g,
@@ -404,6 +446,7 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
                     op_name(n.op), id);
       n.outputs.push_back(idx);
     }
+    if (!check_params(n, err)) return false;
     if (const fbx::OutputRange* r = fn->output_range()) {
       n.out_min = r->min();
       n.out_max = r->max();
@@ -459,6 +502,9 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
       if (!broadcast(in(0), in(1), &out)) return bad("operand shapes do not broadcast");
       break;
     case Op::PReLU:
+      // XNNPACK reads one slope per channel (the input's last dim).
+      if (in(0).empty() || numel(in(1)) != in(0).back())
+        return bad("slope does not have one element per channel");
       out = in(0);
       break;
     case Op::Softmax: case Op::Sigmoid: case Op::Clamp: case Op::Floor: case Op::Convert:
@@ -473,6 +519,8 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
       const bool transposed = n.flags & 1u;
       const size_t k = transposed ? w[0] : w[1], oc = transposed ? w[1] : w[0];
       if (in(0).back() != k) return bad("input's last dim does not match the weight");
+      if (n.inputs.size() > 2 && numel(in(2)) != oc)
+        return bad(("bias does not have " + std::to_string(oc) + " elements").c_str());
       out = in(0);
       out.back() = oc;
       break;
@@ -486,6 +534,14 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
         return bad("window does not fit the padded input");
       const size_t c = size_t(n.p[12]) * n.p[11];
       if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
+      // The filter XNNPACK reads: OHWI (groups * group_output_channels,
+      // kernel_h, kernel_w, group_input_channels), or 1HWO for depthwise.
+      const Shape want = n.op == Op::Conv2d ? Shape{c, n.p[4], n.p[5], n.p[10]}
+                                            : Shape{1, n.p[4], n.p[5], c};
+      if (n.inputs.size() < 2 || in(1) != want)
+        return bad(("weight shape does not match the node's parameters " + shape_str(want)).c_str());
+      if (n.inputs.size() > 2 && numel(in(2)) != c)
+        return bad(("bias does not have " + std::to_string(c) + " elements").c_str());
       out = {x[0], oh, ow, c};
       break;
     }
