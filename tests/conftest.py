@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -201,3 +202,13 @@ def pytest_runtest_call(item):
     except subprocess.TimeoutExpired as e:
         cmd = e.cmd if isinstance(e.cmd, str) else " ".join(map(str, e.cmd))
         pytest.fail(f"timeout: {cmd[:300]} did not finish within {e.timeout:.3g} s", pytrace=False)
+
+
+def assert_matches(actual, expected, rtol, atol, what):
+    """Parity with eager PyTorch: same dtype and shape; floats within rtol/atol, others exact."""
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if expected.dtype.kind == "f":
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)

@@ -6,7 +6,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, manifest
+from conftest import FIXTURES, assert_matches, manifest
 
 RUNNABLE = [
     (f["name"], method)
@@ -22,15 +22,6 @@ def _fixture(name):
 
 def _load(files):
     return [np.load(FIXTURES / p) for p in files]
-
-
-def assert_matches(actual, expected, rtol, atol, what):
-    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if expected.dtype.kind == "f":
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
-    else:
-        np.testing.assert_array_equal(actual, expected, err_msg=what)
 
 
 @pytest.mark.parametrize("name,method", RUNNABLE, ids=[f"{n}.{m}" for n, m in RUNNABLE])

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, REPO, build_dir, manifest
+from conftest import FIXTURES, REPO, assert_matches, build_dir, manifest
 
 BUILD = build_dir()
 LIBS = ["kernels_portable", "threadpool", "backend_xnnpack"]
@@ -138,15 +138,6 @@ def run_child(args, env_extra=None, timeout=120):
     assert r.returncode == 0, f"child crashed or failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
     line = next(l for l in r.stdout.splitlines() if l.startswith("RESULT "))
     return json.loads(line[len("RESULT "):]), r.stderr
-
-
-def assert_matches(actual, expected, rtol, atol, what):
-    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if expected.dtype.kind == "f":
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
-    else:
-        np.testing.assert_array_equal(actual, expected, err_msg=what)
 
 
 def test_every_xnnpack_fixture_is_lowered_and_listed():
