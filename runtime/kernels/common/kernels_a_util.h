@@ -640,4 +640,99 @@ inline void for_each_lane(const pteron_tensor* a, const pteron_tensor* b,
   }
 }
 
+// ---- binary arithmetic (add, sub, mul, div: Tensor or Scalar other) ----
+
+// The operands of add/sub/mul/div(.Scalar)(.out): self, other (a tensor, or
+// other_s for the .Scalar overloads), alpha (Int 1 when absent), out.
+struct BinaryOperands {
+  pteron_tensor *self = nullptr, *other = nullptr, *out = nullptr;
+  Scalar other_s, alpha;
+};
+
+// Reads self (argument 0), other (1: tensor, or Scalar when scalar_other)
+// and alpha (2, when has_alpha). `out` is left to the caller: its index
+// depends on the operator's further arguments (rounding_mode).
+inline int32_t read_binary_inputs(const Args& a, bool scalar_other, bool has_alpha,
+                                  BinaryOperands* b) {
+  b->alpha.kind = ScalarKind::Int;
+  b->alpha.i = 1;
+  b->alpha.d = 1;
+  PTERON_CHECK_OK(a.tensor(0, "self", &b->self));
+  if (scalar_other) PTERON_CHECK_OK(read_scalar(a, 1, "other", &b->other_s));
+  else PTERON_CHECK_OK(a.tensor(1, "other", &b->other));
+  if (has_alpha) PTERON_CHECK_OK(read_scalar(a, 2, "alpha", &b->alpha));
+  return PTERON_OK;
+}
+
+// Checks the dtypes and storage of self, other and out, and gives the
+// computation dtype: PyTorch's result_type of self and other (a Scalar other
+// only by its kind).
+inline int32_t binary_result_type(pteron_kernel_context* ctx, const char* op,
+                                  const BinaryOperands& b, int32_t* ct) {
+  PTERON_CHECK_OK(check_supported(ctx, op, "self", b.self->dtype));
+  if (b.other) PTERON_CHECK_OK(check_supported(ctx, op, "other", b.other->dtype));
+  PTERON_CHECK_OK(check_supported(ctx, op, "out", b.out->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", b.self));
+  if (b.other) PTERON_CHECK_OK(check_tensor(ctx, op, "other", b.other));
+  ResultType rt;
+  rt.add_tensor(b.self);
+  if (b.other) rt.add_tensor(b.other);
+  else rt.add_scalar(b.other_s.kind);
+  *ct = rt.get();
+  return PTERON_OK;
+}
+
+// sub refuses bool operands, as PyTorch does.
+inline int32_t reject_bool_subtraction(pteron_kernel_context* ctx, const char* op,
+                                       const BinaryOperands& b) {
+  const bool other_bool =
+      b.other ? b.other->dtype == PTERON_DTYPE_BOOL : b.other_s.kind == ScalarKind::Bool;
+  if (b.self->dtype == PTERON_DTYPE_BOOL || other_bool)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: subtraction with a bool operand is not supported "
+                "(use logical_xor / logical_not)", op);
+  return PTERON_OK;
+}
+
+// Resizes out to the broadcast shape of self and other (self's shape for a
+// Scalar other); PTERON_ERROR_SHAPE_MISMATCH naming both shapes otherwise.
+inline int32_t resize_binary_out(pteron_kernel_context* ctx, const char* op,
+                                 const BinaryOperands& b) {
+  int64_t shape[PTERON_MAX_DIM];
+  int32_t nd = 0;
+  if (b.other) {
+    if (!broadcast_shape(b.self, b.other, shape, &nd)) return broadcast_error(ctx, op, b.self, b.other);
+  } else {
+    nd = b.self->dim;
+    for (int32_t i = 0; i < nd; ++i) shape[i] = b.self->sizes[i];
+  }
+  return resize_out(ctx, op, "out", b.out, shape, nd);
+}
+
+// Softmax (log=false) or log-softmax (log=true) of one lane of `len`
+// elements, x and y strided by xs / ys elements; y may alias x (every x[i]
+// is read before y[i] is written). Computed in double from the lane's max,
+// so exp never overflows; a NaN in the lane makes the whole lane NaN, as in
+// PyTorch. Used by kernels_portable and kernels_optimized.
+template <typename C>
+void softmax_lane(const C* x, int64_t xs, C* y, int64_t ys, int64_t len, bool log) {
+  C mx = x[0];
+  for (int64_t i = 1; i < len; ++i) {
+    const C v = x[i * xs];
+    if (v > mx || std::isnan(v)) mx = v;
+    if (std::isnan(mx)) break;
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < len; ++i) sum += std::exp(double(x[i * xs]) - double(mx));
+  if (log) {
+    const double ls = std::log(sum);
+    for (int64_t i = 0; i < len; ++i)
+      y[i * ys] = static_cast<C>(double(x[i * xs]) - double(mx) - ls);
+  } else {
+    const double inv = 1.0 / sum;
+    for (int64_t i = 0; i < len; ++i)
+      y[i * ys] = static_cast<C>(std::exp(double(x[i * xs]) - double(mx)) * inv);
+  }
+}
+
 }  // namespace pteron::kern::ka

@@ -93,50 +93,20 @@ int32_t binary_op(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   Args a{ctx, args, n, s.op};
   const size_t expected = 3 + (s.has_alpha ? 1 : 0);
   PTERON_CHECK_OK(a.arity(expected));
-  pteron_tensor *self = nullptr, *other = nullptr, *out = nullptr;
-  Scalar other_s, alpha;
-  alpha.kind = ScalarKind::Int;
-  alpha.i = 1;
-  alpha.d = 1;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  if (s.scalar_other) PTERON_CHECK_OK(read_scalar(a, 1, "other", &other_s));
-  else PTERON_CHECK_OK(a.tensor(1, "other", &other));
-  if (s.has_alpha) PTERON_CHECK_OK(read_scalar(a, 2, "alpha", &alpha));
-  PTERON_CHECK_OK(a.tensor(expected - 1, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, s.op, "self", self->dtype));
-  if (other) PTERON_CHECK_OK(check_supported(ctx, s.op, "other", other->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, s.op, "out", out->dtype));
-  PTERON_CHECK_OK(check_tensor(ctx, s.op, "self", self));
-  if (other) PTERON_CHECK_OK(check_tensor(ctx, s.op, "other", other));
-
-  ResultType rt;
-  rt.add_tensor(self);
-  if (other) rt.add_tensor(other);
-  else rt.add_scalar(other_s.kind);
-  const int32_t ct = rt.get();  // floating: self is float32
-  if (s.kind == Kind::Sub) {
-    const bool other_bool = other ? other->dtype == PTERON_DTYPE_BOOL
-                                  : other_s.kind == ScalarKind::Bool;
-    if (self->dtype == PTERON_DTYPE_BOOL || other_bool)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: subtraction with a bool operand is not supported "
-                  "(use logical_xor / logical_not)", s.op);
-  }
+  BinaryOperands b;
+  PTERON_CHECK_OK(read_binary_inputs(a, s.scalar_other, s.has_alpha, &b));
+  PTERON_CHECK_OK(a.tensor(expected - 1, "out", &b.out));
+  int32_t ct = 0;  // floating: self is float32
+  PTERON_CHECK_OK(binary_result_type(ctx, s.op, b, &ct));
+  if (s.kind == Kind::Sub) PTERON_CHECK_OK(reject_bool_subtraction(ctx, s.op, b));
+  const Scalar &other_s = b.other_s, &alpha = b.alpha;
+  pteron_tensor *self = b.self, *other = b.other, *out = b.out;
   if (s.has_alpha && alpha.kind == ScalarKind::Bool && ct != PTERON_DTYPE_BOOL)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: boolean alpha only supported for boolean results", s.op);
   if (!is_floating(ct)) return unsupported_dtype(ctx, s.op, "self", ct);
   if (!can_cast(ct, out->dtype)) return cast_error(ctx, s.op, ct, out->dtype);
-
-  int64_t shape[PTERON_MAX_DIM];
-  int32_t nd = 0;
-  if (other) {
-    if (!broadcast_shape(self, other, shape, &nd)) return broadcast_error(ctx, s.op, self, other);
-  } else {
-    nd = self->dim;
-    for (int32_t i = 0; i < nd; ++i) shape[i] = self->sizes[i];
-  }
-  PTERON_CHECK_OK(resize_out(ctx, s.op, "out", out, shape, nd));
+  PTERON_CHECK_OK(resize_binary_out(ctx, s.op, b));
   if (numel(out) == 0) return PTERON_OK;
 
   const bool fast = ct == PTERON_DTYPE_FLOAT32 && out->dtype == PTERON_DTYPE_FLOAT32 &&

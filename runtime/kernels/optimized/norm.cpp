@@ -37,26 +37,6 @@ bool row_major(const pteron_tensor* t) {
 
 // ---- softmax ----------------------------------------------------------------
 
-void softmax_lane(const float* x, int64_t xs, float* y, int64_t ys, int64_t len, bool log) {
-  float mx = x[0];
-  for (int64_t i = 1; i < len; ++i) {
-    const float v = x[i * xs];
-    if (v > mx || std::isnan(v)) mx = v;
-    if (std::isnan(mx)) break;
-  }
-  double sum = 0;
-  for (int64_t i = 0; i < len; ++i) sum += std::exp(double(x[i * xs]) - double(mx));
-  if (log) {
-    const double ls = std::log(sum);
-    for (int64_t i = 0; i < len; ++i)
-      y[i * ys] = static_cast<float>(double(x[i * xs]) - double(mx) - ls);
-  } else {
-    const double inv = 1.0 / sum;
-    for (int64_t i = 0; i < len; ++i)
-      y[i * ys] = static_cast<float>(std::exp(double(x[i * xs]) - double(mx)) * inv);
-  }
-}
-
 int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
                      const char* op, bool log) {
   Args a{ctx, args, n, op};

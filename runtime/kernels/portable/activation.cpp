@@ -257,33 +257,6 @@ int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
 
 // ---- softmax ----------------------------------------------------------------
 
-template <typename C>
-void softmax_lane(const C* x, int64_t xs, C* y, int64_t ys, int64_t len, bool log) {
-  // max first (NaN propagates through the sum below)
-  C mx = x[0];
-  for (int64_t i = 1; i < len; ++i) {
-    const C v = x[i * xs];
-    if (v > mx || std::isnan(v)) mx = v;
-    if (std::isnan(mx)) break;
-  }
-  double sum = 0;
-  if (log) {
-    for (int64_t i = 0; i < len; ++i) sum += std::exp(double(x[i * xs]) - double(mx));
-    const double ls = std::log(sum);
-    for (int64_t i = 0; i < len; ++i)
-      y[i * ys] = static_cast<C>(double(x[i * xs]) - double(mx) - ls);
-  } else {
-    // y may alias x: each x[i] is read before y[i] is written
-    for (int64_t i = 0; i < len; ++i) {
-      const double e = std::exp(double(x[i * xs]) - double(mx));
-      sum += e;
-      y[i * ys] = static_cast<C>(e);
-    }
-    const double inv = 1.0 / sum;
-    for (int64_t i = 0; i < len; ++i) y[i * ys] = static_cast<C>(double(y[i * ys]) * inv);
-  }
-}
-
 int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args,
                      size_t n, const char* op, bool log) {
   Args a{ctx, args, n, op};

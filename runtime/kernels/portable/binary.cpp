@@ -117,15 +117,8 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
   Args a{ctx, args, n, s.op};
   const size_t expected = 3 + (s.has_alpha ? 1 : 0) + (s.has_mode ? 1 : 0);
   PTERON_CHECK_OK(a.arity(expected));
-  pteron_tensor *self = nullptr, *other = nullptr, *out = nullptr;
-  Scalar other_s, alpha;
-  alpha.kind = ScalarKind::Int;
-  alpha.i = 1;
-  alpha.d = 1;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  if (s.scalar_other) PTERON_CHECK_OK(read_scalar(a, 1, "other", &other_s));
-  else PTERON_CHECK_OK(a.tensor(1, "other", &other));
-  if (s.has_alpha) PTERON_CHECK_OK(read_scalar(a, 2, "alpha", &alpha));
+  BinaryOperands b;
+  PTERON_CHECK_OK(read_binary_inputs(a, s.scalar_other, s.has_alpha, &b));
   Kind kind = s.kind;
   if (s.has_mode) {
     char mode[16];
@@ -139,30 +132,13 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
                   "%s: rounding_mode must be None, 'trunc' or 'floor', got '%s'",
                   s.op, mode);
   }
-  PTERON_CHECK_OK(a.tensor(expected - 1, "out", &out));
-
-  PTERON_CHECK_OK(check_supported(ctx, s.op, "self", self->dtype));
-  if (other) PTERON_CHECK_OK(check_supported(ctx, s.op, "other", other->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, s.op, "out", out->dtype));
-  PTERON_CHECK_OK(check_tensor(ctx, s.op, "self", self));
-  if (other) PTERON_CHECK_OK(check_tensor(ctx, s.op, "other", other));
-
-  ResultType rt;
-  rt.add_tensor(self);
-  if (other) rt.add_tensor(other);
-  else rt.add_scalar(other_s.kind);
-  int32_t ct = rt.get();
+  PTERON_CHECK_OK(a.tensor(expected - 1, "out", &b.out));
+  int32_t ct = 0;
+  PTERON_CHECK_OK(binary_result_type(ctx, s.op, b, &ct));
   if (kind == Kind::Div && !is_floating(ct)) ct = PTERON_DTYPE_FLOAT32;
-
-  if (kind == Kind::Sub) {
-    const bool self_bool = self->dtype == PTERON_DTYPE_BOOL;
-    const bool other_bool = other ? other->dtype == PTERON_DTYPE_BOOL
-                                  : other_s.kind == ScalarKind::Bool;
-    if (self_bool || other_bool)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: subtraction with a bool operand is not supported "
-                  "(use logical_xor / logical_not)", s.op);
-  }
+  if (kind == Kind::Sub) PTERON_CHECK_OK(reject_bool_subtraction(ctx, s.op, b));
+  const Scalar &other_s = b.other_s, &alpha = b.alpha;
+  pteron_tensor *self = b.self, *other = b.other, *out = b.out;
   if ((kind == Kind::DivTrunc || kind == Kind::DivFloor) &&
       ct == PTERON_DTYPE_BOOL)
     return unsupported_dtype(ctx, s.op, "self", ct);
@@ -183,16 +159,7 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
   }
   if (!can_cast(ct, out->dtype)) return cast_error(ctx, s.op, ct, out->dtype);
 
-  int64_t shape[PTERON_MAX_DIM];
-  int32_t nd = 0;
-  if (other) {
-    if (!broadcast_shape(self, other, shape, &nd))
-      return broadcast_error(ctx, s.op, self, other);
-  } else {
-    nd = self->dim;
-    for (int32_t i = 0; i < nd; ++i) shape[i] = self->sizes[i];
-  }
-  PTERON_CHECK_OK(resize_out(ctx, s.op, "out", out, shape, nd));
+  PTERON_CHECK_OK(resize_binary_out(ctx, s.op, b));
 
   int32_t rc = PTERON_OK;
   dispatch(ct, [&](auto t) {
