@@ -228,9 +228,15 @@ typedef struct pteron_compile_spec {
   size_t value_size;
 } pteron_compile_spec;
 
-/* Looks up named data of the program being loaded (only valid inside
- * `init`). Returns PTERON_OK with a pointer/size that stay valid while the
- * program lives, or PTERON_ERROR_NOT_FOUND. */
+/* Looks up the program's named data: the `named_data` table of the program
+ * flatbuffer (runtime/schema/program.fbs), each entry a key (the exporter's
+ * string, e.g. the hex digest of a weight) and a segment of raw bytes.
+ * Only valid inside a backend's `init`, with the context it was given.
+ * On success *data / *size (bytes) point into the program's memory and stay
+ * valid while the program lives; no alignment beyond the segment's is
+ * promised. Errors: PTERON_ERROR_INVALID_ARGUMENT (a NULL argument),
+ * PTERON_ERROR_NOT_FOUND (no such key, or called outside `init`),
+ * PTERON_ERROR_INVALID_PROGRAM (the entry's segment lies outside the file). */
 PTERON_API int32_t pteron_named_data_get(pteron_kernel_context* ctx,
                                          const char* key, const void** data,
                                          size_t* size);
