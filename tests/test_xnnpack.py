@@ -383,6 +383,22 @@ def test_zero_batch_gives_the_empty_output_pytorch_gives():
     assert res["after"] <= 1e-5, res
 
 
+def test_node_without_parameters_fails_at_load(tmp_path):
+    # A node type whose parameter table is absent passes the flatbuffers
+    # Verifier (an absent union value is legal); it must be refused by name,
+    # not dereferenced.
+    pte = bytearray((FIXTURES / "cnn_xnnpack.pte").read_bytes())
+    _, _, root = _graph(pte)
+    nodes_at, n = _vector(pte, _fb_field(pte, root, 1))
+    node1 = nodes_at + 4 + struct.unpack_from("<I", pte, nodes_at + 4)[0]
+    vt = node1 - struct.unpack_from("<i", pte, node1)[0]
+    assert _fb_field(pte, node1, 1) is not None
+    struct.pack_into("<H", pte, vt + 4 + 2 * 1, 0)  # Node.op: absent
+    code, message = _load_patched(tmp_path, pte)
+    assert code == 2, message
+    assert "has no parameters" in message, message
+
+
 def _node_params(pte, k):
     """Absolute offset of node k's parameter table."""
     _, _, root = _graph(pte)

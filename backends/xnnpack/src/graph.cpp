@@ -286,6 +286,9 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
     n.op = fn->op_type();
     std::vector<uint32_t> in_ids, out_ids;
     bool optional_last_input = false;  // bias may be absent
+    // The Verifier accepts a union whose value is absent: refuse it before
+    // any case reads the parameters.
+    if (!fn->op()) return fail(err, "node %u (%s) has no parameters", k, op_name(n.op));
     switch (n.op) {
       case Op::Add: case Op::Div: case Op::Minimum: case Op::Multiply: case Op::Subtract:
       case Op::Maximum: case Op::PReLU: case Op::BatchMatMul: {
@@ -427,7 +430,6 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
       default:
         return fail(err, "node %u has an unknown node type (%d)", k, int(n.op));
     }
-    if (!fn->op()) return fail(err, "node %u (%s) has no parameters", k, op_name(n.op));
     if (optional_last_input && in_ids.back() == kNoValue) in_ids.pop_back();
     for (uint32_t id : in_ids) {
       uint32_t idx;
