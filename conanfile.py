@@ -112,7 +112,7 @@ class PteronConan(ConanFile):
             self.requires(ref, visible=False)
 
     def build_requirements(self):
-        # flatc generates the reader from runtime/schema/program.fbs; it must
+        # flatc generates the reader from runtime/core/schema/program.fbs; it must
         # match the flatbuffers headers the build uses.
         self.tool_requires("flatbuffers/<host_version>")
 

@@ -9,6 +9,7 @@
 #     libpteron*.dll.a (MinGW, the GNU convention);
 #   - hidden visibility; PTERON_BUILDING_<NAME> and PTERON_COMPONENT_NAME set;
 #   - an exported C symbol pteron_anchor_<name> (generated source);
+#   - output in the top of the build tree, beside the runtime;
 #   - SOVERSION and RUNPATH=$ORIGIN on ELF; on MinGW libgcc, libstdc++ and
 #     winpthread linked statically and no auto-exported symbols;
 #   - links the runtime (the one registry) unless it is the runtime.
@@ -45,7 +46,12 @@ function(pteron_add_component _name)
     DEBUG_POSTFIX ""
     VERSION ${PROJECT_VERSION}
     SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
-    EXPORT_NAME ${_name})
+    EXPORT_NAME ${_name}
+    # Every component beside the runtime in the build tree too (RUNPATH=$ORIGIN,
+    # DLLs side by side; tests and pteron-run load them from there).
+    LIBRARY_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}"
+    RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}"
+    ARCHIVE_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}")
   if(WIN32)
     # pteron*.dll with every toolchain; import library per toolchain family.
     set_target_properties(${_tgt} PROPERTIES PREFIX "")

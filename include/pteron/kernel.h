@@ -48,7 +48,7 @@ typedef enum pteron_error {
 } pteron_error;
 
 /* Element types. The numbering is the program format's ScalarType enum (see
- * runtime/schema/program.fbs), so values read from a .pte need no mapping. */
+ * runtime/core/schema/program.fbs), so values read from a .pte need no mapping. */
 typedef enum pteron_dtype {
   PTERON_DTYPE_UINT8 = 0,
   PTERON_DTYPE_INT8 = 1,
@@ -229,7 +229,7 @@ typedef struct pteron_compile_spec {
 } pteron_compile_spec;
 
 /* Looks up the program's named data: the `named_data` table of the program
- * flatbuffer (runtime/schema/program.fbs), each entry a key (the exporter's
+ * flatbuffer (runtime/core/schema/program.fbs), each entry a key (the exporter's
  * string, e.g. the hex digest of a weight) and a segment of raw bytes.
  * Only valid inside a backend's `init`, with the context it was given.
  * On success *data / *size (bytes) point into the program's memory and stay

@@ -1,4 +1,4 @@
-// internal.h - runtime internals shared by runtime/src/*.cpp. Never installed.
+// internal.h - runtime internals shared by runtime/core/*.cpp. Never installed.
 #pragma once
 
 #include <atomic>
