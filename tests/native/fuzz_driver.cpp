@@ -528,223 +528,259 @@ uint32_t pick_index(std::mt19937& rng, const V* v) {
   return std::uniform_int_distribution<uint32_t>(0, v->size() - 1)(rng);
 }
 
-// Tries one random mutation of plan `plan` (or of the program); false if the
-// chosen field is absent (flatbuffers cannot add a field in place).
-bool mutate_one(fb::Program* prog, fb::ExecutionPlan* plan, std::mt19937& rng, std::string* what) {
-  auto* vals = plan->mutable_values();
-  const int64_t nvals = vals ? vals->size() : 0;
-  auto random_value = [&]() -> fb::EValue* {
+// One random mutation of plan `plan` (or of the program). Each mutator
+// returns false if the field it chose is absent (flatbuffers cannot add a
+// field in place).
+struct FieldMutator {
+  fb::Program* prog;
+  fb::ExecutionPlan* plan;
+  std::mt19937& rng;
+  std::string* what;
+  decltype(plan->mutable_values()) vals = plan->mutable_values();
+  int64_t nvals = vals ? vals->size() : 0;
+
+  fb::EValue* random_value() {
     return nvals ? vals->GetMutableObject(pick_index(rng, vals)) : nullptr;
-  };
-  auto random_instruction = [&]() -> fb::Instruction* {
+  }
+  fb::Instruction* random_instruction() {
     auto* chains = plan->mutable_chains();
     if (!chains || chains->size() == 0) return nullptr;
     auto* ins = chains->GetMutableObject(pick_index(rng, chains))->mutable_instructions();
     if (!ins || ins->size() == 0) return nullptr;
     return ins->GetMutableObject(pick_index(rng, ins));
-  };
-  int kind = std::uniform_int_distribution<int>(0, 15)(rng);
-  switch (kind) {
-    case 0: case 1: case 2: case 3: case 4: {  // a tensor field (most programs are tensors)
-      fb::EValue* ev = random_value();
-      if (!ev || ev->val_type() != fb::KernelTypes::Tensor || !ev->mutable_val()) return false;
-      auto* t = static_cast<fb::Tensor*>(ev->mutable_val());
-      int64_t dim = t->sizes() ? t->sizes()->size() : 0;
-      switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
-        case 0: {
-          auto* sz = t->mutable_sizes();
-          if (!sz || sz->size() == 0) return false;
-          uint32_t k = pick_index(rng, sz);
-          sz->Mutate(k, pick_as<int32_t>(rng, sz->Get(k), 1 << 20));
-          *what = "tensor_size";
-          return true;
-        }
-        case 1: {
-          auto* o = t->mutable_dim_order();
-          if (!o || o->size() == 0) return false;
-          uint32_t k = pick_index(rng, o);
-          o->Mutate(k, pick_as<uint8_t>(rng, o->Get(k), dim));
-          *what = "tensor_dim_order";
-          return true;
-        }
-        case 2:
-          *what = "tensor_scalar_type";
-          return t->mutate_scalar_type(static_cast<fb::ScalarType>(
-              std::uniform_int_distribution<int>(-2, 31)(rng)));
-        case 3:
-          *what = "tensor_data_buffer_idx";
-          return t->mutate_data_buffer_idx(pick_as<uint32_t>(rng, t->data_buffer_idx(), 64));
-        case 4: {
-          fb::AllocationDetails* a = t->mutable_allocation_info();
-          if (!a) return false;
-          *what = "tensor_memory_id";
-          return a->mutate_memory_id(pick_as<uint32_t>(rng, a->memory_id(), 4));
-        }
-        case 5: {
-          fb::AllocationDetails* a = t->mutable_allocation_info();
-          if (!a) return false;
-          *what = "tensor_memory_offset";
-          int64_t bsz = 1 << 16;
-          if (plan->non_const_buffer_sizes() && plan->non_const_buffer_sizes()->size() > 1)
-            bsz = plan->non_const_buffer_sizes()->Get(1);
-          return std::uniform_int_distribution<int>(0, 3)(rng) == 0
-                     ? a->mutate_memory_offset_high(pick_as<uint32_t>(rng, a->memory_offset_high(), 2))
-                     : a->mutate_memory_offset_low(pick_as<uint32_t>(rng, a->memory_offset_low(), bsz));
-        }
-        case 6:
-          *what = "tensor_shape_dynamism";
-          return t->mutate_shape_dynamism(static_cast<fb::TensorShapeDynamism>(
-              std::uniform_int_distribution<int>(0, 3)(rng)));
-        default:
-          *what = "tensor_storage_offset";
-          return t->mutate_storage_offset(pick_as<int32_t>(rng, t->storage_offset(), 64));
-      }
+  }
+
+  // A tensor field (most programs are tensors).
+  bool tensor_field() {
+  fb::EValue* ev = random_value();
+  if (!ev || ev->val_type() != fb::KernelTypes::Tensor || !ev->mutable_val()) return false;
+  auto* t = static_cast<fb::Tensor*>(ev->mutable_val());
+  int64_t dim = t->sizes() ? t->sizes()->size() : 0;
+  switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
+    case 0: {
+      auto* sz = t->mutable_sizes();
+      if (!sz || sz->size() == 0) return false;
+      uint32_t k = pick_index(rng, sz);
+      sz->Mutate(k, pick_as<int32_t>(rng, sz->Get(k), 1 << 20));
+      *what = "tensor_size";
+      return true;
     }
-    case 5: {  // a scalar value
-      fb::EValue* ev = random_value();
-      if (!ev || !ev->mutable_val()) return false;
-      *what = "scalar";
-      if (ev->val_type() == fb::KernelTypes::Int) {
-        auto* v = static_cast<fb::Int*>(ev->mutable_val());
-        int64_t x = std::uniform_int_distribution<int>(0, 3)(rng) == 0
-                        ? (std::uniform_int_distribution<int>(0, 1)(rng)
-                               ? std::numeric_limits<int64_t>::max()
-                               : std::numeric_limits<int64_t>::min())
-                        : pick_int(rng, v->int_val(), 64);
-        return v->mutate_int_val(x);
-      }
-      if (ev->val_type() == fb::KernelTypes::Double) {
-        const double c[] = {0.0, -1.0, 1e308, -1e308, std::numeric_limits<double>::quiet_NaN(),
-                            std::numeric_limits<double>::infinity(), 1e-310};
-        return static_cast<fb::Double*>(ev->mutable_val())
-            ->mutate_double_val(c[std::uniform_int_distribution<int>(0, 6)(rng)]);
-      }
-      if (ev->val_type() == fb::KernelTypes::Bool) {
-        auto* b = static_cast<fb::Bool*>(ev->mutable_val());
-        return b->mutate_bool_val(!b->bool_val());
-      }
-      return false;
+    case 1: {
+      auto* o = t->mutable_dim_order();
+      if (!o || o->size() == 0) return false;
+      uint32_t k = pick_index(rng, o);
+      o->Mutate(k, pick_as<uint8_t>(rng, o->Get(k), dim));
+      *what = "tensor_dim_order";
+      return true;
     }
-    case 6: case 7: {  // a list item
-      fb::EValue* ev = random_value();
-      if (!ev || !ev->mutable_val()) return false;
-      *what = "list_item";
-      if (ev->val_type() == fb::KernelTypes::IntList) {
-        auto* it = static_cast<fb::IntList*>(ev->mutable_val())->mutable_items();
-        if (!it || it->size() == 0) return false;
-        uint32_t k = pick_index(rng, it);
-        it->Mutate(k, pick_int(rng, it->Get(k), nvals));
+    case 2:
+      *what = "tensor_scalar_type";
+      return t->mutate_scalar_type(static_cast<fb::ScalarType>(
+          std::uniform_int_distribution<int>(-2, 31)(rng)));
+    case 3:
+      *what = "tensor_data_buffer_idx";
+      return t->mutate_data_buffer_idx(pick_as<uint32_t>(rng, t->data_buffer_idx(), 64));
+    case 4: {
+      fb::AllocationDetails* a = t->mutable_allocation_info();
+      if (!a) return false;
+      *what = "tensor_memory_id";
+      return a->mutate_memory_id(pick_as<uint32_t>(rng, a->memory_id(), 4));
+    }
+    case 5: {
+      fb::AllocationDetails* a = t->mutable_allocation_info();
+      if (!a) return false;
+      *what = "tensor_memory_offset";
+      int64_t bsz = 1 << 16;
+      if (plan->non_const_buffer_sizes() && plan->non_const_buffer_sizes()->size() > 1)
+        bsz = plan->non_const_buffer_sizes()->Get(1);
+      return std::uniform_int_distribution<int>(0, 3)(rng) == 0
+                 ? a->mutate_memory_offset_high(pick_as<uint32_t>(rng, a->memory_offset_high(), 2))
+                 : a->mutate_memory_offset_low(pick_as<uint32_t>(rng, a->memory_offset_low(), bsz));
+    }
+    case 6:
+      *what = "tensor_shape_dynamism";
+      return t->mutate_shape_dynamism(static_cast<fb::TensorShapeDynamism>(
+          std::uniform_int_distribution<int>(0, 3)(rng)));
+    default:
+      *what = "tensor_storage_offset";
+      return t->mutate_storage_offset(pick_as<int32_t>(rng, t->storage_offset(), 64));
+  }
+  }
+
+  // A scalar value.
+  bool scalar_value() {
+  fb::EValue* ev = random_value();
+  if (!ev || !ev->mutable_val()) return false;
+  *what = "scalar";
+  if (ev->val_type() == fb::KernelTypes::Int) {
+    auto* v = static_cast<fb::Int*>(ev->mutable_val());
+    int64_t x = std::uniform_int_distribution<int>(0, 3)(rng) == 0
+                    ? (std::uniform_int_distribution<int>(0, 1)(rng)
+                           ? std::numeric_limits<int64_t>::max()
+                           : std::numeric_limits<int64_t>::min())
+                    : pick_int(rng, v->int_val(), 64);
+    return v->mutate_int_val(x);
+  }
+  if (ev->val_type() == fb::KernelTypes::Double) {
+    const double c[] = {0.0, -1.0, 1e308, -1e308, std::numeric_limits<double>::quiet_NaN(),
+                        std::numeric_limits<double>::infinity(), 1e-310};
+    return static_cast<fb::Double*>(ev->mutable_val())
+        ->mutate_double_val(c[std::uniform_int_distribution<int>(0, 6)(rng)]);
+  }
+  if (ev->val_type() == fb::KernelTypes::Bool) {
+    auto* b = static_cast<fb::Bool*>(ev->mutable_val());
+    return b->mutate_bool_val(!b->bool_val());
+  }
+  return false;
+  }
+
+  // A list item.
+  bool list_item() {
+  fb::EValue* ev = random_value();
+  if (!ev || !ev->mutable_val()) return false;
+  *what = "list_item";
+  if (ev->val_type() == fb::KernelTypes::IntList) {
+    auto* it = static_cast<fb::IntList*>(ev->mutable_val())->mutable_items();
+    if (!it || it->size() == 0) return false;
+    uint32_t k = pick_index(rng, it);
+    it->Mutate(k, pick_int(rng, it->Get(k), nvals));
+    return true;
+  }
+  flatbuffers::Vector<int32_t>* it = nullptr;
+  if (ev->val_type() == fb::KernelTypes::TensorList)
+    it = static_cast<fb::TensorList*>(ev->mutable_val())->mutable_items();
+  else if (ev->val_type() == fb::KernelTypes::OptionalTensorList)
+    it = static_cast<fb::OptionalTensorList*>(ev->mutable_val())->mutable_items();
+  if (!it || it->size() == 0) return false;
+  uint32_t k = pick_index(rng, it);
+  it->Mutate(k, pick_as<int32_t>(rng, it->Get(k), nvals));
+  return true;
+  }
+
+  // An instruction field.
+  bool instruction_field() {
+  fb::Instruction* in = random_instruction();
+  if (!in || !in->mutable_instr_args()) return false;
+  void* a = in->mutable_instr_args();
+  *what = "instruction";
+  switch (in->instr_args_type()) {
+    case fb::InstructionArguments::KernelCall: {
+      auto* kc = static_cast<fb::KernelCall*>(a);
+      auto* args = kc->mutable_args();
+      if (args && args->size() && std::uniform_int_distribution<int>(0, 2)(rng)) {
+        uint32_t k = pick_index(rng, args);
+        args->Mutate(k, pick_as<int32_t>(rng, args->Get(k), nvals));
         return true;
       }
-      flatbuffers::Vector<int32_t>* it = nullptr;
-      if (ev->val_type() == fb::KernelTypes::TensorList)
-        it = static_cast<fb::TensorList*>(ev->mutable_val())->mutable_items();
-      else if (ev->val_type() == fb::KernelTypes::OptionalTensorList)
-        it = static_cast<fb::OptionalTensorList*>(ev->mutable_val())->mutable_items();
-      if (!it || it->size() == 0) return false;
-      uint32_t k = pick_index(rng, it);
-      it->Mutate(k, pick_as<int32_t>(rng, it->Get(k), nvals));
+      int64_t nops = plan->operators() ? plan->operators()->size() : 0;
+      return kc->mutate_op_index(pick_as<int32_t>(rng, kc->op_index(), nops));
+    }
+    case fb::InstructionArguments::DelegateCall: {
+      auto* dc = static_cast<fb::DelegateCall*>(a);
+      auto* args = dc->mutable_args();
+      if (!args || args->size() == 0) return false;
+      uint32_t k = pick_index(rng, args);
+      args->Mutate(k, pick_as<int32_t>(rng, args->Get(k), nvals));
       return true;
     }
-    case 8: case 9: case 10: {  // an instruction field
-      fb::Instruction* in = random_instruction();
-      if (!in || !in->mutable_instr_args()) return false;
-      void* a = in->mutable_instr_args();
-      *what = "instruction";
-      switch (in->instr_args_type()) {
-        case fb::InstructionArguments::KernelCall: {
-          auto* kc = static_cast<fb::KernelCall*>(a);
-          auto* args = kc->mutable_args();
-          if (args && args->size() && std::uniform_int_distribution<int>(0, 2)(rng)) {
-            uint32_t k = pick_index(rng, args);
-            args->Mutate(k, pick_as<int32_t>(rng, args->Get(k), nvals));
-            return true;
-          }
-          int64_t nops = plan->operators() ? plan->operators()->size() : 0;
-          return kc->mutate_op_index(pick_as<int32_t>(rng, kc->op_index(), nops));
-        }
-        case fb::InstructionArguments::DelegateCall: {
-          auto* dc = static_cast<fb::DelegateCall*>(a);
-          auto* args = dc->mutable_args();
-          if (!args || args->size() == 0) return false;
-          uint32_t k = pick_index(rng, args);
-          args->Mutate(k, pick_as<int32_t>(rng, args->Get(k), nvals));
-          return true;
-        }
-        case fb::InstructionArguments::MoveCall: {
-          auto* mc = static_cast<fb::MoveCall*>(a);
-          return std::uniform_int_distribution<int>(0, 1)(rng)
-                     ? mc->mutate_move_from(pick_as<int32_t>(rng, mc->move_from(), nvals))
-                     : mc->mutate_move_to(pick_as<int32_t>(rng, mc->move_to(), nvals));
-        }
-        case fb::InstructionArguments::JumpFalseCall: {
-          auto* jc = static_cast<fb::JumpFalseCall*>(a);
-          return std::uniform_int_distribution<int>(0, 1)(rng)
-                     ? jc->mutate_cond_value_index(pick_as<int32_t>(rng, jc->cond_value_index(), nvals))
-                     : jc->mutate_destination_instruction(
-                           pick_as<int32_t>(rng, jc->destination_instruction(), 8));
-        }
-        case fb::InstructionArguments::FreeCall: {
-          auto* fc = static_cast<fb::FreeCall*>(a);
-          return fc->mutate_value_index(pick_as<int32_t>(rng, fc->value_index(), nvals));
-        }
-        default: return false;
-      }
-    }
-    case 11: {  // plan inputs / outputs
-      auto* v = std::uniform_int_distribution<int>(0, 1)(rng) ? plan->mutable_inputs()
-                                                              : plan->mutable_outputs();
-      if (!v || v->size() == 0) return false;
-      uint32_t k = pick_index(rng, v);
-      v->Mutate(k, pick_as<int32_t>(rng, v->Get(k), nvals));
-      *what = "plan_io";
-      return true;
-    }
-    case 12: {  // a planned buffer size
-      auto* b = plan->mutable_non_const_buffer_sizes();
-      if (!b || b->size() == 0) return false;
-      uint32_t k = pick_index(rng, b);
-      int64_t cur = b->Get(k);
-      const int64_t c[] = {0, 1, int64_t(uint64_t(cur) - 1), cur / 2, int64_t(uint64_t(cur) - 16),
-                          int64_t(0 - uint64_t(cur)), int64_t(1) << 62};
-      b->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
-      *what = "planned_buffer_size";
-      return true;
-    }
-    case 13: {  // a constant segment offset
-      fb::SubsegmentOffsets* cs = prog->mutable_constant_segment();
-      if (!cs) return false;
-      *what = "constant_segment";
-      auto* o = cs->mutable_offsets();
-      if (o && o->size() > 0 && std::uniform_int_distribution<int>(0, 3)(rng)) {
-        uint32_t k = pick_index(rng, o);
-        uint64_t cur = o->Get(k);
-        const uint64_t c[] = {0, cur + 1, cur + 4, cur - 4, cur + 16, cur - 16, ~uint64_t(0)};
-        o->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
-        return true;
-      }
-      return cs->mutate_segment_index(pick_as<uint32_t>(rng, cs->segment_index(), 4));
-    }
-    case 14: {  // a data segment
-      auto* segs = prog->mutable_segments();
-      if (!segs || segs->size() == 0) return false;
-      fb::DataSegment* ds = segs->GetMutableObject(pick_index(rng, segs));
-      *what = "data_segment";
-      const int64_t d[] = {1, -1, 16, -16, 4096};
-      int64_t delta = d[std::uniform_int_distribution<int>(0, 4)(rng)];
+    case fb::InstructionArguments::MoveCall: {
+      auto* mc = static_cast<fb::MoveCall*>(a);
       return std::uniform_int_distribution<int>(0, 1)(rng)
-                 ? ds->mutate_offset(ds->offset() + static_cast<uint64_t>(delta))
-                 : ds->mutate_size(ds->size() + static_cast<uint64_t>(delta));
+                 ? mc->mutate_move_from(pick_as<int32_t>(rng, mc->move_from(), nvals))
+                 : mc->mutate_move_to(pick_as<int32_t>(rng, mc->move_to(), nvals));
     }
-    default: {  // a delegate's data reference
-      auto* dels = plan->mutable_delegates();
-      if (!dels || dels->size() == 0) return false;
-      fb::BackendDelegateDataReference* r =
-          dels->GetMutableObject(pick_index(rng, dels))->mutable_processed();
-      if (!r) return false;
-      *what = "delegate_ref";
-      return r->mutate_index(pick_as<uint32_t>(rng, r->index(), 4));
+    case fb::InstructionArguments::JumpFalseCall: {
+      auto* jc = static_cast<fb::JumpFalseCall*>(a);
+      return std::uniform_int_distribution<int>(0, 1)(rng)
+                 ? jc->mutate_cond_value_index(pick_as<int32_t>(rng, jc->cond_value_index(), nvals))
+                 : jc->mutate_destination_instruction(
+                       pick_as<int32_t>(rng, jc->destination_instruction(), 8));
     }
+    case fb::InstructionArguments::FreeCall: {
+      auto* fc = static_cast<fb::FreeCall*>(a);
+      return fc->mutate_value_index(pick_as<int32_t>(rng, fc->value_index(), nvals));
+    }
+    default: return false;
+  }
+  }
+
+  // Plan inputs / outputs.
+  bool plan_io() {
+  auto* v = std::uniform_int_distribution<int>(0, 1)(rng) ? plan->mutable_inputs()
+                                                          : plan->mutable_outputs();
+  if (!v || v->size() == 0) return false;
+  uint32_t k = pick_index(rng, v);
+  v->Mutate(k, pick_as<int32_t>(rng, v->Get(k), nvals));
+  *what = "plan_io";
+  return true;
+  }
+
+  // A planned buffer size.
+  bool planned_buffer_size() {
+  auto* b = plan->mutable_non_const_buffer_sizes();
+  if (!b || b->size() == 0) return false;
+  uint32_t k = pick_index(rng, b);
+  int64_t cur = b->Get(k);
+  const int64_t c[] = {0, 1, int64_t(uint64_t(cur) - 1), cur / 2, int64_t(uint64_t(cur) - 16),
+                      int64_t(0 - uint64_t(cur)), int64_t(1) << 62};
+  b->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
+  *what = "planned_buffer_size";
+  return true;
+  }
+
+  // A constant segment offset.
+  bool constant_segment_offset() {
+  fb::SubsegmentOffsets* cs = prog->mutable_constant_segment();
+  if (!cs) return false;
+  *what = "constant_segment";
+  auto* o = cs->mutable_offsets();
+  if (o && o->size() > 0 && std::uniform_int_distribution<int>(0, 3)(rng)) {
+    uint32_t k = pick_index(rng, o);
+    uint64_t cur = o->Get(k);
+    const uint64_t c[] = {0, cur + 1, cur + 4, cur - 4, cur + 16, cur - 16, ~uint64_t(0)};
+    o->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
+    return true;
+  }
+  return cs->mutate_segment_index(pick_as<uint32_t>(rng, cs->segment_index(), 4));
+  }
+
+  // A data segment.
+  bool data_segment() {
+  auto* segs = prog->mutable_segments();
+  if (!segs || segs->size() == 0) return false;
+  fb::DataSegment* ds = segs->GetMutableObject(pick_index(rng, segs));
+  *what = "data_segment";
+  const int64_t d[] = {1, -1, 16, -16, 4096};
+  int64_t delta = d[std::uniform_int_distribution<int>(0, 4)(rng)];
+  return std::uniform_int_distribution<int>(0, 1)(rng)
+             ? ds->mutate_offset(ds->offset() + static_cast<uint64_t>(delta))
+             : ds->mutate_size(ds->size() + static_cast<uint64_t>(delta));
+  }
+
+  // A delegate's data reference.
+  bool delegate_ref() {
+  auto* dels = plan->mutable_delegates();
+  if (!dels || dels->size() == 0) return false;
+  fb::BackendDelegateDataReference* r =
+      dels->GetMutableObject(pick_index(rng, dels))->mutable_processed();
+  if (!r) return false;
+  *what = "delegate_ref";
+  return r->mutate_index(pick_as<uint32_t>(rng, r->index(), 4));
+  }
+};
+
+bool mutate_one(fb::Program* prog, fb::ExecutionPlan* plan, std::mt19937& rng, std::string* what) {
+  FieldMutator m{prog, plan, rng, what};
+  switch (std::uniform_int_distribution<int>(0, 15)(rng)) {
+    case 0: case 1: case 2: case 3: case 4: return m.tensor_field();  // a tensor field (most programs are tensors)
+    case 5: return m.scalar_value();  // a scalar value
+    case 6: case 7: return m.list_item();  // a list item
+    case 8: case 9: case 10: return m.instruction_field();  // an instruction field
+    case 11: return m.plan_io();  // plan inputs / outputs
+    case 12: return m.planned_buffer_size();  // a planned buffer size
+    case 13: return m.constant_segment_offset();  // a constant segment offset
+    case 14: return m.data_segment();  // a data segment
+    default: return m.delegate_ref();  // a delegate's data reference
   }
 }
 
