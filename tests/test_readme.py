@@ -142,6 +142,16 @@ def conan_home():
     if home and Path(home).resolve() != (REPO / ".conan2").resolve():
         pytest.fail(f"CONAN_HOME={home}, but the README's guides use $PTERON_SRC/.conan2: run "
                     "scripts/test.sh", pytrace=False)
+    # `--requires=pteron/<version>` takes the newest recipe revision in the cache: it must be
+    # the one scripts/test.sh made, not one that another test exported since.
+    ref = os.environ.get("PTERON_LINUX_REF")
+    if ref and "#" in ref:
+        r = run(["conan", "list", ref.split("#")[0] + "#latest", "--format=json"], timeout=120,
+                env=dict(os.environ, CONAN_HOME=str(REPO / ".conan2")))
+        assert r.returncode == 0, r.stderr
+        assert ref.split("#")[1] in r.stdout, (
+            f"the newest pteron recipe revision in the cache is not {ref}: a test exported "
+            f"another pteron recipe into it, and the README's guides would use that\n{r.stdout}")
     return REPO / ".conan2"
 
 
