@@ -3,6 +3,11 @@
 //
 // Usage: pteron-run MODEL.pte [--method NAME] [--input FILE.npy]...
 //                   [--output-dir DIR] [--iterations N] [--list-operators]
+// --list-operators prints the registered kernels and backends and exits 0;
+// with MODEL.pte and no --input it also loads the method (every operator and
+// delegate resolved, else exit 1 naming them) and runs nothing.
+// Paths are UTF-8 throughout; on Windows the arguments are read as UTF-16
+// (GetCommandLineW) and converted, so no path passes through the ANSI code page.
 // Exit status: 0 on success, 1 on any error (one message on stderr), 2 on a
 // usage error.
 #include <algorithm>
@@ -18,6 +23,14 @@
 
 #include "npy.h"
 #include "pteron/pteron.hpp"
+
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#include <shellapi.h>  // CommandLineToArgvW (shell32, linked by default by MinGW and MSVC)
+#endif
 
 // Referencing the anchor keeps the portable kernel library linked (ELF
 // --as-needed and PE both drop a library nothing references).
@@ -64,6 +77,30 @@ void summarize(const unsigned char* p, size_t n, double* mn, double* mx, double*
   *mean = n ? s / double(n) : 0;
 }
 
+// The program's arguments as UTF-8. On Windows `argv` is in the ANSI code
+// page, which cannot hold most file names (a CJK or emoji folder becomes '?'):
+// the arguments are taken from the UTF-16 command line instead.
+std::vector<std::string> utf8_arguments(int argc, char** argv) {
+  std::vector<std::string> args;
+#if defined(_WIN32)
+  int wargc = 0;
+  wchar_t** wargv = CommandLineToArgvW(GetCommandLineW(), &wargc);
+  if (wargv) {
+    for (int i = 0; i < wargc; ++i) {
+      const int n = WideCharToMultiByte(CP_UTF8, 0, wargv[i], -1, nullptr, 0, nullptr, nullptr);
+      std::string a(n > 0 ? static_cast<size_t>(n) : 1u, '\0');
+      if (n > 0) WideCharToMultiByte(CP_UTF8, 0, wargv[i], -1, &a[0], n, nullptr, nullptr);
+      a.resize(a.size() - 1);  // the terminating NUL
+      args.push_back(std::move(a));
+    }
+    LocalFree(wargv);
+    return args;
+  }
+#endif
+  for (int i = 0; i < argc; ++i) args.emplace_back(argv[i]);
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,14 +118,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs;
   long iterations = 1;
   bool list_ops = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
+  const std::vector<std::string> args = utf8_arguments(argc, argv);
+  const int nargs = static_cast<int>(args.size());
+  for (int i = 1; i < nargs; ++i) {
+    std::string a = args[i];
     auto next = [&](const char* what) -> const char* {
-      if (i + 1 >= argc) {
+      if (i + 1 >= nargs) {
         std::fprintf(stderr, "pteron-run: %s needs a value\n%s", what, kUsage);
         std::exit(2);
       }
-      return argv[++i];
+      return args[++i].c_str();
     };
     if (a == "--method") method = next("--method");
     else if (a == "--input") inputs.push_back(next("--input"));
@@ -126,6 +165,15 @@ int main(int argc, char** argv) {
       for (const pteron::BackendInfo& b : pteron::registered_backends())
         std::printf("backend %-42s %s\n", b.id.c_str(), b.library.c_str());
       if (model.empty()) return 0;
+      if (inputs.empty()) {
+        // Nothing to run: check that the method loads (every operator and
+        // delegate resolved) and stop there.
+        pteron::Program program = pteron::Program::load_file(model);
+        pteron::Method m = program.load_method(method);
+        std::printf("method '%s' loads: %zu input(s), %zu output(s)\n", method.c_str(),
+                    m.input_count(), m.output_count());
+        return 0;
+      }
     }
     if (model.empty()) {
       std::fputs(kUsage, stderr);
