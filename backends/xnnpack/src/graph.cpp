@@ -595,35 +595,42 @@ bool broadcast(const Shape& a, const Shape& b, Shape* out) {
   return true;
 }
 
-}  // namespace
+// Each infer_* below handles one family of node types. It returns false for
+// a type outside its family; otherwise true, with `out` set to the output
+// shape, or `why` saying why the input shapes do not fit.
+using Shapes = std::vector<Shape>;
 
-bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std::string* err) {
+// Element-wise nodes: broadcasting binaries, PReLU, shape-preserving unaries.
+bool infer_elementwise(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
   auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
-  Shape out;
-  const char* name = op_name(n.op);
-  auto bad = [&](const char* why) {
-    std::string s = "node " + std::to_string(n.index) + " (" + name + "): " + why + " (input";
-    for (size_t i = 0; i < n.inputs.size(); ++i) s += " " + shape_str(in(i));
-    *err = s + ")";
-    return false;
-  };
+  auto bad = [&](const std::string& w) { why = w; return true; };
   switch (n.op) {
     case Op::Add: case Op::Div: case Op::Minimum: case Op::Multiply: case Op::Subtract:
     case Op::Maximum:
       if (!broadcast(in(0), in(1), &out)) return bad("operand shapes do not broadcast");
-      break;
+      return true;
     case Op::PReLU:
       // XNNPACK reads one slope per channel (the input's last dim).
       if (in(0).empty() || numel(in(1)) != in(0).back())
         return bad("slope does not have one element per channel");
       out = in(0);
-      break;
+      return true;
     case Op::Softmax: case Op::Sigmoid: case Op::Clamp: case Op::Floor: case Op::Convert:
     case Op::SquareRoot: case Op::Ceiling: case Op::Hardswish: case Op::Negate: case Op::Square:
     case Op::Abs: case Op::ReciprocalSquareRoot: case Op::Log: case Op::Gelu: case Op::Tanh:
     case Op::Exp: case Op::Sin: case Op::Copy: case Op::Cos: case Op::ELU: case Op::LeakyReLU:
       out = in(0);
-      break;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Matrix products: fully connected and batch matrix multiply.
+bool infer_matmul(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
+  auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
+  auto bad = [&](const std::string& w) { why = w; return true; };
+  switch (n.op) {
     case Op::FullyConnected: {
       const Shape& w = in(1);
       if (w.size() != 2 || in(0).empty()) return bad("weight must be 2-D and input at least 1-D");
@@ -631,119 +638,10 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
       const size_t k = transposed ? w[0] : w[1], oc = transposed ? w[1] : w[0];
       if (in(0).back() != k) return bad("input's last dim does not match the weight");
       if (n.inputs.size() > 2 && numel(in(2)) != oc)
-        return bad(("bias does not have " + std::to_string(oc) + " elements").c_str());
+        return bad("bias does not have " + std::to_string(oc) + " elements");
       out = in(0);
       out.back() = oc;
-      break;
-    }
-    case Op::Conv2d: case Op::DepthwiseConv2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      size_t oh, ow;
-      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], n.p[8], &oh) ||
-          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], n.p[9], &ow))
-        return bad("window does not fit the padded input");
-      const size_t c = size_t(n.p[12]) * n.p[11];
-      if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
-      // The filter XNNPACK reads: OHWI (groups * group_output_channels,
-      // kernel_h, kernel_w, group_input_channels), or 1HWO for depthwise.
-      const Shape want = n.op == Op::Conv2d ? Shape{c, n.p[4], n.p[5], n.p[10]}
-                                            : Shape{1, n.p[4], n.p[5], c};
-      if (n.inputs.size() < 2 || in(1) != want)
-        return bad(("weight shape does not match the node's parameters " + shape_str(want)).c_str());
-      if (n.inputs.size() > 2 && numel(in(2)) != c)
-        return bad(("bias does not have " + std::to_string(c) + " elements").c_str());
-      out = {x[0], oh, ow, c};
-      break;
-    }
-    case Op::AvgPool2d: case Op::MaxPool2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      size_t oh, ow;
-      const uint32_t dh = n.op == Op::AvgPool2d ? 1 : n.p[8], dw = n.op == Op::AvgPool2d ? 1 : n.p[9];
-      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], dh ? dh : 1, &oh) ||
-          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], dw ? dw : 1, &ow))
-        return bad("window does not fit the padded input");
-      out = {x[0], oh, ow, x[3]};
-      break;
-    }
-    case Op::GlobalAvgPool2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      out = {x[0], 1, 1, x[3]};
-      break;
-    }
-    case Op::StaticTranspose: {
-      const Shape& x = in(0);
-      if (n.list0.size() != x.size()) return bad("permutation rank differs from the input's");
-      std::vector<bool> seen(x.size(), false);
-      for (size_t i = 0; i < x.size(); ++i) {
-        size_t p = n.list0[i];
-        if (p >= x.size() || seen[p]) return bad("permutation is not a permutation");
-        seen[p] = true;
-        out.push_back(x[p]);
-      }
-      break;
-    }
-    case Op::StaticReshape: {
-      out = n.list0;
-      const size_t have = numel(in(0));
-      if (numel(out) != have) {
-        // A dynamic program's reshape: the blob's shape holds the upper bound
-        // of one dim (or 0 for "inferred"); solve for it.
-        int pick = -1;
-        size_t rest = 1;
-        for (size_t i = 0; i < out.size(); ++i) {
-          if (out[i] == 0 && pick < 0) { pick = int(i); continue; }
-          rest *= out[i];
-        }
-        if (pick < 0 && !out.empty() && g.values[n.outputs[0]].dims == n.list0) {
-          // Only the leading (batch) dim may vary.
-          pick = 0;
-          rest = numel(out) / (out[0] ? out[0] : 1);
-        }
-        if (pick < 0 || rest == 0 || have % rest != 0)
-          return bad(("cannot reshape to " + shape_str(n.list0)).c_str());
-        out[size_t(pick)] = have / rest;
-      }
-      break;
-    }
-    case Op::StaticSlice: {
-      const Shape& x = in(0);
-      if (n.list0.size() != x.size() || n.list1.size() != x.size())
-        return bad("slice rank differs from the input's");
-      for (size_t i = 0; i < x.size(); ++i) {
-        size_t len = n.list1[i] ? n.list1[i] : x[i] - std::min(x[i], n.list0[i]);
-        if (n.list0[i] > x[i] || len > x[i] - n.list0[i]) return bad("slice runs past the input");
-        out.push_back(len);
-      }
-      break;
-    }
-    case Op::StaticConstantPad: {
-      const Shape& x = in(0);
-      if (n.list0.size() != x.size() || n.list1.size() != x.size())
-        return bad("padding rank differs from the input's");
-      for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] + n.list0[i] + n.list1[i]);
-      break;
-    }
-    case Op::ResizeBilinear2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      out = {x[0], n.p[0], n.p[1], x[3]};
-      break;
-    }
-    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4: case Op::Concatenate5: {
-      out = in(0);
-      const size_t axis = n.p[0];
-      if (axis >= out.size()) return bad("axis out of range");
-      for (size_t i = 1; i < n.inputs.size(); ++i) {
-        const Shape& s = in(i);
-        if (s.size() != out.size()) return bad("inputs differ in rank");
-        for (size_t d = 0; d < s.size(); ++d)
-          if (d != axis && s[d] != out[d]) return bad("inputs differ outside the axis");
-        out[axis] += s[axis];
-      }
-      break;
+      return true;
     }
     case Op::BatchMatMul: {
       const Shape& a = in(0);
@@ -760,13 +658,166 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
         return bad("batch dims broadcast other than one-to-one or one-to-many");
       out.push_back(a[a.size() - 2]);
       out.push_back(nn);
-      break;
+      return true;
     }
     default:
-      return bad("no shape rule for this node type");
+      return false;
   }
-  if (out.size() > PTERON_MAX_DIM) return bad("result has too many dims");
-  if (checked_numel(out) > kMaxElements) return bad(("result " + shape_str(out) + " is too large").c_str());
+}
+
+// Windowed nodes on NHWC input: convolutions and poolings.
+bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
+  auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
+  auto bad = [&](const std::string& w) { why = w; return true; };
+  switch (n.op) {
+    case Op::Conv2d: case Op::DepthwiseConv2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      size_t oh, ow;
+      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], n.p[8], &oh) ||
+          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], n.p[9], &ow))
+        return bad("window does not fit the padded input");
+      const size_t c = size_t(n.p[12]) * n.p[11];
+      if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
+      // The filter XNNPACK reads: OHWI (groups * group_output_channels,
+      // kernel_h, kernel_w, group_input_channels), or 1HWO for depthwise.
+      const Shape want = n.op == Op::Conv2d ? Shape{c, n.p[4], n.p[5], n.p[10]}
+                                            : Shape{1, n.p[4], n.p[5], c};
+      if (n.inputs.size() < 2 || in(1) != want)
+        return bad("weight shape does not match the node's parameters " + shape_str(want));
+      if (n.inputs.size() > 2 && numel(in(2)) != c)
+        return bad("bias does not have " + std::to_string(c) + " elements");
+      out = {x[0], oh, ow, c};
+      return true;
+    }
+    case Op::AvgPool2d: case Op::MaxPool2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      size_t oh, ow;
+      const uint32_t dh = n.op == Op::AvgPool2d ? 1 : n.p[8], dw = n.op == Op::AvgPool2d ? 1 : n.p[9];
+      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], dh ? dh : 1, &oh) ||
+          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], dw ? dw : 1, &ow))
+        return bad("window does not fit the padded input");
+      out = {x[0], oh, ow, x[3]};
+      return true;
+    }
+    case Op::GlobalAvgPool2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      out = {x[0], 1, 1, x[3]};
+      return true;
+    }
+    case Op::ResizeBilinear2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      out = {x[0], n.p[0], n.p[1], x[3]};
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// A dynamic program's reshape: the blob's shape holds the upper bound of
+// one dim (or 0 for "inferred"); solve for it.
+bool infer_reshape(const Graph& g, const Node& n, const Shapes& shapes, Shape& out,
+                   std::string& why) {
+  out = n.list0;
+  const size_t have = numel(shapes[n.inputs[0]]);
+  if (numel(out) == have) return true;
+  int pick = -1;
+  size_t rest = 1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && pick < 0) { pick = int(i); continue; }
+    rest *= out[i];
+  }
+  if (pick < 0 && !out.empty() && g.values[n.outputs[0]].dims == n.list0) {
+    // Only the leading (batch) dim may vary.
+    pick = 0;
+    rest = numel(out) / (out[0] ? out[0] : 1);
+  }
+  if (pick < 0 || rest == 0 || have % rest != 0) {
+    why = "cannot reshape to " + shape_str(n.list0);
+    return true;
+  }
+  out[size_t(pick)] = have / rest;
+  return true;
+}
+
+// Nodes that move data: transpose, reshape, slice, pad, concatenate.
+bool infer_layout(const Graph& g, const Node& n, const Shapes& shapes, Shape& out,
+                  std::string& why) {
+  auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
+  auto bad = [&](const std::string& w) { why = w; return true; };
+  switch (n.op) {
+    case Op::StaticTranspose: {
+      const Shape& x = in(0);
+      if (n.list0.size() != x.size()) return bad("permutation rank differs from the input's");
+      std::vector<bool> seen(x.size(), false);
+      for (size_t i = 0; i < x.size(); ++i) {
+        size_t p = n.list0[i];
+        if (p >= x.size() || seen[p]) return bad("permutation is not a permutation");
+        seen[p] = true;
+        out.push_back(x[p]);
+      }
+      return true;
+    }
+    case Op::StaticReshape:
+      return infer_reshape(g, n, shapes, out, why);
+    case Op::StaticSlice: {
+      const Shape& x = in(0);
+      if (n.list0.size() != x.size() || n.list1.size() != x.size())
+        return bad("slice rank differs from the input's");
+      for (size_t i = 0; i < x.size(); ++i) {
+        size_t len = n.list1[i] ? n.list1[i] : x[i] - std::min(x[i], n.list0[i]);
+        if (n.list0[i] > x[i] || len > x[i] - n.list0[i]) return bad("slice runs past the input");
+        out.push_back(len);
+      }
+      return true;
+    }
+    case Op::StaticConstantPad: {
+      const Shape& x = in(0);
+      if (n.list0.size() != x.size() || n.list1.size() != x.size())
+        return bad("padding rank differs from the input's");
+      for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] + n.list0[i] + n.list1[i]);
+      return true;
+    }
+    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4: case Op::Concatenate5: {
+      out = in(0);
+      const size_t axis = n.p[0];
+      if (axis >= out.size()) return bad("axis out of range");
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        const Shape& s = in(i);
+        if (s.size() != out.size()) return bad("inputs differ in rank");
+        for (size_t d = 0; d < s.size(); ++d)
+          if (d != axis && s[d] != out[d]) return bad("inputs differ outside the axis");
+        out[axis] += s[axis];
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std::string* err) {
+  Shape out;
+  std::string why;
+  if (!infer_elementwise(n, shapes, out, why) && !infer_matmul(n, shapes, out, why) &&
+      !infer_window(n, shapes, out, why) && !infer_layout(g, n, shapes, out, why))
+    why = "no shape rule for this node type";
+  if (why.empty() && out.size() > PTERON_MAX_DIM) why = "result has too many dims";
+  if (why.empty() && checked_numel(out) > kMaxElements)
+    why = "result " + shape_str(out) + " is too large";
+  if (!why.empty()) {
+    std::string s = "node " + std::to_string(n.index) + " (" + op_name(n.op) + "): " + why +
+                    " (input";
+    for (size_t i = 0; i < n.inputs.size(); ++i) s += " " + shape_str(shapes[n.inputs[i]]);
+    *err = s + ")";
+    return false;
+  }
   shapes[n.outputs[0]] = out;
   return true;
 }
