@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "pteron/export.h"
+#include "pteron/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,61 +28,6 @@ extern "C" {
  * was compiled with when it registers; the runtime refuses a mismatch and
  * names both versions. Bump on any change to a struct or function below. */
 #define PTERON_ABI_VERSION 1u
-
-/* Error codes (int32). 0 is success everywhere. */
-typedef enum pteron_error {
-  PTERON_OK = 0,
-  PTERON_ERROR_INVALID_ARGUMENT = 1, /* a caller passed a bad value */
-  PTERON_ERROR_INVALID_PROGRAM = 2,  /* malformed or inconsistent .pte */
-  PTERON_ERROR_NOT_FOUND = 3,        /* no such method / input / file */
-  PTERON_ERROR_MISSING_OPERATOR = 4, /* method needs an unregistered operator */
-  PTERON_ERROR_MISSING_DELEGATE = 5, /* method needs an unregistered backend */
-  PTERON_ERROR_UNSUPPORTED_DTYPE = 6,/* an operator met a dtype it cannot handle */
-  PTERON_ERROR_SHAPE_MISMATCH = 7,   /* wrong shape, or beyond a dynamic bound */
-  PTERON_ERROR_OUT_OF_MEMORY = 8,
-  PTERON_ERROR_IO = 9,               /* file could not be opened / mapped */
-  PTERON_ERROR_INTERNAL = 10,
-  PTERON_ERROR_ABI_MISMATCH = 11,    /* component built for another ABI version */
-  PTERON_ERROR_NOT_SUPPORTED = 12,   /* valid feature this build does not have */
-  PTERON_ERROR_KERNEL_FAILED = 13,   /* a kernel reported a failure */
-  PTERON_ERROR_DELEGATE_FAILED = 14  /* a delegate reported a failure */
-} pteron_error;
-
-/* Element types. The numbering is the program format's ScalarType enum (see
- * runtime/core/schema/program.fbs), so values read from a .pte need no mapping. */
-typedef enum pteron_dtype {
-  PTERON_DTYPE_UINT8 = 0,
-  PTERON_DTYPE_INT8 = 1,
-  PTERON_DTYPE_INT16 = 2,
-  PTERON_DTYPE_INT32 = 3,
-  PTERON_DTYPE_INT64 = 4,
-  PTERON_DTYPE_FLOAT16 = 5,
-  PTERON_DTYPE_FLOAT32 = 6,
-  PTERON_DTYPE_FLOAT64 = 7,
-  PTERON_DTYPE_BOOL = 11,
-  PTERON_DTYPE_QINT8 = 12,
-  PTERON_DTYPE_QUINT8 = 13,
-  PTERON_DTYPE_QINT32 = 14,
-  PTERON_DTYPE_BFLOAT16 = 15,
-  PTERON_DTYPE_UINT16 = 27,
-  PTERON_DTYPE_UINT32 = 28,
-  PTERON_DTYPE_UINT64 = 29
-} pteron_dtype;
-
-/* Name of a dtype as PyTorch spells it without the "torch." prefix
- * ("float32", "int64", "bool", ...); "unknown" for a value outside
- * pteron_dtype. Never NULL; the string is static. */
-PTERON_API const char* pteron_dtype_name(int32_t dtype);
-
-/* Shape dynamism of a tensor, as the program declares it. */
-typedef enum pteron_shape_dynamism {
-  PTERON_SHAPE_STATIC = 0,        /* sizes never change */
-  PTERON_SHAPE_DYNAMIC_BOUND = 1, /* sizes may shrink; each dim <= its bound */
-  PTERON_SHAPE_DYNAMIC_UNBOUND = 2
-} pteron_shape_dynamism;
-
-/* Most dimensions a tensor may have. */
-#define PTERON_MAX_DIM 16
 
 /* A dense tensor. Owned by the runtime; kernels read it, write `data`, and
  * change sizes only through pteron_tensor_resize().
@@ -105,21 +51,6 @@ typedef struct pteron_tensor {
   void* data;
   int64_t capacity_bytes;
 } pteron_tensor;
-
-/* Tags of pteron_value; the program format's KernelTypes union order. */
-typedef enum pteron_value_tag {
-  PTERON_VALUE_NONE = 0,
-  PTERON_VALUE_INT = 1,
-  PTERON_VALUE_BOOL = 2,
-  PTERON_VALUE_DOUBLE = 3,
-  PTERON_VALUE_TENSOR = 4,
-  PTERON_VALUE_STRING = 5,
-  PTERON_VALUE_INT_LIST = 6,
-  PTERON_VALUE_DOUBLE_LIST = 7,
-  PTERON_VALUE_BOOL_LIST = 8,
-  PTERON_VALUE_TENSOR_LIST = 9,
-  PTERON_VALUE_OPTIONAL_TENSOR_LIST = 10
-} pteron_value_tag;
 
 /* One argument of an operator (ExecuTorch's EValue). Lists point into
  * runtime-owned storage valid for the duration of the call. In an optional
@@ -188,17 +119,40 @@ typedef struct pteron_parallel_backend {
 } pteron_parallel_backend;
 PTERON_API int32_t pteron_set_parallel_backend(uint32_t abi_version,
                                                const pteron_parallel_backend* b);
-/* Number of threads pteron_parallel_for may use (1 when serial). */
-PTERON_API int32_t pteron_parallel_threads(void);
+/* pteron_parallel_threads() (pteron/types.h) says how many threads
+ * pteron_parallel_for may use. */
 
 /* ---- kernel registration ------------------------------------------------ */
 
-/* One kernel. `name` is the operator as the program names it
- * ("aten::add"), `overload` its overload ("out", "Scalar_out"). `key` is NULL
- * or "" for a kernel that handles every dtype and dim order it accepts, or
- * "dtype=<n>" / "dim_order=..." for a specialisation (matched first).
- * When two libraries provide the same name/overload/key, the higher
- * `priority` wins regardless of load order (portable 0, optimized 100). */
+/* The kernel key: how the runtime picks one kernel for a kernel call.
+ *
+ * At method load the runtime builds one key per kernel call of the program:
+ * the key of the dtype of the call's first tensor argument, in the
+ * operator's argument order (out arguments count: they come last), that is
+ * pteron_kernel_key_for_dtype(that dtype); the empty string when no argument
+ * is a tensor. The dim order and every other argument play no part. Among
+ * the kernels registered under the call's operator name and overload:
+ *  1. a kernel whose key equals the call's key wins over a generic one (key
+ *     NULL or ""); a kernel with any other key is never picked;
+ *  2. among those left, the higher `priority` wins; at equal priority the
+ *     one registered first.
+ * No kernel left: method load fails with PTERON_ERROR_MISSING_OPERATOR. */
+
+/* The key of a kernel specialised for tensors of `dtype`: "dtype=" and the
+ * dtype's number in decimal ("dtype=6" for PTERON_DTYPE_FLOAT32). Defined for
+ * every scalar type of the program format (runtime/core/schema/program.fbs),
+ * NULL for any other value. The string is static. A kernel library passes it
+ * as pteron_kernel_registration.key; the runtime builds the key of a kernel
+ * call with this same function. */
+PTERON_API const char* pteron_kernel_key_for_dtype(int32_t dtype);
+
+/* One kernel. `name` is the operator as the program names it ("aten::add"),
+ * `overload` its overload ("out", "Scalar_out"). `key` is NULL or "" for a
+ * generic kernel (one that checks the dtypes it accepts itself), or
+ * pteron_kernel_key_for_dtype(d) for a kernel specialised for calls whose
+ * first tensor argument has dtype d (see "The kernel key" above). When two
+ * libraries provide the same name/overload/key, the higher `priority` wins
+ * regardless of load order (portable 0, optimized 100). */
 typedef struct pteron_kernel_registration {
   const char* name;
   const char* overload;
@@ -210,11 +164,16 @@ typedef struct pteron_kernel_registration {
 
 /* Registers `count` kernels on behalf of `library` (a short name shown by
  * the registry listing, e.g. "kernels_portable"). Strings are copied.
- * `abi_version` must be PTERON_ABI_VERSION as the caller saw it; otherwise
- * nothing is registered and PTERON_ERROR_ABI_MISMATCH is returned, with a
- * message naming both versions written to stderr and kept for
- * pteron_registration_errors(). Registering the same kernel (same library,
- * name, overload, key) twice is a no-op. */
+ * Registering the same kernel (same library, name, overload, key) twice is a
+ * no-op; an entry whose name, overload or fn is NULL is skipped.
+ * Errors (nothing is registered):
+ *  - PTERON_ERROR_ABI_MISMATCH: `abi_version` is not the runtime's
+ *    PTERON_ABI_VERSION. The runtime also writes a message naming the
+ *    library and both versions to stderr and keeps it; an application reads
+ *    the kept messages with pteron_registration_error_count() and
+ *    pteron_registration_error() (pteron/pteron.h).
+ *  - PTERON_ERROR_INVALID_ARGUMENT: `kernels` is NULL while `count` is not
+ *    0 (not kept: only the return value says so). */
 PTERON_API int32_t pteron_register_kernels(
     uint32_t abi_version, const char* library,
     const pteron_kernel_registration* kernels, size_t count);
@@ -259,8 +218,13 @@ typedef struct pteron_backend_interface {
 
 /* Registers a backend on behalf of `library`. The interface struct is
  * copied; its strings must stay valid while the library is loaded.
- * Same ABI rule as pteron_register_kernels. Registering the same id twice
- * is a no-op. */
+ * Registering the same id twice is a no-op (the first registration stays).
+ * Errors (nothing is registered):
+ *  - PTERON_ERROR_ABI_MISMATCH: as for pteron_register_kernels, the message
+ *    is written to stderr and kept for pteron_registration_error();
+ *  - PTERON_ERROR_INVALID_ARGUMENT: `b` or its id, init or execute is NULL,
+ *    or b->struct_size is below sizeof(pteron_backend_interface) (not
+ *    kept). */
 PTERON_API int32_t pteron_register_backend(uint32_t abi_version,
                                            const char* library,
                                            const pteron_backend_interface* b);

@@ -6,9 +6,12 @@
  * Conventions (ONNX Runtime's pattern):
  *  - Every object is an opaque handle. Every *_release() accepts NULL.
  *  - Every fallible call returns a pteron_status*: NULL means success; a
- *    non-NULL status holds an error code (pteron_error, in pteron/kernel.h)
+ *    non-NULL status holds an error code (pteron_error, in pteron/types.h)
  *    and a UTF-8 message naming what failed. Release it with
  *    pteron_status_release().
+ *  - Dtypes, value tags, shape dynamism and PTERON_MAX_DIM come from
+ *    pteron/types.h. The ABI for kernel libraries and delegates
+ *    (pteron/kernel.h) is not part of this API and is not included here.
  *  - Only plain C types cross this boundary, so a consumer built with any
  *    C/C++ runtime configuration (Debug or Release CRT, _GLIBCXX_DEBUG) may
  *    use any build of the library.
@@ -28,13 +31,14 @@
 #include <stdint.h>
 
 #include "pteron/export.h"
-#include "pteron/kernel.h"
+#include "pteron/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Version of this C API (also in PTERON_ABI_VERSION for components). */
+/* Version of this C API. (Kernel libraries and delegates have their own
+ * version, PTERON_ABI_VERSION in pteron/kernel.h.) */
 #define PTERON_API_VERSION 1u
 
 typedef struct pteron_status pteron_status;
@@ -56,7 +60,8 @@ PTERON_API const char* pteron_error_name(int32_t code);
 
 /* Runtime version "MAJOR.MINOR.PATCH" (static string). */
 PTERON_API const char* pteron_version(void);
-/* The ABI version the runtime was built with (PTERON_ABI_VERSION). */
+/* The kernel ABI version the runtime was built with (PTERON_ABI_VERSION of
+ * pteron/kernel.h): the version a component must register with. */
 PTERON_API uint32_t pteron_abi_version(void);
 
 /* ---- program ------------------------------------------------------------ */
@@ -187,7 +192,8 @@ PTERON_API pteron_status* pteron_method_copy_output(const pteron_method* m, size
 typedef struct pteron_kernel_info {
   const char* name;     /* "aten::add" */
   const char* overload; /* "out" */
-  const char* key;      /* "" for the generic kernel */
+  const char* key;      /* "" for a generic kernel, "dtype=6" for one specialised
+                           for float32 (the kernel key, see pteron/kernel.h) */
   const char* library;  /* registering library, e.g. "kernels_portable" */
   int32_t priority;
   int32_t selected;     /* 1 if this entry wins lookups for its name/overload/key */
@@ -208,8 +214,12 @@ typedef struct pteron_backend_info {
 PTERON_API size_t pteron_backend_count(void);
 PTERON_API pteron_status* pteron_backend_get(size_t index, pteron_backend_info* info /*[out]*/);
 
-/* Registrations the runtime refused (e.g. an ABI version mismatch), as
- * messages naming the library and both versions. */
+/* Registrations the runtime refused for an ABI version mismatch, in the
+ * order they happened, each a message naming the library and both versions
+ * (the runtime also wrote it to stderr). `index` < count; NULL otherwise;
+ * the string lives as long as the process. Registrations refused for a
+ * NULL argument are not kept (only the register call's return value says
+ * so). */
 PTERON_API size_t pteron_registration_error_count(void);
 PTERON_API const char* pteron_registration_error(size_t index);
 

@@ -39,16 +39,42 @@ pteron_status* to_c(Status s) {
   return new (std::nothrow) pteron_status{s.code, std::move(s.message)};
 }
 
+// The program format's scalar types (schema/program.fbs) and their sizes.
+// pteron_dtype (pteron/types.h) names a subset with the same numbers.
 size_t element_size(int32_t d) {
-  switch (d) {
-    case 0: case 1: case 11: case 12: case 13: case 16: case 17:
-    case 23: case 24: case 25: case 26: return 1;
-    case 2: case 5: case 15: case 22: case 27: return 2;
-    case 3: case 6: case 14: case 28: return 4;
-    case 4: case 7: case 29: return 8;
+  using T = fb::ScalarType;
+  if (d < INT8_MIN || d > INT8_MAX) return 0;  // ScalarType is a byte
+  switch (static_cast<T>(d)) {
+    case T::BYTE: case T::CHAR: case T::BOOL: case T::QINT8: case T::QUINT8:
+    case T::QUINT4X2: case T::QUINT2X4: case T::FLOAT8E5M2: case T::FLOAT8E4M3FN:
+    case T::FLOAT8E5M2FNUZ: case T::FLOAT8E4M3FNUZ: return 1;
+    case T::SHORT: case T::HALF: case T::BFLOAT16: case T::BITS16: case T::UINT16: return 2;
+    case T::INT: case T::FLOAT: case T::QINT32: case T::UINT32: return 4;
+    case T::LONG: case T::DOUBLE: case T::UINT64: return 8;
     default: return 0;
   }
 }
+
+#define PTERON_SAME_NUMBER(dtype, scalar_type)                                  \
+  static_assert(PTERON_DTYPE_##dtype == static_cast<int>(fb::ScalarType::scalar_type), \
+                "pteron_dtype " #dtype " differs from the format's ScalarType " #scalar_type)
+PTERON_SAME_NUMBER(UINT8, BYTE);
+PTERON_SAME_NUMBER(INT8, CHAR);
+PTERON_SAME_NUMBER(INT16, SHORT);
+PTERON_SAME_NUMBER(INT32, INT);
+PTERON_SAME_NUMBER(INT64, LONG);
+PTERON_SAME_NUMBER(FLOAT16, HALF);
+PTERON_SAME_NUMBER(FLOAT32, FLOAT);
+PTERON_SAME_NUMBER(FLOAT64, DOUBLE);
+PTERON_SAME_NUMBER(BOOL, BOOL);
+PTERON_SAME_NUMBER(QINT8, QINT8);
+PTERON_SAME_NUMBER(QUINT8, QUINT8);
+PTERON_SAME_NUMBER(QINT32, QINT32);
+PTERON_SAME_NUMBER(BFLOAT16, BFLOAT16);
+PTERON_SAME_NUMBER(UINT16, UINT16);
+PTERON_SAME_NUMBER(UINT32, UINT32);
+PTERON_SAME_NUMBER(UINT64, UINT64);
+#undef PTERON_SAME_NUMBER
 
 const char* dtype_name(int32_t d) { return pteron_dtype_name(d); }
 
@@ -99,6 +125,27 @@ bool checked_mul(int64_t a, int64_t b, int64_t* out) {
   if (a != 0 && b > INT64_MAX / a) return false;
   *out = a * b;
   return true;
+}
+
+void compute_strides(pteron_tensor* t) {
+  int64_t s = 1;
+  for (int32_t k = t->dim - 1; k >= 0; --k) {
+    int d = t->dim_order[k];
+    t->strides[d] = s;
+    s *= t->sizes[d] > 0 ? t->sizes[d] : 1;
+  }
+}
+
+int64_t tensor_numel(const pteron_tensor& t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t.dim; ++i) n *= t.sizes[i];
+  return n;
+}
+
+void normalize_bools(void* data, size_t n) {
+  unsigned char* b = static_cast<unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i)
+    if (b[i] > 1) b[i] = 1;
 }
 
 }  // namespace pteron
@@ -203,13 +250,7 @@ int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
         pteron::format("result of %lld elements exceeds the tensor's planned capacity of %lld bytes",
                        (long long)n, (long long)t->capacity_bytes).c_str());
   for (int32_t i = 0; i < dim; ++i) t->sizes[i] = sizes[i];
-  // strides from dim order: innermost (last in dim_order) has stride 1
-  int64_t s = 1;
-  for (int32_t k = dim - 1; k >= 0; --k) {
-    int d = t->dim_order[k];
-    t->strides[d] = s;
-    s *= t->sizes[d] > 0 ? t->sizes[d] : 1;
-  }
+  pteron::compute_strides(t);
   return PTERON_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "program_generated.h"
+#include "pteron/kernel.h"
 #include "pteron/pteron.h"
 
 // The opaque handles of the C API.
@@ -75,6 +76,17 @@ std::string printable(const std::string& s);
 // Multiplies with overflow detection; false on overflow or negative input.
 bool checked_mul(int64_t a, int64_t b, int64_t* out);
 
+// ---- tensors ----
+
+// Element strides of `t` from its sizes and dim order: the innermost dim
+// (last in dim_order) has stride 1; a 0-sized dim counts as 1.
+void compute_strides(pteron_tensor* t);
+int64_t tensor_numel(const pteron_tensor& t);
+// Bool storage must hold 0 or 1 (kernels read it as C++ bool). A program's
+// constants or a caller's input may hold other bytes: normalise them. The
+// program's bytes are a private copy-on-write mapping or our own copy.
+void normalize_bools(void* data, size_t n);
+
 // ---- registries ----
 
 struct KernelEntry {
@@ -83,10 +95,10 @@ struct KernelEntry {
   int32_t priority;
 };
 
-// Best kernel for name/overload, preferring one whose key matches
-// `dtype_key` ("dtype=<n>" of the first tensor argument); nullptr if none.
+// Best kernel for name/overload and the call's kernel key (resolve.cpp's
+// kernel_key(); the rule is documented in pteron/kernel.h); nullptr if none.
 pteron_kernel_fn find_kernel(const std::string& name, const std::string& overload,
-                             const std::string& dtype_key);
+                             const std::string& key);
 
 struct BackendEntry {
   pteron_backend_interface iface;

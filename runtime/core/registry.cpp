@@ -43,8 +43,10 @@ bool abi_ok(uint32_t abi_version, const char* library, const char* what) {
 
 }  // namespace
 
+// A keyed kernel is picked only for calls whose key equals its own; it beats
+// a generic kernel (key ""); then the higher priority, then the earlier.
 pteron_kernel_fn find_kernel(const std::string& name, const std::string& overload,
-                             const std::string& dtype_key) {
+                             const std::string& key) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   const KernelEntry* best = nullptr;
@@ -52,7 +54,7 @@ pteron_kernel_fn find_kernel(const std::string& name, const std::string& overloa
   for (const KernelEntry& e : r.kernels) {
     if (e.name != name || e.overload != overload) continue;
     bool keyed = !e.key.empty();
-    if (keyed && e.key != dtype_key) continue;
+    if (keyed && e.key != key) continue;
     // A matching specialisation beats a generic kernel; then priority.
     if (!best || (keyed && !best_keyed) ||
         (keyed == best_keyed && e.priority > best->priority)) {
@@ -112,6 +114,19 @@ int32_t pteron_register_backend(uint32_t abi_version, const char* library,
     if (e.id == b->id) return PTERON_OK;  // already registered: no-op
   r.backends.push_back(BackendEntry{*b, b->id, library ? library : "unnamed"});
   return PTERON_OK;
+}
+
+const char* pteron_kernel_key_for_dtype(int32_t dtype) {
+  // One static string per scalar type of the format, built on first use.
+  constexpr int32_t kLast = static_cast<int32_t>(fb::ScalarType::MAX);
+  static const std::vector<std::string>* keys = [] {
+    auto* k = new std::vector<std::string>(kLast + 1);  // never destroyed, as the registry
+    for (int32_t d = 0; d <= kLast; ++d)
+      if (element_size(d) != 0) (*k)[d] = format("dtype=%d", d);
+    return k;
+  }();
+  if (dtype < 0 || dtype > kLast || (*keys)[dtype].empty()) return nullptr;
+  return (*keys)[dtype].c_str();
 }
 
 size_t pteron_kernel_count(void) {

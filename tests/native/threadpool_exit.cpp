@@ -23,6 +23,7 @@
 #endif
 
 #include "npy.h"
+#include "pteron/kernel.h"  // pteron_parallel_for
 #include "pteron/pteron.h"
 #include "pteron/threadpool.h"
 

@@ -157,39 +157,49 @@ void rewrite_trivial_transposes(Graph& g) {
   }
 }
 
-bool plan(Delegate& d, std::string* err) {
-  Graph& g = d.g;
-  const size_t nv = g.values.size(), nn = g.nodes.size();
-  rewrite_trivial_transposes(g);
+// What planning learns about the graph on the way, step by step.
+struct PlanFacts {
+  std::vector<int> producer;   // per value: the node writing it, -1 for none
+  std::vector<char> native;    // per node: 1 XNNPACK runs it, 0 pteron does
+  std::vector<int> step_of;    // per node: its step
+  std::vector<std::vector<int>> read_by;  // per value: the steps of the nodes reading it
+};
 
-  // Producer of every value; each non-constant, non-input value must be
-  // written by exactly one node before it is read.
-  std::vector<int> producer(nv, -1);
+// Producer of every value; each non-constant, non-input value must be
+// written by exactly one node before it is read.
+bool find_producers(const Graph& g, PlanFacts& f, std::string* err) {
+  const size_t nn = g.nodes.size();
+  f.producer.assign(g.values.size(), -1);
   for (size_t k = 0; k < nn; ++k) {
     for (uint32_t v : g.nodes[k].inputs) {
       const Value& val = g.values[v];
-      if (!val.constant && !val.graph_input && producer[v] < 0) {
+      if (!val.constant && !val.graph_input && f.producer[v] < 0) {
         *err = "node " + std::to_string(k) + " (" + op_name(g.nodes[k].op) + ") reads value id " +
                std::to_string(val.id) + " before any node writes it";
         return false;
       }
     }
     for (uint32_t v : g.nodes[k].outputs) {
-      if (producer[v] >= 0) {
+      if (f.producer[v] >= 0) {
         *err = "value id " + std::to_string(g.values[v].id) + " is written by two nodes";
         return false;
       }
-      producer[v] = int(k);
+      f.producer[v] = int(k);
     }
   }
   for (uint32_t v : g.outputs)
-    if (producer[v] < 0) {
+    if (f.producer[v] < 0) {
       *err = "graph output value id " + std::to_string(g.values[v].id) + " is never written";
       return false;
     }
+  return true;
+}
 
-  // Classify: native, own, or neither (load fails naming the node type).
-  std::vector<char> native(nn, 0);
+// Classify: native, own, or neither (load fails naming the node type).
+bool classify_nodes(const Graph& g, PlanFacts& f, std::string* err) {
+  const size_t nn = g.nodes.size();
+  std::vector<char>& native = f.native;
+  native.assign(nn, 0);
   for (size_t k = 0; k < nn; ++k) {
     const Node& n = g.nodes[k];
     if (n.outputs.size() != 1) native[k] = 2;  // multi-output nodes: none supported
@@ -209,38 +219,47 @@ bool plan(Delegate& d, std::string* err) {
       return false;
     }
   }
-  // A reshape next to pteron's own code is a view there (no copy), not
-  // XNNPACK work: it moves to pteron's side when its producer is pteron's,
-  // or when every node that reads its result is.
-  std::vector<std::vector<uint32_t>> readers(nv);
+  return true;
+}
+
+// A reshape next to pteron's own code is a view there (no copy), not
+// XNNPACK work: it moves to pteron's side when its producer is pteron's,
+// or when every node that reads its result is.
+void move_reshapes_to_own_side(const Graph& g, PlanFacts& f) {
+  const size_t nn = g.nodes.size();
+  std::vector<std::vector<uint32_t>> readers(g.values.size());
   for (size_t k = 0; k < nn; ++k)
     for (uint32_t v : g.nodes[k].inputs) readers[v].push_back(uint32_t(k));
   for (size_t k = 0; k < nn; ++k) {
-    Node& n = g.nodes[k];
-    if (n.op != Op::StaticReshape || !native[k]) continue;
-    const int p = producer[n.inputs[0]];
-    bool own_side = p >= 0 && !native[size_t(p)];
+    const Node& n = g.nodes[k];
+    if (n.op != Op::StaticReshape || !f.native[k]) continue;
+    const int p = f.producer[n.inputs[0]];
+    bool own_side = p >= 0 && !f.native[size_t(p)];
     const uint32_t out = n.outputs[0];
     if (!own_side && !g.values[out].graph_output && !readers[out].empty()) {
       own_side = true;
-      for (uint32_t r : readers[out]) own_side &= !native[r];
+      for (uint32_t r : readers[out]) own_side &= !f.native[r];
     }
-    if (own_side) native[k] = 0;
+    if (own_side) f.native[k] = 0;
   }
+}
 
-  // Schedule: alternately take every ready native node (one segment), then
-  // every ready own node, until all are placed.
+// Schedule: alternately take every ready native node (one segment), then
+// every ready own node (one step each), until all are placed.
+bool schedule_steps(Delegate& d, PlanFacts& f, std::string* err) {
+  const Graph& g = d.g;
+  const size_t nn = g.nodes.size();
   std::vector<int> pending(nn, 0);
   std::vector<std::vector<uint32_t>> users(nn);
   for (size_t k = 0; k < nn; ++k)
     for (uint32_t v : g.nodes[k].inputs)
-      if (producer[v] >= 0) {
+      if (f.producer[v] >= 0) {
         ++pending[k];
-        users[size_t(producer[v])].push_back(uint32_t(k));
+        users[size_t(f.producer[v])].push_back(uint32_t(k));
       }
   std::vector<char> done(nn, 0);
   size_t placed = 0;
-  std::vector<int> step_of(nn, -1);
+  f.step_of.assign(nn, -1);
   while (placed < nn) {
     const size_t before = placed;
     for (int want_native = 1; want_native >= 0; --want_native) {
@@ -250,17 +269,17 @@ bool plan(Delegate& d, std::string* err) {
       while (progress) {
         progress = false;
         for (size_t k = 0; k < nn; ++k) {
-          if (done[k] || pending[k] != 0 || bool(native[k]) != bool(want_native)) continue;
+          if (done[k] || pending[k] != 0 || bool(f.native[k]) != bool(want_native)) continue;
           done[k] = 1;
           ++placed;
           for (uint32_t u : users[k]) --pending[u];
           if (want_native) {
             seg.nodes.push_back(uint32_t(k));
-            step_of[k] = int(d.steps.size());
+            f.step_of[k] = int(d.steps.size());
           } else {
             Step s;
             s.nodes.push_back(uint32_t(k));
-            step_of[k] = int(d.steps.size());
+            f.step_of[k] = int(d.steps.size());
             d.steps.push_back(s);
           }
           progress = true;
@@ -269,7 +288,7 @@ bool plan(Delegate& d, std::string* err) {
       }
       if (want_native && !seg.nodes.empty()) {
         const int idx = int(d.steps.size());
-        for (uint32_t k : seg.nodes) step_of[k] = idx;
+        for (uint32_t k : seg.nodes) f.step_of[k] = idx;
         d.steps.push_back(std::move(seg));
       }
     }
@@ -278,41 +297,54 @@ bool plan(Delegate& d, std::string* err) {
       return false;
     }
   }
+  return true;
+}
 
-  // Where each value lives.
+// Where each value lives.
+void place_values(Delegate& d, PlanFacts& f) {
+  const Graph& g = d.g;
+  const size_t nv = g.values.size();
   d.home.assign(nv, Home::Internal);
   d.alias_of.assign(nv, kNoValue);
-  std::vector<std::vector<int>> read_by(nv);
-  for (size_t k = 0; k < nn; ++k)
-    for (uint32_t v : g.nodes[k].inputs) read_by[v].push_back(step_of[k]);
+  f.read_by.assign(nv, {});
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (uint32_t v : g.nodes[k].inputs) f.read_by[v].push_back(f.step_of[k]);
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = g.values[v];
     if (val.constant) { d.home[v] = Home::Constant; continue; }
     if (val.graph_input || val.graph_output) { d.home[v] = Home::Argument; continue; }
-    const int ps = producer[v] >= 0 ? step_of[size_t(producer[v])] : -1;
+    const int ps = f.producer[v] >= 0 ? f.step_of[size_t(f.producer[v])] : -1;
     // A value no node reads (and no graph output) still needs storage: XNNPACK
     // gives an unread internal value none, then fails an assertion writing it.
-    bool internal = ps >= 0 && d.steps[size_t(ps)].native && !read_by[v].empty();
-    for (int s : read_by[v]) internal &= (s == ps);
+    bool internal = ps >= 0 && d.steps[size_t(ps)].native && !f.read_by[v].empty();
+    for (int s : f.read_by[v]) internal &= (s == ps);
     d.home[v] = internal ? Home::Internal : Home::Buffer;
   }
-  // Own-code reshapes into a non-argument value are views of their input.
+}
+
+// Own-code reshapes into a non-argument value are views of their input.
+void alias_reshapes(Delegate& d, const PlanFacts& f) {
   for (const Step& s : d.steps) {
     if (s.native) continue;
-    const Node& n = g.nodes[s.nodes[0]];
+    const Node& n = d.g.nodes[s.nodes[0]];
     if (n.op != Op::StaticReshape) continue;
     const uint32_t in = n.inputs[0], out = n.outputs[0];
     if (d.home[out] == Home::Buffer) {
       d.home[out] = Home::Alias;
       d.alias_of[out] = in;
     } else if (d.home[out] == Home::Argument && d.home[in] == Home::Buffer &&
-               read_by[in].size() == 1) {
+               f.read_by[in].size() == 1) {
       // Reshaped into a delegate output: the producer writes there directly.
       d.home[in] = Home::Alias;
       d.alias_of[in] = out;
     }
   }
-  // Boundary values of each segment.
+}
+
+// Boundary values of each segment: what it exchanges with the outside.
+void find_boundaries(Delegate& d, const PlanFacts& f) {
+  const Graph& g = d.g;
+  const size_t nv = g.values.size();
   for (size_t si = 0; si < d.steps.size(); ++si) {
     Step& s = d.steps[si];
     if (!s.native) continue;
@@ -323,7 +355,7 @@ bool plan(Delegate& d, std::string* err) {
         if (!seen[v] && d.home[v] != Home::Constant && d.home[v] != Home::Internal) {
           seen[v] = 1;
           s.boundary.push_back(v);
-          s.bflags.push_back(producer[v] >= 0 && step_of[size_t(producer[v])] == int(si)
+          s.bflags.push_back(f.producer[v] >= 0 && f.step_of[size_t(f.producer[v])] == int(si)
                                  ? XNN_VALUE_FLAG_EXTERNAL_OUTPUT : XNN_VALUE_FLAG_EXTERNAL_INPUT);
         }
       for (uint32_t v : n.outputs)
@@ -334,6 +366,18 @@ bool plan(Delegate& d, std::string* err) {
         }
     }
   }
+}
+
+bool plan(Delegate& d, std::string* err) {
+  rewrite_trivial_transposes(d.g);
+  PlanFacts f;
+  if (!find_producers(d.g, f, err)) return false;
+  if (!classify_nodes(d.g, f, err)) return false;
+  move_reshapes_to_own_side(d.g, f);
+  if (!schedule_steps(d, f, err)) return false;
+  place_values(d, f);
+  alias_reshapes(d, f);
+  find_boundaries(d, f);
   return true;
 }
 
@@ -611,6 +655,28 @@ std::unique_ptr<Variant> make_variant(const Delegate& d, const std::vector<Shape
 
 int32_t is_available() { return 1; }
 
+// PTERON_XNNPACK_DEBUG: one line on stderr saying how the graph was split.
+void print_plan(const Delegate& d) {
+  std::string own;
+  size_t segs = 0;
+  size_t views = 0;
+  for (const Step& s : d.steps) {
+    if (s.native) { ++segs; continue; }
+    const Node& n = d.g.nodes[s.nodes[0]];
+    if (n.op == Op::StaticReshape &&
+        (d.home[n.outputs[0]] == Home::Alias || d.home[n.inputs[0]] == Home::Alias)) {
+      ++views;
+      continue;
+    }
+    const std::string nm = op_name(n.op);
+    if (("," + own + ",").find("," + nm + ",") == std::string::npos)
+      own += (own.empty() ? "" : ",") + nm;
+  }
+  std::fprintf(stderr, "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
+               "pteron runs: %s; reshapes as views: %zu\n", d.g.nodes.size(), segs,
+               d.steps.size(), own.empty() ? "(none)" : own.c_str(), views);
+}
+
 int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
              const pteron_compile_spec*, size_t, void** handle) {
   *handle = nullptr;
@@ -638,48 +704,27 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
                  err.c_str());
   d->variants.push_back(std::move(var));
   d->ptr.assign(d->g.values.size(), nullptr);
-  if (const char* dbg = std::getenv("PTERON_XNNPACK_DEBUG")) {
-    if (*dbg && *dbg != '0') {
-      std::string own;
-      size_t segs = 0;
-      size_t views = 0;
-      for (const Step& s : d->steps) {
-        if (s.native) { ++segs; continue; }
-        const Node& n = d->g.nodes[s.nodes[0]];
-        if (n.op == Op::StaticReshape &&
-            (d->home[n.outputs[0]] == Home::Alias || d->home[n.inputs[0]] == Home::Alias)) {
-          ++views;
-          continue;
-        }
-        const std::string nm = op_name(n.op);
-        if (("," + own + ",").find("," + nm + ",") == std::string::npos)
-          own += (own.empty() ? "" : ",") + nm;
-      }
-      std::fprintf(stderr, "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
-                   "pteron runs: %s; reshapes as views: %zu\n", d->g.nodes.size(), segs,
-                   d->steps.size(), own.empty() ? "(none)" : own.c_str(), views);
-    }
-  }
+  if (const char* dbg = std::getenv("PTERON_XNNPACK_DEBUG"))
+    if (*dbg && *dbg != '0') print_plan(*d);
   *handle = d.release();
   return PTERON_OK;
 }
 
-int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* args,
-                size_t num_args) {
-  Delegate& d = *static_cast<Delegate*>(handle);
-  const Graph& g = d.g;
-  if (num_args < g.num_externals)
-    return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: %zu arguments, the graph needs %u", kId,
-                 num_args, g.num_externals);
-  auto tensor_arg = [&](uint32_t v) -> pteron_tensor* {
-    const pteron_value* a = args[g.values[v].external];
-    return (a && a->tag == PTERON_VALUE_TENSOR) ? a->u.tensor : nullptr;
-  };
-  // Input shapes.
-  std::vector<Shape> in_shapes(g.inputs.size());
+// The delegate call's tensor for graph value `v` (an external), or null.
+pteron_tensor* tensor_arg(const Graph& g, pteron_value* const* args, uint32_t v) {
+  const pteron_value* a = args[g.values[v].external];
+  return (a && a->tag == PTERON_VALUE_TENSOR) ? a->u.tensor : nullptr;
+}
+
+// The shapes of the call's graph inputs, each within the graph's bound (an
+// input of another rank but the declared element count takes the declared
+// shape).
+int32_t read_input_shapes(pteron_kernel_context* ctx, const Graph& g, pteron_value* const* args,
+                          std::vector<Shape>* in_shapes) {
+  in_shapes->assign(g.inputs.size(), {});
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const uint32_t v = g.inputs[i];
-    const pteron_tensor* t = tensor_arg(v);
+    const pteron_tensor* t = tensor_arg(g, args, v);
     if (!t || t->dtype != PTERON_DTYPE_FLOAT32)
       return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                    "%s: argument %u (graph input %zu) must be a float32 tensor", kId,
@@ -700,9 +745,15 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
       if (s[k] > decl[k])
         return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: graph input %zu has shape %s, beyond "
                      "the graph's bound %s", kId, i, shape_str(s).c_str(), shape_str(decl).c_str());
-    in_shapes[i] = std::move(s);
+    (*in_shapes)[i] = std::move(s);
   }
-  // The variant for these shapes (most recently used last).
+  return PTERON_OK;
+}
+
+// The variant for these input shapes: cached (most recently used last; its
+// runtimes rebuilt if the thread pool was replaced) or built now.
+int32_t find_variant(pteron_kernel_context* ctx, Delegate& d, const std::vector<Shape>& in_shapes,
+                     Variant** out) {
   Variant* var = nullptr;
   for (size_t i = d.variants.size(); i-- > 0;) {
     if (d.variants[i]->in_shapes == in_shapes) {
@@ -728,15 +779,21 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
     if (!make_runtimes(d, *var, &err))
       return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: %s", kId, err.c_str());
   }
-  // Outputs take the inferred shapes.
+  *out = var;
+  return PTERON_OK;
+}
+
+// Outputs take the inferred shapes.
+int32_t resize_outputs(pteron_kernel_context* ctx, const Graph& g, pteron_value* const* args,
+                       const Variant& var) {
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const uint32_t v = g.outputs[i];
-    pteron_tensor* t = tensor_arg(v);
+    pteron_tensor* t = tensor_arg(g, args, v);
     if (!t || t->dtype != PTERON_DTYPE_FLOAT32)
       return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                    "%s: argument %u (graph output %zu) must be a float32 tensor", kId,
                    g.values[v].external, i);
-    const Shape& s = var->shapes[v];
+    const Shape& s = var.shapes[v];
     if (size_t(t->dim) == s.size()) {
       int64_t sizes[PTERON_MAX_DIM];
       bool same = true;
@@ -758,7 +815,12 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
     if (!t->data && numel(s) != 0)
       return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: graph output %zu has no storage", kId, i);
   }
-  // Storage of every value.
+  return PTERON_OK;
+}
+
+// Storage of every value for this call (d.ptr).
+void bind_storage(Delegate& d, pteron_value* const* args, const Variant& var) {
+  const Graph& g = d.g;
   for (size_t v = 0; v < g.values.size(); ++v) {
     switch (d.home[v]) {
       case Home::Constant: d.ptr[v] = const_cast<float*>(g.values[v].constant); break;
@@ -766,12 +828,12 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
         // An empty tensor may have no storage; pteron's own code still gets
         // a valid pointer (it copies 0 bytes from it).
         static float no_elements[1];
-        float* p = static_cast<float*>(tensor_arg(uint32_t(v))->data);
+        float* p = static_cast<float*>(tensor_arg(g, args, uint32_t(v))->data);
         d.ptr[v] = p ? p : no_elements;
         break;
       }
       case Home::Buffer:
-        d.ptr[v] = reinterpret_cast<float*>(static_cast<char*>(var->arena) + var->offset[v]);
+        d.ptr[v] = reinterpret_cast<float*>(static_cast<char*>(var.arena) + var.offset[v]);
         break;
       default: d.ptr[v] = nullptr; break;
     }
@@ -782,28 +844,52 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
       while (d.home[src] == Home::Alias) src = d.alias_of[src];
       d.ptr[v] = d.ptr[src];
     }
-  // Run.
+}
+
+// Runs the steps in order: pteron's own nodes, and XNNPACK segments.
+int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
+  const Graph& g = d.g;
+  std::string err;
   std::vector<xnn_external_value> ext;
   for (size_t si = 0; si < d.steps.size(); ++si) {
     const Step& s = d.steps[si];
-    if (var->empty[si]) continue;  // writes only values without elements
+    if (var.empty[si]) continue;  // writes only values without elements
     if (!s.native) {
       const Node& n = g.nodes[s.nodes[0]];
       if (n.op == Op::StaticReshape && d.ptr[n.inputs[0]] == d.ptr[n.outputs[0]])
         continue;  // a view: nothing to do
-      if (!run_own(n, var->shapes, d.ptr, &err))
+      if (!run_own(n, var.shapes, d.ptr, &err))
         return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: %s", kId, err.c_str());
       continue;
     }
     ext.resize(s.boundary.size());
     for (size_t i = 0; i < s.boundary.size(); ++i) ext[i] = {uint32_t(i), d.ptr[s.boundary[i]]};
-    xnn_status st = xnn_setup_runtime(var->runtimes[si], ext.size(), ext.data());
-    if (st == xnn_status_success) st = xnn_invoke_runtime(var->runtimes[si]);
+    xnn_status st = xnn_setup_runtime(var.runtimes[si], ext.size(), ext.data());
+    if (st == xnn_status_success) st = xnn_invoke_runtime(var.runtimes[si]);
     if (st != xnn_status_success)
       return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: XNNPACK segment %zu failed: %s", kId, si,
                    status_name(st));
   }
   return PTERON_OK;
+}
+
+int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* args,
+                size_t num_args) {
+  Delegate& d = *static_cast<Delegate*>(handle);
+  const Graph& g = d.g;
+  if (num_args < g.num_externals)
+    return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: %zu arguments, the graph needs %u", kId,
+                 num_args, g.num_externals);
+  std::vector<Shape> in_shapes;
+  int32_t rc = read_input_shapes(ctx, g, args, &in_shapes);
+  if (rc != PTERON_OK) return rc;
+  Variant* var = nullptr;
+  rc = find_variant(ctx, d, in_shapes, &var);
+  if (rc != PTERON_OK) return rc;
+  rc = resize_outputs(ctx, g, args, *var);
+  if (rc != PTERON_OK) return rc;
+  bind_storage(d, args, *var);
+  return run_steps(ctx, d, *var);
 }
 
 void destroy(void* handle) { delete static_cast<Delegate*>(handle); }

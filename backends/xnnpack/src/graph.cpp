@@ -121,16 +121,21 @@ bool check_params(const Node& n, std::string* err) {
   return true;
 }
 
-}  // namespace
+// ---- blob header and flatbuffer ----------------------------------------------
 
-bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Graph* g,
-                std::string* err) {
+// Where the graph flatbuffer and the constant region lie in a blob.
+struct BlobRegions {
+  const uint8_t* graph = nullptr;
+  size_t graph_size = 0;
+  const uint8_t* constants = nullptr;  // null for a bare flatbuffer
+  uint64_t constants_size = 0;
+};
+
+// Reads the "XH00" header (or recognises a bare "XN01" flatbuffer) and
+// checks that both regions lie inside the blob.
+bool locate_regions(const uint8_t* blob, size_t size, BlobRegions* r, std::string* err) {
   if (!blob || size < 8)
     return fail(err, "blob of %zu bytes is too short to hold a header or a graph", size);
-  const uint8_t* fb_ptr = nullptr;
-  size_t fb_size = 0;
-  const uint8_t* const_ptr = nullptr;
-  uint64_t const_size = 0;
   if (std::memcmp(blob + 4, "XH00", 4) == 0) {
     if (size < 30) return fail(err, "truncated blob: %zu bytes, the header alone needs 30", size);
     uint64_t hlen = rd_le(blob + 8, 2), fo = rd_le(blob + 10, 4), fs = rd_le(blob + 14, 4);
@@ -144,128 +149,169 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
       return fail(err,
                   "truncated blob: header places constant data at [%llu, %llu) but the blob has %zu bytes",
                   (unsigned long long)co, (unsigned long long)(co + cs), size);
-    fb_ptr = blob + fo;
-    fb_size = fs;
-    const_ptr = blob + co;
-    const_size = cs;
-  } else if (std::memcmp(blob + 4, fbx::GraphIdentifier(), 4) == 0) {
-    fb_ptr = blob;
-    fb_size = size;
-  } else {
-    return fail(err, "blob starts with neither the XNNPACK header magic \"XH00\" nor the graph "
-                     "identifier \"XN01\"");
+    r->graph = blob + fo;
+    r->graph_size = fs;
+    r->constants = blob + co;
+    r->constants_size = cs;
+    return true;
   }
+  if (std::memcmp(blob + 4, fbx::GraphIdentifier(), 4) == 0) {
+    r->graph = blob;
+    r->graph_size = size;
+    return true;
+  }
+  return fail(err, "blob starts with neither the XNNPACK header magic \"XH00\" nor the graph "
+                   "identifier \"XN01\"");
+}
 
-  // Verify on an aligned copy (the blob may sit at any offset in the program).
-  std::vector<uint64_t> aligned((fb_size + 7) / 8);
-  std::memcpy(aligned.data(), fb_ptr, fb_size);
-  const uint8_t* fb = reinterpret_cast<const uint8_t*>(aligned.data());
-  flatbuffers::Verifier verifier(fb, fb_size);
-  if (!fbx::VerifyGraphBuffer(verifier))
-    return fail(err, "the graph flatbuffer (%zu bytes) is corrupt: it fails verification", fb_size);
+// Verifies the graph flatbuffer on an aligned copy (the blob may sit at any
+// offset in the program) kept in `aligned`; null with `err` if it is corrupt.
+const fbx::Graph* verify_graph(const BlobRegions& r, std::vector<uint64_t>* aligned,
+                               std::string* err) {
+  aligned->resize((r.graph_size + 7) / 8);
+  std::memcpy(aligned->data(), r.graph, r.graph_size);
+  const uint8_t* fb = reinterpret_cast<const uint8_t*>(aligned->data());
+  flatbuffers::Verifier verifier(fb, r.graph_size);
+  if (!fbx::VerifyGraphBuffer(verifier)) {
+    fail(err, "the graph flatbuffer (%zu bytes) is corrupt: it fails verification", r.graph_size);
+    return nullptr;
+  }
   const fbx::Graph* root = fbx::GetGraph(fb);
-  if (!root->values() || !root->nodes())
-    return fail(err, "the graph has no %s list", root->values() ? "node" : "value");
-
-  // Values.
-  const auto* vals = root->values();
-  std::unordered_map<uint32_t, uint32_t> by_id;
-  g->values.resize(vals->size());
-  const auto* consts = root->constants();
-  for (uint32_t i = 0; i < vals->size(); ++i) {
-    const fbx::Value* fv = vals->Get(i);
-    const fbx::Tensor* t = nullptr;
-    if (fv && fv->kind_type() == fbx::ValueKind::Tensor) t = fv->kind_as_Tensor();
-    if (fv && fv->kind_type() == fbx::ValueKind::QuantizedTensor)
-      return fail(err, "value %u is a quantized tensor; pteron's XnnpackBackend runs float32 "
-                       "graphs only", i);
-    if (!t) return fail(err, "value %u is not a tensor", i);
-    if (t->dtype() != fbx::DataType::F32)
-      return fail(err, "value %u (id %u) has datatype %s; pteron's XnnpackBackend runs float32 "
-                       "graphs only", i, t->id(), dtype_name(t->dtype()));
-    Value& v = g->values[i];
-    v.id = t->id();
-    v.dims = to_sizes(t->shape());
-    if (t->rank() != v.dims.size())
-      return fail(err, "value %u (id %u): rank %u but %zu dims", i, v.id, t->rank(), v.dims.size());
-    if (v.dims.size() > PTERON_MAX_DIM)
-      return fail(err, "value %u (id %u) has %zu dims (at most %d)", i, v.id, v.dims.size(),
-                  PTERON_MAX_DIM);
-    if (checked_numel(v.dims) > kMaxElements)
-      return fail(err, "value %u (id %u) has shape %s, more than %zu elements", i, v.id,
-                  shape_str(v.dims).c_str(), kMaxElements);
-    if (!by_id.emplace(v.id, i).second)
-      return fail(err, "value id %u is defined twice", v.id);
-    v.graph_input = (t->value_flags() & 1u) != 0;
-    v.graph_output = (t->value_flags() & 2u) != 0;
-    if (v.graph_input || v.graph_output) {
-      v.external = t->external_index();
-      if (v.external >= root->num_externals())
-        return fail(err, "value id %u: external index %u out of range (%u externals)", v.id,
-                    v.external, root->num_externals());
-    }
-    uint32_t ci = t->constant_index();
-    if (ci != 0) {
-      if (!consts || ci >= consts->size())
-        return fail(err, "value id %u: constant index %u out of range (%u constants)", v.id, ci,
-                    consts ? consts->size() : 0u);
-      const fbx::Constant* c = consts->Get(ci);
-      const uint64_t want = uint64_t(numel(v.dims)) * sizeof(float);
-      if (c->offset() == ~uint64_t(0)) {
-        if (!c->key() || c->key()->size() == 0)
-          return fail(err, "value id %u: constant %u has neither an offset nor a named-data key",
-                      v.id, ci);
-        const void* data = nullptr;
-        size_t dsize = 0;
-        if (pteron_named_data_get(ctx, c->key()->c_str(), &data, &dsize) != PTERON_OK)
-          return fail(err, "value id %u: named data '%s' is not in the program", v.id,
-                      printable(c->key()).c_str());
-        if (dsize < want)
-          return fail(err, "value id %u: named data '%s' holds %zu bytes, the tensor %s needs %llu",
-                      v.id, printable(c->key()).c_str(), dsize, shape_str(v.dims).c_str(),
-                      (unsigned long long)want);
-        if (reinterpret_cast<uintptr_t>(data) % alignof(float) == 0) {
-          v.constant = static_cast<const float*>(data);
-        } else {
-          g->owned_constants.emplace_back(numel(v.dims));
-          std::memcpy(g->owned_constants.back().data(), data, want);
-          v.constant = g->owned_constants.back().data();
-        }
-      } else {
-        if (c->offset() > const_size || want > const_size - c->offset())
-          return fail(err, "value id %u: constant %u at [%llu, %llu) lies outside the blob's "
-                           "constant data (%llu bytes)", v.id, ci,
-                      (unsigned long long)c->offset(), (unsigned long long)(c->offset() + want),
-                      (unsigned long long)const_size);
-        g->owned_constants.emplace_back(numel(v.dims));
-        std::memcpy(g->owned_constants.back().data(), const_ptr + c->offset(), want);
-        v.constant = g->owned_constants.back().data();
-      }
-    }
+  if (!root->values() || !root->nodes()) {
+    fail(err, "the graph has no %s list", root->values() ? "node" : "value");
+    return nullptr;
   }
-  g->num_externals = root->num_externals();
+  return root;
+}
 
-  auto lookup = [&](uint32_t id, uint32_t* idx) {
-    auto it = by_id.find(id);
-    if (it == by_id.end()) return false;
+// Value ids as nodes use them -> indices into Graph::values.
+struct ValueIds {
+  std::unordered_map<uint32_t, uint32_t> index;
+  uint32_t count = 0;  // values the graph defines
+  bool find(uint32_t id, uint32_t* idx) const {
+    auto it = index.find(id);
+    if (it == index.end()) return false;
     *idx = it->second;
     return true;
-  };
-  const uint32_t nvals = vals->size();
-  auto ids_to_indices = [&](const flatbuffers::Vector<uint32_t>* ids, std::vector<uint32_t>* out,
-                            const char* what) {
-    if (!ids) return fail(err, "the graph has no %s list", what);
-    for (uint32_t id : *ids) {
-      uint32_t idx;
-      if (!lookup(id, &idx))
-        return fail(err, "graph %s refers to value id %u, which is out of range (the graph "
-                         "defines %u values)", what, id, nvals);
-      out->push_back(idx);
-    }
+  }
+};
+
+// ---- values -------------------------------------------------------------------
+
+// Copies `bytes` of float data into storage the graph owns.
+const float* own_copy(Graph* g, const Shape& dims, const void* data, uint64_t bytes) {
+  g->owned_constants.emplace_back(numel(dims));
+  std::memcpy(g->owned_constants.back().data(), data, bytes);
+  return g->owned_constants.back().data();
+}
+
+// The data of a constant value: the program's named data (used in place when
+// aligned) or the blob's constant region (copied).
+bool read_constant(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
+                   uint32_t ci, Value& v, Graph* g, std::string* err) {
+  const auto* consts = root->constants();
+  if (!consts || ci >= consts->size())
+    return fail(err, "value id %u: constant index %u out of range (%u constants)", v.id, ci,
+                consts ? consts->size() : 0u);
+  const fbx::Constant* c = consts->Get(ci);
+  const uint64_t want = uint64_t(numel(v.dims)) * sizeof(float);
+  if (c->offset() != ~uint64_t(0)) {
+    if (c->offset() > r.constants_size || want > r.constants_size - c->offset())
+      return fail(err, "value id %u: constant %u at [%llu, %llu) lies outside the blob's "
+                       "constant data (%llu bytes)", v.id, ci,
+                  (unsigned long long)c->offset(), (unsigned long long)(c->offset() + want),
+                  (unsigned long long)r.constants_size);
+    v.constant = own_copy(g, v.dims, r.constants + c->offset(), want);
     return true;
-  };
-  if (!ids_to_indices(root->inputs(), &g->inputs, "input")) return false;
-  if (!ids_to_indices(root->outputs(), &g->outputs, "output")) return false;
+  }
+  if (!c->key() || c->key()->size() == 0)
+    return fail(err, "value id %u: constant %u has neither an offset nor a named-data key",
+                v.id, ci);
+  const void* data = nullptr;
+  size_t dsize = 0;
+  if (pteron_named_data_get(ctx, c->key()->c_str(), &data, &dsize) != PTERON_OK)
+    return fail(err, "value id %u: named data '%s' is not in the program", v.id,
+                printable(c->key()).c_str());
+  if (dsize < want)
+    return fail(err, "value id %u: named data '%s' holds %zu bytes, the tensor %s needs %llu",
+                v.id, printable(c->key()).c_str(), dsize, shape_str(v.dims).c_str(),
+                (unsigned long long)want);
+  if (reinterpret_cast<uintptr_t>(data) % alignof(float) == 0)
+    v.constant = static_cast<const float*>(data);
+  else
+    v.constant = own_copy(g, v.dims, data, want);
+  return true;
+}
+
+// Value `i`: a float32 tensor with its id, shape, external index and data.
+bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
+                uint32_t i, Graph* g, ValueIds* ids, std::string* err) {
+  const fbx::Value* fv = root->values()->Get(i);
+  const fbx::Tensor* t = nullptr;
+  if (fv && fv->kind_type() == fbx::ValueKind::Tensor) t = fv->kind_as_Tensor();
+  if (fv && fv->kind_type() == fbx::ValueKind::QuantizedTensor)
+    return fail(err, "value %u is a quantized tensor; pteron's XnnpackBackend runs float32 "
+                     "graphs only", i);
+  if (!t) return fail(err, "value %u is not a tensor", i);
+  if (t->dtype() != fbx::DataType::F32)
+    return fail(err, "value %u (id %u) has datatype %s; pteron's XnnpackBackend runs float32 "
+                     "graphs only", i, t->id(), dtype_name(t->dtype()));
+  Value& v = g->values[i];
+  v.id = t->id();
+  v.dims = to_sizes(t->shape());
+  if (t->rank() != v.dims.size())
+    return fail(err, "value %u (id %u): rank %u but %zu dims", i, v.id, t->rank(), v.dims.size());
+  if (v.dims.size() > PTERON_MAX_DIM)
+    return fail(err, "value %u (id %u) has %zu dims (at most %d)", i, v.id, v.dims.size(),
+                PTERON_MAX_DIM);
+  if (checked_numel(v.dims) > kMaxElements)
+    return fail(err, "value %u (id %u) has shape %s, more than %zu elements", i, v.id,
+                shape_str(v.dims).c_str(), kMaxElements);
+  if (!ids->index.emplace(v.id, i).second)
+    return fail(err, "value id %u is defined twice", v.id);
+  v.graph_input = (t->value_flags() & 1u) != 0;
+  v.graph_output = (t->value_flags() & 2u) != 0;
+  if (v.graph_input || v.graph_output) {
+    v.external = t->external_index();
+    if (v.external >= root->num_externals())
+      return fail(err, "value id %u: external index %u out of range (%u externals)", v.id,
+                  v.external, root->num_externals());
+  }
+  if (t->constant_index() != 0) return read_constant(ctx, root, r, t->constant_index(), v, g, err);
+  return true;
+}
+
+bool read_values(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
+                 Graph* g, ValueIds* ids, std::string* err) {
+  const uint32_t nvals = root->values()->size();
+  g->values.resize(nvals);
+  for (uint32_t i = 0; i < nvals; ++i)
+    if (!read_value(ctx, root, r, i, g, ids, err)) return false;
+  g->num_externals = root->num_externals();
+  ids->count = nvals;
+  return true;
+}
+
+// ---- graph inputs and outputs ---------------------------------------------------
+
+bool ids_to_indices(const ValueIds& ids, const flatbuffers::Vector<uint32_t>* list,
+                    std::vector<uint32_t>* out, const char* what, std::string* err) {
+  if (!list) return fail(err, "the graph has no %s list", what);
+  for (uint32_t id : *list) {
+    uint32_t idx;
+    if (!ids.find(id, &idx))
+      return fail(err, "graph %s refers to value id %u, which is out of range (the graph "
+                       "defines %u values)", what, id, ids.count);
+    out->push_back(idx);
+  }
+  return true;
+}
+
+// The graph's inputs and outputs: every one an external value, and together
+// exactly the externals the graph declares.
+bool read_graph_io(const fbx::Graph* root, const ValueIds& ids, Graph* g, std::string* err) {
+  if (!ids_to_indices(ids, root->inputs(), &g->inputs, "input", err)) return false;
+  if (!ids_to_indices(ids, root->outputs(), &g->outputs, "output", err)) return false;
   if (g->num_externals != g->inputs.size() + g->outputs.size())
     return fail(err, "the graph declares %u external values but has %zu inputs and %zu outputs",
                 g->num_externals, g->inputs.size(), g->outputs.size());
@@ -275,188 +321,251 @@ bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Gr
   for (uint32_t i : g->outputs)
     if (g->values[i].external == kNoValue)
       return fail(err, "graph output value id %u is not external", g->values[i].id);
+  return true;
+}
 
-  // Nodes.
+// ---- nodes ------------------------------------------------------------------------
+
+// A node's operands as value ids, read from its parameter table.
+struct NodeOperands {
+  std::vector<uint32_t> in_ids, out_ids;
+  bool optional_last_input = false;  // bias may be absent
+};
+
+// Each read_*_node below handles one family of node types: it copies the
+// parameters into `n` and the operand ids into `o`, and returns false for a
+// type outside its family.
+
+// Element-wise nodes: binary and unary arithmetic, activations.
+bool read_elementwise_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
+  switch (n.op) {
+    case Op::Add: case Op::Div: case Op::Minimum: case Op::Multiply: case Op::Subtract:
+    case Op::Maximum: case Op::PReLU: case Op::BatchMatMul: {
+      const fbx::Binary* b = static_cast<const fbx::Binary*>(fn->op());
+      o.in_ids = {b->a(), b->b()};
+      o.out_ids = {b->output()};
+      n.flags = b->flags();
+      return true;
+    }
+    case Op::Softmax: case Op::Sigmoid: case Op::Clamp: case Op::Floor: case Op::Convert:
+    case Op::GlobalAvgPool2d: case Op::SquareRoot: case Op::Ceiling: case Op::Hardswish:
+    case Op::Negate: case Op::Square: case Op::Abs: case Op::ReciprocalSquareRoot:
+    case Op::Log: case Op::Gelu: case Op::Tanh: case Op::Exp: case Op::Sin: case Op::Copy:
+    case Op::Cos: {
+      const fbx::Unary* u = static_cast<const fbx::Unary*>(fn->op());
+      o.in_ids = {u->input()};
+      o.out_ids = {u->output()};
+      n.flags = u->flags();
+      return true;
+    }
+    case Op::ELU: {
+      const fbx::Elu* e = fn->op_as_ELU();
+      n.f = e->alpha();
+      o.in_ids = {e->input()};
+      o.out_ids = {e->output()};
+      n.flags = e->flags();
+      return true;
+    }
+    case Op::LeakyReLU: {
+      const fbx::LeakyRelu* e = fn->op_as_LeakyReLU();
+      n.f = e->slope();
+      o.in_ids = {e->input()};
+      o.out_ids = {e->output()};
+      n.flags = e->flags();
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// Nodes with weights or windows: fully connected, convolutions, poolings,
+// attention. Window parameters go to n.p in the order check_params names them.
+bool read_weighted_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
+  switch (n.op) {
+    case Op::FullyConnected: {
+      const fbx::Linear* l = fn->op_as_FullyConnected();
+      o.in_ids = {l->input(), l->weight(), l->bias()};
+      o.out_ids = {l->output()};
+      n.flags = l->flags();
+      o.optional_last_input = true;
+      return true;
+    }
+    case Op::Conv2d: case Op::DepthwiseConv2d: case Op::ConvTranspose2d: {
+      const fbx::Convolution* c = static_cast<const fbx::Convolution*>(fn->op());
+      uint32_t p[] = {c->pad_top(), c->pad_right(), c->pad_bottom(), c->pad_left(),
+                      c->kernel_h(), c->kernel_w(), c->stride_h(), c->stride_w(),
+                      c->dilation_h(), c->dilation_w(), c->group_in_channels(),
+                      c->group_out_channels(), c->groups(), c->adjust_h(), c->adjust_w()};
+      std::memcpy(n.p, p, sizeof p);
+      o.in_ids = {c->input(), c->weight(), c->bias()};
+      o.out_ids = {c->output()};
+      n.flags = c->flags();
+      o.optional_last_input = true;
+      return true;
+    }
+    case Op::AvgPool2d: case Op::MaxPool2d: {
+      const fbx::Pooling* q = static_cast<const fbx::Pooling*>(fn->op());
+      uint32_t p[] = {q->pad_top(), q->pad_right(), q->pad_bottom(), q->pad_left(),
+                      q->window_h(), q->window_w(), q->stride_h(), q->stride_w(),
+                      q->dilation_h(), q->dilation_w()};
+      std::memcpy(n.p, p, sizeof p);
+      o.in_ids = {q->input()};
+      o.out_ids = {q->output()};
+      n.flags = q->flags();
+      return true;
+    }
+    case Op::ArgMaxPool2d: {
+      const fbx::ArgMaxPooling* q = fn->op_as_ArgMaxPool2d();
+      o.in_ids = {q->input()};
+      o.out_ids = {q->output_values(), q->output_indices()};
+      n.flags = q->flags();
+      return true;
+    }
+    case Op::ScaledDotProductAttention: {
+      const fbx::Attention* a = fn->op_as_ScaledDotProductAttention();
+      o.in_ids = {a->query(), a->key(), a->value(), a->scale(), a->mask()};
+      o.out_ids = {a->output()};
+      n.flags = a->flags();
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// Nodes that move data: transpose, reshape, slice, pad, resize, concatenate.
+// Their shape parameters go to n.list0 / n.list1 / n.p.
+bool read_layout_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
+  switch (n.op) {
+    case Op::StaticTranspose: {
+      const fbx::Transpose* t = fn->op_as_StaticTranspose();
+      n.list0 = to_sizes(t->permutation());
+      o.in_ids = {t->input()};
+      o.out_ids = {t->output()};
+      n.flags = t->flags();
+      return true;
+    }
+    case Op::StaticReshape: {
+      const fbx::Reshape* r = fn->op_as_StaticReshape();
+      n.list0 = to_sizes(r->shape());
+      o.in_ids = {r->input()};
+      o.out_ids = {r->output()};
+      n.flags = r->flags();
+      return true;
+    }
+    case Op::StaticSlice: {
+      const fbx::Slice* s = fn->op_as_StaticSlice();
+      n.list0 = to_sizes(s->starts());
+      n.list1 = to_sizes(s->lengths());
+      o.in_ids = {s->input()};
+      o.out_ids = {s->output()};
+      n.flags = s->flags();
+      return true;
+    }
+    case Op::StaticConstantPad: {
+      const fbx::ConstantPad* c = fn->op_as_StaticConstantPad();
+      n.list0 = to_sizes(c->before());
+      n.list1 = to_sizes(c->after());
+      n.f = c->value();
+      o.in_ids = {c->input()};
+      o.out_ids = {c->output()};
+      n.flags = c->flags();
+      return true;
+    }
+    case Op::ResizeBilinear2d: {
+      const fbx::ResizeBilinear* r = fn->op_as_ResizeBilinear2d();
+      n.p[0] = r->height();
+      n.p[1] = r->width();
+      o.in_ids = {r->input()};
+      o.out_ids = {r->output()};
+      n.flags = r->flags();
+      return true;
+    }
+    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4:
+    case Op::Concatenate5: {
+      const fbx::Concat* c = static_cast<const fbx::Concat*>(fn->op());
+      const int count = n.op == Op::Concatenate2 ? 2 : n.op == Op::Concatenate3 ? 3
+                      : n.op == Op::Concatenate4 ? 4 : 5;
+      const uint32_t all[] = {c->in0(), c->in1(), c->in2(), c->in3(), c->in4()};
+      o.in_ids.assign(all, all + count);
+      o.out_ids = {c->output()};
+      n.p[0] = c->axis();
+      n.flags = c->flags();
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// The node's operand ids as value indices: every id defined, no output a
+// constant or graph input.
+bool resolve_operands(const Graph& g, const ValueIds& ids, NodeOperands& o, Node& n,
+                      std::string* err) {
+  const uint32_t k = n.index;
+  if (o.optional_last_input && o.in_ids.back() == kNoValue) o.in_ids.pop_back();
+  for (uint32_t id : o.in_ids) {
+    uint32_t idx;
+    if (!ids.find(id, &idx))
+      return fail(err, "node %u (%s) reads value id %u, which is out of range (the graph "
+                       "defines %u values)", k, op_name(n.op), id, ids.count);
+    n.inputs.push_back(idx);
+  }
+  for (uint32_t id : o.out_ids) {
+    uint32_t idx;
+    if (!ids.find(id, &idx))
+      return fail(err, "node %u (%s) writes value id %u, which is out of range (the graph "
+                       "defines %u values)", k, op_name(n.op), id, ids.count);
+    if (g.values[idx].constant || g.values[idx].graph_input)
+      return fail(err, "node %u (%s) writes value id %u, which is a constant or graph input", k,
+                  op_name(n.op), id);
+    n.outputs.push_back(idx);
+  }
+  return true;
+}
+
+// Node `k`: its parameters, operands, window checks and output range.
+bool read_node(const fbx::Node* fn, uint32_t k, const ValueIds& ids, Graph* g,
+               std::string* err) {
+  Node& n = g->nodes[k];
+  n.index = k;
+  n.op = fn->op_type();
+  // The Verifier accepts a union whose value is absent: refuse it before
+  // any case reads the parameters.
+  if (!fn->op()) return fail(err, "node %u (%s) has no parameters", k, op_name(n.op));
+  NodeOperands o;
+  if (!read_elementwise_node(fn, n, o) && !read_weighted_node(fn, n, o) &&
+      !read_layout_node(fn, n, o))
+    return fail(err, "node %u has an unknown node type (%d)", k, int(n.op));
+  if (!resolve_operands(*g, ids, o, n, err)) return false;
+  if (!check_params(n, err)) return false;
+  if (const fbx::OutputRange* r = fn->output_range()) {
+    n.out_min = r->min();
+    n.out_max = r->max();
+    if (!(n.out_min <= n.out_max))
+      return fail(err, "node %u (%s): output range [%g, %g] is empty", k, op_name(n.op),
+                  double(n.out_min), double(n.out_max));
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_blob(pteron_kernel_context* ctx, const uint8_t* blob, size_t size, Graph* g,
+                std::string* err) {
+  BlobRegions regions;
+  if (!locate_regions(blob, size, &regions, err)) return false;
+  std::vector<uint64_t> aligned;
+  const fbx::Graph* root = verify_graph(regions, &aligned, err);
+  if (!root) return false;
+  ValueIds ids;
+  if (!read_values(ctx, root, regions, g, &ids, err)) return false;
+  if (!read_graph_io(root, ids, g, err)) return false;
   const auto* nodes = root->nodes();
   g->nodes.resize(nodes->size());
-  for (uint32_t k = 0; k < nodes->size(); ++k) {
-    const fbx::Node* fn = nodes->Get(k);
-    Node& n = g->nodes[k];
-    n.index = k;
-    n.op = fn->op_type();
-    std::vector<uint32_t> in_ids, out_ids;
-    bool optional_last_input = false;  // bias may be absent
-    // The Verifier accepts a union whose value is absent: refuse it before
-    // any case reads the parameters.
-    if (!fn->op()) return fail(err, "node %u (%s) has no parameters", k, op_name(n.op));
-    switch (n.op) {
-      case Op::Add: case Op::Div: case Op::Minimum: case Op::Multiply: case Op::Subtract:
-      case Op::Maximum: case Op::PReLU: case Op::BatchMatMul: {
-        const fbx::Binary* b = static_cast<const fbx::Binary*>(fn->op());
-        in_ids = {b->a(), b->b()};
-        out_ids = {b->output()};
-        n.flags = b->flags();
-        break;
-      }
-      case Op::Softmax: case Op::Sigmoid: case Op::Clamp: case Op::Floor: case Op::Convert:
-      case Op::GlobalAvgPool2d: case Op::SquareRoot: case Op::Ceiling: case Op::Hardswish:
-      case Op::Negate: case Op::Square: case Op::Abs: case Op::ReciprocalSquareRoot:
-      case Op::Log: case Op::Gelu: case Op::Tanh: case Op::Exp: case Op::Sin: case Op::Copy:
-      case Op::Cos: {
-        const fbx::Unary* u = static_cast<const fbx::Unary*>(fn->op());
-        in_ids = {u->input()};
-        out_ids = {u->output()};
-        n.flags = u->flags();
-        break;
-      }
-      case Op::FullyConnected: {
-        const fbx::Linear* l = fn->op_as_FullyConnected();
-        in_ids = {l->input(), l->weight(), l->bias()};
-        out_ids = {l->output()};
-        n.flags = l->flags();
-        optional_last_input = true;
-        break;
-      }
-      case Op::Conv2d: case Op::DepthwiseConv2d: case Op::ConvTranspose2d: {
-        const fbx::Convolution* c = static_cast<const fbx::Convolution*>(fn->op());
-        uint32_t p[] = {c->pad_top(), c->pad_right(), c->pad_bottom(), c->pad_left(),
-                        c->kernel_h(), c->kernel_w(), c->stride_h(), c->stride_w(),
-                        c->dilation_h(), c->dilation_w(), c->group_in_channels(),
-                        c->group_out_channels(), c->groups(), c->adjust_h(), c->adjust_w()};
-        std::memcpy(n.p, p, sizeof p);
-        in_ids = {c->input(), c->weight(), c->bias()};
-        out_ids = {c->output()};
-        n.flags = c->flags();
-        optional_last_input = true;
-        break;
-      }
-      case Op::AvgPool2d: case Op::MaxPool2d: {
-        const fbx::Pooling* q = static_cast<const fbx::Pooling*>(fn->op());
-        uint32_t p[] = {q->pad_top(), q->pad_right(), q->pad_bottom(), q->pad_left(),
-                        q->window_h(), q->window_w(), q->stride_h(), q->stride_w(),
-                        q->dilation_h(), q->dilation_w()};
-        std::memcpy(n.p, p, sizeof p);
-        in_ids = {q->input()};
-        out_ids = {q->output()};
-        n.flags = q->flags();
-        break;
-      }
-      case Op::ArgMaxPool2d: {
-        const fbx::ArgMaxPooling* q = fn->op_as_ArgMaxPool2d();
-        in_ids = {q->input()};
-        out_ids = {q->output_values(), q->output_indices()};
-        n.flags = q->flags();
-        break;
-      }
-      case Op::StaticTranspose: {
-        const fbx::Transpose* t = fn->op_as_StaticTranspose();
-        n.list0 = to_sizes(t->permutation());
-        in_ids = {t->input()};
-        out_ids = {t->output()};
-        n.flags = t->flags();
-        break;
-      }
-      case Op::StaticReshape: {
-        const fbx::Reshape* r = fn->op_as_StaticReshape();
-        n.list0 = to_sizes(r->shape());
-        in_ids = {r->input()};
-        out_ids = {r->output()};
-        n.flags = r->flags();
-        break;
-      }
-      case Op::StaticSlice: {
-        const fbx::Slice* s = fn->op_as_StaticSlice();
-        n.list0 = to_sizes(s->starts());
-        n.list1 = to_sizes(s->lengths());
-        in_ids = {s->input()};
-        out_ids = {s->output()};
-        n.flags = s->flags();
-        break;
-      }
-      case Op::StaticConstantPad: {
-        const fbx::ConstantPad* c = fn->op_as_StaticConstantPad();
-        n.list0 = to_sizes(c->before());
-        n.list1 = to_sizes(c->after());
-        n.f = c->value();
-        in_ids = {c->input()};
-        out_ids = {c->output()};
-        n.flags = c->flags();
-        break;
-      }
-      case Op::ResizeBilinear2d: {
-        const fbx::ResizeBilinear* r = fn->op_as_ResizeBilinear2d();
-        n.p[0] = r->height();
-        n.p[1] = r->width();
-        in_ids = {r->input()};
-        out_ids = {r->output()};
-        n.flags = r->flags();
-        break;
-      }
-      case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4:
-      case Op::Concatenate5: {
-        const fbx::Concat* c = static_cast<const fbx::Concat*>(fn->op());
-        const int count = n.op == Op::Concatenate2 ? 2 : n.op == Op::Concatenate3 ? 3
-                        : n.op == Op::Concatenate4 ? 4 : 5;
-        const uint32_t all[] = {c->in0(), c->in1(), c->in2(), c->in3(), c->in4()};
-        in_ids.assign(all, all + count);
-        out_ids = {c->output()};
-        n.p[0] = c->axis();
-        n.flags = c->flags();
-        break;
-      }
-      case Op::ELU: {
-        const fbx::Elu* e = fn->op_as_ELU();
-        n.f = e->alpha();
-        in_ids = {e->input()};
-        out_ids = {e->output()};
-        n.flags = e->flags();
-        break;
-      }
-      case Op::LeakyReLU: {
-        const fbx::LeakyRelu* e = fn->op_as_LeakyReLU();
-        n.f = e->slope();
-        in_ids = {e->input()};
-        out_ids = {e->output()};
-        n.flags = e->flags();
-        break;
-      }
-      case Op::ScaledDotProductAttention: {
-        const fbx::Attention* a = fn->op_as_ScaledDotProductAttention();
-        in_ids = {a->query(), a->key(), a->value(), a->scale(), a->mask()};
-        out_ids = {a->output()};
-        n.flags = a->flags();
-        break;
-      }
-      default:
-        return fail(err, "node %u has an unknown node type (%d)", k, int(n.op));
-    }
-    if (optional_last_input && in_ids.back() == kNoValue) in_ids.pop_back();
-    for (uint32_t id : in_ids) {
-      uint32_t idx;
-      if (!lookup(id, &idx))
-        return fail(err, "node %u (%s) reads value id %u, which is out of range (the graph "
-                         "defines %u values)", k, op_name(n.op), id, nvals);
-      n.inputs.push_back(idx);
-    }
-    for (uint32_t id : out_ids) {
-      uint32_t idx;
-      if (!lookup(id, &idx))
-        return fail(err, "node %u (%s) writes value id %u, which is out of range (the graph "
-                         "defines %u values)", k, op_name(n.op), id, nvals);
-      if (g->values[idx].constant || g->values[idx].graph_input)
-        return fail(err, "node %u (%s) writes value id %u, which is a constant or graph input", k,
-                    op_name(n.op), id);
-      n.outputs.push_back(idx);
-    }
-    if (!check_params(n, err)) return false;
-    if (const fbx::OutputRange* r = fn->output_range()) {
-      n.out_min = r->min();
-      n.out_max = r->max();
-      if (!(n.out_min <= n.out_max))
-        return fail(err, "node %u (%s): output range [%g, %g] is empty", k, op_name(n.op),
-                    double(n.out_min), double(n.out_max));
-    }
-  }
+  for (uint32_t k = 0; k < nodes->size(); ++k)
+    if (!read_node(nodes->Get(k), k, ids, g, err)) return false;
   return true;
 }
 
@@ -486,35 +595,42 @@ bool broadcast(const Shape& a, const Shape& b, Shape* out) {
   return true;
 }
 
-}  // namespace
+// Each infer_* below handles one family of node types. It returns false for
+// a type outside its family; otherwise true, with `out` set to the output
+// shape, or `why` saying why the input shapes do not fit.
+using Shapes = std::vector<Shape>;
 
-bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std::string* err) {
+// Element-wise nodes: broadcasting binaries, PReLU, shape-preserving unaries.
+bool infer_elementwise(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
   auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
-  Shape out;
-  const char* name = op_name(n.op);
-  auto bad = [&](const char* why) {
-    std::string s = "node " + std::to_string(n.index) + " (" + name + "): " + why + " (input";
-    for (size_t i = 0; i < n.inputs.size(); ++i) s += " " + shape_str(in(i));
-    *err = s + ")";
-    return false;
-  };
+  auto bad = [&](const std::string& w) { why = w; return true; };
   switch (n.op) {
     case Op::Add: case Op::Div: case Op::Minimum: case Op::Multiply: case Op::Subtract:
     case Op::Maximum:
       if (!broadcast(in(0), in(1), &out)) return bad("operand shapes do not broadcast");
-      break;
+      return true;
     case Op::PReLU:
       // XNNPACK reads one slope per channel (the input's last dim).
       if (in(0).empty() || numel(in(1)) != in(0).back())
         return bad("slope does not have one element per channel");
       out = in(0);
-      break;
+      return true;
     case Op::Softmax: case Op::Sigmoid: case Op::Clamp: case Op::Floor: case Op::Convert:
     case Op::SquareRoot: case Op::Ceiling: case Op::Hardswish: case Op::Negate: case Op::Square:
     case Op::Abs: case Op::ReciprocalSquareRoot: case Op::Log: case Op::Gelu: case Op::Tanh:
     case Op::Exp: case Op::Sin: case Op::Copy: case Op::Cos: case Op::ELU: case Op::LeakyReLU:
       out = in(0);
-      break;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Matrix products: fully connected and batch matrix multiply.
+bool infer_matmul(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
+  auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
+  auto bad = [&](const std::string& w) { why = w; return true; };
+  switch (n.op) {
     case Op::FullyConnected: {
       const Shape& w = in(1);
       if (w.size() != 2 || in(0).empty()) return bad("weight must be 2-D and input at least 1-D");
@@ -522,119 +638,10 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
       const size_t k = transposed ? w[0] : w[1], oc = transposed ? w[1] : w[0];
       if (in(0).back() != k) return bad("input's last dim does not match the weight");
       if (n.inputs.size() > 2 && numel(in(2)) != oc)
-        return bad(("bias does not have " + std::to_string(oc) + " elements").c_str());
+        return bad("bias does not have " + std::to_string(oc) + " elements");
       out = in(0);
       out.back() = oc;
-      break;
-    }
-    case Op::Conv2d: case Op::DepthwiseConv2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      size_t oh, ow;
-      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], n.p[8], &oh) ||
-          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], n.p[9], &ow))
-        return bad("window does not fit the padded input");
-      const size_t c = size_t(n.p[12]) * n.p[11];
-      if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
-      // The filter XNNPACK reads: OHWI (groups * group_output_channels,
-      // kernel_h, kernel_w, group_input_channels), or 1HWO for depthwise.
-      const Shape want = n.op == Op::Conv2d ? Shape{c, n.p[4], n.p[5], n.p[10]}
-                                            : Shape{1, n.p[4], n.p[5], c};
-      if (n.inputs.size() < 2 || in(1) != want)
-        return bad(("weight shape does not match the node's parameters " + shape_str(want)).c_str());
-      if (n.inputs.size() > 2 && numel(in(2)) != c)
-        return bad(("bias does not have " + std::to_string(c) + " elements").c_str());
-      out = {x[0], oh, ow, c};
-      break;
-    }
-    case Op::AvgPool2d: case Op::MaxPool2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      size_t oh, ow;
-      const uint32_t dh = n.op == Op::AvgPool2d ? 1 : n.p[8], dw = n.op == Op::AvgPool2d ? 1 : n.p[9];
-      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], dh ? dh : 1, &oh) ||
-          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], dw ? dw : 1, &ow))
-        return bad("window does not fit the padded input");
-      out = {x[0], oh, ow, x[3]};
-      break;
-    }
-    case Op::GlobalAvgPool2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      out = {x[0], 1, 1, x[3]};
-      break;
-    }
-    case Op::StaticTranspose: {
-      const Shape& x = in(0);
-      if (n.list0.size() != x.size()) return bad("permutation rank differs from the input's");
-      std::vector<bool> seen(x.size(), false);
-      for (size_t i = 0; i < x.size(); ++i) {
-        size_t p = n.list0[i];
-        if (p >= x.size() || seen[p]) return bad("permutation is not a permutation");
-        seen[p] = true;
-        out.push_back(x[p]);
-      }
-      break;
-    }
-    case Op::StaticReshape: {
-      out = n.list0;
-      const size_t have = numel(in(0));
-      if (numel(out) != have) {
-        // A dynamic program's reshape: the blob's shape holds the upper bound
-        // of one dim (or 0 for "inferred"); solve for it.
-        int pick = -1;
-        size_t rest = 1;
-        for (size_t i = 0; i < out.size(); ++i) {
-          if (out[i] == 0 && pick < 0) { pick = int(i); continue; }
-          rest *= out[i];
-        }
-        if (pick < 0 && !out.empty() && g.values[n.outputs[0]].dims == n.list0) {
-          // Only the leading (batch) dim may vary.
-          pick = 0;
-          rest = numel(out) / (out[0] ? out[0] : 1);
-        }
-        if (pick < 0 || rest == 0 || have % rest != 0)
-          return bad(("cannot reshape to " + shape_str(n.list0)).c_str());
-        out[size_t(pick)] = have / rest;
-      }
-      break;
-    }
-    case Op::StaticSlice: {
-      const Shape& x = in(0);
-      if (n.list0.size() != x.size() || n.list1.size() != x.size())
-        return bad("slice rank differs from the input's");
-      for (size_t i = 0; i < x.size(); ++i) {
-        size_t len = n.list1[i] ? n.list1[i] : x[i] - std::min(x[i], n.list0[i]);
-        if (n.list0[i] > x[i] || len > x[i] - n.list0[i]) return bad("slice runs past the input");
-        out.push_back(len);
-      }
-      break;
-    }
-    case Op::StaticConstantPad: {
-      const Shape& x = in(0);
-      if (n.list0.size() != x.size() || n.list1.size() != x.size())
-        return bad("padding rank differs from the input's");
-      for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] + n.list0[i] + n.list1[i]);
-      break;
-    }
-    case Op::ResizeBilinear2d: {
-      const Shape& x = in(0);
-      if (x.size() != 4) return bad("input must be 4-D NHWC");
-      out = {x[0], n.p[0], n.p[1], x[3]};
-      break;
-    }
-    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4: case Op::Concatenate5: {
-      out = in(0);
-      const size_t axis = n.p[0];
-      if (axis >= out.size()) return bad("axis out of range");
-      for (size_t i = 1; i < n.inputs.size(); ++i) {
-        const Shape& s = in(i);
-        if (s.size() != out.size()) return bad("inputs differ in rank");
-        for (size_t d = 0; d < s.size(); ++d)
-          if (d != axis && s[d] != out[d]) return bad("inputs differ outside the axis");
-        out[axis] += s[axis];
-      }
-      break;
+      return true;
     }
     case Op::BatchMatMul: {
       const Shape& a = in(0);
@@ -651,13 +658,166 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
         return bad("batch dims broadcast other than one-to-one or one-to-many");
       out.push_back(a[a.size() - 2]);
       out.push_back(nn);
-      break;
+      return true;
     }
     default:
-      return bad("no shape rule for this node type");
+      return false;
   }
-  if (out.size() > PTERON_MAX_DIM) return bad("result has too many dims");
-  if (checked_numel(out) > kMaxElements) return bad(("result " + shape_str(out) + " is too large").c_str());
+}
+
+// Windowed nodes on NHWC input: convolutions and poolings.
+bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
+  auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
+  auto bad = [&](const std::string& w) { why = w; return true; };
+  switch (n.op) {
+    case Op::Conv2d: case Op::DepthwiseConv2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      size_t oh, ow;
+      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], n.p[8], &oh) ||
+          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], n.p[9], &ow))
+        return bad("window does not fit the padded input");
+      const size_t c = size_t(n.p[12]) * n.p[11];
+      if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
+      // The filter XNNPACK reads: OHWI (groups * group_output_channels,
+      // kernel_h, kernel_w, group_input_channels), or 1HWO for depthwise.
+      const Shape want = n.op == Op::Conv2d ? Shape{c, n.p[4], n.p[5], n.p[10]}
+                                            : Shape{1, n.p[4], n.p[5], c};
+      if (n.inputs.size() < 2 || in(1) != want)
+        return bad("weight shape does not match the node's parameters " + shape_str(want));
+      if (n.inputs.size() > 2 && numel(in(2)) != c)
+        return bad("bias does not have " + std::to_string(c) + " elements");
+      out = {x[0], oh, ow, c};
+      return true;
+    }
+    case Op::AvgPool2d: case Op::MaxPool2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      size_t oh, ow;
+      const uint32_t dh = n.op == Op::AvgPool2d ? 1 : n.p[8], dw = n.op == Op::AvgPool2d ? 1 : n.p[9];
+      if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], dh ? dh : 1, &oh) ||
+          !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], dw ? dw : 1, &ow))
+        return bad("window does not fit the padded input");
+      out = {x[0], oh, ow, x[3]};
+      return true;
+    }
+    case Op::GlobalAvgPool2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      out = {x[0], 1, 1, x[3]};
+      return true;
+    }
+    case Op::ResizeBilinear2d: {
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      out = {x[0], n.p[0], n.p[1], x[3]};
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// A dynamic program's reshape: the blob's shape holds the upper bound of
+// one dim (or 0 for "inferred"); solve for it.
+bool infer_reshape(const Graph& g, const Node& n, const Shapes& shapes, Shape& out,
+                   std::string& why) {
+  out = n.list0;
+  const size_t have = numel(shapes[n.inputs[0]]);
+  if (numel(out) == have) return true;
+  int pick = -1;
+  size_t rest = 1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && pick < 0) { pick = int(i); continue; }
+    rest *= out[i];
+  }
+  if (pick < 0 && !out.empty() && g.values[n.outputs[0]].dims == n.list0) {
+    // Only the leading (batch) dim may vary.
+    pick = 0;
+    rest = numel(out) / (out[0] ? out[0] : 1);
+  }
+  if (pick < 0 || rest == 0 || have % rest != 0) {
+    why = "cannot reshape to " + shape_str(n.list0);
+    return true;
+  }
+  out[size_t(pick)] = have / rest;
+  return true;
+}
+
+// Nodes that move data: transpose, reshape, slice, pad, concatenate.
+bool infer_layout(const Graph& g, const Node& n, const Shapes& shapes, Shape& out,
+                  std::string& why) {
+  auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
+  auto bad = [&](const std::string& w) { why = w; return true; };
+  switch (n.op) {
+    case Op::StaticTranspose: {
+      const Shape& x = in(0);
+      if (n.list0.size() != x.size()) return bad("permutation rank differs from the input's");
+      std::vector<bool> seen(x.size(), false);
+      for (size_t i = 0; i < x.size(); ++i) {
+        size_t p = n.list0[i];
+        if (p >= x.size() || seen[p]) return bad("permutation is not a permutation");
+        seen[p] = true;
+        out.push_back(x[p]);
+      }
+      return true;
+    }
+    case Op::StaticReshape:
+      return infer_reshape(g, n, shapes, out, why);
+    case Op::StaticSlice: {
+      const Shape& x = in(0);
+      if (n.list0.size() != x.size() || n.list1.size() != x.size())
+        return bad("slice rank differs from the input's");
+      for (size_t i = 0; i < x.size(); ++i) {
+        size_t len = n.list1[i] ? n.list1[i] : x[i] - std::min(x[i], n.list0[i]);
+        if (n.list0[i] > x[i] || len > x[i] - n.list0[i]) return bad("slice runs past the input");
+        out.push_back(len);
+      }
+      return true;
+    }
+    case Op::StaticConstantPad: {
+      const Shape& x = in(0);
+      if (n.list0.size() != x.size() || n.list1.size() != x.size())
+        return bad("padding rank differs from the input's");
+      for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] + n.list0[i] + n.list1[i]);
+      return true;
+    }
+    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4: case Op::Concatenate5: {
+      out = in(0);
+      const size_t axis = n.p[0];
+      if (axis >= out.size()) return bad("axis out of range");
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        const Shape& s = in(i);
+        if (s.size() != out.size()) return bad("inputs differ in rank");
+        for (size_t d = 0; d < s.size(); ++d)
+          if (d != axis && s[d] != out[d]) return bad("inputs differ outside the axis");
+        out[axis] += s[axis];
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std::string* err) {
+  Shape out;
+  std::string why;
+  if (!infer_elementwise(n, shapes, out, why) && !infer_matmul(n, shapes, out, why) &&
+      !infer_window(n, shapes, out, why) && !infer_layout(g, n, shapes, out, why))
+    why = "no shape rule for this node type";
+  if (why.empty() && out.size() > PTERON_MAX_DIM) why = "result has too many dims";
+  if (why.empty() && checked_numel(out) > kMaxElements)
+    why = "result " + shape_str(out) + " is too large";
+  if (!why.empty()) {
+    std::string s = "node " + std::to_string(n.index) + " (" + op_name(n.op) + "): " + why +
+                    " (input";
+    for (size_t i = 0; i < n.inputs.size(); ++i) s += " " + shape_str(shapes[n.inputs[i]]);
+    *err = s + ")";
+    return false;
+  }
   shapes[n.outputs[0]] = out;
   return true;
 }

@@ -1,0 +1,116 @@
+// method.h - a loaded method (struct pteron_method) and the steps that build
+// and run it. Never installed.
+//
+// The data path, top-down:
+//   program.cpp      .pte bytes -> verified program (pteron_program)
+//   method_load.cpp  execution plan -> values, tensors placed in memory
+//   resolve.cpp      instructions decoded; operators resolved in the kernel
+//                    registry (registry.cpp) by name, overload and kernel key;
+//                    delegates resolved in the backend registry and initialised
+//   executor.cpp     chains run: each instruction calls its kernel or delegate
+//   method_capi.cpp  the C API over all of it (pteron.h)
+#pragma once
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+
+namespace pteron {
+
+// 64-byte aligned heap block.
+struct AlignedBlock {
+  void* raw = nullptr;
+  void* data = nullptr;
+  size_t size = 0;
+  AlignedBlock() = default;
+  AlignedBlock(const AlignedBlock&) = delete;
+  AlignedBlock& operator=(const AlignedBlock&) = delete;
+  AlignedBlock(AlignedBlock&& o) noexcept : raw(o.raw), data(o.data), size(o.size) {
+    o.raw = o.data = nullptr;
+    o.size = 0;
+  }
+  ~AlignedBlock() { std::free(raw); }
+  bool alloc(size_t n) {
+    raw = std::calloc(1, n + 64);
+    if (!raw) return false;
+    uintptr_t p = (reinterpret_cast<uintptr_t>(raw) + 63) & ~static_cast<uintptr_t>(63);
+    data = reinterpret_cast<void*>(p);
+    size = n;
+    return true;
+  }
+};
+
+enum class Op : uint8_t { Kernel, Delegate, Move, JumpFalse, Free };
+
+// One decoded instruction of a chain.
+struct Instr {
+  Op op;
+  int32_t a = 0, b = 0;  // Move: from,to; JumpFalse: cond,dest; Free: value; Kernel: op index; Delegate: delegate index
+  pteron_kernel_fn fn = nullptr;
+  std::vector<pteron_value*> args;
+  std::vector<int32_t> int_list_args;  // value indices of IntList args to refresh
+};
+
+struct Chain {
+  std::vector<Instr> instrs;
+};
+
+struct Delegate {
+  BackendEntry backend;
+  void* handle = nullptr;
+};
+
+}  // namespace pteron
+
+struct pteron_method {
+  pteron_program* program = nullptr;
+  const pteron::fb::ExecutionPlan* plan = nullptr;
+  std::string name;
+  bool outputs_ready = false;                 // the last execute succeeded
+  std::vector<pteron_value> values;
+  std::vector<pteron_tensor> tensors;        // one per value (only Tensor slots used)
+  std::vector<std::vector<int64_t>> ints;    // IntList materialisation, per value
+  std::vector<std::vector<uint32_t>> int_items;  // IntList item value indices, per value
+  std::vector<std::vector<pteron_tensor*>> tlists;  // (Optional)TensorList, per value
+  std::vector<pteron::AlignedBlock> planned;  // runtime-owned planned buffers
+  std::vector<pteron::AlignedBlock> owned;    // runtime-owned unplanned tensors
+  std::vector<pteron::Chain> chains;
+  std::vector<pteron::Delegate> delegates;
+  std::vector<int32_t> inputs, outputs;
+  std::vector<bool> input_set;
+  // Row-major copies of tensor inputs. Planned memory of an input may be
+  // reused by later intermediates, so execute() copies these into place
+  // every time: inputs keep their values between executions.
+  std::vector<std::vector<unsigned char>> staged;
+  pteron_kernel_context ctx;
+  std::vector<std::string> op_names;  // per operator index, "name.overload"
+
+  ~pteron_method() {
+    for (pteron::Delegate& d : delegates)
+      if (d.handle && d.backend.iface.destroy) d.backend.iface.destroy(d.handle);
+    pteron_program_release(program);
+  }
+};
+
+namespace pteron {
+
+// INVALID_PROGRAM naming `what` unless 0 <= idx < the method's value count.
+Status check_value_index(const pteron_method* m, int64_t idx, const char* what);
+
+// method_load.cpp: finds method `name` in `p` and builds it into `m`: values,
+// tensors placed in constant, planned or runtime-owned memory, inputs and
+// outputs, then its chains (resolve.cpp).
+Status load_method(pteron_program* p, const char* name, const pteron_method_options* opts,
+                   pteron_method* m);
+
+// resolve.cpp: decodes every chain's instructions, resolves every operator
+// in the kernel registry and every delegate in the backend registry (naming
+// all that are missing at once), then initialises the delegates.
+Status build_chains(pteron_method* m);
+
+// executor.cpp: copies the staged inputs into place and runs the chains.
+Status execute(pteron_method* m);
+
+}  // namespace pteron
