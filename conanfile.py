@@ -64,8 +64,11 @@ class PteronConan(ConanFile):
     default_options = {c["option"]: _option_default(c, "*") for c in _components() if c["option"]}
     # Read by the recipe itself (version, component list).
     exports = ("VERSION", "cmake/components.json")
+    # The build: the top-level files, the shared helpers (runtime/kernels/common
+    # under runtime/), pteron-run, and every component's folder.
     exports_sources = ("CMakeLists.txt", "VERSION", "LICENSE", "THIRD_PARTY_NOTICES.md",
-                       "cmake/*", "include/*", "runtime/*", "tools/*", "backends/*")
+                       "cmake/*", "include/*", "runtime/*", "tools/*",
+                       *(f"{c['folder']}/*" for c in _components()))
 
     # ---- helpers -----------------------------------------------------------
 
