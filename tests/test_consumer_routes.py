@@ -104,7 +104,10 @@ def test_mingw_consumer_cross_builds_from_the_package_alone(mingw_package, wine_
              f"-DCMAKE_TOOLCHAIN_FILE={pkg / 'share' / 'pteron' / 'toolchain-mingw-w64.cmake'}",
              f"-DCMAKE_FIND_ROOT_PATH={pkg}"], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert str(REPO) not in (bdir / "CMakeCache.txt").read_text()
+    cache = (bdir / "CMakeCache.txt").read_text()
+    assert f"pteron_DIR:PATH={pkg}/lib/cmake/pteron" in cache, cache
+    for rel in ("cmake", "include", "runtime"):  # nothing of the source tree
+        assert str(REPO / rel) not in cache, rel
     r = run(["cmake", "--build", bdir], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     dlls = sorted(p.name for p in bdir.glob("*.dll"))

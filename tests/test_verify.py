@@ -209,8 +209,10 @@ def test_exported_registry_copy_fails_single_owner_naming_both(pkg, victim, tmp_
 def test_kernel_library_linking_a_static_copy_of_the_runtime_fails_single_owner(pkg, victim, tmp_path):
     """The kernel library is linked with the runtime's own object files (an
     archive made from the Release build's objects) instead of libpteron.so."""
-    objs = sorted((build_dir() / "CMakeFiles" / "pteron_runtime.dir").rglob("*.o"))
-    assert objs, f"no runtime objects under {build_dir()}/CMakeFiles/pteron_runtime.dir"
+    # The runtime's folder is components.json's "folder" (runtime/core).
+    objdir = build_dir() / "runtime" / "core" / "CMakeFiles" / "pteron_runtime.dir"
+    objs = sorted(objdir.rglob("*.o"))
+    assert objs, f"no runtime objects under {objdir}"
     archive = tmp_path / "libpteron_static.a"
     r = _run(["ar", "rcs", archive, *objs], timeout=60)
     assert r.returncode == 0, r.stderr
