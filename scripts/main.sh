@@ -59,8 +59,9 @@ tail -n 1 "$REPO/out/verify-$host.txt"
 
 if [[ "$host" == windows-mingw* ]]; then
   # What a Windows user does: conan install with the runtime_deploy deployer
-  # (classic CMakeDeps gives no $<TARGET_RUNTIME_DLLS>), build, run with the
-  # DLLs beside the program and nothing on PATH.
+  # (one of the two routes; test_package takes the other, a post-build copy of
+  # $<TARGET_RUNTIME_DLLS>), build, run with the DLLs beside the program and
+  # nothing on PATH.
   version="$(cat "$REPO/VERSION")"
   app="$REPO/out/mingw-app"
   rm -rf "$app"

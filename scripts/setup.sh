@@ -2,7 +2,8 @@
 # Installs what pteron's build and tests need, idempotently:
 #  - Debian packages: a C++ compiler, flatbuffers (headers + flatc), Eigen,
 #    pthreadpool, XNNPACK (the XNNPACK delegate), MinGW-w64 and Wine;
-#  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja.
+#  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja, conan,
+#    pefile, pyelftools and wheel (pip install ./python builds a wheel offline).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
@@ -28,10 +29,10 @@ pteron_install_venv() {
     echo "==> creating $VENV"
     python3 -m venv "$VENV"
   fi
-  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools" >/dev/null 2>&1 ||
+  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel" >/dev/null 2>&1 ||
      [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ] || [ ! -x "$VENV/bin/conan" ]; then
     echo "==> installing Python packages into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools "$@"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel "$@"
   fi
   export PATH="$VENV/bin:$PATH"
 }

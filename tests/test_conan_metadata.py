@@ -1,9 +1,12 @@
 """The recipe's metadata for toolchains this machine cannot run (MSVC), and
 for MinGW, checked through Conan itself: metadata-only packages made with
-`conan export-pkg` (labelled METADATA_ONLY, no binaries) in a temporary
-Conan home, then `conan install` with CMakeDeps, reading what a consumer
-would get. Also validate()'s refusals."""
+`conan export-pkg` of the test-only recipe tests/recipes/pteron_metadata (the
+real recipe with its package_info(), packaging no binaries, labelled
+METADATA_ONLY) in a temporary Conan home, then `conan install` with CMakeDeps,
+reading what a consumer would get. Also validate()'s refusals."""
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,9 +24,8 @@ eigen/3.4.0
 pthreadpool/cci.20210507
 [platform_tool_requires]
 flatbuffers/2.0.8
-[conf]
-user.pteron:metadata_only=True
 """
+METADATA_RECIPE = REPO / "tests" / "recipes" / "pteron_metadata"
 
 
 def conan_exe():
@@ -51,7 +53,8 @@ def data_file(home, tmp_path, profile, build_type):
     consumer with CMakeDeps and return the generated data .cmake text."""
     args = ["-pr:h", REPO / "profiles" / profile, "-pr:h", home / "offline.profile",
             "-pr:b", REPO / "profiles" / "linux-release"]
-    r = conan(home, "export-pkg", REPO, *args, "-tf", "")
+    r = conan(home, "export-pkg", METADATA_RECIPE, *args, "-tf", "",
+              "--output-folder", tmp_path / "export-pkg")  # nothing written beside the recipe
     assert r.returncode == 0, r.stdout + r.stderr
     consumer = tmp_path / "consumer"
     consumer.mkdir()
@@ -70,6 +73,12 @@ def data_file(home, tmp_path, profile, build_type):
 REGISTRATION_ONLY = ["kernels_portable", "kernels_optimized", "threadpool"]
 
 
+def component_libs(text):
+    """{component: its LIBS list} from a CMakeDeps data file."""
+    found = re.findall(r'^set\(pteron_pteron_(\w+)_LIBS_\w+ ?([^)]*)\)$', text, re.M)
+    return {c: v.split() for c, v in found if not c.endswith("_SYSTEM")}
+
+
 def test_msvc_release_metadata(home, tmp_path):
     text = data_file(home, tmp_path, "windows-msvc-release", "Release")
     for c in REGISTRATION_ONLY:
@@ -77,8 +86,9 @@ def test_msvc_release_metadata(home, tmp_path):
     assert "/INCLUDE:pteron_anchor_runtime" not in text
     assert "PTERON_PREBUILT_RELEASE_CRT" in text and "PTERON_PREBUILT_DEBUG_CRT" not in text
     # Import libraries pteron.lib, pteron_<component>.lib: no "lib" prefix, no postfix.
-    for lib in ["pteron", "pteron_kernels_portable", "pteron_kernels_optimized", "pteron_threadpool"]:
-        assert f'"{lib}"' in text or f" {lib}" in text or f"{lib})" in text, lib
+    assert component_libs(text) == {
+        "runtime": ["pteron"], "kernels_portable": ["pteron_kernels_portable"],
+        "kernels_optimized": ["pteron_kernels_optimized"], "threadpool": ["pteron_threadpool"]}
     assert "--no-as-needed" not in text and "--undefined" not in text
 
 
@@ -93,6 +103,10 @@ def test_mingw_metadata_uses_undefined(home, tmp_path):
     for c in REGISTRATION_ONLY:
         assert f"-Wl,--undefined=pteron_anchor_{c}" in text, c
     assert "/INCLUDE" not in text
+    # libpteron*.dll.a import libraries, found by the linker from these names.
+    assert component_libs(text) == {
+        "runtime": ["pteron"], "kernels_portable": ["pteron_kernels_portable"],
+        "kernels_optimized": ["pteron_kernels_optimized"], "threadpool": ["pteron_threadpool"]}
 
 
 def test_linux_metadata_wraps_kernel_libraries_in_no_as_needed(home, tmp_path):
@@ -106,24 +120,36 @@ def test_linux_metadata_wraps_kernel_libraries_in_no_as_needed(home, tmp_path):
     assert "/libpteron_backend_xnnpack.so,--pop-state" in text
 
 
-@pytest.mark.parametrize("options,expected", [
-    (["-o", "pteron/*:with_cuda=True"], "CUDA delegate is not built yet"),
-    (["-o", "pteron/*:with_quantized=True"], "quantized kernels are not built yet"),
-    (["-o", "pteron/*:with_xnnpack=True", "-o", "pteron/*:with_threadpool=False"],
-     "with_xnnpack=True needs with_threadpool=True"),
-    (["-s", "os=Macos"], "Linux and Windows only"),
-    (["-s", "arch=armv8"], "x86_64 only"),
+@pytest.mark.parametrize("profile,options,expected", [
+    ("linux-release", ["-o", "pteron/*:with_xnnpack=True", "-o", "pteron/*:with_threadpool=False"],
+     "with_xnnpack=True needs with_threadpool=True: component backend_xnnpack requires "
+     "component threadpool"),
+    ("windows-mingw-release", ["-o", "pteron/*:with_xnnpack=True"],
+     "with_xnnpack=True is not available for MinGW builds (no xnnpack there)"),
+    ("linux-release", ["-s", "compiler.cppstd=14"], "Current cppstd (14) is lower than the required"),
+    ("linux-release", ["-s", "os=Macos"], "Linux and Windows only"),
+    ("linux-release", ["-s", "arch=armv8"], "x86_64 only"),
 ])
-def test_validate_refuses_with_an_actionable_message(home, options, expected):
-    r = conan(home, "install", REPO, "-pr:h", REPO / "profiles" / "linux-release",
+def test_validate_refuses_with_an_actionable_message(home, profile, options, expected):
+    r = conan(home, "install", REPO, "-pr:h", REPO / "profiles" / profile,
               "-pr:b", REPO / "profiles" / "linux-release", *options)
     assert r.returncode != 0
     assert expected in r.stdout + r.stderr
 
 
-def test_unknown_cuda_train_is_refused(home):
-    r = conan(home, "install", REPO, "-pr:h", REPO / "profiles" / "linux-release",
-              "-pr:b", REPO / "profiles" / "linux-release",
-              "-o", "pteron/*:with_cuda=True", "-o", "pteron/*:cuda_train=cu999")
-    assert r.returncode != 0
-    assert "cu999" in r.stdout + r.stderr
+def test_options_are_the_optional_components_of_components_json(home):
+    """One option per optional component, with the default components.json
+    gives for the host OS; no option for a component that does not exist."""
+    listing = json.loads((REPO / "cmake" / "components.json").read_text())["components"]
+    want = {c["option"]: c["default"] for c in listing if c["option"]}
+    for os_name, profile in [("Linux", "linux-release"), ("Windows", "windows-mingw-release")]:
+        r = conan(home, "graph", "info", REPO, "-pr:h", REPO / "profiles" / profile,
+                  "-pr:b", REPO / "profiles" / "linux-release", "--format=json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        node = json.loads(r.stdout)["graph"]["nodes"]["0"]
+        assert set(node["options_definitions"]) == set(want), node["options_definitions"]
+        got = {k: v == "True" for k, v in node["options"].items()}
+        expected = {o: d.get(os_name, d.get("*")) for o, d in want.items()}
+        if profile == "linux-release":
+            expected["with_xnnpack"] = True  # the Linux profiles turn it on
+        assert got == expected, (profile, got)

@@ -32,18 +32,10 @@
 #include <shellapi.h>  // CommandLineToArgvW (shell32, linked by default by MinGW and MSVC)
 #endif
 
-// Referencing the anchor keeps the portable kernel library linked (ELF
-// --as-needed and PE both drop a library nothing references).
-extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_portable(void);
-#ifdef PTERON_RUN_WITH_XNNPACK
-extern "C" PTERON_DLL_IMPORT int pteron_anchor_backend_xnnpack(void);  // XnnpackBackend
-#endif
-#ifdef PTERON_RUN_WITH_OPTIMIZED
-extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_optimized(void);
-#endif
-#ifdef PTERON_RUN_WITH_THREADPOOL
-extern "C" PTERON_DLL_IMPORT int pteron_anchor_threadpool(void);
-#endif
+// Calls the anchor of every registration-only component the build has, so the
+// linker keeps each library (ELF --as-needed and PE both drop a library nothing
+// references). Generated from cmake/components.json (pteron_keep_components).
+extern "C" int pteron_keep_components(void);
 
 namespace {
 
@@ -104,16 +96,7 @@ std::vector<std::string> utf8_arguments(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  (void)pteron_anchor_kernels_portable();
-#ifdef PTERON_RUN_WITH_XNNPACK
-  (void)pteron_anchor_backend_xnnpack();
-#endif
-#ifdef PTERON_RUN_WITH_OPTIMIZED
-  (void)pteron_anchor_kernels_optimized();
-#endif
-#ifdef PTERON_RUN_WITH_THREADPOOL
-  (void)pteron_anchor_threadpool();
-#endif
+  (void)pteron_keep_components();
   std::string model, method = "forward", out_dir;
   std::vector<std::string> inputs;
   long iterations = 1;

@@ -76,16 +76,11 @@ extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribu
 #define PTERON_FUZZ_HAVE_DEATH_CALLBACK 1
 #endif
 
-// Keeps the portable kernel library linked.
-extern "C" PTERON_DLL_IMPORT int pteron_anchor_kernels_portable(void);
-#ifdef PTERON_FUZZ_WITH_XNNPACK
-// Built with backend_xnnpack: XnnpackBackend is registered, so delegated
-// programs load and run through the delegate (and their blobs are fuzzed).
-extern "C" PTERON_DLL_IMPORT int pteron_anchor_backend_xnnpack(void);
-#define PTERON_FUZZ_BACKENDS "XnnpackBackend"
-#else
-#define PTERON_FUZZ_BACKENDS ""
-#endif
+// Calls the anchor of every registration-only component the build has
+// (generated from cmake/components.json by pteron_keep_components): with a
+// delegate built, its programs load and run through it (and their blobs are
+// fuzzed).
+extern "C" int pteron_keep_components(void);
 
 namespace {
 
@@ -874,12 +869,19 @@ bool read_file(const std::string& path, Bytes* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  (void)pteron_anchor_kernels_portable();
-#ifdef PTERON_FUZZ_WITH_XNNPACK
-  (void)pteron_anchor_backend_xnnpack();
-#endif
+  (void)pteron_keep_components();
   if (argc == 2 && std::strcmp(argv[1], "--backends") == 0) {
-    std::printf("backends=%s\n", PTERON_FUZZ_BACKENDS);
+    // The delegates registered in this process, from the registry itself.
+    std::string ids;
+    for (size_t i = 0; i < pteron_backend_count(); ++i) {
+      pteron_backend_info info;
+      if (pteron_status* s = pteron_backend_get(i, &info)) {
+        pteron_status_release(s);
+        continue;
+      }
+      ids += (ids.empty() ? "" : ",") + std::string(info.id);
+    }
+    std::printf("backends=%s\n", ids.c_str());
     return 0;
   }
 #if defined(PTERON_FUZZ_HAVE_DEATH_CALLBACK)
