@@ -752,6 +752,46 @@ def _verify(f: Fixture, path: Path, expected: Dict[str, List[List[torch.Tensor]]
     return ok and matches
 
 
+# Malformed programs for tests/test_prim_ops.py: a prim operator meets a wrong-typed
+# or missing argument at execute and must fail naming itself and the argument.
+# (name, source fixture whose inputs it takes, operator, argument position, value type put
+#  there or None to drop it, what the error message must contain)
+PRIM_ERRORS = [
+    ("sym_size_dim_is_tensor", "sym_size_view", "aten::sym_size.int", 1, "Tensor",
+     ["aten::sym_size.int", "argument 1 ('dim') is Tensor"]),
+    ("sym_size_missing_argument", "sym_size_view", "aten::sym_size.int", 1, None,
+     ["aten::sym_size.int", "takes 3 arguments, the program passes 2"]),
+    ("mul_scalar_a_is_tensor", "sym_size_view", "executorch_prim::mul.Scalar", 0, "Tensor",
+     ["executorch_prim::mul.Scalar", "argument 0 ('a') is Tensor"]),
+    ("mul_scalar_out_is_tensor", "sym_size_view", "executorch_prim::mul.Scalar", 2, "Tensor",
+     ["executorch_prim::mul.Scalar", "argument 2 ('out') is Tensor"]),
+    ("et_view_size_is_int", "sym_size_view", "executorch_prim::et_view.default", 1, "Int",
+     ["executorch_prim::et_view.default", "argument 1 ('size') is Int"]),
+    ("local_scalar_dense_self_is_int", "item_scalar", "aten::_local_scalar_dense", 0, "Int",
+     ["aten::_local_scalar_dense", "argument 0 ('self') is Int"]),
+    ("et_copy_index_index_is_tensor", "map_rows", "executorch_prim::et_copy_index.tensor", 2,
+     "Tensor", ["executorch_prim::et_copy_index.tensor", "argument 2 ('index') is Tensor"]),
+]
+
+
+def export_prim_errors(out: Path) -> None:
+    """Writes PRIM_ERRORS into OUT/prim_errors/ (programs and a manifest)."""
+    d = out / "prim_errors"
+    d.mkdir(parents=True, exist_ok=True)
+    sources = {f.name: f for f in build_fixtures()}
+    entries = []
+    for name, source, op, pos, kind, contains in PRIM_ERRORS:
+        pte = fw.rewrite_argument(_export_program(sources[source]), op, pos, kind)
+        (d / f"{name}.pte").write_bytes(pte)
+        entries.append({"name": name, "file": f"{name}.pte", "size_bytes": len(pte),
+                        "inputs_of": source, "operator": op,
+                        "argument": pos, "replaced_by": kind,
+                        "error": {"code": 2, "code_name": "invalid_program",
+                                  "contains": contains}})
+        print(f"  prim_errors/{name}.pte: {len(pte)} bytes ({op} argument {pos} -> {kind})")
+    fw.write_manifest(d, "models/export.py (PRIM_ERRORS)", entries)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -809,6 +849,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not args.no_verify:
             if not _verify(f, out / entry["file"], expected):
                 failures.append(f"{f.name}: upstream runtime does not match eager")
+
+    if not args.only or "prim_errors" in args.only:
+        print("== prim_errors")
+        export_prim_errors(out)
 
     order = [f.name for f in fixtures]
     manifest_path = fw.write_manifest(

@@ -170,6 +170,40 @@ def rewrite_operators(pte: bytes, rewrites: Sequence[Tuple[str, str, Sequence[in
     return bytes(serialize_pte_binary(f))
 
 
+def rewrite_argument(pte: bytes, op: str, position: int, kind: Optional[str]) -> bytes:
+    """The program with argument `position` of every call of `op` ("name.overload")
+    replaced by the first value of type `kind` ("Tensor", "Int", "IntList", ...),
+    or dropped when kind is None: a malformed program whose operator meets a
+    wrong-typed or missing argument at execute."""
+    from executorch.exir._serialize._program import (deserialize_pte_binary,
+                                                     serialize_pte_binary)
+
+    f = deserialize_pte_binary(pte)
+    found = False
+    for plan in f.program.execution_plan:
+        ks = [k for k, o in enumerate(plan.operators)
+              if (f"{o.name}.{o.overload}" if o.overload else o.name) == op]
+        if not ks:
+            continue
+        pick = None
+        if kind is not None:
+            pick = next(i for i, v in enumerate(plan.values) if type(v.val).__name__ == kind)
+        for ch in plan.chains:
+            for ins in ch.instructions:
+                a = ins.instr_args
+                if getattr(a, "op_index", None) in ks:
+                    found = True
+                    args = list(a.args)
+                    if pick is None:
+                        del args[position]
+                    else:
+                        args[position] = pick
+                    a.args = args
+    if not found:
+        raise ValueError(f"rewrite_argument: the program does not call {op}")
+    return bytes(serialize_pte_binary(f))
+
+
 def _save(path: Path, t: torch.Tensor) -> None:
     a = t.detach().cpu().numpy()
     # C order (np.ascontiguousarray would turn a 0-dim array into a 1-dim one).
