@@ -513,7 +513,7 @@ int32_t et_view(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   if (total > 0 && !self->data)
     return c.fail(PTERON_ERROR_INVALID_ARGUMENT, "self has no storage");
   out->data = self->data;
-  out->capacity_bytes = self->capacity_bytes;
+  out->capacity_bytes = self->data ? self->capacity_bytes : 0;
   return pteron_tensor_resize(ctx, out, sizes, out->dim);
 }
 
@@ -560,7 +560,9 @@ int32_t et_copy_index(pteron_kernel_context* ctx, pteron_value* const* args, siz
   }
   const int64_t row = numel(*from) * static_cast<int64_t>(pteron::element_size(from->dtype));
   if (row == 0) return PTERON_OK;
-  if (!to->data || !from->data || (index + 1) * row > to->capacity_bytes)
+  int64_t end = 0;
+  if (!to->data || !from->data || !pteron::checked_mul(index + 1, row, &end) ||
+      end > to->capacity_bytes)
     return c.fail(PTERON_ERROR_SHAPE_MISMATCH,
                   format("row %lld does not fit copy_to's storage", (long long)index));
   std::memmove(static_cast<char*>(to->data) + index * row, from->data, static_cast<size_t>(row));
