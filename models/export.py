@@ -769,6 +769,9 @@ PRIM_ERRORS = [
      ["executorch_prim::et_view.default", "argument 1 ('size') is Int"]),
     ("local_scalar_dense_self_is_int", "item_scalar", "aten::_local_scalar_dense", 0, "Int",
      ["aten::_local_scalar_dense", "argument 0 ('self') is Int"]),
+    # A Bool value may be a jump condition: a prim operator never changes its type.
+    ("add_scalar_out_is_bool", "map_rows", "executorch_prim::add.Scalar", 2, "Bool",
+     ["executorch_prim::add.Scalar", "argument 2 ('out') is a Bool, the result is an Int"]),
     ("et_copy_index_index_is_tensor", "map_rows", "executorch_prim::et_copy_index.tensor", 2,
      "Tensor", ["executorch_prim::et_copy_index.tensor", "argument 2 ('index') is Tensor"]),
 ]

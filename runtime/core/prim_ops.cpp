@@ -134,6 +134,19 @@ void write_num(pteron_value* out, const Num& r) {
   }
 }
 
+// Writes result `r` into the result slot `i`. A Bool slot takes only a Bool:
+// the executor reads Bool values as jump conditions (validated at load), so
+// their type never changes; Int, Double and None slots (the exporter's
+// placeholders) take any scalar.
+int32_t store(const Call& c, size_t i, const Num& r) {
+  if (c.args[i]->tag == PTERON_VALUE_BOOL && !r.is_bool)
+    return c.fail(PTERON_ERROR_INVALID_PROGRAM,
+                  format("argument %zu ('out') is a Bool, the result is %s", i,
+                         r.is_int ? "an Int" : "a Double"));
+  write_num(c.args[i], r);
+  return PTERON_OK;
+}
+
 // Double -> Int as Python's int()/math.trunc() after rounding: finite and in range.
 int32_t to_int(const Call& c, double v, const char* what, Num* out) {
   // 2^63 is exactly representable; every double below it in magnitude fits.
@@ -250,8 +263,7 @@ int32_t run_binary(pteron_kernel_context* ctx, const char* op, pteron_value* con
   }
   if (rc == PTERON_OK) rc = binary(c, which, a, b, &r);
   if (rc != PTERON_OK) return rc;
-  write_num(args[2], r);
-  return PTERON_OK;
+  return store(c, 2, r);
 }
 
 #define PTERON_PRIM_BINARY(fn, op, which, ints_only)                                      \
@@ -322,8 +334,7 @@ int32_t run_unary(pteron_kernel_context* ctx, const char* op, pteron_value* cons
   rc = read_num(c, 0, "a", &a);
   if (rc == PTERON_OK) rc = unary(c, which, a, &r);
   if (rc != PTERON_OK) return rc;
-  write_num(args[1], r);
-  return PTERON_OK;
+  return store(c, 1, r);
 }
 
 #define PTERON_PRIM_UNARY(fn, op, which)                                                  \
@@ -352,7 +363,11 @@ int32_t prim_sym_ite(pteron_kernel_context* ctx, pteron_value* const* args, size
   if (rc != PTERON_OK) return rc;
   bool cond = b.is_int ? b.i != 0 : b.d != 0.0;
   // The chosen value keeps its own type (Bool included).
-  *args[3] = *args[cond ? 1 : 2];
+  const pteron_value& pick = *args[cond ? 1 : 2];
+  if (args[3]->tag == PTERON_VALUE_BOOL && pick.tag != PTERON_VALUE_BOOL)
+    return c.fail(PTERON_ERROR_INVALID_PROGRAM,
+                  format("argument 3 ('out') is a Bool, the result is %s", tag_name(pick.tag)));
+  *args[3] = pick;
   return PTERON_OK;
 }
 
@@ -382,8 +397,7 @@ int32_t sym_size_int(pteron_kernel_context* ctx, pteron_value* const* args, size
   if (d < 0 || d >= t->dim)
     return c.fail(PTERON_ERROR_INVALID_ARGUMENT,
                   format("dim %lld is out of range for a rank-%d tensor", (long long)dim, t->dim));
-  write_num(args[2], make_int(t->sizes[d]));
-  return PTERON_OK;
+  return store(c, 2, make_int(t->sizes[d]));
 }
 
 // aten::sym_numel(self, out): the element count of self.
@@ -394,8 +408,7 @@ int32_t sym_numel(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   pteron_tensor* t = nullptr;
   if (rc == PTERON_OK) rc = c.tensor(0, "self", &t);
   if (rc != PTERON_OK) return rc;
-  write_num(args[1], make_int(numel(*t)));
-  return PTERON_OK;
+  return store(c, 1, make_int(numel(*t)));
 }
 
 float half_to_float(uint16_t h) {
@@ -461,8 +474,7 @@ int32_t local_scalar_dense(pteron_kernel_context* ctx, pteron_value* const* args
       return c.fail(PTERON_ERROR_UNSUPPORTED_DTYPE,
                     format("dtype %s has no scalar form", pteron_dtype_name(t->dtype)));
   }
-  write_num(args[1], r);
-  return PTERON_OK;
+  return store(c, 1, r);
 }
 
 // executorch_prim::et_view.default(self, size, out): out takes the sizes
