@@ -2,23 +2,29 @@
 """Exports the benchmark programs that are too big to commit (run by bench/run.py
 with the benchmark's own virtual environment, which has torch and executorch).
 
-    bench/.venv/bin/python bench/programs.py OUT_DIR
+    bench/.venv/bin/python bench/programs.py OUT_DIR [NAME ...]
 
-Writes OUT_DIR/<name>.pte, OUT_DIR/<name>.input_0.npy and OUT_DIR/programs.json
-(per program: file, inputs, FLOPs per execution, the eager output's sum). A program
-whose file exists and whose entry was made by this same script text is kept.
+Written through the project's one fixture writer (models/fixture_writer.py):
+OUT_DIR/<name>.pte, OUT_DIR/<name>.forward.input_0.npy, .expected_0.npy and
+OUT_DIR/manifest.json, whose entries add to the writer's the description, the
+FLOPs per execution and the eager output's sum. A program whose file exists and
+whose entry was made by this same exporter version and the same text of this
+script and of the writer is kept. NAMEs limit the export to those programs.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "models"))
+
+import fixture_writer as fw  # noqa: E402
 
 
 class MLP1024(nn.Module):
@@ -104,39 +110,36 @@ NAMES = ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet
 
 
 def export_one(name: str, out: Path) -> dict:
-    from executorch.exir import to_edge_transform_and_lower
     m, x, desc = make(name)
-    partitioner = []
-    if name.endswith("_xnnpack"):
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-        partitioner = [XnnpackPartitioner()]
-    ep = torch.export.export(m, (x,))
-    prog = to_edge_transform_and_lower(ep, partitioner=partitioner).to_executorch()
-    (out / f"{name}.pte").write_bytes(prog.buffer)
-    np.save(out / f"{name}.input_0.npy", x.numpy())
-    with torch.no_grad():
-        y = m(x)
-    return {"file": f"{name}.pte", "inputs": [f"{name}.input_0.npy"], "description": desc,
-            "flops": flops_of(m, x), "gemm_heavy": True,
-            "eager_out0_sum": float(y.double().sum()), "size_bytes": len(prog.buffer)}
+    methods = {"forward": fw.MethodSpec(m, (x,))}
+    expected = fw.eager_reference(methods)
+    pte = fw.export_program(methods, xnnpack=name.endswith("_xnnpack"))
+    entry = fw.write_fixture(out, name, pte, methods, expected)
+    entry.update({"description": desc, "flops": flops_of(m, x), "gemm_heavy": True,
+                  "eager_out0_sum": float(expected["forward"][0][0].double().sum())})
+    return entry
 
 
 def main(argv) -> int:
     warnings.filterwarnings("ignore")
     out = Path(argv[1])
+    only = argv[2:]
     out.mkdir(parents=True, exist_ok=True)
-    stamp = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    index_path = out / "programs.json"
-    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    stamp = hashlib.sha256(Path(__file__).read_bytes() +
+                           Path(fw.__file__).read_bytes()).hexdigest()[:16]
+    kept = fw.reusable_entries(out)
+    entries = []
     for name in NAMES:
-        e = index.get(name)
-        if e and e.get("stamp") == stamp and (out / e["file"]).exists():
+        if only and name not in only:
             continue
-        print(f"exporting {name}", flush=True)
-        e = export_one(name, out)
-        e["stamp"] = stamp
-        index[name] = e
-        index_path.write_text(json.dumps(index, indent=2) + "\n")
+        e = kept.get(name)
+        if not (e and e.get("stamp") == stamp):
+            print(f"exporting {name}", flush=True)
+            e = export_one(name, out)
+            e["stamp"] = stamp
+        entries.append(e)
+        fw.write_manifest(out, "bench/programs.py", entries +
+                          [k for n, k in kept.items() if n not in {x["name"] for x in entries}])
     return 0
 
 

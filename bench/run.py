@@ -256,11 +256,13 @@ def library_sizes(binary, marker):
 
 def program_list(only):
     progs = []
-    index = json.loads((PROGRAMS / "programs.json").read_text())
+    # bench/programs.py writes the same manifest format as models/export.py.
+    index = {e["name"]: e for e in json.loads((PROGRAMS / "manifest.json").read_text())["fixtures"]}
     for name in ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack"]:
         e = index[name]
         progs.append({"name": name, "pte": PROGRAMS / e["file"], "method": "forward",
-                      "inputs": [PROGRAMS / f for f in e["inputs"]], "flops": e["flops"],
+                      "inputs": [PROGRAMS / f for f in e["methods"]["forward"]["inputs"]],
+                      "flops": e["flops"],
                       "description": e["description"], "eager_out0_sum": e["eager_out0_sum"],
                       "size_bytes": e["size_bytes"]})
     manifest = json.loads((FIXTURES / "manifest.json").read_text())

@@ -7,10 +7,12 @@ Python tests of pteron only read the files this script writes; they never import
 Usage:
     /opt/pteron-dev/bin/python models/export.py [--only NAME ...] [--no-verify]
 
-For every fixture this writes
+Every fixture is exported and written by models/fixture_writer.py (the one writer
+the optimized-kernel tests and the benchmarks use too):
     fixtures/<name>.pte
     fixtures/<name>.<method>.input_<i>.npy      (inputs fed to the method)
     fixtures/<name>.<method>.expected_<i>.npy   (eager PyTorch outputs, eval + no_grad)
+    fixtures/<name>.<method>.case<k>.*.npy      (further dynamic sizes, where given)
 and finally fixtures/manifest.json describing all of them.
 
 Unless --no-verify is given, each program is also run with the upstream ExecuTorch
@@ -20,24 +22,23 @@ runtime (executorch.runtime.Runtime) and compared with the eager outputs.
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import math
 import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 import torch
 from torch import nn
-from torch.export import Dim, export
-
-from executorch.exir import to_edge_transform_and_lower
-from executorch.exir._serialize._program import deserialize_pte_binary
+from torch.export import Dim
 
 HERE = Path(__file__).resolve().parent
 OUT_DIR = HERE / "fixtures"
+sys.path.insert(0, str(HERE))
+
+import fixture_writer as fw  # noqa: E402
+from fixture_writer import MethodSpec  # noqa: E402
 
 # Operators the pteron portable kernel library implements.  Every fixture except
 # `unsupported_op` (and the delegated `mlp_xnnpack`, whose non-delegated part must
@@ -56,6 +57,16 @@ SUPPORTED_OPS = {
     "aten::logical_not", "aten::any", "aten::full_like", "aten::zeros_like",
     "aten::convolution", "aten::max_pool2d_with_indices", "aten::avg_pool2d",
     "aten::_native_batch_norm_legit_no_training", "aten::native_layer_norm",
+    # Provided by the runtime itself (runtime/core/prim_ops.cpp), not a kernel library.
+    "aten::sym_size", "aten::sym_numel", "aten::_local_scalar_dense",
+    "executorch_prim::et_view", "executorch_prim::et_copy_index",
+    "executorch_prim::add", "executorch_prim::sub", "executorch_prim::mul",
+    "executorch_prim::floordiv", "executorch_prim::truediv", "executorch_prim::mod",
+    "executorch_prim::neg", "executorch_prim::eq", "executorch_prim::gt",
+    "executorch_prim::lt", "executorch_prim::ge", "executorch_prim::le",
+    "executorch_prim::ceil", "executorch_prim::round", "executorch_prim::trunc",
+    "executorch_prim::sym_float", "executorch_prim::sym_int", "executorch_prim::sym_max",
+    "executorch_prim::sym_min", "executorch_prim::sym_not", "executorch_prim::sym_ite",
 }
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -188,7 +199,7 @@ class Unsupported(nn.Module):
         return torch.atan2(x, y) + torch.erf(x)
 
 
-class OpsMiscA(nn.Module):
+class OpsElementwiseReduction(nn.Module):
     """Element-wise, comparison, reduction and shape operators."""
 
     def forward(self, x, y, idx):
@@ -220,7 +231,7 @@ class OpsMiscA(nn.Module):
         return j, m, mv, mi, n, o, torch.where(c1, x, z), c3, c6
 
 
-class OpsMiscB(nn.Module):
+class OpsPoolMatmul(nn.Module):
     """Pooling, matrix products, a reshape kept as view_copy, gelu(tanh)."""
 
     def __init__(self) -> None:
@@ -268,14 +279,92 @@ class XnnOps(nn.Module):
         return x, y, y2, z, w, nn.functional.gelu(a)
 
 
+class SymSizeView(nn.Module):
+    """Reshapes by its dynamic sizes: aten::sym_size, executorch_prim::mul.Scalar
+    and executorch_prim::et_view (the reshaped tensor shares its input's storage)."""
+
+    def forward(self, x):  # [b, c, 4]
+        b, c = x.shape[0], x.shape[1]
+        y = (x * 2.0).reshape(b * c, 4)
+        z = x.reshape(b, c * 4)
+        return y + 1.0, z.sum(dim=1)
+
+
+class SymSizeScalarOps(nn.Module):
+    """Scalar arithmetic and comparisons on a dynamic size, each broadcast into
+    one column of the output (full_like takes the Int, Double or Bool)."""
+
+    def forward(self, x):  # [b, 6]
+        b = x.shape[0]
+        r = x[:, :1]
+        vals = [b + 3, b - 1, b * 2, b // 3, (-b) // 3, b / 4, b % 3, (-b) % 3, -b,
+                math.ceil(b / 3), round(b / 4), math.trunc(b / 3), (b / 2) * 1.5,
+                (b / 2) + 0.25, b == 4, b > 4, b < 4, b >= 4, b <= 4]
+        return torch.cat([torch.full_like(r, v) for v in vals], dim=1)
+
+
+class SymScalarTwin(nn.Module):
+    """Exported, then rewritten (see sym_scalar_rewritten): add -> sym_max,
+    sub -> sym_min, floordiv.Scalar -> floordiv.int, mod.Scalar -> mod.int,
+    neg -> sym_float, truediv -> gt, ceil -> sym_not."""
+
+    def forward(self, x):  # [b, 6]
+        b = x.shape[0]
+        r = x[:, :1]
+        vals = [b + 5, b - 5, b // 3, b % 3, -b, math.ceil(b / 4)]
+        return torch.cat([torch.full_like(r, v) for v in vals], dim=1)
+
+
+class SymScalarRewritten(nn.Module):
+    """What the rewritten SymScalarTwin program computes, in eager PyTorch."""
+
+    def forward(self, x):
+        b = x.shape[0]
+        r = x[:, :1]
+        vals = [max(b, 5), min(b, 5), b // 3, b % 3, float(b), not b > 4]
+        return torch.cat([torch.full_like(r, v) for v in vals], dim=1)
+
+
+class SymNumelTwin(nn.Module):
+    """Exported, then aten::sym_size.int(x, 0) rewritten to aten::sym_numel(x)."""
+
+    def forward(self, x):  # [b, 3]
+        return torch.full_like(x, x.shape[0]) + x
+
+
+class SymNumelRewritten(nn.Module):
+    def forward(self, x):
+        return torch.full_like(x, x.numel()) + x
+
+
+class ItemScalar(nn.Module):
+    """Tensor.item() (aten::_local_scalar_dense) of an int64 and a float32 0-dim
+    input, used as a slice end and as a fill value: the output's first dim
+    depends on the data."""
+
+    def forward(self, x, n, s):  # [8, 4], int64 [], float32 []
+        k = n.item()
+        torch._check(k >= 1)
+        torch._check(k <= x.shape[0])
+        y = x[:k]
+        return y * torch.full_like(y, s.item())
+
+
+def _map_row(row, bias):
+    return torch.relu(row * 2.0 + bias)
+
+
+class MapRows(nn.Module):
+    """torch's map over the rows of a dynamic-length input: a loop of jumps,
+    aten::sym_size, select_copy, executorch_prim::add/eq/sub.Scalar, and
+    executorch_prim::et_copy_index stacking one output row per iteration."""
+
+    def forward(self, x, bias):  # [b, 4], [4]
+        from torch._higher_order_ops.map import map as hmap
+        return hmap(_map_row, x, bias)
+
+
 # --------------------------------------------------------------------------- fixtures
-
-
-@dataclass
-class MethodSpec:
-    module: nn.Module
-    inputs: Tuple[torch.Tensor, ...]
-    dynamic_shapes: Optional[object] = None
 
 
 @dataclass
@@ -293,6 +382,14 @@ class Fixture:
     preserve_ops: List[object] = field(default_factory=list)
     # False when upstream's runtime lacks a kernel the program needs (load must fail there).
     upstream_runs: bool = True
+    # Operators renamed after export (fixture_writer.rewrite_operators), for operators
+    # upstream's runtime provides but its exporter never emits.
+    rewrite: List[Tuple[str, str, Tuple[int, ...]]] = field(default_factory=list)
+    # The manifest's "dynamic" entry: the dynamic dims of each method's inputs.
+    dynamic: Optional[Dict[str, object]] = None
+    # Set when upstream's runtime runs the program but is known to compute some output
+    # differently from eager PyTorch (the expected outputs stay eager's): the reason.
+    upstream_differs: Optional[str] = None
 
 
 def _seeded(seed: int, fn: Callable[[], nn.Module]) -> nn.Module:
@@ -310,6 +407,11 @@ def _randomize_bn(bn: nn.BatchNorm2d) -> None:
         bn.running_var.copy_(torch.rand(n) * 1.5 + 0.25)
         bn.weight.copy_(torch.rand(n) + 0.5)
         bn.bias.copy_(torch.randn(n) * 0.2)
+
+
+DYNAMIC_BATCH = {"forward": {"inputs": [{"dim": 0, "name": "batch", "min": 1, "max": 8,
+                                         "static": {"1": 12}}],
+                             "upper_bound_input_shapes": [[8, 12]]}}
 
 
 def build_fixtures() -> List[Fixture]:
@@ -375,7 +477,8 @@ def build_fixtures() -> List[Fixture]:
                       "planned upper-bound tensors.",
                       notes=["input 0 shape [batch, 12] with batch in [1, 8]; planned upper "
                              "bound [8, 12]; committed input has batch 3",
-                             "output 0 shape [batch, 6]"]))
+                             "output 0 shape [batch, 6]"],
+                      dynamic=DYNAMIC_BATCH))
 
     # 7. two_methods
     tm = _seeded(7, TwoMethodsBase)
@@ -403,17 +506,17 @@ def build_fixtures() -> List[Fixture]:
                       "must fail and name every missing operator.",
                       expect_supported=False))
 
-    # 10. ops_misc_a / ops_misc_b
-    oa = _seeded(10, OpsMiscA)
+    # 10. ops_elementwise_reduction / ops_pool_matmul
+    oa = _seeded(10, OpsElementwiseReduction)
     torch.manual_seed(110)
     oa_in = (torch.randn(4, 6), torch.randn(4, 6), torch.tensor([3, 0, 2], dtype=torch.int64))
-    fx.append(Fixture("ops_misc_a", {"forward": MethodSpec(oa, oa_in)},
+    fx.append(Fixture("ops_elementwise_reduction", {"forward": MethodSpec(oa, oa_in)},
                       "Element-wise, comparison, reduction and shape operators not covered by "
                       "the other fixtures."))
-    ob = _seeded(11, OpsMiscB)
+    ob = _seeded(11, OpsPoolMatmul)
     torch.manual_seed(111)
     ob_in = (torch.randn(1, 2, 6, 6), torch.randn(3, 6), torch.randn(2, 3, 4))
-    fx.append(Fixture("ops_misc_b", {"forward": MethodSpec(ob, ob_in)},
+    fx.append(Fixture("ops_pool_matmul", {"forward": MethodSpec(ob, ob_in)},
                       "avg_pool2d, mm, bmm, view_copy and gelu with approximate='tanh'.",
                       notes=["exported with ExecutorchBackendConfig(remove_view_copy=False) so "
                              "the reshape stays an aten::view_copy kernel call instead of being "
@@ -442,7 +545,7 @@ def build_fixtures() -> List[Fixture]:
                                              dynamic_shapes={"x": {0: batch}})},
                       "The dynamic_batch model lowered to XnnpackBackend: the blob declares the "
                       "upper bound [8, 12]; batch 3 (and any batch in 1..8) must run.",
-                      xnnpack=True, notes=[xnn_note] + fx[5].notes))
+                      xnnpack=True, notes=[xnn_note] + fx[5].notes, dynamic=DYNAMIC_BATCH))
 
     def make_xnn_ops():
         m = XnnOps()
@@ -474,105 +577,222 @@ def build_fixtures() -> List[Fixture]:
                       preserve_ops=[torch.ops.aten.hardswish.default,
                                     torch.ops.aten.zeros_like.default],
                       upstream_runs=False))
+    # Prim operators: provided by the runtime itself (runtime/core/prim_ops.cpp).
+    prim_note = ("the operators outside kernels_portable are prim operators, which the "
+                 "runtime itself provides (runtime/core/prim_ops.cpp)")
+    torch.manual_seed(115)
+    bc = {"x": {0: Dim("b", min=1, max=8), 1: Dim("c", min=2, max=5)}}
+    fx.append(Fixture("sym_size_view",
+                      {"forward": MethodSpec(SymSizeView().eval(), (torch.randn(3, 2, 4),),
+                                             dynamic_shapes=bc,
+                                             cases=[(torch.randn(8, 5, 4),),
+                                                    (torch.randn(1, 2, 4),),
+                                                    (torch.randn(5, 3, 4),)])},
+                      "Reshape by dynamic sizes: aten::sym_size.int, executorch_prim::"
+                      "mul.Scalar and executorch_prim::et_view.default (a view sharing its "
+                      "input's storage), at several sizes.",
+                      notes=["input 0 shape [b, c, 4], b in [1, 8], c in [2, 5]; committed "
+                             "input [3, 2, 4]; cases [8, 5, 4], [1, 2, 4], [5, 3, 4]", prim_note],
+                      dynamic={"forward": {"inputs": [{"dim": 0, "name": "b", "min": 1, "max": 8},
+                                                      {"dim": 1, "name": "c", "min": 2,
+                                                       "max": 5}],
+                                           "upper_bound_input_shapes": [[8, 5, 4]]}}))
+    b6 = {"x": {0: Dim("b", min=1, max=8)}}
+    dyn_b6 = {"forward": {"inputs": [{"dim": 0, "name": "b", "min": 1, "max": 8}],
+                          "upper_bound_input_shapes": [[8, 6]]}}
+    fx.append(Fixture("sym_size_scalar_ops",
+                      {"forward": MethodSpec(SymSizeScalarOps().eval(), (torch.randn(3, 6),),
+                                             dynamic_shapes=b6,
+                                             cases=[(torch.randn(b, 6),) for b in (1, 2, 4, 6, 8)])},
+                      "Scalar arithmetic and comparisons on a dynamic size: executorch_prim::"
+                      "add, sub, mul, floordiv, truediv, mod, neg, ceil, round, trunc, eq, gt, "
+                      "lt, ge, le (.Scalar), on Int and Double operands, with Python's rounding "
+                      "of floordiv/mod of negative values and round-half-to-even.",
+                      notes=["input 0 shape [b, 6], b in [1, 8]; committed b = 3; cases b = 1, "
+                             "2, 4, 6, 8", "output column j is the j-th scalar of the model's "
+                             "list, broadcast by full_like", prim_note,
+                             "upstream executorch 1.5.1's runtime computes column 7, (-b) % 3, "
+                             "with C's remainder (-1 for b = 1) where eager PyTorch and pteron "
+                             "give Python's (2); the other columns match"],
+                      dynamic=dyn_b6,
+                      upstream_differs="executorch_prim::mod.Scalar of a negative Int: C's "
+                                       "remainder instead of Python's"))
+    fx.append(Fixture("sym_scalar_rewritten",
+                      {"forward": MethodSpec(SymScalarTwin().eval(), (torch.randn(3, 6),),
+                                             dynamic_shapes=b6,
+                                             cases=[(torch.randn(b, 6),) for b in (1, 5, 8)],
+                                             eager=SymScalarRewritten().eval())},
+                      "The prim operators upstream's runtime provides but its exporter does not "
+                      "emit on its own here: executorch_prim::sym_max, sym_min, sym_float, "
+                      "sym_not (.Scalar), floordiv.int and mod.int.",
+                      notes=["exported from SymScalarTwin, then operators renamed with "
+                             "fixture_writer.rewrite_operators: add.Scalar -> sym_max.Scalar, "
+                             "sub.Scalar -> sym_min.Scalar, floordiv.Scalar -> floordiv.int, "
+                             "mod.Scalar -> mod.int, neg.Scalar -> sym_float.Scalar, "
+                             "truediv.Scalar -> gt.Scalar, ceil.Scalar -> sym_not.Scalar; "
+                             "expected outputs come from SymScalarRewritten in eager PyTorch, "
+                             "and upstream's runtime runs the rewritten program to the same "
+                             "outputs", prim_note],
+                      rewrite=[("executorch_prim::add.Scalar", "executorch_prim::sym_max.Scalar", ()),
+                               ("executorch_prim::sub.Scalar", "executorch_prim::sym_min.Scalar", ()),
+                               ("executorch_prim::floordiv.Scalar", "executorch_prim::floordiv.int",
+                                ()),
+                               ("executorch_prim::mod.Scalar", "executorch_prim::mod.int", ()),
+                               ("executorch_prim::neg.Scalar", "executorch_prim::sym_float.Scalar",
+                                ()),
+                               ("executorch_prim::truediv.Scalar", "executorch_prim::gt.Scalar", ()),
+                               ("executorch_prim::ceil.Scalar", "executorch_prim::sym_not.Scalar",
+                                ())],
+                      dynamic=dyn_b6))
+    fx.append(Fixture("sym_numel_rewritten",
+                      {"forward": MethodSpec(SymNumelTwin().eval(), (torch.randn(3, 3),),
+                                             dynamic_shapes={"x": {0: Dim("b", min=1, max=8)}},
+                                             cases=[(torch.randn(b, 3),) for b in (1, 8)],
+                                             eager=SymNumelRewritten().eval())},
+                      "aten::sym_numel, which the exporter folds into products of sym_size: "
+                      "the element count of a dynamic tensor.",
+                      notes=["exported from SymNumelTwin, then aten::sym_size.int(x, 0) rewritten "
+                             "to aten::sym_numel(x) (its dim argument dropped); expected outputs "
+                             "come from SymNumelRewritten in eager PyTorch, and upstream's runtime "
+                             "runs the rewritten program to the same outputs", prim_note],
+                      rewrite=[("aten::sym_size.int", "aten::sym_numel", (1,))],
+                      dynamic={"forward": {"inputs": [{"dim": 0, "name": "b", "min": 1, "max": 8}],
+                                           "upper_bound_input_shapes": [[8, 3]]}}))
+    torch.manual_seed(116)
+    item_x = torch.randn(8, 4)
+    fx.append(Fixture("item_scalar",
+                      {"forward": MethodSpec(ItemScalar().eval(),
+                                             (item_x, torch.tensor(3), torch.tensor(1.5)),
+                                             cases=[(item_x, torch.tensor(8), torch.tensor(-0.5)),
+                                                    (item_x, torch.tensor(1), torch.tensor(2.0))])},
+                      "Tensor.item() as aten::_local_scalar_dense: an int64 element becomes an "
+                      "Int (a slice end), a float32 element a Double (a fill value); the output "
+                      "has as many rows as the data says.",
+                      notes=["inputs: x [8, 4], n int64 [] in [1, 8], s float32 []; committed "
+                             "n = 3, s = 1.5; cases (8, -0.5), (1, 2.0)", prim_note]))
+    torch.manual_seed(117)
+    fx.append(Fixture("map_rows",
+                      {"forward": MethodSpec(MapRows().eval(), (torch.randn(8, 4), torch.randn(4)),
+                                             dynamic_shapes={"x": {0: Dim("b", min=1, max=8)},
+                                                             "bias": None},
+                                             cases=[(torch.randn(3, 4), torch.randn(4)),
+                                                    (torch.randn(1, 4), torch.randn(4))])},
+                      "torch's map over rows: a loop of JumpFalse instructions with "
+                      "aten::sym_size.int, executorch_prim::add/eq/sub.Scalar, and "
+                      "executorch_prim::et_copy_index.tensor stacking one row per iteration.",
+                      notes=["input 0 shape [b, 4], b in [1, 8]; the exporter plans the map's "
+                             "tensors for the example's size, so the committed input has b = 8 "
+                             "(the bound); cases b = 3 and 1", prim_note],
+                      dynamic={"forward": {"inputs": [{"dim": 0, "name": "b", "min": 1, "max": 8}],
+                                           "upper_bound_input_shapes": [[8, 4], [4]]}}))
     return fx
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _flatten_outputs(out) -> List[torch.Tensor]:
-    if isinstance(out, torch.Tensor):
-        return [out]
-    res: List[torch.Tensor] = []
-    for o in out:
-        res.extend(_flatten_outputs(o))
-    return res
+def _export_program(f: Fixture) -> bytes:
+    pte = fw.export_program(f.methods, xnnpack=f.xnnpack, preserve_ops=f.preserve_ops,
+                            backend_config=f.backend_config)
+    return fw.rewrite_operators(pte, f.rewrite) if f.rewrite else pte
 
 
-def _dtype_name(t: torch.Tensor) -> str:
-    return str(t.dtype).replace("torch.", "")
-
-
-def _export_program(f: Fixture):
-    eps = {}
-    for mname, spec in f.methods.items():
-        spec.module.eval()
-        eps[mname] = export(spec.module, spec.inputs, dynamic_shapes=spec.dynamic_shapes)
-    partitioner = None
-    if f.xnnpack:
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
-            XnnpackPartitioner,
-        )
-        partitioner = [XnnpackPartitioner()]
-    arg = eps if len(eps) > 1 or "forward" not in eps else eps["forward"]
-    compile_config = None
-    if f.preserve_ops:
-        from executorch.exir import EdgeCompileConfig
-        compile_config = EdgeCompileConfig(preserve_ops=list(f.preserve_ops))
-    edge = to_edge_transform_and_lower(arg, partitioner=partitioner,
-                                       compile_config=compile_config)
-    if f.backend_config:
-        from executorch.exir import ExecutorchBackendConfig
-        return edge.to_executorch(ExecutorchBackendConfig(**f.backend_config))
-    return edge.to_executorch()
-
-
-def _program_info(pte: bytes):
-    prog = deserialize_pte_binary(pte).program
-    ops, delegates, plans = set(), set(), {}
-    for plan in prog.execution_plan:
-        plan_ops = sorted(
-            f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators
-        )
-        plan_dels = sorted({d.id for d in plan.delegates})
-        plans[plan.name] = {"operators": plan_ops, "delegates": plan_dels}
-        ops.update(plan_ops)
-        delegates.update(plan_dels)
-    return sorted(ops), sorted(delegates), plans
-
-
-def _verify(f: Fixture, path: Path, expected: Dict[str, List[torch.Tensor]]) -> bool:
+def _verify(f: Fixture, path: Path, expected: Dict[str, List[List[torch.Tensor]]]) -> bool:
+    """Runs every method with upstream's runtime, on its inputs and on every
+    case, and compares with the eager outputs."""
     from executorch.runtime import Runtime
 
     rt = Runtime.get()
     program = rt.load_program(path)
     ok = True
+    matches = True
     rtol, atol = f.tolerance
     for mname, spec in f.methods.items():
-        try:
-            method = program.load_method(mname)
-            got = _flatten_outputs(method.execute(list(spec.inputs)))
-        except Exception as e:  # noqa: BLE001
+        for k, inputs in enumerate([spec.inputs] + list(spec.cases)):
+            what = f"{f.name}.{mname}" + (f" case {k}" if k else "")
+            exp = expected[mname][k]
+            try:
+                method = program.load_method(mname)
+                got = fw.flatten_outputs(method.execute(list(inputs)))
+            except Exception as e:  # noqa: BLE001
+                if not f.upstream_runs:
+                    print(f"  [{what}] upstream runtime cannot load it, as expected "
+                          f"(missing kernels): {e}")
+                    continue
+                print(f"  [{what}] upstream runtime: FAILED to run: {e}")
+                return False
             if not f.upstream_runs:
-                print(f"  [{f.name}.{mname}] upstream runtime cannot load it, as expected "
-                      f"(missing kernels): {e}")
+                print(f"  [{what}] upstream runtime now runs it: set upstream_runs")
+                ok = False
+            if len(got) != len(exp):
+                print(f"  [{what}] output count {len(got)} != {len(exp)}")
+                ok = False
                 continue
-            print(f"  [{f.name}.{mname}] upstream runtime: FAILED to run: {e}")
-            return False
-        if not f.upstream_runs:
-            print(f"  [{f.name}.{mname}] upstream runtime now runs it: set upstream_runs")
-            ok = False
-        exp = expected[mname]
-        if len(got) != len(exp):
-            print(f"  [{f.name}.{mname}] output count {len(got)} != {len(exp)}")
-            ok = False
-            continue
-        for i, (g, e) in enumerate(zip(got, exp)):
-            same = (g.dtype == e.dtype and tuple(g.shape) == tuple(e.shape))
-            if same:
-                if e.dtype.is_floating_point:
-                    same = torch.allclose(g, e, rtol=rtol, atol=atol)
-                    err = (g - e).abs().max().item() if e.numel() else 0.0
+            for i, (g, e) in enumerate(zip(got, exp)):
+                same = (g.dtype == e.dtype and tuple(g.shape) == tuple(e.shape))
+                if same:
+                    if e.dtype.is_floating_point:
+                        same = torch.allclose(g, e, rtol=rtol, atol=atol)
+                        err = (g - e).abs().max().item() if e.numel() else 0.0
+                    else:
+                        same = torch.equal(g, e)
+                        err = 0.0 if same else float("nan")
                 else:
-                    same = torch.equal(g, e)
-                    err = 0.0 if same else float("nan")
-            else:
-                err = float("nan")
-            status = "OK" if same else "MISMATCH"
-            print(f"  [{f.name}.{mname}] output {i} {_dtype_name(e)}{list(e.shape)}: "
-                  f"{status} (max abs err {err:.3g}, rtol {rtol:g}, atol {atol:g})")
-            ok &= same
-    return ok
+                    err = float("nan")
+                status = "OK" if same else "MISMATCH"
+                print(f"  [{what}] output {i} {fw.dtype_name(e)}{list(e.shape)}: "
+                      f"{status} (max abs err {err:.3g}, rtol {rtol:g}, atol {atol:g})")
+                matches &= same
+    if f.upstream_differs:
+        if matches:
+            print(f"  [{f.name}] upstream runtime now matches eager: clear upstream_differs")
+            return False
+        print(f"  [{f.name}] the mismatch is the known difference: {f.upstream_differs}")
+        return ok
+    return ok and matches
+
+
+# Malformed programs for tests/test_prim_ops.py: a prim operator meets a wrong-typed
+# or missing argument at execute and must fail naming itself and the argument.
+# (name, source fixture whose inputs it takes, operator, argument position, value type put
+#  there or None to drop it, what the error message must contain)
+PRIM_ERRORS = [
+    ("sym_size_dim_is_tensor", "sym_size_view", "aten::sym_size.int", 1, "Tensor",
+     ["aten::sym_size.int", "argument 1 ('dim') is Tensor"]),
+    ("sym_size_missing_argument", "sym_size_view", "aten::sym_size.int", 1, None,
+     ["aten::sym_size.int", "takes 3 arguments, the program passes 2"]),
+    ("mul_scalar_a_is_tensor", "sym_size_view", "executorch_prim::mul.Scalar", 0, "Tensor",
+     ["executorch_prim::mul.Scalar", "argument 0 ('a') is Tensor"]),
+    ("mul_scalar_out_is_tensor", "sym_size_view", "executorch_prim::mul.Scalar", 2, "Tensor",
+     ["executorch_prim::mul.Scalar", "argument 2 ('out') is Tensor"]),
+    ("et_view_size_is_int", "sym_size_view", "executorch_prim::et_view.default", 1, "Int",
+     ["executorch_prim::et_view.default", "argument 1 ('size') is Int"]),
+    ("local_scalar_dense_self_is_int", "item_scalar", "aten::_local_scalar_dense", 0, "Int",
+     ["aten::_local_scalar_dense", "argument 0 ('self') is Int"]),
+    # A Bool value may be a jump condition: a prim operator never changes its type.
+    ("add_scalar_out_is_bool", "map_rows", "executorch_prim::add.Scalar", 2, "Bool",
+     ["executorch_prim::add.Scalar", "argument 2 ('out') is a Bool, the result is an Int"]),
+    ("et_copy_index_index_is_tensor", "map_rows", "executorch_prim::et_copy_index.tensor", 2,
+     "Tensor", ["executorch_prim::et_copy_index.tensor", "argument 2 ('index') is Tensor"]),
+]
+
+
+def export_prim_errors(out: Path) -> None:
+    """Writes PRIM_ERRORS into OUT/prim_errors/ (programs and a manifest)."""
+    d = out / "prim_errors"
+    d.mkdir(parents=True, exist_ok=True)
+    sources = {f.name: f for f in build_fixtures()}
+    entries = []
+    for name, source, op, pos, kind, contains in PRIM_ERRORS:
+        pte = fw.rewrite_argument(_export_program(sources[source]), op, pos, kind)
+        (d / f"{name}.pte").write_bytes(pte)
+        entries.append({"name": name, "file": f"{name}.pte", "size_bytes": len(pte),
+                        "inputs_of": source, "operator": op,
+                        "argument": pos, "replaced_by": kind,
+                        "error": {"code": 2, "code_name": "invalid_program",
+                                  "contains": contains}})
+        print(f"  prim_errors/{name}.pte: {len(pte)} bytes ({op} argument {pos} -> {kind})")
+    fw.write_manifest(d, "models/export.py (PRIM_ERRORS)", entries)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -588,55 +808,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     warnings.filterwarnings("ignore")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    manifest_path = out / "manifest.json"
-    manifest = {"fixtures": []}
-    if args.only and manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
-    entries = {e["name"]: e for e in manifest["fixtures"]}
+    entries: Dict[str, dict] = {}
+    if args.only:
+        old = fw.read_manifest(out)
+        if old:
+            entries = fw.reusable_entries(out)
+            if not entries:
+                print(f"{out / 'manifest.json'} was written by torch {old.get('torch')} / "
+                      f"executorch {old.get('executorch')}, not {fw.exporter_versions()}: "
+                      "export every fixture (no --only)")
+                return 1
 
+    fixtures = build_fixtures()
     failures = []
-    for f in build_fixtures():
+    for f in fixtures:
         if args.only and f.name not in args.only:
             continue
         print(f"== {f.name}")
-        with torch.no_grad():
-            expected = {m: _flatten_outputs(s.module(*s.inputs)) for m, s in f.methods.items()}
-        prog = _export_program(f)
-        pte = prog.buffer
-        pte_path = out / f"{f.name}.pte"
-        for old in out.glob(f"{f.name}.*.npy"):
-            old.unlink()
-        pte_path.write_bytes(pte)
-        ops, delegates, plans = _program_info(pte)
-
-        methods_json = {}
-        for mname, spec in f.methods.items():
-            ins, exps = [], []
-            for i, t in enumerate(spec.inputs):
-                fn = f"{f.name}.{mname}.input_{i}.npy"
-                np.save(out / fn, t.detach().numpy())
-                ins.append(fn)
-            for i, t in enumerate(expected[mname]):
-                fn = f"{f.name}.{mname}.expected_{i}.npy"
-                np.save(out / fn, t.detach().numpy())
-                exps.append(fn)
-            methods_json[mname] = {
-                "inputs": ins,
-                "expected": exps,
-                "input_dtypes": [_dtype_name(t) for t in spec.inputs],
-                "input_shapes": [list(t.shape) for t in spec.inputs],
-                "output_dtypes": [_dtype_name(t) for t in expected[mname]],
-                "output_shapes": [list(t.shape) for t in expected[mname]],
-                "operators": plans[mname]["operators"],
-                "delegates": plans[mname]["delegates"],
-            }
-        entry = {
-            "name": f.name,
-            "file": pte_path.name,
-            "size_bytes": len(pte),
-            "methods": methods_json,
-            "operators": ops,
-            "delegates": delegates,
+        expected = fw.eager_reference(f.methods)
+        pte = _export_program(f)
+        entry = fw.write_fixture(out, f.name, pte, f.methods, expected)
+        ops, delegates = entry["operators"], entry["delegates"]
+        entry.update({
             "uses_only_supported_operators": all(o.split(".")[0] in SUPPORTED_OPS
                                                  for o in ops),
             "upstream_runtime_runs": f.upstream_runs,
@@ -644,11 +837,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "atol": f.tolerance[1],
             "proves": f.proves,
             "notes": f.notes,
-        }
-        if f.name in ("dynamic_batch", "dynamic_batch_xnnpack"):
-            entry["dynamic"] = {"forward": {"inputs": [{"dim": 0, "name": "batch", "min": 1,
-                                                        "max": 8, "static": {"1": 12}}],
-                                            "upper_bound_input_shapes": [[8, 12]]}}
+        })
+        if f.dynamic:
+            entry["dynamic"] = f.dynamic
         entries[f.name] = entry
         outside = [o for o in ops if o.split(".")[0] not in SUPPORTED_OPS]
         print(f"  {len(pte)} bytes; delegates {delegates}; operators: {', '.join(ops)}")
@@ -659,32 +850,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not f.expect_supported and not outside:
             failures.append(f"{f.name}: expected operators outside the set, found none")
         if not args.no_verify:
-            if not _verify(f, pte_path, expected):
+            if not _verify(f, out / entry["file"], expected):
                 failures.append(f"{f.name}: upstream runtime does not match eager")
 
-    order = [f.name for f in build_fixtures()]
-    manifest = {
-        "generator": "models/export.py",
-        "torch": torch.__version__,
-        "executorch": _executorch_version(),
-        "fixtures": sorted(entries.values(),
-                           key=lambda e: order.index(e["name"]) if e["name"] in order else 99),
-    }
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    if not args.only or "prim_errors" in args.only:
+        print("== prim_errors")
+        export_prim_errors(out)
+
+    order = [f.name for f in fixtures]
+    manifest_path = fw.write_manifest(
+        out, "models/export.py",
+        sorted(entries.values(), key=lambda e: order.index(e["name"]) if e["name"] in order
+               else len(order)))
     print(f"wrote {manifest_path}")
     if failures:
         print("FAILURES:\n  " + "\n  ".join(failures))
         return 1
     print("all fixtures exported" + ("" if args.no_verify else " and verified"))
     return 0
-
-
-def _executorch_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("executorch")
-    except Exception:  # noqa: BLE001
-        return "unknown"
 
 
 if __name__ == "__main__":

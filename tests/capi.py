@@ -277,7 +277,7 @@ class Method:
                     scalar=v.scalar)
 
     def set_input(self, i: int, array: np.ndarray, dtype_code: int | None = None) -> None:
-        a = np.ascontiguousarray(array)
+        a = np.asarray(array, order="C")  # keeps a 0-dim array 0-dim
         code = _NP_TO_DTYPE[a.dtype] if dtype_code is None else dtype_code
         sizes = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
         self.rt.check(self.rt.lib.pteron_method_set_input(

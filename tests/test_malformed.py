@@ -14,20 +14,20 @@ pteron-fuzz registers XnnpackBackend: delegated fixtures load and execute
 through the delegate, and a quarter of the byte flips land inside the
 delegate blob (class flip_blob). Without it they end in missing_delegate.
 
-A few ctypes checks on the Release build make sure the errors say what is
-wrong (the identifier, the truncation).
+A few checks on the Release build, through the C API binding tests/capi.py,
+make sure the errors say what is wrong (the identifier, the truncation).
 
 The ASan build is the one the test command makes:
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
         -DPTERON_WITH_OPTIMIZED=OFF
   ninja -C build-asan pteron-fuzz
-(PTERON_ASAN_BUILD_DIR overrides its location; PTERON_BUILD_DIR the Release one.)
+(PTERON_ASAN_BUILD_DIR overrides its location; PTERON_BUILD_DIR the Release one,
+as tests/conftest.py reads it.)
 """
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import re
 import subprocess
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "models" / "fixtures"
+import capi
+from conftest import FIXTURES, REPO, manifest
 
 FLIPS = 1000
 # Schema-field mutations (through the generated mutable API): unlike byte
@@ -72,21 +72,12 @@ STRUCTURAL = ("truncation", "identifier", "root_offset", "value_index", "segment
 FAIL_AT_PROGRAM_LOAD = ("truncation", "identifier", "root_offset")
 
 
-def _manifest():
-    with open(FIXTURES / "manifest.json") as f:
-        return json.load(f)["fixtures"]
-
-
-FIXTURE_LIST = _manifest()
+FIXTURE_LIST = manifest()["fixtures"]
 FIXTURE_IDS = [f["name"] for f in FIXTURE_LIST]
 
 
 def _asan_dir() -> Path:
     return Path(os.environ.get("PTERON_ASAN_BUILD_DIR", REPO / "build-asan"))
-
-
-def _release_dir() -> Path:
-    return Path(os.environ.get("PTERON_BUILD_DIR", REPO / "build"))
 
 
 def _fuzz_exe() -> Path:
@@ -327,52 +318,20 @@ def test_seeds_are_reproducible(fuzz_exe):
 
 # ---- error messages, through the C API of the Release build --------------
 
-INVALID_PROGRAM = 2
-
-
-class _Lib:
-    def __init__(self, d: Path):
-        mode = getattr(os, "RTLD_GLOBAL", 0)
-        if sys.platform == "win32":
-            names = ("pteron.dll", "pteron_kernels_portable.dll")
-        else:
-            names = ("libpteron.so", "libpteron_kernels_portable.so")
-        self.lib = ctypes.CDLL(str(d / names[0]), mode=mode)
-        self.kernels = ctypes.CDLL(str(d / names[1]), mode=mode)
-        L = self.lib
-        vp = ctypes.c_void_p
-        L.pteron_program_load_memory.restype = vp
-        L.pteron_program_load_memory.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                                 ctypes.POINTER(vp)]
-        L.pteron_status_code.restype = ctypes.c_int32
-        L.pteron_status_code.argtypes = [vp]
-        L.pteron_status_message.restype = ctypes.c_char_p
-        L.pteron_status_message.argtypes = [vp]
-        L.pteron_status_release.argtypes = [vp]
-        L.pteron_program_release.argtypes = [vp]
-
-    def load(self, data: bytes):
-        """(code, message) of pteron_program_load_memory; (0, '') on success."""
-        out = ctypes.c_void_p(0xDEAD)  # must be reset to NULL on failure
-        st = self.lib.pteron_program_load_memory(data, len(data), ctypes.byref(out))
-        if not st:
-            self.lib.pteron_program_release(out)
-            return 0, ""
-        code = self.lib.pteron_status_code(st)
-        msg = self.lib.pteron_status_message(st).decode("utf-8", "replace")
-        self.lib.pteron_status_release(st)
+def _load(runtime: capi.Runtime, data: bytes):
+    """(code, message) of pteron_program_load_memory; (0, '') on success. A
+    failed load must reset the out handle to NULL."""
+    out = ctypes.c_void_p(0xDEAD)
+    st = runtime.lib.pteron_program_load_memory(data, len(data), ctypes.byref(out))
+    if not st:
+        runtime.lib.pteron_program_release(out)
+        return 0, ""
+    try:
+        runtime.check(st)
+    except capi.PteronError as e:
         assert not out.value, "a failed load left a program handle"
-        return code, msg
-
-
-@pytest.fixture(scope="session")
-def release_lib() -> _Lib:
-    d = _release_dir()
-    lib = d / ("pteron.dll" if sys.platform == "win32" else "libpteron.so")
-    if not lib.exists():
-        pytest.fail(f"no Release build in {d} ({lib.name} missing): run the test command "
-                    "(scripts/test.sh), which builds it")
-    return _Lib(d)
+        return e.code, e.message
+    raise AssertionError("pteron_program_load_memory returned a status that check() accepted")
 
 
 def _bytes(name: str = "mlp") -> bytes:
@@ -380,45 +339,45 @@ def _bytes(name: str = "mlp") -> bytes:
     return (FIXTURES / fx["file"]).read_bytes()
 
 
-def test_release_loads_the_unmodified_fixture(release_lib):
-    assert release_lib.load(_bytes()) == (0, "")
+def test_release_loads_the_unmodified_fixture(runtime):
+    assert _load(runtime, _bytes()) == (0, "")
 
 
-def test_empty_buffer_is_invalid_program(release_lib):
-    code, msg = release_lib.load(b"")
-    assert code == INVALID_PROGRAM, msg
+def test_empty_buffer_is_invalid_program(runtime):
+    code, msg = _load(runtime, b"")
+    assert code == capi.INVALID_PROGRAM, msg
     assert "truncated" in msg and "0 bytes" in msg, msg
 
 
-def test_wrong_identifier_is_named(release_lib):
+def test_wrong_identifier_is_named(runtime):
     data = bytearray(_bytes())
     data[4:8] = b"XT13"
-    code, msg = release_lib.load(bytes(data))
-    assert code == INVALID_PROGRAM, msg
+    code, msg = _load(runtime, bytes(data))
+    assert code == capi.INVALID_PROGRAM, msg
     assert "ET12" in msg and "XT13" in msg, msg
 
 
 @pytest.mark.parametrize("fx", FIXTURE_LIST, ids=FIXTURE_IDS)
-def test_truncated_program_says_truncated(release_lib, fx):
+def test_truncated_program_says_truncated(runtime, fx):
     data = (FIXTURES / fx["file"]).read_bytes()
     for n in (8, len(data) // 2, len(data) - 1):
-        code, msg = release_lib.load(data[:n])
-        assert code == INVALID_PROGRAM, (n, msg)
+        code, msg = _load(runtime, data[:n])
+        assert code == capi.INVALID_PROGRAM, (n, msg)
         assert "truncated" in msg, (n, msg)
 
 
-def test_zeroed_root_offset_is_invalid_program(release_lib):
+def test_zeroed_root_offset_is_invalid_program(runtime):
     data = bytearray(_bytes())
     data[0:4] = b"\0\0\0\0"
-    code, msg = release_lib.load(bytes(data))
-    assert code == INVALID_PROGRAM, msg
+    code, msg = _load(runtime, bytes(data))
+    assert code == capi.INVALID_PROGRAM, msg
     assert msg
 
 
-def test_segment_base_past_the_end_is_named(release_lib):
+def test_segment_base_past_the_end_is_named(runtime):
     data = bytearray(_bytes())
     assert data[8:12] == b"eh00"
     data[24:32] = (len(data) + 4096).to_bytes(8, "little")
-    code, msg = release_lib.load(bytes(data))
-    assert code == INVALID_PROGRAM, msg
+    code, msg = _load(runtime, bytes(data))
+    assert code == capi.INVALID_PROGRAM, msg
     assert "segment" in msg and "outside the file" in msg, msg

@@ -7,30 +7,32 @@ non-last dim, layer norm over two dims, aten::linear.out) and the dtypes it
 must leave to kernels_portable (float64) or handle generically (float32 mixed
 with int64 / float64 operands).
 
-Development-only (needs torch and executorch, like models/export.py). The
-tests only read what it writes:
+Development-only (needs torch and executorch, like models/export.py), and
+written through the same fixture writer (models/fixture_writer.py). The tests
+only read what it writes:
     tests/optimized/<name>.pte
     tests/optimized/<name>.forward.input_<i>.npy
     tests/optimized/<name>.forward.expected_<i>.npy   (eager PyTorch, no_grad)
     tests/optimized/manifest.json
 
 Usage:
-    /opt/pteron-dev/bin/python tests/optimized/export.py
+    /opt/pteron-dev/bin/python tests/optimized/export.py [--out DIR]
 """
 from __future__ import annotations
 
-import json
+import argparse
+import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
-from torch.export import export
 
-from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "models"))
+
+import fixture_writer as fw  # noqa: E402
 
 
 class Gemm(nn.Module):
@@ -214,48 +216,23 @@ def _skip_casts(pte: bytes) -> bytes:
     return bytes(serialize_pte_binary(f))
 
 
-def _flatten(out):
-    if isinstance(out, (tuple, list)):
-        r = []
-        for o in out:
-            r.extend(_flatten(o))
-        return r
-    return [out]
-
-
-def main() -> int:
-    manifest = {"generator": "tests/optimized/export.py", "torch": torch.__version__,
-                "fixtures": []}
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=HERE)
+    args = ap.parse_args(argv)
+    entries = []
     for name, module, inputs, preserve, proves in _programs():
-        module.eval()
-        with torch.no_grad():
-            expected = _flatten(module(*inputs))
-        ep = export(module, inputs)
-        cfg = EdgeCompileConfig(preserve_ops=preserve) if preserve else None
-        prog = to_edge_transform_and_lower(ep, compile_config=cfg).to_executorch()
-        pte = prog.buffer
+        methods = {"forward": fw.MethodSpec(module, inputs)}
+        expected = fw.eager_reference(methods)
+        pte = fw.export_program(methods, preserve_ops=preserve)
         if name == "opt_mixed":
             pte = _skip_casts(pte)
-        (HERE / f"{name}.pte").write_bytes(pte)
-        ops = sorted({f"{o.name}.{o.overload}" if o.overload else o.name
-                      for plan in deserialize_pte_binary(pte).program.execution_plan
-                      for o in plan.operators})
-        ins, exps = [], []
-        for i, t in enumerate(inputs):
-            p = f"{name}.forward.input_{i}.npy"
-            np.save(HERE / p, t.contiguous().numpy())
-            ins.append(p)
-        for i, t in enumerate(expected):
-            p = f"{name}.forward.expected_{i}.npy"
-            np.save(HERE / p, t.contiguous().numpy())
-            exps.append(p)
-        manifest["fixtures"].append({
-            "name": name, "file": f"{name}.pte", "size_bytes": len(pte),
-            "methods": {"forward": {"inputs": ins, "expected": exps}},
-            "operators": ops, "delegates": [], "rtol": 1e-4, "atol": 1e-5, "proves": proves,
-        })
-        print(f"{name}: {len(pte)} bytes, {ops}")
-    (HERE / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        entry = fw.write_fixture(args.out, name, pte, methods, expected)
+        entry.update({"rtol": 1e-4, "atol": 1e-5, "proves": proves})
+        entries.append(entry)
+        print(f"{name}: {len(pte)} bytes, {entry['operators']}")
+    fw.write_manifest(args.out, "tests/optimized/export.py", entries)
     return 0
 
 
