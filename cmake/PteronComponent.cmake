@@ -17,7 +17,7 @@
 # pteron_add_component(<name> SOURCES ... [LINK_PRIVATE ...] [DEFINES ...]
 #                      [EXTRA_EXPORTS " pattern_*;"] [NO_RUNTIME])
 #   - a SHARED library, target pteron_<name>, alias pteron::<name>;
-#   - file name from DESIGN.md: runtime -> pteron.dll / libpteron.so,
+#   - file name from docs/architecture.md: runtime -> pteron.dll / libpteron.so,
 #     others -> pteron_<name>.dll / libpteron_<name>.so, with no
 #     configuration postfix; import library pteron*.lib (MSVC) or
 #     libpteron*.dll.a (MinGW, the GNU convention);

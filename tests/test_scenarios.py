@@ -193,8 +193,9 @@ class Wine(Platform):
         return sorted((Path(prefix) / "bin").glob("*.dll"))
 
     def deploy_args(self):
-        # Classic CMakeDeps gives no $<TARGET_RUNTIME_DLLS>: Conan's runtime_deploy
-        # deployer puts the DLLs beside the program (README).
+        # This scenario takes the README's other route for the DLLs: Conan's
+        # runtime_deploy deployer puts them beside the program (test_package and
+        # tests/test_consumer_routes.py take the $<TARGET_RUNTIME_DLLS> route).
         self._deploy_bin = self.work / "cmakedeps-bin"
         return ["--deployer=runtime_deploy", f"--deployer-folder={self._deploy_bin}"]
 

@@ -164,6 +164,10 @@ typedef struct pteron_kernel_registration {
 
 /* Registers `count` kernels on behalf of `library` (a short name shown by
  * the registry listing, e.g. "kernels_portable"). Strings are copied.
+ * The runtime itself registers the prim operators that upstream's exporter
+ * emits outside any kernel library (aten::sym_size.int, aten::sym_numel,
+ * aten::_local_scalar_dense, executorch_prim::*) as library "runtime"
+ * (runtime/core/prim_ops.cpp); kernel libraries need not provide them.
  * Registering the same kernel (same library, name, overload, key) twice is a
  * no-op; an entry whose name, overload or fn is NULL is skipped.
  * Errors (nothing is registered):

@@ -223,7 +223,7 @@ PTERON_API pteron_status* pteron_backend_get(size_t index, pteron_backend_info* 
 PTERON_API size_t pteron_registration_error_count(void);
 PTERON_API const char* pteron_registration_error(size_t index);
 
-/* Anchor of the runtime component (see DESIGN.md). */
+/* Anchor of the runtime component (docs/architecture.md, "Windows (PE) and its ELF counterpart"). */
 PTERON_API int pteron_anchor_runtime(void);
 
 #ifdef __cplusplus

@@ -32,7 +32,7 @@
  * destructor. On Windows the pool is never destroyed at process exit, because
  * Windows has already terminated its workers by then; it is only uninstalled.
  *
- * Errors are pteron_error codes (pteron/kernel.h); 0 is success.
+ * Errors are pteron_error codes (pteron/types.h); 0 is success.
  */
 #ifndef PTERON_THREADPOOL_H
 #define PTERON_THREADPOOL_H
@@ -89,7 +89,7 @@ PTERON_THREADPOOL_API void* pteron_threadpool_pthreadpool(void);
 /* "pthreadpool" or "std": which pool this build uses (static string). */
 PTERON_THREADPOOL_API const char* pteron_threadpool_implementation(void);
 
-/* Anchor of the threadpool component (see DESIGN.md). */
+/* Anchor of the threadpool component (docs/architecture.md, "Windows (PE) and its ELF counterpart"). */
 PTERON_THREADPOOL_API int pteron_anchor_threadpool(void);
 
 #ifdef __cplusplus

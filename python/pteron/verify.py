@@ -13,7 +13,7 @@ the package should hold is read from the package itself:
                                             libraries
   conaninfo.txt (Conan packages only)       options and arch
 
-The checks (DESIGN.md, "How the Windows layout works"):
+The checks (docs/architecture.md, "Windows (PE) and its ELF counterpart"):
 
   files            every component file (and import library on Windows) is
                    present and names itself as it is named; no other binary

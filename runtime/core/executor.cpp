@@ -98,6 +98,9 @@ Status jump_condition(const pteron_method* m, const Instr& in, size_t pc, bool* 
     *cond = v.u.b != 0;
     return Status::Ok();
   }
+  if (v.tag != PTERON_VALUE_TENSOR)
+    return error(PTERON_ERROR_INVALID_PROGRAM, "instruction %zu: jump condition is not a Bool",
+                 pc);
   const pteron_tensor* t = v.u.tensor;
   if (t->dtype != PTERON_DTYPE_BOOL || tensor_numel(*t) != 1 || !t->data)
     return error(PTERON_ERROR_INVALID_PROGRAM,
