@@ -13,10 +13,13 @@
 
 #include "matmul_checks.h"
 #include "opt_util.h"
+#include "arg_reading.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron_opt;
+using namespace pteron::kern;
 
 // One operand of a (batched) product: element (b, i, j) at
 // p[b * bs + i * rs + j * cs].

@@ -12,10 +12,16 @@
 #include <limits>
 
 #include "opt_util.h"
+#include "arg_reading.h"
+#include "dtype_convert.h"
+#include "softmax.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron_opt;
+using namespace pteron::kern;
 
 // Offset of the row-major index `r` over dims [0, count) of t.
 int64_t lead_offset(const pteron_tensor* t, int32_t count, int64_t r) {
@@ -40,29 +46,11 @@ bool row_major(const pteron_tensor* t) {
 int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
                      const char* op, bool log) {
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  int64_t dim = 0;
-  bool half_to_float = false;
-  PTERON_CHECK_OK(a.integer(1, "dim", &dim));
-  PTERON_CHECK_OK(a.boolean(2, "half_to_float", &half_to_float));
-  if (half_to_float)
-    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED, "%s: half_to_float=True is not supported", op);
+  int32_t d = 0;
+  PTERON_CHECK_OK(read_softmax_args(a, &self, &out, &d));
+  // Registered for float32 (PTERON_OPT_KEY); the float64 lanes are portable's.
   if (self->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, "self", self->dtype);
-  if (out->dtype != self->dtype)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out dtype %s must match self dtype %s",
-                op, dtype_name(out->dtype), dtype_name(self->dtype));
-  const int64_t orig_dim = dim;
-  if (!wrap_dim(dim, self->dim))
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: dim %lld out of range for a tensor of rank %d", op,
-                static_cast<long long>(orig_dim), self->dim);
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, self->sizes, self->dim));
   const int64_t total = numel(self);
   if (total == 0) return PTERON_OK;
   const float* x = static_cast<const float*>(self->data);
@@ -71,7 +59,6 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size
     softmax_lane(x, 0, y, 0, 1, log);
     return PTERON_OK;
   }
-  const int32_t d = static_cast<int32_t>(dim);
   const int64_t len = self->sizes[d];
   bool same = true;
   for (int32_t i = 0; i < self->dim; ++i) same = same && self->strides[i] == out->strides[i];
