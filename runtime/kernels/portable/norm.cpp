@@ -9,6 +9,7 @@
 
 #include "kernel_util.h"
 #include "strided_views.h"
+#include "norm_checks.h"
 #include "tensor_checks.h"
 #include "arg_reading.h"
 
@@ -147,52 +148,12 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
 int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
                        size_t n) {
   Args a{ctx, args, n, "aten::native_layer_norm.out"};
-  PTERON_CHECK_OK(a.arity(8));
-  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
-  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
-  const int64_t* ns = nullptr;
-  size_t k = 0;
-  double eps = 0;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &input));
-  PTERON_CHECK_OK(a.int_list(1, "normalized_shape", &ns, &k));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 2, "weight", &weight));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 3, "bias", &bias));
-  PTERON_CHECK_OK(a.real(4, "eps", &eps));
-  PTERON_CHECK_OK(a.tensor(5, "out0", &out0));
-  PTERON_CHECK_OK(a.tensor(6, "out1", &out1));
-  PTERON_CHECK_OK(a.tensor(7, "out2", &out2));
-  const int32_t dt = input->dtype;
-  if (!is_float_dtype(dt))
-    return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
-  PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
-  PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
-  PTERON_CHECK_OK(same_dtype(a, out0, "out0", dt));
-  PTERON_CHECK_OK(same_dtype(a, out1, "out1", dt));
-  PTERON_CHECK_OK(same_dtype(a, out2, "out2", dt));
-  if (k == 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: normalized_shape must have at least one element", a.op);
-  if (k > static_cast<size_t>(input->dim))
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: normalized_shape has %zu dims but input has rank %d",
-                a.op, k, (int)input->dim);
-  const int32_t axis = input->dim - static_cast<int32_t>(k);
-  for (size_t i = 0; i < k; ++i)
-    if (input->sizes[axis + i] != ns[i])
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: normalized_shape[%zu] = %lld does not match input size "
-                  "%lld in dim %d",
-                  a.op, i, (long long)ns[i], (long long)input->sizes[axis + i],
-                  (int)(axis + i));
-  for (const pteron_tensor* t : {weight, bias}) {
-    if (!t) continue;
-    bool ok = t->dim == static_cast<int32_t>(k);
-    for (size_t i = 0; ok && i < k; ++i) ok = t->sizes[i] == ns[i];
-    if (!ok)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: %s must have the shape normalized_shape", a.op,
-                  t == weight ? "weight" : "bias");
-  }
+  kern::LayerNormOperands p;
+  PTERON_CHECK_OK(kern::read_layer_norm_args(a, &p));
+  pteron_tensor *input = p.input, *weight = p.weight, *bias = p.bias;
+  pteron_tensor *out0 = p.out0, *out1 = p.out1, *out2 = p.out2;
+  const double eps = p.eps;
+  const int32_t axis = p.axis;
   int64_t stat_sizes[PTERON_MAX_DIM];
   int64_t M = 1;
   for (int32_t i = 0; i < input->dim; ++i) {
