@@ -80,3 +80,43 @@ def test_kernel_checks_pass(prog, section, capsys):
     assert checks > 0, f"{prog} {section} ran no check"
     with capsys.disabled():
         print(f"\n  {prog} {section}: {checks} kernel checks passed", end="")
+
+
+# ---- the test-only entry point itself ------------------------------------------
+
+def _call_kernel_fn():
+    import ctypes
+
+    d = build_dir()
+    name = "pteron.dll" if sys.platform == "win32" else "libpteron.so"
+    if not (d / name).exists():
+        pytest.fail(f"no pteron build in {d}: run scripts/test.sh (it builds first)", pytrace=False)
+    lib = ctypes.CDLL(str(d / name))
+    fn = lib.pteron_testing_call_kernel
+    fn.restype = ctypes.c_int32
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p,
+                   ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+                   ctypes.POINTER(ctypes.c_int32)]
+    return fn
+
+
+def test_call_kernel_names_an_operator_no_library_registered():
+    import ctypes
+
+    fn = _call_kernel_fn()
+    msg = ctypes.create_string_buffer(256)
+    code = ctypes.c_int32(-1)
+    rc = fn(b"aten::no_such_op", b"out", None, None, 0, msg, len(msg), ctypes.byref(code))
+    assert rc == 4  # PTERON_ERROR_MISSING_OPERATOR
+    assert code.value == 0  # no kernel ran, so none recorded anything
+    assert msg.value == b"no kernel registered for aten::no_such_op.out"
+
+
+def test_call_kernel_refuses_a_null_name_and_truncates_its_message():
+    import ctypes
+
+    fn = _call_kernel_fn()
+    msg = ctypes.create_string_buffer(8)
+    rc = fn(None, b"out", None, None, 0, msg, len(msg), None)
+    assert rc == 1  # PTERON_ERROR_INVALID_ARGUMENT
+    assert msg.value == b"pteron_"  # 7 bytes and the NUL
