@@ -13,9 +13,10 @@
 #include <cstdint>
 
 #include "kernel_util.h"
-#include "kernels_b_util.h"
+#include "arg_reading.h"
+#include "tensor_checks.h"
 
-namespace pteron::kern::kb {
+namespace pteron::kern {
 
 // Sizes and element strides of one convolution. Spatial arrays always have
 // 3 entries: the S real spatial dims are the last S, leading unused ones are
@@ -156,7 +157,7 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
     g.out[s] = (padded - extent) / g.stride[s] + 1;
     out_sizes[2 + j] = g.out[s];
   }
-  PTERON_CHECK_OK(resize_out(a, out, "out", out_sizes, rank));
+  PTERON_CHECK_OK(resize_out(a.ctx, a.op, "out", out, out_sizes, rank));
   g.os_n = out->strides[0];
   g.os_c = out->strides[1];
   for (int32_t s = 0; s < 3; ++s) {
@@ -166,4 +167,4 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
   return PTERON_OK;
 }
 
-}  // namespace pteron::kern::kb
+}  // namespace pteron::kern

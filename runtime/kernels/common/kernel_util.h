@@ -1,5 +1,18 @@
-// kernel_util.h - helpers shared by pteron's kernel libraries (header-only,
-// private: compiled into each kernel library, never exported).
+// kernel_util.h - the base of the kernel helper library shared by pteron's
+// kernel libraries (header-only, private: compiled into each kernel library,
+// never exported): errors, dtype rules, argument access (Args), broadcast
+// iteration and registration. The other headers here build on it, one topic
+// each:
+//   dtype_convert.h    element conversion (PyTorch's float -> int rule),
+//                      can_cast, result_type, typed loads and stores
+//   tensor_checks.h    check_tensor, resize_out, aliasing, broadcast shapes
+//   arg_reading.h      Scalars, optional ints/lists/dtypes/strings, spatial
+//                      parameters
+//   strided_views.h    views, walkers, strided copies, per-lane iteration
+//   elementwise.h      element-wise maps, binary arithmetic operand checks
+//   reduction_plan.h   reduction dims, output shape and iteration
+//   softmax.h          softmax argument checks and lanes
+//   conv_checks.h, matmul_checks.h   convolution / matrix-product arguments
 //
 // Conventions every kernel follows:
 //  - args arrive in the operator schema's order, out argument(s) last.
@@ -143,27 +156,6 @@ inline bool dispatch_float(int32_t d, F&& f) {
     case PTERON_DTYPE_FLOAT32: f(float{}); return true;
     case PTERON_DTYPE_FLOAT64: f(double{}); return true;
     default: return false;
-  }
-}
-
-// Reads element i (flat, dense storage index) of dtype d as double / int64.
-inline double load_as_double(const void* p, int32_t d, int64_t i) {
-  double v = 0;
-  dispatch(d, [&](auto t) {
-    using T = decltype(t);
-    v = static_cast<double>(static_cast<const T*>(p)[i]);
-  });
-  return v;
-}
-
-// Converts with PyTorch's semantics for the cases kernels need (bool from
-// nonzero, float->int truncation).
-template <typename To, typename From>
-inline To cast(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else {
-    return static_cast<To>(v);
   }
 }
 

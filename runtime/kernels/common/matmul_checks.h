@@ -8,9 +8,10 @@
 #include <cstdint>
 
 #include "kernel_util.h"
-#include "kernels_a_util.h"
+#include "arg_reading.h"
+#include "tensor_checks.h"
 
-namespace pteron::kern::ka {
+namespace pteron::kern {
 
 // PTERON_ERROR_INVALID_PROGRAM unless a and b have one dtype.
 inline int32_t same_dtype(pteron_kernel_context* ctx, const char* op, const char* a_name,
@@ -127,4 +128,4 @@ inline int32_t read_product(const Args& args, ProductKind kind, bool float32_onl
   return PTERON_OK;
 }
 
-}  // namespace pteron::kern::ka
+}  // namespace pteron::kern

@@ -18,33 +18,22 @@
 #include <cstring>
 
 #include "conv_checks.h"
-#include "kernels_b_util.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
 #include "opt_util.h"
 
 namespace {
 
 using namespace pteron_opt;
-namespace kb = pteron::kern::kb;
+using namespace pteron::kern;
 
 // Geometry in three spatial slots (D, H, W); unused leading slots have
 // size 1 and stride 0.
 // The checked sizes and strides, plus the GEMM view of them.
-struct Geometry : kb::ConvGeometry {
+struct Geometry : ConvGeometry {
   int64_t P = 0;  // output positions per plane
   int64_t K = 0;  // Cin_g * kernel taps
 };
-
-// [lo, hi): output positions o whose input position o * s + shift is in
-// [0, in).
-inline void valid_range(int64_t out, int64_t in, int64_t s, int64_t shift,
-                        int64_t* lo, int64_t* hi) {
-  int64_t l = 0;
-  if (shift < 0) l = (-shift + s - 1) / s;
-  int64_t h = in - shift <= 0 ? 0 : (in - shift - 1) / s + 1;
-  if (h > out) h = out;
-  *lo = l;
-  *hi = h < l ? l : h;
-}
 
 // Gathers the patches of output positions [p0, p1) into col (row-major,
 // K rows of p1 - p0). `in` points at the group's first input channel of one
@@ -288,12 +277,12 @@ int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
 int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::convolution.out";
   Args a{ctx, args, n, op};
-  kb::ConvOperands c;
-  PTERON_CHECK_OK(kb::read_convolution(a, /*float32_only=*/true, &c));
+  ConvOperands c;
+  PTERON_CHECK_OK(read_convolution(a, /*float32_only=*/true, &c));
   const pteron_tensor *input = c.input, *weight = c.weight, *bias = c.bias;
   pteron_tensor* out = c.out;
   Geometry g;
-  static_cast<kb::ConvGeometry&>(g) = c.g;
+  static_cast<ConvGeometry&>(g) = c.g;
   const int32_t S = g.S;
   g.P = g.out[0] * g.out[1] * g.out[2];
   g.K = g.Cin_g * g.k[0] * g.k[1] * g.k[2];

@@ -13,10 +13,14 @@
 #include <cstring>
 
 #include "opt_util.h"
+#include "arg_reading.h"
+#include "elementwise.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron_opt;
+using namespace pteron::kern;
 
 constexpr int64_t kTile = 32;
 

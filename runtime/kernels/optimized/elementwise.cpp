@@ -16,10 +16,14 @@
 #include <cstdint>
 
 #include "opt_util.h"
+#include "arg_reading.h"
+#include "elementwise.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron_opt;
+using namespace pteron::kern;
 
 // ---- the strided fast path ------------------------------------------------
 

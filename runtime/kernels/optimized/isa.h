@@ -93,4 +93,22 @@ const IsaOps* isa_ops_avx512();
 // once, on first use; never wider than the CPU supports.
 const IsaOps& ops();
 
+// [lo, hi): the output positions o (of `out`) whose input position
+// o * s + shift lies in [0, in), for a convolution or pooling window tap
+// with stride s. Used by the operator code (conv.cpp) and by the ISA
+// objects (isa_kernels.cpp): internal linkage (an unnamed namespace), so
+// each object keeps its own copy, compiled for its own ISA, and the linker
+// never picks one object's copy for another.
+namespace {
+inline void valid_range(int64_t out, int64_t in, int64_t s, int64_t shift, int64_t* lo,
+                        int64_t* hi) {
+  int64_t l = 0;
+  if (shift < 0) l = (-shift + s - 1) / s;
+  int64_t h = in - shift <= 0 ? 0 : (in - shift - 1) / s + 1;
+  if (h > out) h = out;
+  *lo = l;
+  *hi = h < l ? l : h;
+}
+}  // namespace
+
 }  // namespace pteron_opt

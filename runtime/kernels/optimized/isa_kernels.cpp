@@ -176,18 +176,6 @@ void layer_norm_rows(const float* x, float* y, int64_t rows, int64_t len,
 
 // ---- depthwise convolution ------------------------------------------------
 
-// [lo, hi): the output columns whose input column ow * s + shift is inside
-// [0, in).
-inline void valid_range(int64_t out, int64_t in, int64_t s, int64_t shift,
-                        int64_t* lo, int64_t* hi) {
-  int64_t l = 0;
-  if (shift < 0) l = (-shift + s - 1) / s;
-  int64_t h = in - shift <= 0 ? 0 : (in - shift - 1) / s + 1;
-  if (h > out) h = out;
-  *lo = l;
-  *hi = h < l ? l : h;
-}
-
 void depthwise_plane(const DwPlane& p) {
   for (int64_t oh = 0; oh < p.oh; ++oh) {
     float* orow = p.out + oh * p.os_h;

@@ -7,16 +7,19 @@
 // column-major operands are used in place; an operand with no unit stride
 // (possible only for a batch slice of a permuted 3-D tensor) is packed into
 // scratch first, and an output with no unit stride is computed into scratch
-// and scattered. Registered for dtype=6 (float32) only: other dtypes run
+// and scattered. Registered for float32 only (PTERON_OPT_KEY): other dtypes run
 // kernels_portable's generic kernels.
 #include <cstdint>
 
 #include "matmul_checks.h"
 #include "opt_util.h"
+#include "arg_reading.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron_opt;
+using namespace pteron::kern;
 
 // One operand of a (batched) product: element (b, i, j) at
 // p[b * bs + i * rs + j * cs].

@@ -12,10 +12,17 @@
 #include <limits>
 
 #include "opt_util.h"
+#include "arg_reading.h"
+#include "dtype_convert.h"
+#include "norm_checks.h"
+#include "softmax.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron_opt;
+using namespace pteron::kern;
 
 // Offset of the row-major index `r` over dims [0, count) of t.
 int64_t lead_offset(const pteron_tensor* t, int32_t count, int64_t r) {
@@ -40,29 +47,11 @@ bool row_major(const pteron_tensor* t) {
 int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
                      const char* op, bool log) {
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  int64_t dim = 0;
-  bool half_to_float = false;
-  PTERON_CHECK_OK(a.integer(1, "dim", &dim));
-  PTERON_CHECK_OK(a.boolean(2, "half_to_float", &half_to_float));
-  if (half_to_float)
-    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED, "%s: half_to_float=True is not supported", op);
+  int32_t d = 0;
+  PTERON_CHECK_OK(read_softmax_args(a, &self, &out, &d));
+  // Registered for float32 (PTERON_OPT_KEY); the float64 lanes are portable's.
   if (self->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, "self", self->dtype);
-  if (out->dtype != self->dtype)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out dtype %s must match self dtype %s",
-                op, dtype_name(out->dtype), dtype_name(self->dtype));
-  const int64_t orig_dim = dim;
-  if (!wrap_dim(dim, self->dim))
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: dim %lld out of range for a tensor of rank %d", op,
-                static_cast<long long>(orig_dim), self->dim);
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, self->sizes, self->dim));
   const int64_t total = numel(self);
   if (total == 0) return PTERON_OK;
   const float* x = static_cast<const float*>(self->data);
@@ -71,7 +60,6 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size
     softmax_lane(x, 0, y, 0, 1, log);
     return PTERON_OK;
   }
-  const int32_t d = static_cast<int32_t>(dim);
   const int64_t len = self->sizes[d];
   bool same = true;
   for (int32_t i = 0; i < self->dim; ++i) same = same && self->strides[i] == out->strides[i];
@@ -108,50 +96,15 @@ int32_t log_softmax_out(pteron_kernel_context* ctx, pteron_value* const* args, s
 int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::native_layer_norm.out";
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(8));
-  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
-  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
-  const int64_t* ns = nullptr;
-  size_t k = 0;
-  double eps = 0;
-  PTERON_CHECK_OK(a.tensor(0, "input", &input));
-  PTERON_CHECK_OK(a.int_list(1, "normalized_shape", &ns, &k));
-  PTERON_CHECK_OK(a.opt_tensor(2, "weight", &weight));
-  PTERON_CHECK_OK(a.opt_tensor(3, "bias", &bias));
-  PTERON_CHECK_OK(a.real(4, "eps", &eps));
-  PTERON_CHECK_OK(a.tensor(5, "out0", &out0));
-  PTERON_CHECK_OK(a.tensor(6, "out1", &out1));
-  PTERON_CHECK_OK(a.tensor(7, "out2", &out2));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "input", input));
-  if (weight) PTERON_CHECK_OK(check_tensor(ctx, op, "weight", weight));
-  if (bias) PTERON_CHECK_OK(check_tensor(ctx, op, "bias", bias));
+  LayerNormOperands p;
+  PTERON_CHECK_OK(read_layer_norm_args(a, &p));
+  pteron_tensor *input = p.input, *weight = p.weight, *bias = p.bias;
+  pteron_tensor *out0 = p.out0, *out1 = p.out1, *out2 = p.out2;
+  const double eps = p.eps;
+  const int32_t axis = p.axis;
+  const size_t k = p.k;
+  // Registered for float32 (PTERON_OPT_KEY); the float64 rows are portable's.
   if (input->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, "input", input->dtype);
-  const pteron_tensor* same[5] = {weight, bias, out0, out1, out2};
-  const char* names[5] = {"weight", "bias", "out0", "out1", "out2"};
-  for (int i = 0; i < 5; ++i)
-    if (same[i] && same[i]->dtype != PTERON_DTYPE_FLOAT32)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: %s dtype %s differs from input dtype %s",
-                  op, names[i], dtype_name(same[i]->dtype), dtype_name(input->dtype));
-  if (k == 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: normalized_shape must have at least one element", op);
-  if (k > static_cast<size_t>(input->dim))
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: normalized_shape has %zu dims but input has rank %d", op, k, (int)input->dim);
-  const int32_t axis = input->dim - static_cast<int32_t>(k);
-  for (size_t i = 0; i < k; ++i)
-    if (input->sizes[axis + i] != ns[i])
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: normalized_shape[%zu] = %lld does not match input size %lld in dim %d",
-                  op, i, (long long)ns[i], (long long)input->sizes[axis + i], (int)(axis + i));
-  for (const pteron_tensor* t : {weight, bias}) {
-    if (!t) continue;
-    bool ok = t->dim == static_cast<int32_t>(k);
-    for (size_t i = 0; ok && i < k; ++i) ok = t->sizes[i] == ns[i];
-    if (!ok)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: %s must have the shape normalized_shape",
-                  op, t == weight ? "weight" : "bias");
-  }
   int64_t stat_sizes[PTERON_MAX_DIM];
   int64_t M = 1, N = 1;
   for (int32_t i = 0; i < input->dim; ++i) {

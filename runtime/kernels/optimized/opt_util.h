@@ -3,28 +3,35 @@
 // isa_kernels.cpp must never include it).
 //
 // Registration convention: every kernel here is registered with the key
-// "dtype=6" (float32), so the registry picks it only when the operator's
-// first tensor argument is float32; every other dtype falls back to
+// PTERON_OPT_KEY, the runtime's key for a float32 first tensor argument
+// ("dtype=<n>", n = PTERON_DTYPE_FLOAT32), so the registry picks it only when
+// the operator's first tensor argument is float32; every other dtype falls back to
 // kernels_portable's generic kernel. Inside, a kernel still checks every
 // other argument, because a float32 first argument says nothing about them.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
 #include "isa.h"
 #include "kernel_util.h"
-#include "kernels_a_util.h"
 
 namespace pteron_opt {
 
-using namespace pteron::kern;
-using namespace pteron::kern::ka;
-
-// The registry key of every kernel in this library.
-#define PTERON_OPT_KEY "dtype=6"
+// The registry key of every kernel in this library: "dtype=" and the number
+// of PTERON_DTYPE_FLOAT32 (pteron/kernel.h), the key the runtime matches for
+// a float32 first tensor argument. Built once, on first use (the
+// registration tables are filled when the library loads).
+inline const char* float32_key() {
+  static char key[24];
+  static const int built = std::snprintf(key, sizeof key, "dtype=%d", PTERON_DTYPE_FLOAT32);
+  (void)built;
+  return key;
+}
+#define PTERON_OPT_KEY (pteron_opt::float32_key())
 
 // ---- parallelism ------------------------------------------------------------
 
@@ -351,7 +358,7 @@ inline int32_t run_gemm(pteron_kernel_context* ctx, const char* op,
     ok = !failed.load();
   }
   if (!ok)
-    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
+    return pteron::kern::fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
                 "%s: cannot allocate the GEMM packing buffers", op);
   return PTERON_OK;
 }

@@ -10,12 +10,16 @@
 #include <cstring>
 
 #include "kernel_util.h"
-#include "kernels_a_util.h"
+#include "arg_reading.h"
+#include "dtype_convert.h"
+#include "elementwise.h"
+#include "softmax.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron::kern;
-using namespace pteron::kern::ka;
 
 // Common prologue of a unary op: self, out tensors at 0 and last.
 int32_t unary_args(const Args& a, size_t nargs, pteron_tensor** self,
@@ -261,25 +265,8 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args,
                      size_t n, const char* op, bool log) {
   Args a{ctx, args, n, op};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
-  int64_t dim = 0;
-  bool half_to_float = false;
-  PTERON_CHECK_OK(a.integer(1, "dim", &dim));
-  PTERON_CHECK_OK(a.boolean(2, "half_to_float", &half_to_float));
-  if (half_to_float)
-    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
-                "%s: half_to_float=True is not supported", op);
-  if (!is_floating(self->dtype)) return unsupported_dtype(ctx, op, "self", self->dtype);
-  if (out->dtype != self->dtype)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: out dtype %s must match self dtype %s", op,
-                dtype_name(out->dtype), dtype_name(self->dtype));
-  const int64_t orig_dim = dim;
-  if (!wrap_dim(dim, self->dim))
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: dim %lld out of range for a tensor of rank %d", op,
-                static_cast<long long>(orig_dim), self->dim);
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, self->sizes, self->dim));
+  int32_t d = 0;
+  PTERON_CHECK_OK(read_softmax_args(a, &self, &out, &d));
   if (numel(self) == 0) return PTERON_OK;
   dispatch_float(self->dtype, [&](auto t) {
     using C = decltype(t);
@@ -289,7 +276,6 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args,
       softmax_lane(x, 0, y, 0, 1, log);
       return;
     }
-    const int32_t d = static_cast<int32_t>(dim);
     const int64_t len = self->sizes[d], xs = self->strides[d], ys = out->strides[d];
     for_each_lane(self, out, d, [&](int64_t ox, int64_t oy) {
       softmax_lane(x + ox, xs, y + oy, ys, len, log);

@@ -12,12 +12,14 @@
 #include <cstring>
 
 #include "kernel_util.h"
-#include "kernels_a_util.h"
+#include "arg_reading.h"
+#include "dtype_convert.h"
+#include "elementwise.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron::kern;
-using namespace pteron::kern::ka;
 
 enum class Kind { Add, Sub, Mul, Div, DivTrunc, DivFloor };
 

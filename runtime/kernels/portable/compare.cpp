@@ -9,12 +9,15 @@
 #include <cstring>
 
 #include "kernel_util.h"
-#include "kernels_a_util.h"
+#include "arg_reading.h"
+#include "dtype_convert.h"
+#include "elementwise.h"
+#include "reduction_plan.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron::kern;
-using namespace pteron::kern::ka;
 
 enum class Cmp { Eq, Ne, Gt, Lt, Ge, Le };
 

@@ -14,17 +14,18 @@
 
 #include "kernel_util.h"
 #include "conv_checks.h"
-#include "kernels_b_util.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using pteron::kern::Args;
 using pteron::kern::fail;
-namespace kb = pteron::kern::kb;
+namespace kern = pteron::kern;
 
 // Geometry in three spatial slots (D, H, W); unused leading slots have
 // size 1, stride 0 and a trivial kernel.
-using Geometry = kb::ConvGeometry;
+using Geometry = kern::ConvGeometry;
 
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
@@ -114,8 +115,8 @@ void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias,
 int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args,
                         size_t n) {
   Args a{ctx, args, n, "aten::convolution.out"};
-  kb::ConvOperands c;
-  PTERON_CHECK_OK(kb::read_convolution(a, /*float32_only=*/false, &c));
+  kern::ConvOperands c;
+  PTERON_CHECK_OK(kern::read_convolution(a, /*float32_only=*/false, &c));
   const pteron_tensor *input = c.input, *weight = c.weight, *bias = c.bias;
   pteron_tensor* out = c.out;
   const Geometry& g = c.g;

@@ -10,14 +10,16 @@
 #include <limits>
 
 #include "kernel_util.h"
-#include "kernels_b_util.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
+#include "arg_reading.h"
 
 namespace {
 
 using pteron::kern::Args;
 using pteron::kern::fail;
 using pteron::kern::wrap_dim;
-namespace kb = pteron::kern::kb;
+namespace kern = pteron::kern;
 
 bool is_index_dtype(int32_t d) {
   return d == PTERON_DTYPE_INT32 || d == PTERON_DTYPE_INT64;
@@ -35,12 +37,12 @@ int64_t load_index(const pteron_tensor* t, int64_t off) {
 int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
                          size_t n) {
   Args a{ctx, args, n, "aten::index_select.out"};
-  PTERON_CHECK_OK(kb::arity(a, 4));
+  PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *index = nullptr, *out = nullptr;
   int64_t d0 = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
-  PTERON_CHECK_OK(kb::tensor_arg(a, 2, "index", &index));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 2, "index", &index));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
   if (!pteron::kern::is_supported(self->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "self", self->dtype);
@@ -82,21 +84,21 @@ int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0; i < self->dim; ++i) sizes[i] = self->sizes[i];
   if (self->dim > 0) sizes[d] = count;
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, self->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, self->dim));
   if (self->dim == 0) {
-    kb::copy_view(self->data, self->dtype, kb::view_of(self), out->data,
-                  out->dtype, kb::view_of(out));
+    kern::copy_view(self->data, self->dtype, kern::view_of(self), out->data,
+                  out->dtype, kern::view_of(out));
     return PTERON_OK;
   }
-  kb::View src = kb::view_of(self), dst = kb::view_of(out);
+  kern::View src = kern::view_of(self), dst = kern::view_of(out);
   src.sizes[d] = 1;
   dst.sizes[d] = 1;
-  if (kb::numel(dst) == 0) return PTERON_OK;
+  if (kern::numel(dst) == 0) return PTERON_OK;
   for (int64_t j = 0; j < count; ++j) {
     int64_t v = load_index(index, j * istride);
     src.offset = v * self->strides[d];
     dst.offset = j * out->strides[d];
-    kb::copy_view(self->data, self->dtype, src, out->data, out->dtype, dst);
+    kern::copy_view(self->data, self->dtype, src, out->data, out->dtype, dst);
   }
   return PTERON_OK;
 }
@@ -108,12 +110,12 @@ int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
 int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
                       size_t n) {
   Args a{ctx, args, n, "aten::embedding.out"};
-  PTERON_CHECK_OK(kb::arity(a, 6));
+  PTERON_CHECK_OK(a.arity(6));
   pteron_tensor *weight = nullptr, *indices = nullptr, *out = nullptr;
   int64_t padding_idx = 0;
   bool scale_grad = false, sparse = false;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "weight", &weight));
-  PTERON_CHECK_OK(kb::tensor_arg(a, 1, "indices", &indices));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "weight", &weight));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 1, "indices", &indices));
   PTERON_CHECK_OK(a.integer(2, "padding_idx", &padding_idx));
   PTERON_CHECK_OK(a.boolean(3, "scale_grad_by_freq", &scale_grad));
   PTERON_CHECK_OK(a.boolean(4, "sparse", &sparse));
@@ -139,11 +141,11 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
                 a.op, (int)indices->dim);
   const int64_t rows = weight->sizes[0];
   const int64_t width = weight->sizes[1];
-  const kb::View iv = kb::view_of(indices);
+  const kern::View iv = kern::view_of(indices);
   {
     int64_t pos = 0;
     int64_t bad = 0, bad_pos = -1;
-    kb::for_each_offset(iv, [&](int64_t off) {
+    kern::for_each_offset(iv, [&](int64_t off) {
       int64_t v = load_index(indices, off);
       if (bad_pos < 0 && (v < 0 || v >= rows)) {
         bad = v;
@@ -160,21 +162,21 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0; i < indices->dim; ++i) sizes[i] = indices->sizes[i];
   sizes[indices->dim] = width;
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, indices->dim + 1));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, indices->dim + 1));
   if (pteron::kern::numel(out) == 0) return PTERON_OK;
   // Walk indices and the out rows in lockstep.
-  kb::View rows_view;
+  kern::View rows_view;
   rows_view.dim = indices->dim;
   for (int32_t i = 0; i < indices->dim; ++i) {
     rows_view.sizes[i] = out->sizes[i];
     rows_view.strides[i] = out->strides[i];
   }
-  kb::View src, dst;
+  kern::View src, dst;
   src.dim = dst.dim = 1;
   src.sizes[0] = dst.sizes[0] = width;
   src.strides[0] = weight->strides[1];
   dst.strides[0] = out->strides[indices->dim];
-  kb::Walker wi(iv), wo(rows_view);
+  kern::Walker wi(iv), wo(rows_view);
   int64_t left = pteron::kern::numel(indices);
   while (left > 0) {
     int64_t v = load_index(indices, wi.off);
@@ -187,7 +189,7 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
                   a.op, (long long)v, (long long)rows);
     src.offset = v * weight->strides[0];
     dst.offset = wo.off;
-    kb::copy_view(weight->data, weight->dtype, src, out->data, out->dtype,
+    kern::copy_view(weight->data, weight->dtype, src, out->data, out->dtype,
                   dst);
     if (--left > 0) {
       wi.advance(1);
@@ -281,16 +283,16 @@ void fill_typed(void* data, int64_t count, const void* slot) {
 int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
                       size_t n) {
   Args a{ctx, args, n, "aten::full_like.out"};
-  PTERON_CHECK_OK(kb::arity(a, 4));
+  PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(kb::memory_format(a, 2));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::memory_format(a, 2));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
   if (!pteron::kern::is_supported(out->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
   alignas(8) unsigned char slot[8];
   PTERON_CHECK_OK(fill_value(a, 1, out->dtype, slot));
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", self->sizes, self->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
   // Storage is dense, so every element of it belongs to the tensor.
   const int64_t count = pteron::kern::numel(out);
   if (count == 0) return PTERON_OK;
@@ -309,14 +311,14 @@ int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
 int32_t zeros_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
                        size_t n) {
   Args a{ctx, args, n, "aten::zeros_like.out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(kb::memory_format(a, 1));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::memory_format(a, 1));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (!pteron::kern::is_supported(out->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", self->sizes, self->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
   const int64_t count = pteron::kern::numel(out);
   if (count > 0)
     std::memset(out->data, 0,

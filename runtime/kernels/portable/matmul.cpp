@@ -13,12 +13,13 @@
 
 #include "kernel_util.h"
 #include "matmul_checks.h"
-#include "kernels_a_util.h"
+#include "arg_reading.h"
+#include "dtype_convert.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron::kern;
-using namespace pteron::kern::ka;
 
 // A strided matrix view.
 template <typename T>

@@ -8,13 +8,16 @@
 #include <limits>
 
 #include "kernel_util.h"
-#include "kernels_b_util.h"
+#include "strided_views.h"
+#include "norm_checks.h"
+#include "tensor_checks.h"
+#include "arg_reading.h"
 
 namespace {
 
 using pteron::kern::Args;
 using pteron::kern::fail;
-namespace kb = pteron::kern::kb;
+namespace kern = pteron::kern;
 
 bool is_float_dtype(int32_t d) {
   return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT64;
@@ -65,22 +68,22 @@ int32_t empty_if_allowed(const Args& a, pteron_tensor* t, const char* name) {
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0; i < t->dim; ++i) sizes[i] = t->sizes[i];
   sizes[0] = 0;
-  return kb::resize_out(a, t, name, sizes, t->dim);
+  return kern::resize_out(a.ctx, a.op, name, t, sizes, t->dim);
 }
 
 int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
                                    pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::_native_batch_norm_legit_no_training.out"};
-  PTERON_CHECK_OK(kb::arity(a, 10));
+  PTERON_CHECK_OK(a.arity(10));
   pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
   pteron_tensor *mean = nullptr, *var = nullptr;
   pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
   double momentum = 0, eps = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
-  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 1, "weight", &weight));
-  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "bias", &bias));
-  PTERON_CHECK_OK(kb::tensor_arg(a, 3, "running_mean", &mean));
-  PTERON_CHECK_OK(kb::tensor_arg(a, 4, "running_var", &var));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &input));
+  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 1, "weight", &weight));
+  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 2, "bias", &bias));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 3, "running_mean", &mean));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 4, "running_var", &var));
   PTERON_CHECK_OK(a.real(5, "momentum", &momentum));
   PTERON_CHECK_OK(a.real(6, "eps", &eps));
   PTERON_CHECK_OK(a.tensor(7, "out0", &out0));
@@ -103,7 +106,7 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
   PTERON_CHECK_OK(per_channel(a, bias, "bias", C));
   PTERON_CHECK_OK(per_channel(a, mean, "running_mean", C));
   PTERON_CHECK_OK(per_channel(a, var, "running_var", C));
-  PTERON_CHECK_OK(kb::resize_out(a, out0, "out0", input->sizes, input->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out0", out0, input->sizes, input->dim));
   PTERON_CHECK_OK(empty_if_allowed(a, out1, "out1"));
   PTERON_CHECK_OK(empty_if_allowed(a, out2, "out2"));
   if (pteron::kern::numel(input) == 0) return PTERON_OK;
@@ -115,20 +118,20 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
     const double scale = invstd * w;
     const double shift = b - m * scale;
     for (int64_t i = 0; i < N; ++i) {
-      const kb::View src = kb::sub_view(
+      const kern::View src = kern::sub_view(
           input, 2, i * input->strides[0] + c * input->strides[1]);
-      const kb::View dst =
-          kb::sub_view(out0, 2, i * out0->strides[0] + c * out0->strides[1]);
+      const kern::View dst =
+          kern::sub_view(out0, 2, i * out0->strides[0] + c * out0->strides[1]);
       if (dt == PTERON_DTYPE_FLOAT32) {
         const float* x = static_cast<const float*>(input->data);
         float* y = static_cast<float*>(out0->data);
-        kb::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
+        kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
           y[d] = static_cast<float>(static_cast<double>(x[s]) * scale + shift);
         });
       } else {
         const double* x = static_cast<const double*>(input->data);
         double* y = static_cast<double*>(out0->data);
-        kb::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
+        kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
           y[d] = x[s] * scale + shift;
         });
       }
@@ -145,52 +148,12 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
 int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
                        size_t n) {
   Args a{ctx, args, n, "aten::native_layer_norm.out"};
-  PTERON_CHECK_OK(kb::arity(a, 8));
-  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
-  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
-  const int64_t* ns = nullptr;
-  size_t k = 0;
-  double eps = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "input", &input));
-  PTERON_CHECK_OK(a.int_list(1, "normalized_shape", &ns, &k));
-  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 2, "weight", &weight));
-  PTERON_CHECK_OK(kb::opt_tensor_arg(a, 3, "bias", &bias));
-  PTERON_CHECK_OK(a.real(4, "eps", &eps));
-  PTERON_CHECK_OK(a.tensor(5, "out0", &out0));
-  PTERON_CHECK_OK(a.tensor(6, "out1", &out1));
-  PTERON_CHECK_OK(a.tensor(7, "out2", &out2));
-  const int32_t dt = input->dtype;
-  if (!is_float_dtype(dt))
-    return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
-  PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
-  PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
-  PTERON_CHECK_OK(same_dtype(a, out0, "out0", dt));
-  PTERON_CHECK_OK(same_dtype(a, out1, "out1", dt));
-  PTERON_CHECK_OK(same_dtype(a, out2, "out2", dt));
-  if (k == 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: normalized_shape must have at least one element", a.op);
-  if (k > static_cast<size_t>(input->dim))
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: normalized_shape has %zu dims but input has rank %d",
-                a.op, k, (int)input->dim);
-  const int32_t axis = input->dim - static_cast<int32_t>(k);
-  for (size_t i = 0; i < k; ++i)
-    if (input->sizes[axis + i] != ns[i])
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: normalized_shape[%zu] = %lld does not match input size "
-                  "%lld in dim %d",
-                  a.op, i, (long long)ns[i], (long long)input->sizes[axis + i],
-                  (int)(axis + i));
-  for (const pteron_tensor* t : {weight, bias}) {
-    if (!t) continue;
-    bool ok = t->dim == static_cast<int32_t>(k);
-    for (size_t i = 0; ok && i < k; ++i) ok = t->sizes[i] == ns[i];
-    if (!ok)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: %s must have the shape normalized_shape", a.op,
-                  t == weight ? "weight" : "bias");
-  }
+  kern::LayerNormOperands p;
+  PTERON_CHECK_OK(kern::read_layer_norm_args(a, &p));
+  pteron_tensor *input = p.input, *weight = p.weight, *bias = p.bias;
+  pteron_tensor *out0 = p.out0, *out1 = p.out1, *out2 = p.out2;
+  const double eps = p.eps;
+  const int32_t axis = p.axis;
   int64_t stat_sizes[PTERON_MAX_DIM];
   int64_t M = 1;
   for (int32_t i = 0; i < input->dim; ++i) {
@@ -200,9 +163,9 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
   int64_t N = 1;
   for (int32_t i = axis; i < input->dim; ++i) N *= input->sizes[i];
   if (M == 0) N = 0;  // nothing to normalise; avoid reading rows
-  PTERON_CHECK_OK(kb::resize_out(a, out0, "out0", input->sizes, input->dim));
-  PTERON_CHECK_OK(kb::resize_out(a, out1, "out1", stat_sizes, input->dim));
-  PTERON_CHECK_OK(kb::resize_out(a, out2, "out2", stat_sizes, input->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out0", out0, input->sizes, input->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out1", out1, stat_sizes, input->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out2", out2, stat_sizes, input->dim));
   if (M == 0) return PTERON_OK;
 
   // Scratch: the current row, then weight and bias in logical order.
@@ -226,26 +189,26 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
   }
   if (weight && N > 0) {
     int64_t j = 0;
-    kb::for_each_offset(kb::view_of(weight),
+    kern::for_each_offset(kern::view_of(weight),
                         [&](int64_t off) { wv[j++] = load(weight, off); });
   }
   if (bias && N > 0) {
     int64_t j = 0;
-    kb::for_each_offset(kb::view_of(bias),
+    kern::for_each_offset(kern::view_of(bias),
                         [&](int64_t off) { bv[j++] = load(bias, off); });
   }
 
   // Leading (row) offsets of input, out0, out1 and out2, walked in lockstep.
-  kb::Walker wi(kb::lead_view(input, axis)), wo(kb::lead_view(out0, axis)),
-      wm(kb::lead_view(out1, axis)), wr(kb::lead_view(out2, axis));
+  kern::Walker wi(kern::lead_view(input, axis)), wo(kern::lead_view(out0, axis)),
+      wm(kern::lead_view(out1, axis)), wr(kern::lead_view(out2, axis));
   for (int64_t m = 0; m < M; ++m) {
-    const kb::View src = kb::sub_view(input, axis, wi.off);
-    const kb::View dst = kb::sub_view(out0, axis, wo.off);
+    const kern::View src = kern::sub_view(input, axis, wi.off);
+    const kern::View dst = kern::sub_view(out0, axis, wo.off);
     double mean = 0, var = std::numeric_limits<double>::quiet_NaN();
     if (N > 0) {
       int64_t j = 0;
       double sum = 0;
-      kb::for_each_offset(src, [&](int64_t off) {
+      kern::for_each_offset(src, [&](int64_t off) {
         row[j] = load(input, off);
         sum += row[j++];
       });
@@ -260,7 +223,7 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
     const double rstd = 1.0 / std::sqrt(var + eps);
     if (N > 0) {
       int64_t j = 0;
-      kb::for_each_offset(dst, [&](int64_t off) {
+      kern::for_each_offset(dst, [&](int64_t off) {
         store(out0, off, (row[j] - mean) * rstd * wv[j] + bv[j]);
         ++j;
       });

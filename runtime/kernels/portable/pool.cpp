@@ -12,13 +12,15 @@
 #include <type_traits>
 
 #include "kernel_util.h"
-#include "kernels_b_util.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
+#include "arg_reading.h"
 
 namespace {
 
 using pteron::kern::Args;
 using pteron::kern::fail;
-namespace kb = pteron::kern::kb;
+namespace kern = pteron::kern;
 
 struct Pool {
   int64_t N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0;
@@ -67,7 +69,7 @@ int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i,
   P->is_h = self->strides[o + 1];
   P->is_w = self->strides[o + 2];
 
-  PTERON_CHECK_OK(kb::spatial_params(a, ks_i, "kernel_size", 2, 1, P->k));
+  PTERON_CHECK_OK(kern::spatial_params(a, ks_i, "kernel_size", 2, 1, P->k));
   {
     const int64_t* sd = nullptr;
     size_t sn = 0;
@@ -76,12 +78,12 @@ int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i,
       P->s[0] = P->k[0];
       P->s[1] = P->k[1];
     } else {
-      PTERON_CHECK_OK(kb::spatial_params(a, stride_i, "stride", 2, 1, P->s));
+      PTERON_CHECK_OK(kern::spatial_params(a, stride_i, "stride", 2, 1, P->s));
     }
   }
-  PTERON_CHECK_OK(kb::spatial_params(a, pad_i, "padding", 2, 0, P->p));
+  PTERON_CHECK_OK(kern::spatial_params(a, pad_i, "padding", 2, 0, P->p));
   if (dilation_index >= 0) {
-    PTERON_CHECK_OK(kb::spatial_params(a, static_cast<size_t>(dilation_index),
+    PTERON_CHECK_OK(kern::spatial_params(a, static_cast<size_t>(dilation_index),
                                        "dilation", 2, 1, P->d));
   } else {
     P->d[0] = P->d[1] = 1;
@@ -111,7 +113,7 @@ int32_t resize_pooled(const Args& a, pteron_tensor* t, const char* name,
   sizes[k++] = P.C;
   sizes[k++] = P.Ho;
   sizes[k++] = P.Wo;
-  return kb::resize_out(a, t, name, sizes, k);
+  return kern::resize_out(a.ctx, a.op, name, t, sizes, k);
 }
 
 struct OutStrides {
@@ -166,10 +168,10 @@ void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
 int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx,
                                     pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::max_pool2d_with_indices.out"};
-  PTERON_CHECK_OK(kb::arity(a, 8));
+  PTERON_CHECK_OK(a.arity(8));
   pteron_tensor *self = nullptr, *out = nullptr, *indices = nullptr;
   bool ceil_mode = false;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.boolean(5, "ceil_mode", &ceil_mode));
   PTERON_CHECK_OK(a.tensor(6, "out", &out));
   PTERON_CHECK_OK(a.tensor(7, "indices", &indices));
@@ -255,14 +257,14 @@ void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
 int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args,
                        size_t n) {
   Args a{ctx, args, n, "aten::avg_pool2d.out"};
-  PTERON_CHECK_OK(kb::arity(a, 8));
+  PTERON_CHECK_OK(a.arity(8));
   pteron_tensor *self = nullptr, *out = nullptr;
   bool ceil_mode = false, count_include_pad = false, has_div = false;
   int64_t divisor = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.boolean(4, "ceil_mode", &ceil_mode));
   PTERON_CHECK_OK(a.boolean(5, "count_include_pad", &count_include_pad));
-  PTERON_CHECK_OK(kb::opt_integer(a, 6, "divisor_override", &divisor, &has_div));
+  PTERON_CHECK_OK(kern::opt_integer(a, 6, "divisor_override", &divisor, &has_div));
   PTERON_CHECK_OK(a.tensor(7, "out", &out));
   const int32_t dt = self->dtype;
   if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 &&

@@ -12,12 +12,15 @@
 #include <cstring>
 
 #include "kernel_util.h"
-#include "kernels_a_util.h"
+#include "arg_reading.h"
+#include "dtype_convert.h"
+#include "reduction_plan.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
 
 namespace {
 
 using namespace pteron::kern;
-using namespace pteron::kern::ka;
 
 int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op,
                               int32_t dtype, const pteron_tensor* out) {

@@ -9,14 +9,16 @@
 #include <limits>
 
 #include "kernel_util.h"
-#include "kernels_b_util.h"
+#include "strided_views.h"
+#include "tensor_checks.h"
+#include "arg_reading.h"
 
 namespace {
 
 using pteron::kern::Args;
 using pteron::kern::fail;
 using pteron::kern::wrap_dim;
-namespace kb = pteron::kern::kb;
+namespace kern = pteron::kern;
 
 int32_t bad_dim(const Args& a, const char* arg, int64_t d, int32_t rank) {
   int32_t r = rank == 0 ? 1 : rank;
@@ -31,11 +33,11 @@ int32_t bad_dim(const Args& a, const char* arg, int64_t d, int32_t rank) {
 int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                          size_t n) {
   Args a{ctx, args, n, "aten::permute_copy.out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   const int64_t* dims = nullptr;
   size_t nd = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "dims", &dims, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (nd != static_cast<size_t>(self->dim))
@@ -43,7 +45,7 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                 "%s: dims has %zu entries but self has rank %d", a.op, nd,
                 (int)self->dim);
   bool seen[PTERON_MAX_DIM] = {};
-  kb::View src;
+  kern::View src;
   src.dim = self->dim;
   int64_t sizes[PTERON_MAX_DIM];
   for (size_t i = 0; i < nd; ++i) {
@@ -59,8 +61,8 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
     src.sizes[i] = self->sizes[d];
     src.strides[i] = self->strides[d];
   }
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, self->dim));
-  return kb::copy_tensor(a, self, src, out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, self->dim));
+  return kern::copy_tensor(a, self, src, out);
 }
 
 // ---- view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) ---------
@@ -68,11 +70,11 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                       size_t n) {
   Args a{ctx, args, n, "aten::view_copy.out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   const int64_t* size = nullptr;
   size_t nd = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "size", &size, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (nd > PTERON_MAX_DIM)
@@ -118,8 +120,8 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                 "%s: shape is invalid for input of size %lld", a.op,
                 (long long)total);
   }
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, static_cast<int32_t>(nd)));
-  return kb::copy_tensor(a, self, kb::view_of(self), out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, static_cast<int32_t>(nd)));
+  return kern::copy_tensor(a, self, kern::view_of(self), out);
 }
 
 // ---- expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False,
@@ -128,12 +130,12 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                         size_t n) {
   Args a{ctx, args, n, "aten::expand_copy.out"};
-  PTERON_CHECK_OK(kb::arity(a, 4));
+  PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
   const int64_t* size = nullptr;
   size_t nd = 0;
   bool implicit = false;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "size", &size, &nd));
   PTERON_CHECK_OK(a.boolean(2, "implicit", &implicit));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
@@ -147,7 +149,7 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                 "equal to the rank of self (%d)",
                 a.op, nd, (int)self->dim);
   const int32_t lead = static_cast<int32_t>(nd) - self->dim;
-  kb::View src;
+  kern::View src;
   src.dim = static_cast<int32_t>(nd);
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0; i < static_cast<int32_t>(nd); ++i) {
@@ -183,11 +185,11 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
     src.sizes[i] = sizes[i];
   }
   int64_t total = 0;
-  if (!kb::checked_numel(sizes, src.dim, &total))
+  if (!kern::checked_numel(sizes, src.dim, &total))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size is too large",
                 a.op);
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, src.dim));
-  return kb::copy_tensor(a, self, src, out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, src.dim));
+  return kern::copy_tensor(a, self, src, out);
 }
 
 // ---- squeeze_copy ---------------------------------------------------------
@@ -195,7 +197,7 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 // Drops the size-1 dims marked in `drop` (all size-1 dims when all is set).
 int32_t squeeze_impl(const Args& a, pteron_tensor* self, pteron_tensor* out,
                      const bool* drop) {
-  kb::View src;
+  kern::View src;
   int64_t sizes[PTERON_MAX_DIM];
   int32_t k = 0;
   for (int32_t i = 0; i < self->dim; ++i) {
@@ -206,19 +208,19 @@ int32_t squeeze_impl(const Args& a, pteron_tensor* self, pteron_tensor* out,
     ++k;
   }
   src.dim = k;
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, k));
-  return kb::copy_tensor(a, self, src, out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, k));
+  return kern::copy_tensor(a, self, src, out);
 }
 
 // squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out)
 int32_t squeeze_copy_dims_out(pteron_kernel_context* ctx,
                               pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.dims_out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   const int64_t* dims = nullptr;
   size_t nd = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "dim", &dims, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   bool drop[PTERON_MAX_DIM + 1] = {};
@@ -240,10 +242,10 @@ int32_t squeeze_copy_dims_out(pteron_kernel_context* ctx,
 int32_t squeeze_copy_dim_out(pteron_kernel_context* ctx,
                              pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.dim_out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   int64_t d0 = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   int64_t d = d0;
@@ -257,9 +259,9 @@ int32_t squeeze_copy_dim_out(pteron_kernel_context* ctx,
 int32_t squeeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                          size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.out"};
-  PTERON_CHECK_OK(kb::arity(a, 2));
+  PTERON_CHECK_OK(a.arity(2));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "out", &out));
   bool drop[PTERON_MAX_DIM + 1];
   for (bool& b : drop) b = true;
@@ -271,10 +273,10 @@ int32_t squeeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
                            pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::unsqueeze_copy.out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   int64_t d0 = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (self->dim >= PTERON_MAX_DIM)
@@ -283,7 +285,7 @@ int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
                 PTERON_MAX_DIM);
   int64_t d = d0;
   if (!wrap_dim(d, self->dim + 1)) return bad_dim(a, "dim", d0, self->dim + 1);
-  kb::View src;
+  kern::View src;
   src.dim = self->dim + 1;
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0, j = 0; i < src.dim; ++i) {
@@ -297,8 +299,8 @@ int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
     }
     src.sizes[i] = sizes[i];
   }
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, src.dim));
-  return kb::copy_tensor(a, self, src, out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, src.dim));
+  return kern::copy_tensor(a, self, src, out);
 }
 
 // ---- select_copy.int_out(Tensor self, int dim, SymInt index, *,
@@ -307,10 +309,10 @@ int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
 int32_t select_copy_int_out(pteron_kernel_context* ctx,
                             pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::select_copy.int_out"};
-  PTERON_CHECK_OK(kb::arity(a, 4));
+  PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
   int64_t d0 = 0, index = 0;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.integer(2, "index", &index));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
@@ -325,7 +327,7 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx,
                 "%s: index %lld is out of range for dim %lld of size %lld",
                 a.op, (long long)index, (long long)d, (long long)size);
   if (index < 0) index += size;
-  kb::View src;
+  kern::View src;
   int64_t sizes[PTERON_MAX_DIM];
   int32_t k = 0;
   for (int32_t i = 0; i < self->dim; ++i) {
@@ -337,8 +339,8 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx,
   }
   src.dim = k;
   src.offset = index * self->strides[d];
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, k));
-  return kb::copy_tensor(a, self, src, out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, k));
+  return kern::copy_tensor(a, self, src, out);
 }
 
 // ---- slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None,
@@ -347,14 +349,14 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx,
 int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
                               pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::slice_copy.Tensor_out"};
-  PTERON_CHECK_OK(kb::arity(a, 6));
+  PTERON_CHECK_OK(a.arity(6));
   pteron_tensor *self = nullptr, *out = nullptr;
   int64_t d0 = 0, start = 0, end = 0, step = 0;
   bool has_start = false, has_end = false;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
-  PTERON_CHECK_OK(kb::opt_integer(a, 2, "start", &start, &has_start));
-  PTERON_CHECK_OK(kb::opt_integer(a, 3, "end", &end, &has_end));
+  PTERON_CHECK_OK(kern::opt_integer(a, 2, "start", &start, &has_start));
+  PTERON_CHECK_OK(kern::opt_integer(a, 3, "end", &end, &has_end));
   PTERON_CHECK_OK(a.integer(4, "step", &step));
   PTERON_CHECK_OK(a.tensor(5, "out", &out));
   if (self->dim == 0)
@@ -376,7 +378,7 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
   if (end > size) end = size;
   if (end < start) end = start;
   const int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
-  kb::View src = kb::view_of(self);
+  kern::View src = kern::view_of(self);
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0; i < self->dim; ++i) sizes[i] = self->sizes[i];
   sizes[d] = len;
@@ -384,8 +386,8 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
   src.offset = len > 0 ? start * self->strides[d] : 0;
   // step < size when len > 1, so the product stays inside the storage span.
   if (len > 1) src.strides[d] = self->strides[d] * step;
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, self->dim));
-  return kb::copy_tensor(a, self, src, out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, self->dim));
+  return kern::copy_tensor(a, self, src, out);
 }
 
 // ---- cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) ---------------
@@ -393,7 +395,7 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
 int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
                 size_t n) {
   Args a{ctx, args, n, "aten::cat.out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor* const* ts = nullptr;
   size_t count = 0;
   int64_t d0 = 0;
@@ -416,7 +418,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
     if (t == nullptr)
       return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
                   "%s: tensors[%zu] is None", a.op, i);
-    PTERON_CHECK_OK(kb::check_tensor(ctx, a.op, "tensors", t));
+    PTERON_CHECK_OK(kern::check_tensor(ctx, a.op, "tensors", t));
     if (!pteron::kern::is_supported(t->dtype))
       return pteron::kern::unsupported_dtype(ctx, a.op, "tensors", t->dtype);
     dtype = dtype < 0 ? t->dtype : pteron::kern::promote_types(dtype, t->dtype);
@@ -430,7 +432,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
   }
   if (!pteron::kern::is_supported(out->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
-  if (!kb::can_cast(dtype, out->dtype))
+  if (!kern::can_cast(dtype, out->dtype))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: input dtype %s can't be cast to the out dtype %s", a.op,
                 pteron::kern::dtype_name(dtype),
@@ -438,7 +440,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
   if (ref == nullptr) {
     // Every input is an empty 1-D tensor: the result is one as well.
     int64_t zero = 0;
-    return kb::resize_out(a, out, "out", &zero, 1);
+    return kern::resize_out(a.ctx, a.op, "out", out, &zero, 1);
   }
   int64_t d = d0;
   if (!wrap_dim(d, ref->dim)) return bad_dim(a, "dim", d0, ref->dim);
@@ -468,16 +470,16 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
     cat_size += t->sizes[d];
   }
   sizes[d] = cat_size;
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", sizes, ref->dim));
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, ref->dim));
   int64_t pos = 0;
   for (size_t k = 0; k < count; ++k) {
     const pteron_tensor* t = ts[k];
     if (t->dim == 1 && t->sizes[0] == 0) continue;
-    kb::View dst = kb::view_of(out);
+    kern::View dst = kern::view_of(out);
     dst.sizes[d] = t->sizes[d];
     dst.offset = pos * out->strides[d];
     if (t->sizes[d] > 0)
-      kb::copy_view(t->data, t->dtype, kb::view_of(t), out->data, out->dtype,
+      kern::copy_view(t->data, t->dtype, kern::view_of(t), out->data, out->dtype,
                     dst);
     pos += t->sizes[d];
   }
@@ -490,13 +492,13 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
 int32_t clone_out(pteron_kernel_context* ctx, pteron_value* const* args,
                   size_t n) {
   Args a{ctx, args, n, "aten::clone.out"};
-  PTERON_CHECK_OK(kb::arity(a, 3));
+  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(kb::memory_format(a, 1));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::memory_format(a, 1));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", self->sizes, self->dim));
-  return kb::copy_tensor(a, self, kb::view_of(self), out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
+  return kern::copy_tensor(a, self, kern::view_of(self), out);
 }
 
 // ---- dim_order_ops::_to_dim_order_copy.out / _clone_dim_order.out
@@ -504,15 +506,15 @@ int32_t clone_out(pteron_kernel_context* ctx, pteron_value* const* args,
 //       Tensor(a!) out) ------------------------------------------------------
 
 int32_t dim_order_copy(const Args& a, bool same_dtype) {
-  PTERON_CHECK_OK(kb::arity(a, 4));
+  PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
   bool non_blocking = false;
   const int64_t* order = nullptr;
   size_t nd = 0;
   bool has_order = false;
-  PTERON_CHECK_OK(kb::tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.boolean(1, "non_blocking", &non_blocking));
-  PTERON_CHECK_OK(kb::opt_int_list(a, 2, "dim_order", &order, &nd, &has_order));
+  PTERON_CHECK_OK(kern::opt_int_list(a, 2, "dim_order", &order, &nd, &has_order));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
   if (has_order) {
     if (nd != static_cast<size_t>(self->dim))
@@ -545,8 +547,8 @@ int32_t dim_order_copy(const Args& a, bool same_dtype) {
                 "%s: out dtype %s differs from self dtype %s", a.op,
                 pteron::kern::dtype_name(out->dtype),
                 pteron::kern::dtype_name(self->dtype));
-  PTERON_CHECK_OK(kb::resize_out(a, out, "out", self->sizes, self->dim));
-  return kb::copy_tensor(a, self, kb::view_of(self), out);
+  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
+  return kern::copy_tensor(a, self, kern::view_of(self), out);
 }
 
 int32_t to_dim_order_copy_out(pteron_kernel_context* ctx,

@@ -1,21 +1,16 @@
-// test_kernels_b.cpp - development check of the portable shape, index,
-// convolution, pooling and normalisation kernels (runtime/kernels/portable/
-// shape.cpp, index.cpp, conv.cpp, pool.cpp, norm.cpp) without the runtime.
+// test_shape_conv_norm.cpp - the portable kernels of shape.cpp, index.cpp,
+// conv.cpp, pool.cpp and norm.cpp (shape and copy operators, indexing,
+// convolution, pooling, normalisation).
 //
-// The runtime entry points a kernel calls (pteron_kernel_fail,
-// pteron_tensor_resize, pteron_kernel_scratch, pteron_register_kernels,
-// pteron_parallel_for) are replaced by small stand-ins below; registered
-// kernels are captured in a map and called by "name.overload".
+// Runs against the real runtime and kernels_portable (linked as a consumer
+// links them): each kernel is called through the runtime's one test-only
+// entry point, pteron_testing_call_kernel (pteron/testing.h), so the real
+// registry, pteron_kernel_fail, pteron_tensor_resize and
+// pteron_kernel_scratch are behind every call. Built with
+// -DPTERON_BUILD_TESTS=ON (tests/kernels/CMakeLists.txt) and run by
+// tests/test_kernels_native.py; kernel_test_util.h gives the command line.
 //
-// Build and run (from the repository root):
-//   g++ -std=c++17 -g -fsanitize=address,undefined -fno-sanitize-recover=all
-//       -Iinclude -Iruntime/kernels/common tests/kernels/test_kernels_b.cpp
-//       runtime/kernels/portable/{shape,index,conv,pool,norm}.cpp build/libpteron.so
-//       -Wl,-rpath,build -o /tmp/test_kernels_b   (dtype names come from the runtime)
-//   /tmp/test_kernels_b
-//
-// Expected values were computed with eager PyTorch 2.13 in the dev venv
-// (/opt/pteron-dev/bin/python). Inputs are exact binary fractions made by
+// Expected values were computed with eager PyTorch 2.13.0 (CPU). Inputs are exact binary fractions made by
 //   def inp(*shape, dtype=float32, mod=13, mul=7, off=6, scale=0.25):
 //       v = [((i*mul) % mod - off) * scale for i in range(prod(shape))]
 //       return torch.tensor(v).reshape(shape).to(dtype)
@@ -32,80 +27,15 @@
 #include <utility>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "pteron/kernel.h"
+#include "pteron/testing.h"
 
-// ---- stand-ins for the runtime ------------------------------------------------
-
-struct pteron_kernel_context {
+// What a kernel call left behind: the code and message it recorded.
+struct CallResult {
   std::string message;
   int32_t code = 0;
-  std::vector<unsigned char> scratch;
 };
-
-static std::map<std::string, pteron_kernel_fn>& registry() {
-  static std::map<std::string, pteron_kernel_fn> r;
-  return r;
-}
-
-extern "C" {
-int32_t pteron_kernel_fail(pteron_kernel_context* ctx, int32_t code,
-                           const char* message) {
-  ctx->code = code;
-  ctx->message = message ? message : "";
-  return code;
-}
-
-int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
-                             const int64_t* sizes, int32_t dim) {
-  if (dim != t->dim) return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "rank change");
-  int64_t n = 1;
-  for (int32_t i = 0; i < dim; ++i) {
-    if (sizes[i] < 0) return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "negative size");
-    n *= sizes[i];
-  }
-  if (t->dynamism == PTERON_SHAPE_STATIC) {
-    for (int32_t i = 0; i < dim; ++i)
-      if (sizes[i] != t->sizes[i])
-        return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "static size");
-    return PTERON_OK;
-  }
-  int64_t es = t->dtype == PTERON_DTYPE_FLOAT64 || t->dtype == PTERON_DTYPE_INT64 ? 8
-             : t->dtype == PTERON_DTYPE_FLOAT32 || t->dtype == PTERON_DTYPE_INT32 ? 4
-             : t->dtype == PTERON_DTYPE_INT16 ? 2 : 1;
-  if (n * es > t->capacity_bytes)
-    return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "capacity");
-  for (int32_t i = 0; i < dim; ++i) t->sizes[i] = sizes[i];
-  int64_t s = 1;
-  for (int32_t k = dim - 1; k >= 0; --k) {
-    int d = t->dim_order[k];
-    t->strides[d] = s;
-    s *= t->sizes[d] > 0 ? t->sizes[d] : 1;
-  }
-  return PTERON_OK;
-}
-
-void* pteron_kernel_scratch(pteron_kernel_context* ctx, size_t bytes) {
-  ctx->scratch.assign(bytes + 64, 0xAB);
-  uintptr_t p = reinterpret_cast<uintptr_t>(ctx->scratch.data());
-  return reinterpret_cast<void*>((p + 63) & ~uintptr_t(63));
-}
-
-void pteron_parallel_for(int64_t begin, int64_t end, int64_t grain,
-                         pteron_range_fn fn, void* user) {
-  (void)grain;
-  if (begin < end) fn(user, begin, end);
-}
-
-int32_t pteron_register_kernels(uint32_t abi_version, const char* library,
-                                const pteron_kernel_registration* kernels,
-                                size_t count) {
-  (void)library;
-  if (abi_version != PTERON_ABI_VERSION) return PTERON_ERROR_ABI_MISMATCH;
-  for (size_t i = 0; i < count; ++i)
-    registry()[std::string(kernels[i].name) + "." + kernels[i].overload] = kernels[i].fn;
-  return PTERON_OK;
-}
-}  // extern "C"
 
 // ---- test helpers ---------------------------------------------------------------
 
@@ -143,7 +73,7 @@ struct Tensor {
     t.dim = static_cast<int32_t>(sizes.size());
     t.dynamism = dynamism;
     int64_t n = 1;
-    for (size_t i = 0; i < sizes.size(); ++i) {
+    for (size_t i = 0; i < sizes.size() && i < PTERON_MAX_DIM; ++i) {
       t.sizes[i] = t.bound[i] = sizes[i];
       n *= sizes[i] > 0 ? sizes[i] : 1;
       t.dim_order[i] = dim_order.empty() ? static_cast<uint8_t>(i) : dim_order[i];
@@ -152,12 +82,7 @@ struct Tensor {
     t.capacity_bytes = capacity * elem_size(dtype);
     storage.assign(static_cast<size_t>((t.capacity_bytes + 7) / 8 + 1), 0);
     t.data = storage.data();
-    int64_t s = 1;
-    for (int32_t k = t.dim - 1; k >= 0; --k) {
-      int d = t.dim_order[k];
-      t.strides[d] = s;
-      s *= t.sizes[d] > 0 ? t.sizes[d] : 1;
-    }
+    set_strides_from_dim_order(t);
   }
   int64_t numel() const {
     int64_t n = 1;
@@ -195,6 +120,8 @@ struct Tensor {
       case PTERON_DTYPE_INT64: return static_cast<double>(static_cast<const int64_t*>(t.data)[o]);
       case PTERON_DTYPE_INT32: return static_cast<const int32_t*>(t.data)[o];
       case PTERON_DTYPE_UINT8: return static_cast<const uint8_t*>(t.data)[o];
+      case PTERON_DTYPE_INT8: return static_cast<const int8_t*>(t.data)[o];
+      case PTERON_DTYPE_INT16: return static_cast<const int16_t*>(t.data)[o];
       case PTERON_DTYPE_BOOL: return static_cast<const bool*>(t.data)[o];
       default: return NAN;
     }
@@ -223,7 +150,7 @@ struct Call {
   std::vector<pteron_value> vals;
   std::vector<std::vector<int64_t>> lists;
   std::vector<std::vector<pteron_tensor*>> tlists;
-  pteron_kernel_context ctx;
+  CallResult ctx;
   Call& tensor(Tensor& x) { pteron_value v{}; v.tag = PTERON_VALUE_TENSOR; v.u.tensor = &x.t; vals.push_back(v); return *this; }
   Call& none() { pteron_value v{}; v.tag = PTERON_VALUE_NONE; vals.push_back(v); return *this; }
   Call& i(int64_t x) { pteron_value v{}; v.tag = PTERON_VALUE_INT; v.u.i = x; vals.push_back(v); return *this; }
@@ -246,15 +173,21 @@ struct Call {
     vals.push_back(v); return *this;
   }
   int32_t run(const char* op) {
-    auto it = registry().find(op);
-    if (it == registry().end()) {
+    const std::string full = op;
+    const size_t dot = full.rfind('.');
+    const std::string name = full.substr(0, dot), overload = full.substr(dot + 1);
+    std::vector<pteron_value*> ptrs;
+    for (auto& v : vals) ptrs.push_back(&v);
+    char msg[1024];
+    const int32_t rc = pteron_testing_call_kernel(name.c_str(), overload.c_str(), nullptr,
+                                                  ptrs.data(), ptrs.size(), msg, sizeof msg,
+                                                  &ctx.code);
+    ctx.message = msg;
+    if (rc == PTERON_ERROR_MISSING_OPERATOR && ctx.code == PTERON_OK) {
       std::fprintf(stderr, "kernel %s is not registered\n", op);
       return -1;
     }
-    std::vector<pteron_value*> ptrs;
-    for (auto& v : vals) ptrs.push_back(&v);
-    ctx.message.clear();
-    return it->second(&ctx, ptrs.data(), ptrs.size());
+    return rc;
   }
 };
 
@@ -310,6 +243,10 @@ static bool mentions(const Call& c, const char* s) {
 // kSelect = aten.select_copy(inp(2,3,4), -2, -1)
 // kCat = torch.cat([int32 [[1,2],[3,4]], torch.empty(0), int64 [[5],[6]]], 1, out=float32)
 // kToU8 / kToI32 = tensor([-1.0, 300.0, -3.7, 2.5]).to(uint8 / int32)
+// kNanTo* = tensor([nan, 1e20, -1e20, 3e9, 2.7, -70000.5]).to(int32 / int64 / int16 /
+//   int8 / uint8), the same from float32 and float64 (PyTorch on x86: NaN and
+//   out-of-range values give INT_MIN for 32/64-bit targets, narrower ones wrap
+//   that int32 value)
 // kIndexSelect = index_select(inp(3,4), 1, int32 [3,0,3])
 // kEmbedding = F.embedding(tensor([[4,0],[2,2]]), inp(5,3))
 const double kConv2d[] = {-0.875, -1.125, 0.125, 0.875, 6.5, 0.875, 0.125, -1.125, -0.875, -1.75, -0.875, -1.125, -3.25, -4.375, -2.375, 1.5, 1.875, 1.375, 0.125, -0.625, -0.125, -2.25, -1.875, 1.25, 2.875, 2.0, 0.0, 2.0, 4.0, 4.5, 3.0, 1.625, -0.75, 1.375, 1.25, 1.875};
@@ -336,6 +273,11 @@ const double kSelect[] = {-0.5, 1.25, -0.25, 1.5, 1.0, -0.5, 1.25, -0.25};
 const double kCat[] = {1.0, 2.0, 5.0, 3.0, 4.0, 6.0};
 const int64_t kToU8[] = {255, 44, 253, 2};
 const int64_t kToI32[] = {-1, 300, -3, 2};
+const int64_t kNanToI32[] = {-2147483648LL, -2147483648LL, -2147483648LL, -2147483648LL, 2, -70000};
+const int64_t kNanToI64[] = {INT64_MIN, INT64_MIN, INT64_MIN, 3000000000LL, 2, -70000};
+const int64_t kNanToI16[] = {0, 0, 0, 0, 2, -4464};
+const int64_t kNanToI8[] = {0, 0, 0, 0, 2, -112};
+const int64_t kNanToU8[] = {0, 0, 0, 0, 2, 144};
 const double kIndexSelect[] = {0.5, -1.5, 0.5, 1.0, -1.0, 1.0, 1.5, -0.5, 1.5};
 const double kEmbedding[] = {0.0, -1.5, 0.25, -1.5, 0.25, -1.25, -0.75, 1.0, -0.5, -0.75, 1.0, -0.5};
 
@@ -521,6 +463,24 @@ static void test_shape_ops() {
     c4.tensor(f).b(false).none().tensor(i32);
     CHECK(c4.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
     CHECK(equal_to(i32, kToI32));
+    // NaN and out-of-range floats: PyTorch's x86 values, from float32 and float64
+    for (int32_t from : {PTERON_DTYPE_FLOAT32, PTERON_DTYPE_FLOAT64}) {
+      Tensor src(from, {6});
+      src.fill({NAN, 1e20, -1e20, 3e9, 2.7, -70000.5});
+      const std::pair<int32_t, const int64_t*> targets[] = {
+          {PTERON_DTYPE_INT32, kNanToI32}, {PTERON_DTYPE_INT64, kNanToI64},
+          {PTERON_DTYPE_INT16, kNanToI16}, {PTERON_DTYPE_INT8, kNanToI8},
+          {PTERON_DTYPE_UINT8, kNanToU8}};
+      for (const auto& tg : targets) {
+        Tensor dst(tg.first, {6});
+        Call cv;
+        cv.tensor(src).b(false).none().tensor(dst);
+        CHECK(cv.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
+        bool same = true;
+        for (int64_t i = 0; i < 6; ++i) same = same && dst.get(i) == static_cast<double>(tg.second[i]);
+        CHECK(same);
+      }
+    }
     Call c5;  // _clone_dim_order keeps the dtype
     c5.tensor(f).b(false).none().tensor(i32);
     CHECK(c5.run("dim_order_ops::_clone_dim_order.out") == PTERON_ERROR_INVALID_ARGUMENT);
@@ -1177,15 +1137,12 @@ static void test_conv_pool_random() {
   std::printf("random geometry: %d convolutions, %d poolings checked\n", conv_runs, pool_runs);
 }
 
-int main() {
-  test_shape_ops();
-  test_index_ops();
-  test_conv();
-  test_pool();
-  test_norm();
-  test_malformed();
-  test_random_arguments();
-  test_conv_pool_random();
-  std::printf("%d checks, %d failures\n", g_checks, g_failures);
-  return g_failures == 0 ? 0 : 1;
+int main(int argc, char** argv) {
+  static const Section sections[] = {
+      {"shape_ops", test_shape_ops}, {"index_ops", test_index_ops},
+      {"conv", test_conv},           {"pool", test_pool},
+      {"norm", test_norm},           {"malformed", test_malformed},
+      {"random_arguments", test_random_arguments},
+      {"conv_pool_random", test_conv_pool_random}};
+  return run_sections(argc, argv, sections, g_checks, g_failures);
 }

@@ -1,0 +1,157 @@
+// reduction_plan.h - which dims a reduction (sum, mean, amax, any, ...)
+// folds, its output shape, and the iteration over kept and reduced dims in
+// any dim order (header-only, private to the kernel libraries).
+#pragma once
+
+#include <cstdint>
+
+#include "kernel_util.h"
+
+namespace pteron::kern {
+
+// Which input dims a reduction removes, and the output shape.
+struct ReducePlan {
+  int32_t in_dim = 0;
+  bool reduced[PTERON_MAX_DIM] = {};
+  bool keepdim = false;
+  int64_t out_sizes[PTERON_MAX_DIM] = {};
+  int32_t out_dim = 0;
+  // for each input dim that is kept: the matching output dim
+  int32_t out_of_in[PTERON_MAX_DIM] = {};
+  int64_t reduce_count = 1;  // elements folded into each output element
+};
+
+// dims: nullptr for None (reduce all); an empty list reduces all when
+// empty_means_all, nothing otherwise.
+inline int32_t make_reduce_plan(pteron_kernel_context* ctx, const char* op,
+                                const pteron_tensor* in, const int64_t* dims,
+                                size_t ndims, bool empty_means_all,
+                                bool keepdim, ReducePlan* p) {
+  p->in_dim = in->dim;
+  p->keepdim = keepdim;
+  for (int32_t i = 0; i < PTERON_MAX_DIM; ++i) p->reduced[i] = false;
+  if (!dims || (ndims == 0 && empty_means_all)) {
+    for (int32_t i = 0; i < in->dim; ++i) p->reduced[i] = true;
+  } else {
+    if (ndims > PTERON_MAX_DIM)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: too many dims (%zu)",
+                  op, ndims);
+    bool seen0 = false;  // rank-0 input: dim 0/-1 reduces the only "dim"
+    for (size_t k = 0; k < ndims; ++k) {
+      int64_t d = dims[k];
+      if (!wrap_dim(d, in->dim))
+        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                    "%s: dim %lld out of range for a tensor of rank %d", op,
+                    static_cast<long long>(dims[k]), in->dim);
+      if (in->dim == 0) {
+        if (seen0)
+          return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                      "%s: dim %lld appears multiple times in the list of dims",
+                      op, static_cast<long long>(d));
+        seen0 = true;
+        continue;
+      }
+      if (p->reduced[d])
+        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                    "%s: dim %lld appears multiple times in the list of dims",
+                    op, static_cast<long long>(d));
+      p->reduced[d] = true;
+    }
+  }
+  p->out_dim = 0;
+  p->reduce_count = 1;
+  for (int32_t i = 0; i < in->dim; ++i) {
+    if (p->reduced[i]) {
+      p->reduce_count *= in->sizes[i];
+      if (keepdim) p->out_sizes[p->out_dim++] = 1;
+    } else {
+      p->out_of_in[i] = p->out_dim;
+      p->out_sizes[p->out_dim++] = in->sizes[i];
+    }
+  }
+  return PTERON_OK;
+}
+
+// For a planned reduction over `in` into `out` (already resized): calls
+// f(out_offset, in_base_offset) once per output element (in logical row-major
+// order over the kept dims); inner(in_base, g) then calls g(in_offset) for
+// every reduced element, in logical row-major order over the reduced dims.
+struct ReduceIter {
+  const pteron_tensor* in;
+  const pteron_tensor* out;
+  const ReducePlan* p;
+  int32_t kd[PTERON_MAX_DIM], nk = 0;  // kept input dims
+  int32_t rd[PTERON_MAX_DIM], nr = 0;  // reduced input dims
+
+  ReduceIter(const pteron_tensor* in_, const pteron_tensor* out_,
+             const ReducePlan* p_)
+      : in(in_), out(out_), p(p_) {
+    for (int32_t i = 0; i < in->dim; ++i) {
+      if (p->reduced[i]) rd[nr++] = i;
+      else kd[nk++] = i;
+    }
+  }
+
+  template <typename F>
+  void outer(F&& f) const {
+    outer2(out, [&](int64_t o, int64_t, int64_t i) { f(o, i); });
+  }
+
+  // As outer(), with the offset in a second output of the same shape (its
+  // dim order may differ): f(out_offset, out2_offset, in_base_offset).
+  template <typename F>
+  void outer2(const pteron_tensor* out2, F&& f) const {
+    int64_t total = 1;
+    for (int32_t k = 0; k < nk; ++k) total *= in->sizes[kd[k]];
+    if (total == 0) return;
+    int64_t ost[PTERON_MAX_DIM], ost2[PTERON_MAX_DIM];
+    for (int32_t k = 0; k < nk; ++k) {
+      int32_t od = p->keepdim ? kd[k] : p->out_of_in[kd[k]];
+      ost[k] = out->strides[od];
+      ost2[k] = out2->strides[od];
+    }
+    int64_t idx[PTERON_MAX_DIM] = {0};
+    int64_t ioff = 0, ooff = 0, ooff2 = 0;
+    for (int64_t n = 0; n < total; ++n) {
+      f(ooff, ooff2, ioff);
+      for (int32_t k = nk - 1; k >= 0; --k) {
+        const int32_t d = kd[k];
+        ++idx[k];
+        ioff += in->strides[d];
+        ooff += ost[k];
+        ooff2 += ost2[k];
+        if (idx[k] < in->sizes[d]) break;
+        ioff -= in->strides[d] * idx[k];
+        ooff -= ost[k] * idx[k];
+        ooff2 -= ost2[k] * idx[k];
+        idx[k] = 0;
+      }
+    }
+  }
+
+  template <typename G>
+  void inner(int64_t base, G&& g) const {
+    const int64_t total = p->reduce_count;
+    if (total == 0) return;
+    if (nr == 1) {  // common case: one reduced dim
+      const int64_t st = in->strides[rd[0]];
+      for (int64_t n = 0; n < total; ++n) g(base + n * st);
+      return;
+    }
+    int64_t idx[PTERON_MAX_DIM] = {0};
+    int64_t off = base;
+    for (int64_t n = 0; n < total; ++n) {
+      g(off);
+      for (int32_t k = nr - 1; k >= 0; --k) {
+        const int32_t d = rd[k];
+        ++idx[k];
+        off += in->strides[d];
+        if (idx[k] < in->sizes[d]) break;
+        off -= in->strides[d] * idx[k];
+        idx[k] = 0;
+      }
+    }
+  }
+};
+
+}  // namespace pteron::kern
