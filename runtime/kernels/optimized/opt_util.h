@@ -4,7 +4,7 @@
 //
 // Registration convention: every kernel here is registered with the key
 // PTERON_OPT_KEY, the runtime's key for a float32 first tensor argument
-// ("dtype=<n>", n = PTERON_DTYPE_FLOAT32), so the registry picks it only when
+// (pteron_kernel_key_for_dtype(PTERON_DTYPE_FLOAT32)), so the registry picks it only when
 // the operator's first tensor argument is float32; every other dtype falls back to
 // kernels_portable's generic kernel. Inside, a kernel still checks every
 // other argument, because a float32 first argument says nothing about them.
@@ -21,17 +21,11 @@
 
 namespace pteron_opt {
 
-// The registry key of every kernel in this library: "dtype=" and the number
-// of PTERON_DTYPE_FLOAT32 (pteron/kernel.h), the key the runtime matches for
-// a float32 first tensor argument. Built once, on first use (the
-// registration tables are filled when the library loads).
-inline const char* float32_key() {
-  static char key[24];
-  static const int built = std::snprintf(key, sizeof key, "dtype=%d", PTERON_DTYPE_FLOAT32);
-  (void)built;
-  return key;
-}
-#define PTERON_OPT_KEY (pteron_opt::float32_key())
+// The registry key of every kernel in this library: the runtime's own key
+// for a float32 first tensor argument (pteron_kernel_key_for_dtype, the one
+// function that builds keys; pteron/kernel.h, "The kernel key"). The
+// registration tables are filled when the library loads, after the runtime.
+#define PTERON_OPT_KEY (pteron_kernel_key_for_dtype(PTERON_DTYPE_FLOAT32))
 
 // ---- parallelism ------------------------------------------------------------
 
