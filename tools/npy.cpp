@@ -71,7 +71,8 @@ std::string npy_read(const std::string& path, NpyArray* out) {
   errno = 0;
   std::ifstream f(fp, std::ios::binary);
   if (!f) return "cannot open '" + path + "': " + (errno ? std::strerror(errno) : "unknown error");
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)),
+                                   std::istreambuf_iterator<char>());
   if (f.bad()) return "cannot read '" + path + "'";
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
     return "'" + path + "' is not a .npy file";
@@ -82,7 +83,8 @@ std::string npy_read(const std::string& path, NpyArray* out) {
     hstart = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return "'" + path + "' is truncated";
-    hlen = bytes[8] | (size_t(bytes[9]) << 8) | (size_t(bytes[10]) << 16) | (size_t(bytes[11]) << 24);
+    hlen =
+        bytes[8] | (size_t(bytes[9]) << 8) | (size_t(bytes[10]) << 16) | (size_t(bytes[11]) << 24);
     hstart = 12;
   } else {
     return "'" + path + "' has unsupported .npy version " + std::to_string(major);
@@ -131,7 +133,7 @@ std::string npy_read(const std::string& path, NpyArray* out) {
     pos = e + 1;
   }
   const bool scalar = items.size() == 1 && items[0].empty();  // "()"
-  if (!scalar && items.size() == 1)  // "(3)" is an int, not a tuple
+  if (!scalar && items.size() == 1)                           // "(3)" is an int, not a tuple
     return "'" + path + "' has a malformed shape '(" + shape + ")'";
   size_t numel = 1;
   for (size_t i = 0; i < items.size() && !scalar; ++i) {
@@ -151,8 +153,8 @@ std::string npy_read(const std::string& path, NpyArray* out) {
   size_t need = numel * dm->size;
   size_t dstart = hstart + hlen;
   if (bytes.size() - dstart != need)
-    return "'" + path + "' holds " + std::to_string(bytes.size() - dstart) + " data bytes, its shape needs " +
-           std::to_string(need);
+    return "'" + path + "' holds " + std::to_string(bytes.size() - dstart) +
+           " data bytes, its shape needs " + std::to_string(need);
   out->data.assign(bytes.begin() + dstart, bytes.begin() + dstart + need);
   return "";
 }
@@ -167,19 +169,28 @@ std::string npy_write(const std::string& path, const NpyArray& a) {
     if (i + 1 < a.shape.size()) shape += " ";
   }
   shape += ")";
-  std::string h = "{'descr': '" + std::string(d) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string h =
+      "{'descr': '" + std::string(d) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + h.size() + 1;
   size_t pad = (64 - total % 64) % 64;
   h += std::string(pad, ' ') + "\n";
   errno = 0;
   std::ofstream f(std::filesystem::u8path(path), std::ios::binary);
   if (!f) return "cannot write '" + path + "': " + (errno ? std::strerror(errno) : "unknown error");
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  unsigned char pre[10] = {0x93,
+                           'N',
+                           'U',
+                           'M',
+                           'P',
+                           'Y',
+                           1,
+                           0,
                            static_cast<unsigned char>(h.size() & 0xff),
                            static_cast<unsigned char>(h.size() >> 8)};
   f.write(reinterpret_cast<const char*>(pre), 10);
   f.write(h.data(), static_cast<std::streamsize>(h.size()));
-  f.write(reinterpret_cast<const char*>(a.data.data()), static_cast<std::streamsize>(a.data.size()));
+  f.write(reinterpret_cast<const char*>(a.data.data()),
+          static_cast<std::streamsize>(a.data.size()));
   f.flush();
   if (!f) return "cannot write '" + path + "': " + (errno ? std::strerror(errno) : "write failed");
   return "";

@@ -10,7 +10,7 @@
 namespace pteron_tools {
 
 struct NpyArray {
-  int32_t dtype = -1;            // pteron_dtype
+  int32_t dtype = -1;  // pteron_dtype
   std::vector<int64_t> shape;
   std::vector<unsigned char> data;  // C-order element bytes
 };

@@ -112,9 +112,12 @@ int main(int argc, char** argv) {
       }
       return args[++i].c_str();
     };
-    if (a == "--method") method = next("--method");
-    else if (a == "--input") inputs.push_back(next("--input"));
-    else if (a == "--output-dir") out_dir = next("--output-dir");
+    if (a == "--method")
+      method = next("--method");
+    else if (a == "--input")
+      inputs.push_back(next("--input"));
+    else if (a == "--output-dir")
+      out_dir = next("--output-dir");
     else if (a == "--iterations") {
       char* end = nullptr;
       const char* v = next("--iterations");
@@ -122,18 +125,21 @@ int main(int argc, char** argv) {
       iterations = std::strtol(v, &end, 10);
       if (!(v[0] >= '0' && v[0] <= '9') || !end || *end || errno == ERANGE || iterations < 1 ||
           iterations > 1000000) {
-        std::fprintf(stderr, "pteron-run: --iterations needs an integer from 1 to 1000000, got '%s'\n%s",
-                     v, kUsage);
+        std::fprintf(stderr,
+                     "pteron-run: --iterations needs an integer from 1 to 1000000, got '%s'\n%s", v,
+                     kUsage);
         return 2;
       }
-    } else if (a == "--list-operators") list_ops = true;
+    } else if (a == "--list-operators")
+      list_ops = true;
     else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "pteron-run: unknown option '%s'\n%s", a.c_str(), kUsage);
       return 2;
-    } else if (model.empty()) model = a;
+    } else if (model.empty())
+      model = a;
     else {
       std::fprintf(stderr, "pteron-run: unexpected argument '%s'\n%s", a.c_str(), kUsage);
       return 2;
@@ -169,8 +175,8 @@ int main(int argc, char** argv) {
       const std::filesystem::path dir = std::filesystem::u8path(out_dir);
       std::filesystem::create_directories(dir, ec);
       if (ec || !std::filesystem::is_directory(dir))
-        return fail("cannot use output directory '" + out_dir + "': " +
-                    (ec ? ec.message() : std::string("not a directory")));
+        return fail("cannot use output directory '" + out_dir +
+                    "': " + (ec ? ec.message() : std::string("not a directory")));
     }
     pteron::Program program = pteron::Program::load_file(model);
     pteron::Method m = program.load_method(method);
@@ -183,13 +189,29 @@ int main(int argc, char** argv) {
       if (!err.empty()) return fail(err);
       pteron::ValueInfo info = m.input_info(i);
       if (!info.is_tensor()) {
-        if (a.shape.size() != 0) return fail("input " + std::to_string(i) + " is a scalar; give a 0-d .npy");
+        if (a.shape.size() != 0)
+          return fail("input " + std::to_string(i) + " is a scalar; give a 0-d .npy");
         double v = 0;
         switch (a.dtype) {
-          case PTERON_DTYPE_FLOAT32: { float f; std::memcpy(&f, a.data.data(), 4); v = f; break; }
+          case PTERON_DTYPE_FLOAT32: {
+            float f;
+            std::memcpy(&f, a.data.data(), 4);
+            v = f;
+            break;
+          }
           case PTERON_DTYPE_FLOAT64: std::memcpy(&v, a.data.data(), 8); break;
-          case PTERON_DTYPE_INT64: { int64_t x; std::memcpy(&x, a.data.data(), 8); v = double(x); break; }
-          case PTERON_DTYPE_INT32: { int32_t x; std::memcpy(&x, a.data.data(), 4); v = x; break; }
+          case PTERON_DTYPE_INT64: {
+            int64_t x;
+            std::memcpy(&x, a.data.data(), 8);
+            v = double(x);
+            break;
+          }
+          case PTERON_DTYPE_INT32: {
+            int32_t x;
+            std::memcpy(&x, a.data.data(), 4);
+            v = x;
+            break;
+          }
           case PTERON_DTYPE_BOOL: v = a.data[0] ? 1 : 0; break;
           default: return fail("input " + std::to_string(i) + ": unsupported scalar dtype");
         }
@@ -225,8 +247,8 @@ int main(int argc, char** argv) {
         case PTERON_DTYPE_INT64: summarize<int64_t>(bytes.data(), n, &mn, &mx, &mean); break;
         case PTERON_DTYPE_INT16: summarize<int16_t>(bytes.data(), n, &mn, &mx, &mean); break;
         case PTERON_DTYPE_INT8: summarize<int8_t>(bytes.data(), n, &mn, &mx, &mean); break;
-        case PTERON_DTYPE_UINT8: case PTERON_DTYPE_BOOL:
-          summarize<uint8_t>(bytes.data(), n, &mn, &mx, &mean); break;
+        case PTERON_DTYPE_UINT8:
+        case PTERON_DTYPE_BOOL: summarize<uint8_t>(bytes.data(), n, &mn, &mx, &mean); break;
         default: break;
       }
       std::printf("output %zu: %s %s min %.6g max %.6g mean %.6g\n", o,
@@ -242,8 +264,8 @@ int main(int argc, char** argv) {
       }
     }
     std::sort(times.begin(), times.end());
-    std::printf("median time per execution: %.3f ms over %zu iteration(s)\n", times[times.size() / 2],
-                times.size());
+    std::printf("median time per execution: %.3f ms over %zu iteration(s)\n",
+                times[times.size() / 2], times.size());
   } catch (const pteron::Error& e) {
     return fail(std::string(e.what()) + " [" + e.code_name() + "]");
   } catch (const std::exception& e) {

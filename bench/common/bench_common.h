@@ -17,7 +17,7 @@
 namespace bench {
 
 struct Npy {
-  std::string descr;              // "<f4", "<i8", "|b1", ...
+  std::string descr;  // "<f4", "<i8", "|b1", ...
   std::vector<int64_t> shape;
   std::vector<unsigned char> data;
 };
@@ -26,7 +26,8 @@ struct Npy {
 inline std::string read_npy(const std::string& path, Npy* out) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return "cannot open '" + path + "'";
-  std::vector<unsigned char> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<unsigned char> b((std::istreambuf_iterator<char>(f)),
+                               std::istreambuf_iterator<char>());
   if (b.size() < 10 || b[0] != 0x93 || std::string(b.begin() + 1, b.begin() + 6) != "NUMPY")
     return "'" + path + "' is not a .npy file";
   size_t hlen, off;
@@ -50,7 +51,8 @@ inline std::string read_npy(const std::string& path, Npy* out) {
   size_t q1 = d.find('\''), q2 = d.find('\'', q1 + 1);
   if (q1 == std::string::npos || q2 == std::string::npos) return "'" + path + "': no descr";
   out->descr = d.substr(q1 + 1, q2 - q1 - 1);
-  if (field("'fortran_order'").find("True") < 8) return "'" + path + "': Fortran order is not supported";
+  if (field("'fortran_order'").find("True") < 8)
+    return "'" + path + "': Fortran order is not supported";
   std::string s = field("'shape'");
   size_t p1 = s.find('('), p2 = s.find(')');
   if (p1 == std::string::npos || p2 == std::string::npos) return "'" + path + "': no shape";
@@ -58,8 +60,12 @@ inline std::string read_npy(const std::string& path, Npy* out) {
   std::string cur;
   for (size_t i = p1 + 1; i <= p2; ++i) {
     char c = s[i];
-    if (c >= '0' && c <= '9') cur += c;
-    else if (!cur.empty()) { out->shape.push_back(std::stoll(cur)); cur.clear(); }
+    if (c >= '0' && c <= '9')
+      cur += c;
+    else if (!cur.empty()) {
+      out->shape.push_back(std::stoll(cur));
+      cur.clear();
+    }
   }
   out->data.assign(b.begin() + off + hlen, b.end());
   return "";
@@ -102,9 +108,10 @@ inline void print_result(const char* runner, double load_ms, const std::vector<d
                          long threads, double out0_sum, long long out0_numel) {
   std::printf("median time per execution: %.4f ms over %zu iteration(s); load and init %.3f ms\n",
               median(times), times.size(), load_ms);
-  std::printf("BENCH_RESULT {\"runner\": \"%s\", \"load_ms\": %.6f, \"threads\": %ld, "
-              "\"out0_sum\": %.9g, \"out0_numel\": %lld, \"peak_rss_kb\": %lld, \"times_ms\": [",
-              runner, load_ms, threads, out0_sum, out0_numel, peak_rss_kb());
+  std::printf(
+      "BENCH_RESULT {\"runner\": \"%s\", \"load_ms\": %.6f, \"threads\": %ld, "
+      "\"out0_sum\": %.9g, \"out0_numel\": %lld, \"peak_rss_kb\": %lld, \"times_ms\": [",
+      runner, load_ms, threads, out0_sum, out0_numel, peak_rss_kb());
   for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
   std::printf("]}\n");
   std::fflush(stdout);
@@ -130,14 +137,22 @@ inline std::string parse_args(int argc, char** argv, Args* a) {
       *dst = x;
       return true;
     };
-    if (s == "--method") a->method = value();
-    else if (s == "--input") a->inputs.push_back(value());
-    else if (s == "--warmup") { if (!number(0, 100000, &a->warmup)) return "--warmup needs 0..100000"; }
-    else if (s == "--iterations") { if (!number(1, 1000000, &a->iterations)) return "--iterations needs 1..1000000"; }
-    else if (s == "--threads") { if (!number(0, 1024, &a->threads)) return "--threads needs 0..1024"; }
-    else if (!s.empty() && s[0] == '-') return "unknown option '" + s + "'";
-    else if (a->model.empty()) a->model = s;
-    else return "unexpected argument '" + s + "'";
+    if (s == "--method")
+      a->method = value();
+    else if (s == "--input")
+      a->inputs.push_back(value());
+    else if (s == "--warmup") {
+      if (!number(0, 100000, &a->warmup)) return "--warmup needs 0..100000";
+    } else if (s == "--iterations") {
+      if (!number(1, 1000000, &a->iterations)) return "--iterations needs 1..1000000";
+    } else if (s == "--threads") {
+      if (!number(0, 1024, &a->threads)) return "--threads needs 0..1024";
+    } else if (!s.empty() && s[0] == '-')
+      return "unknown option '" + s + "'";
+    else if (a->model.empty())
+      a->model = s;
+    else
+      return "unexpected argument '" + s + "'";
   }
   if (a->model.empty()) return "no program given";
   return "";

@@ -56,21 +56,31 @@ std::string err(const char* what, Error e) {
 }
 
 bool scalar_type_of(const std::string& descr, ScalarType* t) {
-  struct M { const char* d; ScalarType t; };
+  struct M {
+    const char* d;
+    ScalarType t;
+  };
   static const M map[] = {{"<f4", ScalarType::Float}, {"<f8", ScalarType::Double},
                           {"<i8", ScalarType::Long},  {"<i4", ScalarType::Int},
                           {"<i2", ScalarType::Short}, {"|i1", ScalarType::Char},
                           {"|u1", ScalarType::Byte},  {"|b1", ScalarType::Bool}};
   for (const M& m : map)
-    if (descr == m.d) { *t = m.t; return true; }
+    if (descr == m.d) {
+      *t = m.t;
+      return true;
+    }
   return false;
 }
 
 size_t element_size(ScalarType t) {
   switch (t) {
-    case ScalarType::Double: case ScalarType::Long: return 8;
-    case ScalarType::Float: case ScalarType::Int: return 4;
-    case ScalarType::Short: case ScalarType::Half: case ScalarType::BFloat16: return 2;
+    case ScalarType::Double:
+    case ScalarType::Long: return 8;
+    case ScalarType::Float:
+    case ScalarType::Int: return 4;
+    case ScalarType::Short:
+    case ScalarType::Half:
+    case ScalarType::BFloat16: return 2;
     default: return 1;
   }
 }
@@ -95,11 +105,32 @@ double sum_of(const executorch::aten::Tensor& t) {
   double s = 0;
   size_t n = size_t(t.numel());
   switch (t.scalar_type()) {
-    case ScalarType::Float: { const float* p = t.const_data_ptr<float>(); for (size_t i = 0; i < n; ++i) s += p[i]; break; }
-    case ScalarType::Double: { const double* p = t.const_data_ptr<double>(); for (size_t i = 0; i < n; ++i) s += p[i]; break; }
-    case ScalarType::Long: { const int64_t* p = t.const_data_ptr<int64_t>(); for (size_t i = 0; i < n; ++i) s += double(p[i]); break; }
-    case ScalarType::Int: { const int32_t* p = t.const_data_ptr<int32_t>(); for (size_t i = 0; i < n; ++i) s += p[i]; break; }
-    case ScalarType::Bool: case ScalarType::Byte: { const uint8_t* p = t.const_data_ptr<uint8_t>(); for (size_t i = 0; i < n; ++i) s += p[i]; break; }
+    case ScalarType::Float: {
+      const float* p = t.const_data_ptr<float>();
+      for (size_t i = 0; i < n; ++i) s += p[i];
+      break;
+    }
+    case ScalarType::Double: {
+      const double* p = t.const_data_ptr<double>();
+      for (size_t i = 0; i < n; ++i) s += p[i];
+      break;
+    }
+    case ScalarType::Long: {
+      const int64_t* p = t.const_data_ptr<int64_t>();
+      for (size_t i = 0; i < n; ++i) s += double(p[i]);
+      break;
+    }
+    case ScalarType::Int: {
+      const int32_t* p = t.const_data_ptr<int32_t>();
+      for (size_t i = 0; i < n; ++i) s += p[i];
+      break;
+    }
+    case ScalarType::Bool:
+    case ScalarType::Byte: {
+      const uint8_t* p = t.const_data_ptr<uint8_t>();
+      for (size_t i = 0; i < n; ++i) s += p[i];
+      break;
+    }
     default: break;
   }
   return s;
@@ -111,8 +142,11 @@ int main(int argc, char** argv) {
   bench::Args args;
   std::string usage = bench::parse_args(argc, argv, &args);
   if (!usage.empty()) {
-    std::fprintf(stderr, "peer-bench: %s\nusage: peer-bench MODEL.pte [--method NAME] [--input FILE.npy]... "
-                 "[--warmup N] [--iterations N] [--threads N]\n", usage.c_str());
+    std::fprintf(
+        stderr,
+        "peer-bench: %s\nusage: peer-bench MODEL.pte [--method NAME] [--input FILE.npy]... "
+        "[--warmup N] [--iterations N] [--threads N]\n",
+        usage.c_str());
     return 2;
   }
   executorch::runtime::runtime_init();
@@ -140,7 +174,8 @@ int main(int argc, char** argv) {
   executorch::extension::MallocMemoryAllocator method_allocator, temp_allocator;
   executorch::runtime::MemoryManager memory(&method_allocator, &planned_memory, &temp_allocator);
   auto method = program->load_method(args.method.c_str(), &memory);
-  if (!method.ok()) return fail(err(("load_method('" + args.method + "')").c_str(), method.error()));
+  if (!method.ok())
+    return fail(err(("load_method('" + args.method + "')").c_str(), method.error()));
   double load_ms = bench::ms_since(t0);
 
   size_t n_in = meta->num_inputs();
@@ -160,17 +195,30 @@ int main(int argc, char** argv) {
     if (tag != Tag::Tensor) {
       double v = 0;
       if (from_file) {
-        if (npy.descr == "<f4") { float f; std::memcpy(&f, npy.data.data(), 4); v = f; }
-        else if (npy.descr == "<f8") std::memcpy(&v, npy.data.data(), 8);
-        else if (npy.descr == "<i8") { int64_t x; std::memcpy(&x, npy.data.data(), 8); v = double(x); }
-        else if (npy.descr == "|b1") v = npy.data[0] ? 1 : 0;
-        else return fail("input " + std::to_string(i) + ": unsupported scalar dtype " + npy.descr);
+        if (npy.descr == "<f4") {
+          float f;
+          std::memcpy(&f, npy.data.data(), 4);
+          v = f;
+        } else if (npy.descr == "<f8")
+          std::memcpy(&v, npy.data.data(), 8);
+        else if (npy.descr == "<i8") {
+          int64_t x;
+          std::memcpy(&x, npy.data.data(), 8);
+          v = double(x);
+        } else if (npy.descr == "|b1")
+          v = npy.data[0] ? 1 : 0;
+        else
+          return fail("input " + std::to_string(i) + ": unsupported scalar dtype " + npy.descr);
       }
       EValue ev;
-      if (tag == Tag::Int) ev = EValue(int64_t(v));
-      else if (tag == Tag::Double) ev = EValue(v);
-      else if (tag == Tag::Bool) ev = EValue(v != 0);
-      else return fail("input " + std::to_string(i) + ": unsupported input kind");
+      if (tag == Tag::Int)
+        ev = EValue(int64_t(v));
+      else if (tag == Tag::Double)
+        ev = EValue(v);
+      else if (tag == Tag::Bool)
+        ev = EValue(v != 0);
+      else
+        return fail("input " + std::to_string(i) + ": unsupported input kind");
       values[i] = ev;
       continue;
     }
@@ -184,7 +232,10 @@ int main(int argc, char** argv) {
       t.data = std::move(npy.data);
     } else {
       size_t n = 1;
-      for (int32_t s : info.sizes()) { t.sizes.push_back(s); n *= size_t(s); }
+      for (int32_t s : info.sizes()) {
+        t.sizes.push_back(s);
+        n *= size_t(s);
+      }
       t.data.resize(n * element_size(st));
       bool integral = !(st == ScalarType::Float || st == ScalarType::Double);
       switch (st) {
@@ -200,7 +251,10 @@ int main(int argc, char** argv) {
     t.strides.resize(dim);
     for (size_t d = 0; d < dim; ++d) t.dim_order[d] = executorch::aten::DimOrderType(d);
     int64_t stride = 1;
-    for (size_t d = dim; d-- > 0;) { t.strides[d] = executorch::aten::StridesType(stride); stride *= t.sizes[d]; }
+    for (size_t d = dim; d-- > 0;) {
+      t.strides[d] = executorch::aten::StridesType(stride);
+      stride *= t.sizes[d];
+    }
     t.impl = std::make_unique<executorch::aten::TensorImpl>(
         st, ssize_t(dim), t.sizes.data(), t.data.data(), t.dim_order.data(), t.strides.data());
     values[i] = EValue(executorch::aten::Tensor(t.impl.get()));

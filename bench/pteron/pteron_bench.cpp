@@ -24,20 +24,28 @@ int fail(const std::string& msg) {
 }
 
 bool dtype_of(const std::string& descr, int32_t* t) {
-  struct M { const char* d; int32_t t; };
+  struct M {
+    const char* d;
+    int32_t t;
+  };
   static const M map[] = {{"<f4", PTERON_DTYPE_FLOAT32}, {"<f8", PTERON_DTYPE_FLOAT64},
                           {"<i8", PTERON_DTYPE_INT64},   {"<i4", PTERON_DTYPE_INT32},
                           {"<i2", PTERON_DTYPE_INT16},   {"|i1", PTERON_DTYPE_INT8},
                           {"|u1", PTERON_DTYPE_UINT8},   {"|b1", PTERON_DTYPE_BOOL}};
   for (const M& m : map)
-    if (descr == m.d) { *t = m.t; return true; }
+    if (descr == m.d) {
+      *t = m.t;
+      return true;
+    }
   return false;
 }
 
 size_t element_size(int32_t t) {
   switch (t) {
-    case PTERON_DTYPE_FLOAT64: case PTERON_DTYPE_INT64: return 8;
-    case PTERON_DTYPE_FLOAT32: case PTERON_DTYPE_INT32: return 4;
+    case PTERON_DTYPE_FLOAT64:
+    case PTERON_DTYPE_INT64: return 8;
+    case PTERON_DTYPE_FLOAT32:
+    case PTERON_DTYPE_INT32: return 4;
     case PTERON_DTYPE_INT16: return 2;
     default: return 1;
   }
@@ -71,8 +79,11 @@ int main(int argc, char** argv) {
   bench::Args args;
   std::string usage = bench::parse_args(argc, argv, &args);
   if (!usage.empty()) {
-    std::fprintf(stderr, "pteron-bench: %s\nusage: pteron-bench MODEL.pte [--method NAME] [--input FILE.npy]... "
-                 "[--warmup N] [--iterations N] [--threads N]\n", usage.c_str());
+    std::fprintf(
+        stderr,
+        "pteron-bench: %s\nusage: pteron-bench MODEL.pte [--method NAME] [--input FILE.npy]... "
+        "[--warmup N] [--iterations N] [--threads N]\n",
+        usage.c_str());
     return 2;
   }
   if (args.threads > 0 && pteron_threadpool_set_num_threads(size_t(args.threads)) != 0)
@@ -103,9 +114,19 @@ int main(int argc, char** argv) {
         in.data = std::move(npy.data);
         if (in.scalar) {
           switch (in.dtype) {
-            case PTERON_DTYPE_FLOAT32: { float f; std::memcpy(&f, in.data.data(), 4); in.value = f; break; }
+            case PTERON_DTYPE_FLOAT32: {
+              float f;
+              std::memcpy(&f, in.data.data(), 4);
+              in.value = f;
+              break;
+            }
             case PTERON_DTYPE_FLOAT64: std::memcpy(&in.value, in.data.data(), 8); break;
-            case PTERON_DTYPE_INT64: { int64_t x; std::memcpy(&x, in.data.data(), 8); in.value = double(x); break; }
+            case PTERON_DTYPE_INT64: {
+              int64_t x;
+              std::memcpy(&x, in.data.data(), 8);
+              in.value = double(x);
+              break;
+            }
             case PTERON_DTYPE_BOOL: in.value = in.data[0] ? 1 : 0; break;
             default: return fail("input " + std::to_string(i) + ": unsupported scalar dtype");
           }
@@ -131,8 +152,11 @@ int main(int argc, char** argv) {
     // peer must do (its memory plan may reuse an input's memory).
     auto set_inputs = [&]() {
       for (size_t i = 0; i < n_in; ++i) {
-        if (inputs[i].scalar) m.set_input_scalar(i, inputs[i].value);
-        else m.set_input(i, inputs[i].dtype, inputs[i].sizes, inputs[i].data.data(), inputs[i].data.size());
+        if (inputs[i].scalar)
+          m.set_input_scalar(i, inputs[i].value);
+        else
+          m.set_input(i, inputs[i].dtype, inputs[i].sizes, inputs[i].data.data(),
+                      inputs[i].data.size());
       }
     };
     for (long w = 0; w < args.warmup; ++w) {
@@ -157,7 +181,8 @@ int main(int argc, char** argv) {
         case PTERON_DTYPE_FLOAT64: out0 = sum_as<double>(b); break;
         case PTERON_DTYPE_INT64: out0 = sum_as<int64_t>(b); break;
         case PTERON_DTYPE_INT32: out0 = sum_as<int32_t>(b); break;
-        case PTERON_DTYPE_BOOL: case PTERON_DTYPE_UINT8: out0 = sum_as<uint8_t>(b); break;
+        case PTERON_DTYPE_BOOL:
+        case PTERON_DTYPE_UINT8: out0 = sum_as<uint8_t>(b); break;
         default: break;
       }
     }

@@ -63,11 +63,26 @@ typedef struct pteron_value {
     double d;
     int64_t b; /* 0 or 1 */
     pteron_tensor* tensor;
-    struct { const char* data; size_t size; } string;
-    struct { const int64_t* data; size_t size; } int_list;
-    struct { const double* data; size_t size; } double_list;
-    struct { const uint8_t* data; size_t size; } bool_list;
-    struct { pteron_tensor* const* data; size_t size; } tensor_list;
+    struct {
+      const char* data;
+      size_t size;
+    } string;
+    struct {
+      const int64_t* data;
+      size_t size;
+    } int_list;
+    struct {
+      const double* data;
+      size_t size;
+    } double_list;
+    struct {
+      const uint8_t* data;
+      size_t size;
+    } bool_list;
+    struct {
+      pteron_tensor* const* data;
+      size_t size;
+    } tensor_list;
   } u;
 } pteron_value;
 
@@ -77,9 +92,8 @@ typedef struct pteron_kernel_context pteron_kernel_context;
 /* A kernel: `args` are the operator's arguments in schema order, out
  * arguments last (ExecuTorch's out-variant calling convention). Returns
  * PTERON_OK, or an error code after pteron_kernel_fail(). */
-typedef int32_t (*pteron_kernel_fn)(pteron_kernel_context* ctx,
-                                     pteron_value* const* args,
-                                     size_t num_args);
+typedef int32_t (*pteron_kernel_fn)(pteron_kernel_context* ctx, pteron_value* const* args,
+                                    size_t num_args);
 
 /* Records a failure with a message (copied; may be NULL) and returns `code`,
  * so a kernel can `return pteron_kernel_fail(ctx, code, "...")`. The runtime
@@ -91,30 +105,27 @@ PTERON_API int32_t pteron_kernel_fail(pteron_kernel_context* ctx, int32_t code,
  * dim order. Static tensors accept only their own sizes; bounded tensors
  * accept sizes whose byte size fits their storage. Returns
  * PTERON_ERROR_SHAPE_MISMATCH otherwise (after recording a message). */
-PTERON_API int32_t pteron_tensor_resize(pteron_kernel_context* ctx,
-                                        pteron_tensor* t, const int64_t* sizes,
-                                        int32_t dim);
+PTERON_API int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
+                                        const int64_t* sizes, int32_t dim);
 
 /* Scratch memory for the current call: at least `bytes` bytes, 64-byte
  * aligned, valid until the kernel returns. NULL (with a recorded
  * PTERON_ERROR_OUT_OF_MEMORY) if it cannot be had. */
-PTERON_API void* pteron_kernel_scratch(pteron_kernel_context* ctx,
-                                       size_t bytes);
+PTERON_API void* pteron_kernel_scratch(pteron_kernel_context* ctx, size_t bytes);
 
 /* Work-splitting hook. Calls fn(user, b, e) over sub-ranges that exactly
  * cover [begin, end), each at least `grain` long where possible, possibly
  * concurrently. Serial until a thread pool installs itself with
  * pteron_set_parallel_backend(). fn must not throw. */
 typedef void (*pteron_range_fn)(void* user, int64_t begin, int64_t end);
-PTERON_API void pteron_parallel_for(int64_t begin, int64_t end, int64_t grain,
-                                    pteron_range_fn fn, void* user);
+PTERON_API void pteron_parallel_for(int64_t begin, int64_t end, int64_t grain, pteron_range_fn fn,
+                                    void* user);
 
 /* A parallel backend (installed by the threadpool component). `run` must
  * behave as pteron_parallel_for. `threads` reports its worker count. */
 typedef struct pteron_parallel_backend {
   uint32_t struct_size; /* sizeof(pteron_parallel_backend) */
-  void (*run)(int64_t begin, int64_t end, int64_t grain, pteron_range_fn fn,
-              void* user);
+  void (*run)(int64_t begin, int64_t end, int64_t grain, pteron_range_fn fn, void* user);
   int32_t (*threads)(void);
 } pteron_parallel_backend;
 PTERON_API int32_t pteron_set_parallel_backend(uint32_t abi_version,
@@ -178,9 +189,8 @@ typedef struct pteron_kernel_registration {
  *    pteron_registration_error() (pteron/pteron.h).
  *  - PTERON_ERROR_INVALID_ARGUMENT: `kernels` is NULL while `count` is not
  *    0 (not kept: only the return value says so). */
-PTERON_API int32_t pteron_register_kernels(
-    uint32_t abi_version, const char* library,
-    const pteron_kernel_registration* kernels, size_t count);
+PTERON_API int32_t pteron_register_kernels(uint32_t abi_version, const char* library,
+                                           const pteron_kernel_registration* kernels, size_t count);
 
 /* ---- backend (delegate) registration ------------------------------------ */
 
@@ -200,9 +210,8 @@ typedef struct pteron_compile_spec {
  * promised. Errors: PTERON_ERROR_INVALID_ARGUMENT (a NULL argument),
  * PTERON_ERROR_NOT_FOUND (no such key, or called outside `init`),
  * PTERON_ERROR_INVALID_PROGRAM (the entry's segment lies outside the file). */
-PTERON_API int32_t pteron_named_data_get(pteron_kernel_context* ctx,
-                                         const char* key, const void** data,
-                                         size_t* size);
+PTERON_API int32_t pteron_named_data_get(pteron_kernel_context* ctx, const char* key,
+                                         const void** data, size_t* size);
 
 /* A delegate. `init` turns the processed blob into a handle (it must copy
  * what it keeps past init unless it keeps only named data, which lives as
@@ -212,11 +221,10 @@ typedef struct pteron_backend_interface {
   uint32_t struct_size; /* sizeof(pteron_backend_interface) */
   const char* id;       /* as the program names it, e.g. "XnnpackBackend" */
   int32_t (*is_available)(void);
-  int32_t (*init)(pteron_kernel_context* ctx, const void* processed,
-                  size_t processed_size, const pteron_compile_spec* specs,
-                  size_t num_specs, void** handle);
-  int32_t (*execute)(pteron_kernel_context* ctx, void* handle,
-                     pteron_value* const* args, size_t num_args);
+  int32_t (*init)(pteron_kernel_context* ctx, const void* processed, size_t processed_size,
+                  const pteron_compile_spec* specs, size_t num_specs, void** handle);
+  int32_t (*execute)(pteron_kernel_context* ctx, void* handle, pteron_value* const* args,
+                     size_t num_args);
   void (*destroy)(void* handle);
 } pteron_backend_interface;
 
@@ -229,8 +237,7 @@ typedef struct pteron_backend_interface {
  *  - PTERON_ERROR_INVALID_ARGUMENT: `b` or its id, init or execute is NULL,
  *    or b->struct_size is below sizeof(pteron_backend_interface) (not
  *    kept). */
-PTERON_API int32_t pteron_register_backend(uint32_t abi_version,
-                                           const char* library,
+PTERON_API int32_t pteron_register_backend(uint32_t abi_version, const char* library,
                                            const pteron_backend_interface* b);
 
 #ifdef __cplusplus

@@ -75,8 +75,7 @@ PTERON_API pteron_status* pteron_program_load_file(const char* path /*[in]*/,
                                                    pteron_program** out /*[out]*/);
 /* Loads a program from `size` bytes at `data`; the bytes are copied, so the
  * caller may free them on return. Same checks and errors as above. */
-PTERON_API pteron_status* pteron_program_load_memory(const void* data /*[in]*/,
-                                                     size_t size,
+PTERON_API pteron_status* pteron_program_load_memory(const void* data /*[in]*/, size_t size,
                                                      pteron_program** out /*[out]*/);
 /* Drops the caller's reference [optional]. */
 PTERON_API void pteron_program_release(pteron_program* p);
@@ -85,15 +84,15 @@ PTERON_API void pteron_program_release(pteron_program* p);
 PTERON_API size_t pteron_program_method_count(const pteron_program* p);
 /* Name of method `index` (< method_count). The string lives as long as the
  * program. Error: PTERON_ERROR_NOT_FOUND for a bad index. */
-PTERON_API pteron_status* pteron_program_method_name(const pteron_program* p,
-                                                     size_t index,
+PTERON_API pteron_status* pteron_program_method_name(const pteron_program* p, size_t index,
                                                      const char** name /*[out]*/);
 /* Byte sizes of the memory-planned buffers of method `name`, for callers that
  * supply planned memory. Writes min(count, capacity) sizes to `sizes`
  * [optional if capacity is 0] and the total count to *count. */
-PTERON_API pteron_status* pteron_program_planned_buffer_sizes(
-    const pteron_program* p, const char* method_name, int64_t* sizes,
-    size_t capacity, size_t* count /*[out]*/);
+PTERON_API pteron_status* pteron_program_planned_buffer_sizes(const pteron_program* p,
+                                                              const char* method_name,
+                                                              int64_t* sizes, size_t capacity,
+                                                              size_t* count /*[out]*/);
 
 /* ---- method ------------------------------------------------------------- */
 
@@ -126,8 +125,7 @@ typedef struct pteron_method_options {
  *  - PTERON_ERROR_NOT_FOUND: no method of that name.
  *  - PTERON_ERROR_INVALID_PROGRAM: an index, size or type is inconsistent.
  * `options` may be NULL. */
-PTERON_API pteron_status* pteron_method_load(pteron_program* p,
-                                             const char* name /*[in]*/,
+PTERON_API pteron_status* pteron_method_load(pteron_program* p, const char* name /*[in]*/,
                                              const pteron_method_options* options /*[optional]*/,
                                              pteron_method** out /*[out]*/);
 /* [optional] */
@@ -164,10 +162,9 @@ PTERON_API pteron_status* pteron_method_output_info(const pteron_method* m, size
  * Errors (PTERON_ERROR_INVALID_ARGUMENT / _SHAPE_MISMATCH) name the input
  * and the value: wrong dtype, wrong rank, a static dim that differs, a
  * dynamic dim beyond its upper bound, nbytes not matching the sizes. */
-PTERON_API pteron_status* pteron_method_set_input(pteron_method* m, size_t index,
-                                                  int32_t dtype, const int64_t* sizes,
-                                                  int32_t dim, const void* data,
-                                                  size_t nbytes);
+PTERON_API pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t dtype,
+                                                  const int64_t* sizes, int32_t dim,
+                                                  const void* data, size_t nbytes);
 /* Sets an Int, Double or Bool input (the value is converted to its tag). */
 PTERON_API pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index,
                                                          double value);
@@ -184,8 +181,8 @@ PTERON_API pteron_status* pteron_method_execute(pteron_method* m);
  * successfully since it was loaded, or its last execute failed (the output
  * would be stale or half-written). PTERON_ERROR_NOT_FOUND: index out of
  * range. */
-PTERON_API pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index,
-                                                    void* dst, size_t capacity);
+PTERON_API pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, void* dst,
+                                                    size_t capacity);
 
 /* ---- registries --------------------------------------------------------- */
 
@@ -196,7 +193,7 @@ typedef struct pteron_kernel_info {
                            for float32 (the kernel key, see pteron/kernel.h) */
   const char* library;  /* registering library, e.g. "kernels_portable" */
   int32_t priority;
-  int32_t selected;     /* 1 if this entry wins lookups for its name/overload/key */
+  int32_t selected; /* 1 if this entry wins lookups for its name/overload/key */
 } pteron_kernel_info;
 
 /* Number of registered kernel entries (every library's, winners and not). */
@@ -223,7 +220,8 @@ PTERON_API pteron_status* pteron_backend_get(size_t index, pteron_backend_info* 
 PTERON_API size_t pteron_registration_error_count(void);
 PTERON_API const char* pteron_registration_error(size_t index);
 
-/* Anchor of the runtime component (docs/architecture.md, "Windows (PE) and its ELF counterpart"). */
+/* Anchor of the runtime component (docs/architecture.md, "Windows (PE) and its ELF counterpart").
+ */
 PTERON_API int pteron_anchor_runtime(void);
 
 #ifdef __cplusplus

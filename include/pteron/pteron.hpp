@@ -29,8 +29,7 @@ namespace pteron {
 // An error from the runtime: code() is a pteron_error value.
 class Error : public std::runtime_error {
  public:
-  Error(int32_t code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Error(int32_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
   int32_t code() const noexcept { return code_; }
   const char* code_name() const noexcept { return pteron_error_name(code_); }
 
@@ -54,11 +53,11 @@ struct ValueInfo {
   int32_t tag = PTERON_VALUE_NONE;  // pteron_value_tag
   int32_t dtype = -1;               // pteron_dtype, tensors
   int32_t dynamism = PTERON_SHAPE_STATIC;
-  std::vector<int64_t> sizes;       // current sizes
-  std::vector<int64_t> bound;       // upper bound of each dim
+  std::vector<int64_t> sizes;  // current sizes
+  std::vector<int64_t> bound;  // upper bound of each dim
   std::vector<uint8_t> dim_order;
-  size_t nbytes = 0;                // bytes of the current sizes
-  double scalar = 0;                // Int/Double/Bool values
+  size_t nbytes = 0;  // bytes of the current sizes
+  double scalar = 0;  // Int/Double/Bool values
 
   bool is_tensor() const { return tag == PTERON_VALUE_TENSOR; }
   int64_t numel() const {
@@ -182,7 +181,9 @@ class Method {
     std::vector<uint8_t> bytes(values.begin(), values.end());
     set_input(i, PTERON_DTYPE_BOOL, sizes, bytes.data(), bytes.size());
   }
-  void set_input_scalar(size_t i, double v) { detail::check(pteron_method_set_input_scalar(m_, i, v)); }
+  void set_input_scalar(size_t i, double v) {
+    detail::check(pteron_method_set_input_scalar(m_, i, v));
+  }
 
   void execute() { detail::check(pteron_method_execute(m_)); }
 
@@ -228,9 +229,9 @@ class Method {
  private:
   static void check_output_dtype(size_t i, const ValueInfo& info, int32_t want) {
     if (info.dtype != want)
-      throw Error(PTERON_ERROR_INVALID_ARGUMENT,
-                  "output " + std::to_string(i) + " has dtype " + pteron_dtype_name(info.dtype) +
-                      ", not " + pteron_dtype_name(want));
+      throw Error(PTERON_ERROR_INVALID_ARGUMENT, "output " + std::to_string(i) + " has dtype " +
+                                                     pteron_dtype_name(info.dtype) + ", not " +
+                                                     pteron_dtype_name(want));
   }
   friend class Program;
   explicit Method(pteron_method* m) : m_(m) {}

@@ -46,8 +46,7 @@ extern "C" {
 PTERON_API int32_t pteron_testing_call_kernel(const char* name, const char* overload,
                                               const char* key, pteron_value* const* args,
                                               size_t num_args, char* message,
-                                              size_t message_capacity,
-                                              int32_t* recorded_code);
+                                              size_t message_capacity, int32_t* recorded_code);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -89,7 +89,8 @@ PTERON_THREADPOOL_API void* pteron_threadpool_pthreadpool(void);
 /* "pthreadpool" or "std": which pool this build uses (static string). */
 PTERON_THREADPOOL_API const char* pteron_threadpool_implementation(void);
 
-/* Anchor of the threadpool component (docs/architecture.md, "Windows (PE) and its ELF counterpart"). */
+/* Anchor of the threadpool component (docs/architecture.md, "Windows (PE) and its ELF
+ * counterpart"). */
 PTERON_THREADPOOL_API int pteron_anchor_threadpool(void);
 
 #ifdef __cplusplus

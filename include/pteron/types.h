@@ -26,20 +26,20 @@ extern "C" {
  * one of these. pteron_error_name() (pteron.h) gives the short name. */
 typedef enum pteron_error {
   PTERON_OK = 0,
-  PTERON_ERROR_INVALID_ARGUMENT = 1, /* a caller passed a bad value */
-  PTERON_ERROR_INVALID_PROGRAM = 2,  /* malformed or inconsistent .pte */
-  PTERON_ERROR_NOT_FOUND = 3,        /* no such method / input / file */
-  PTERON_ERROR_MISSING_OPERATOR = 4, /* method needs an unregistered operator */
-  PTERON_ERROR_MISSING_DELEGATE = 5, /* method needs an unregistered backend */
-  PTERON_ERROR_UNSUPPORTED_DTYPE = 6,/* an operator met a dtype it cannot handle */
-  PTERON_ERROR_SHAPE_MISMATCH = 7,   /* wrong shape, or beyond a dynamic bound */
+  PTERON_ERROR_INVALID_ARGUMENT = 1,  /* a caller passed a bad value */
+  PTERON_ERROR_INVALID_PROGRAM = 2,   /* malformed or inconsistent .pte */
+  PTERON_ERROR_NOT_FOUND = 3,         /* no such method / input / file */
+  PTERON_ERROR_MISSING_OPERATOR = 4,  /* method needs an unregistered operator */
+  PTERON_ERROR_MISSING_DELEGATE = 5,  /* method needs an unregistered backend */
+  PTERON_ERROR_UNSUPPORTED_DTYPE = 6, /* an operator met a dtype it cannot handle */
+  PTERON_ERROR_SHAPE_MISMATCH = 7,    /* wrong shape, or beyond a dynamic bound */
   PTERON_ERROR_OUT_OF_MEMORY = 8,
-  PTERON_ERROR_IO = 9,               /* file could not be opened / mapped */
+  PTERON_ERROR_IO = 9, /* file could not be opened / mapped */
   PTERON_ERROR_INTERNAL = 10,
-  PTERON_ERROR_ABI_MISMATCH = 11,    /* component built for another ABI version */
-  PTERON_ERROR_NOT_SUPPORTED = 12,   /* valid feature this build does not have */
-  PTERON_ERROR_KERNEL_FAILED = 13,   /* a kernel reported a failure */
-  PTERON_ERROR_DELEGATE_FAILED = 14  /* a delegate reported a failure */
+  PTERON_ERROR_ABI_MISMATCH = 11,   /* component built for another ABI version */
+  PTERON_ERROR_NOT_SUPPORTED = 12,  /* valid feature this build does not have */
+  PTERON_ERROR_KERNEL_FAILED = 13,  /* a kernel reported a failure */
+  PTERON_ERROR_DELEGATE_FAILED = 14 /* a delegate reported a failure */
 } pteron_error;
 
 /* Element types pteron's kernels and API handle. The numbers are the program
@@ -48,15 +48,15 @@ typedef enum pteron_error {
  * float8 types (16, 17, 22..26); a program may declare tensors of them, but
  * no name here covers them and pteron_dtype_name() calls them "unknown". */
 typedef enum pteron_dtype {
-  PTERON_DTYPE_UINT8 = 0,     /* ScalarType BYTE */
-  PTERON_DTYPE_INT8 = 1,      /* CHAR */
-  PTERON_DTYPE_INT16 = 2,     /* SHORT */
-  PTERON_DTYPE_INT32 = 3,     /* INT */
-  PTERON_DTYPE_INT64 = 4,     /* LONG */
-  PTERON_DTYPE_FLOAT16 = 5,   /* HALF */
-  PTERON_DTYPE_FLOAT32 = 6,   /* FLOAT */
-  PTERON_DTYPE_FLOAT64 = 7,   /* DOUBLE */
-  PTERON_DTYPE_BOOL = 11,     /* one byte per element, 0 or 1 */
+  PTERON_DTYPE_UINT8 = 0,   /* ScalarType BYTE */
+  PTERON_DTYPE_INT8 = 1,    /* CHAR */
+  PTERON_DTYPE_INT16 = 2,   /* SHORT */
+  PTERON_DTYPE_INT32 = 3,   /* INT */
+  PTERON_DTYPE_INT64 = 4,   /* LONG */
+  PTERON_DTYPE_FLOAT16 = 5, /* HALF */
+  PTERON_DTYPE_FLOAT32 = 6, /* FLOAT */
+  PTERON_DTYPE_FLOAT64 = 7, /* DOUBLE */
+  PTERON_DTYPE_BOOL = 11,   /* one byte per element, 0 or 1 */
   PTERON_DTYPE_QINT8 = 12,
   PTERON_DTYPE_QUINT8 = 13,
   PTERON_DTYPE_QINT32 = 14,

@@ -45,17 +45,34 @@ size_t element_size(int32_t d) {
   using T = fb::ScalarType;
   if (d < INT8_MIN || d > INT8_MAX) return 0;  // ScalarType is a byte
   switch (static_cast<T>(d)) {
-    case T::BYTE: case T::CHAR: case T::BOOL: case T::QINT8: case T::QUINT8:
-    case T::QUINT4X2: case T::QUINT2X4: case T::FLOAT8E5M2: case T::FLOAT8E4M3FN:
-    case T::FLOAT8E5M2FNUZ: case T::FLOAT8E4M3FNUZ: return 1;
-    case T::SHORT: case T::HALF: case T::BFLOAT16: case T::BITS16: case T::UINT16: return 2;
-    case T::INT: case T::FLOAT: case T::QINT32: case T::UINT32: return 4;
-    case T::LONG: case T::DOUBLE: case T::UINT64: return 8;
+    case T::BYTE:
+    case T::CHAR:
+    case T::BOOL:
+    case T::QINT8:
+    case T::QUINT8:
+    case T::QUINT4X2:
+    case T::QUINT2X4:
+    case T::FLOAT8E5M2:
+    case T::FLOAT8E4M3FN:
+    case T::FLOAT8E5M2FNUZ:
+    case T::FLOAT8E4M3FNUZ: return 1;
+    case T::SHORT:
+    case T::HALF:
+    case T::BFLOAT16:
+    case T::BITS16:
+    case T::UINT16: return 2;
+    case T::INT:
+    case T::FLOAT:
+    case T::QINT32:
+    case T::UINT32: return 4;
+    case T::LONG:
+    case T::DOUBLE:
+    case T::UINT64: return 8;
     default: return 0;
   }
 }
 
-#define PTERON_SAME_NUMBER(dtype, scalar_type)                                  \
+#define PTERON_SAME_NUMBER(dtype, scalar_type)                                         \
   static_assert(PTERON_DTYPE_##dtype == static_cast<int>(fb::ScalarType::scalar_type), \
                 "pteron_dtype " #dtype " differs from the format's ScalarType " #scalar_type)
 PTERON_SAME_NUMBER(UINT8, BYTE);
@@ -155,9 +172,7 @@ using pteron::Status;
 extern "C" {
 
 int32_t pteron_status_code(const pteron_status* s) { return s ? s->code : PTERON_OK; }
-const char* pteron_status_message(const pteron_status* s) {
-  return s ? s->message.c_str() : "";
-}
+const char* pteron_status_message(const pteron_status* s) { return s ? s->message.c_str() : ""; }
 void pteron_status_release(pteron_status* s) { delete s; }
 
 const char* pteron_error_name(int32_t code) {
@@ -217,8 +232,8 @@ void* pteron_kernel_scratch(pteron_kernel_context* ctx, size_t bytes) {
   return reinterpret_cast<void*>(p);
 }
 
-int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
-                             const int64_t* sizes, int32_t dim) {
+int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t, const int64_t* sizes,
+                             int32_t dim) {
   if (!t || (dim > 0 && !sizes) || dim < 0 || dim > PTERON_MAX_DIM)
     return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
                               pteron::format("cannot resize a tensor to rank %d", dim).c_str());
@@ -229,9 +244,9 @@ int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
   int64_t n = 1;
   for (int32_t i = 0; i < dim; ++i) {
     if (sizes[i] < 0 || !pteron::checked_mul(n, sizes[i], &n))
-      return pteron_kernel_fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                                pteron::format("invalid size %lld at dim %d",
-                                               (long long)sizes[i], i).c_str());
+      return pteron_kernel_fail(
+          ctx, PTERON_ERROR_SHAPE_MISMATCH,
+          pteron::format("invalid size %lld at dim %d", (long long)sizes[i], i).c_str());
   }
   if (t->dynamism == PTERON_SHAPE_STATIC) {
     for (int32_t i = 0; i < dim; ++i)
@@ -239,7 +254,8 @@ int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
         return pteron_kernel_fail(
             ctx, PTERON_ERROR_SHAPE_MISMATCH,
             pteron::format("static tensor has size %lld at dim %d, result needs %lld",
-                           (long long)t->sizes[i], i, (long long)sizes[i]).c_str());
+                           (long long)t->sizes[i], i, (long long)sizes[i])
+                .c_str());
     return PTERON_OK;
   }
   int64_t bytes = 0;
@@ -247,8 +263,10 @@ int32_t pteron_tensor_resize(pteron_kernel_context* ctx, pteron_tensor* t,
       bytes > t->capacity_bytes)
     return pteron_kernel_fail(
         ctx, PTERON_ERROR_SHAPE_MISMATCH,
-        pteron::format("result of %lld elements exceeds the tensor's planned capacity of %lld bytes",
-                       (long long)n, (long long)t->capacity_bytes).c_str());
+        pteron::format(
+            "result of %lld elements exceeds the tensor's planned capacity of %lld bytes",
+            (long long)n, (long long)t->capacity_bytes)
+            .c_str());
   for (int32_t i = 0; i < dim; ++i) t->sizes[i] = sizes[i];
   pteron::compute_strides(t);
   return PTERON_OK;

@@ -99,8 +99,7 @@ Status jump_condition(const pteron_method* m, const Instr& in, size_t pc, bool* 
     return Status::Ok();
   }
   if (v.tag != PTERON_VALUE_TENSOR)
-    return error(PTERON_ERROR_INVALID_PROGRAM, "instruction %zu: jump condition is not a Bool",
-                 pc);
+    return error(PTERON_ERROR_INVALID_PROGRAM, "instruction %zu: jump condition is not a Bool", pc);
   const pteron_tensor* t = v.u.tensor;
   if (t->dtype != PTERON_DTYPE_BOOL || tensor_numel(*t) != 1 || !t->data)
     return error(PTERON_ERROR_INVALID_PROGRAM,
@@ -142,8 +141,8 @@ Status execute(pteron_method* m) {
     while (pc < ins.size()) {
       if (++steps > budget)
         return error(PTERON_ERROR_INVALID_PROGRAM,
-                     "method '%s' exceeded %zu executed instructions: the program loops", m->name.c_str(),
-                     budget);
+                     "method '%s' exceeded %zu executed instructions: the program loops",
+                     m->name.c_str(), budget);
       s = step(m, ins[pc], &pc);
       if (!s.ok()) return s;
     }

@@ -22,7 +22,7 @@ struct pteron_status {
 struct pteron_kernel_context {
   int32_t code = PTERON_OK;
   std::string message;
-  std::vector<unsigned char> scratch;  // grown on demand, never shrunk
+  std::vector<unsigned char> scratch;              // grown on demand, never shrunk
   const struct pteron_program* program = nullptr;  // for named data (delegate init)
 };
 
@@ -115,8 +115,8 @@ struct pteron_program {
   std::atomic<int> refs{1};
   std::unique_ptr<pteron::Bytes> bytes;
   const pteron::fb::Program* root = nullptr;
-  size_t program_size = 0;     // bytes of the flatbuffer
-  uint64_t segment_base = 0;   // start of segment data (0 if none)
+  size_t program_size = 0;    // bytes of the flatbuffer
+  uint64_t segment_base = 0;  // start of segment data (0 if none)
   bool has_segments = false;
 
   // Validated byte range of segment `index`.

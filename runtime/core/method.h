@@ -47,7 +47,8 @@ enum class Op : uint8_t { Kernel, Delegate, Move, JumpFalse, Free };
 // One decoded instruction of a chain.
 struct Instr {
   Op op;
-  int32_t a = 0, b = 0;  // Move: from,to; JumpFalse: cond,dest; Free: value; Kernel: op index; Delegate: delegate index
+  int32_t a = 0, b = 0;  // Move: from,to; JumpFalse: cond,dest; Free: value; Kernel: op index;
+                         // Delegate: delegate index
   pteron_kernel_fn fn = nullptr;
   std::vector<pteron_value*> args;
   std::vector<int32_t> int_list_args;  // value indices of IntList args to refresh
@@ -68,14 +69,14 @@ struct pteron_method {
   pteron_program* program = nullptr;
   const pteron::fb::ExecutionPlan* plan = nullptr;
   std::string name;
-  bool outputs_ready = false;                 // the last execute succeeded
+  bool outputs_ready = false;  // the last execute succeeded
   std::vector<pteron_value> values;
-  std::vector<pteron_tensor> tensors;        // one per value (only Tensor slots used)
-  std::vector<std::vector<int64_t>> ints;    // IntList materialisation, per value
-  std::vector<std::vector<uint32_t>> int_items;  // IntList item value indices, per value
+  std::vector<pteron_tensor> tensors;               // one per value (only Tensor slots used)
+  std::vector<std::vector<int64_t>> ints;           // IntList materialisation, per value
+  std::vector<std::vector<uint32_t>> int_items;     // IntList item value indices, per value
   std::vector<std::vector<pteron_tensor*>> tlists;  // (Optional)TensorList, per value
-  std::vector<pteron::AlignedBlock> planned;  // runtime-owned planned buffers
-  std::vector<pteron::AlignedBlock> owned;    // runtime-owned unplanned tensors
+  std::vector<pteron::AlignedBlock> planned;        // runtime-owned planned buffers
+  std::vector<pteron::AlignedBlock> owned;          // runtime-owned unplanned tensors
   std::vector<pteron::Chain> chains;
   std::vector<pteron::Delegate> delegates;
   std::vector<int32_t> inputs, outputs;

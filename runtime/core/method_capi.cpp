@@ -52,9 +52,11 @@ pteron_status* pteron_method_load(pteron_program* p, const char* name,
   try {
     s = load_method(p, name, options, m);
   } catch (const std::bad_alloc&) {
-    s = error(PTERON_ERROR_OUT_OF_MEMORY, "out of memory while loading method '%s'", name ? name : "");
+    s = error(PTERON_ERROR_OUT_OF_MEMORY, "out of memory while loading method '%s'",
+              name ? name : "");
   } catch (...) {
-    s = error(PTERON_ERROR_INTERNAL, "unexpected failure while loading method '%s'", name ? name : "");
+    s = error(PTERON_ERROR_INTERNAL, "unexpected failure while loading method '%s'",
+              name ? name : "");
   }
   if (!s.ok()) {
     delete m;
@@ -69,20 +71,24 @@ void pteron_method_release(pteron_method* m) { delete m; }
 size_t pteron_method_input_count(const pteron_method* m) { return m ? m->inputs.size() : 0; }
 size_t pteron_method_output_count(const pteron_method* m) { return m ? m->outputs.size() : 0; }
 
-pteron_status* pteron_method_input_info(const pteron_method* m, size_t index, pteron_value_info* info) {
+pteron_status* pteron_method_input_info(const pteron_method* m, size_t index,
+                                        pteron_value_info* info) {
   if (!m || !info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or info is NULL"));
   if (index >= m->inputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "input index %zu out of range (method '%s' has %zu inputs)",
-                      index, m->name.c_str(), m->inputs.size()));
+    return to_c(error(PTERON_ERROR_NOT_FOUND,
+                      "input index %zu out of range (method '%s' has %zu inputs)", index,
+                      m->name.c_str(), m->inputs.size()));
   fill_info(m->values[m->inputs[index]], info);
   return nullptr;
 }
 
-pteron_status* pteron_method_output_info(const pteron_method* m, size_t index, pteron_value_info* info) {
+pteron_status* pteron_method_output_info(const pteron_method* m, size_t index,
+                                         pteron_value_info* info) {
   if (!m || !info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or info is NULL"));
   if (index >= m->outputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "output index %zu out of range (method '%s' has %zu outputs)",
-                      index, m->name.c_str(), m->outputs.size()));
+    return to_c(error(PTERON_ERROR_NOT_FOUND,
+                      "output index %zu out of range (method '%s' has %zu outputs)", index,
+                      m->name.c_str(), m->outputs.size()));
   fill_info(m->values[m->outputs[index]], info);
   return nullptr;
 }
@@ -92,28 +98,29 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
                                        size_t nbytes) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
   if (index >= m->inputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "input index %zu out of range (method '%s' has %zu inputs)",
-                      index, m->name.c_str(), m->inputs.size()));
+    return to_c(error(PTERON_ERROR_NOT_FOUND,
+                      "input index %zu out of range (method '%s' has %zu inputs)", index,
+                      m->name.c_str(), m->inputs.size()));
   pteron_value& v = m->values[m->inputs[index]];
   if (v.tag != PTERON_VALUE_TENSOR)
-    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu is not a tensor; use pteron_method_set_input_scalar",
-                      index));
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                      "input %zu is not a tensor; use pteron_method_set_input_scalar", index));
   pteron_tensor* t = v.u.tensor;
   if (dtype != t->dtype)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu: expected dtype %s, got %s", index,
                       dtype_name(t->dtype), dtype_name(dtype)));
   if (dim != t->dim || (dim > 0 && !sizes))
-    return to_c(error(PTERON_ERROR_SHAPE_MISMATCH, "input %zu: expected rank %d, got rank %d", index,
-                      t->dim, dim));
+    return to_c(error(PTERON_ERROR_SHAPE_MISMATCH, "input %zu: expected rank %d, got rank %d",
+                      index, t->dim, dim));
   int64_t numel = 1;
   for (int32_t d = 0; d < dim; ++d) {
     if (sizes[d] < 0)
-      return to_c(error(PTERON_ERROR_SHAPE_MISMATCH, "input %zu: negative size %lld at dim %d", index,
-                        (long long)sizes[d], d));
+      return to_c(error(PTERON_ERROR_SHAPE_MISMATCH, "input %zu: negative size %lld at dim %d",
+                        index, (long long)sizes[d], d));
     if (t->dynamism == PTERON_SHAPE_STATIC && sizes[d] != t->bound[d])
       return to_c(error(PTERON_ERROR_SHAPE_MISMATCH,
-                        "input %zu: dim %d has size %lld, the method's static shape needs %lld", index, d,
-                        (long long)sizes[d], (long long)t->bound[d]));
+                        "input %zu: dim %d has size %lld, the method's static shape needs %lld",
+                        index, d, (long long)sizes[d], (long long)t->bound[d]));
     if (sizes[d] > t->bound[d])
       return to_c(error(PTERON_ERROR_SHAPE_MISMATCH,
                         "input %zu: dim %d has size %lld, beyond its upper bound %lld", index, d,
@@ -122,11 +129,12 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
   }
   size_t need = static_cast<size_t>(numel) * element_size(t->dtype);
   if (nbytes != need || (need && !data))
-    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu: %zu bytes given, shape and dtype need %zu",
-                      index, nbytes, need));
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                      "input %zu: %zu bytes given, shape and dtype need %zu", index, nbytes, need));
   if (static_cast<int64_t>(need) > t->capacity_bytes || (need && !t->data))
-    return to_c(error(PTERON_ERROR_SHAPE_MISMATCH, "input %zu: %zu bytes exceed its storage (%lld bytes)",
-                      index, need, (long long)t->capacity_bytes));
+    return to_c(error(PTERON_ERROR_SHAPE_MISMATCH,
+                      "input %zu: %zu bytes exceed its storage (%lld bytes)", index, need,
+                      (long long)t->capacity_bytes));
   for (int32_t d = 0; d < dim; ++d) t->sizes[d] = sizes[d];
   compute_strides(t);
   try {
@@ -142,8 +150,9 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
 pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index, double value) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
   if (index >= m->inputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "input index %zu out of range (method '%s' has %zu inputs)",
-                      index, m->name.c_str(), m->inputs.size()));
+    return to_c(error(PTERON_ERROR_NOT_FOUND,
+                      "input index %zu out of range (method '%s' has %zu inputs)", index,
+                      m->name.c_str(), m->inputs.size()));
   pteron_value& v = m->values[m->inputs[index]];
   // The exporter specialises a method on the value of a scalar input (it is
   // baked into the program), so only that value is accepted.
@@ -153,7 +162,8 @@ pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index, do
     case PTERON_VALUE_DOUBLE: expected = v.u.d; break;
     case PTERON_VALUE_BOOL: expected = v.u.b ? 1.0 : 0.0; break;
     default:
-      return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu is not an Int, Double or Bool", index));
+      return to_c(
+          error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu is not an Int, Double or Bool", index));
   }
   if (!(value == expected))
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
@@ -181,8 +191,9 @@ pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, v
                                          size_t capacity) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
   if (index >= m->outputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "output index %zu out of range (method '%s' has %zu outputs)",
-                      index, m->name.c_str(), m->outputs.size()));
+    return to_c(error(PTERON_ERROR_NOT_FOUND,
+                      "output index %zu out of range (method '%s' has %zu outputs)", index,
+                      m->name.c_str(), m->outputs.size()));
   const pteron_value& v = m->values[m->outputs[index]];
   if (v.tag != PTERON_VALUE_TENSOR)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu is not a tensor", index));
@@ -196,8 +207,8 @@ pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, v
   size_t es = element_size(t->dtype);
   size_t need = static_cast<size_t>(numel) * es;
   if (capacity < need || (need && !dst))
-    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu needs %zu bytes, capacity is %zu", index,
-                      need, capacity));
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu needs %zu bytes, capacity is %zu",
+                      index, need, capacity));
   if (need == 0) return nullptr;
   if (!t->data) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu has no data", index));
   bool contiguous = true;

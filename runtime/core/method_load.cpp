@@ -14,8 +14,9 @@ namespace pteron {
 
 Status check_value_index(const pteron_method* m, int64_t idx, const char* what) {
   if (idx < 0 || static_cast<size_t>(idx) >= m->values.size())
-    return error(PTERON_ERROR_INVALID_PROGRAM, "%s refers to value %lld, but the method has %zu values",
-                 what, (long long)idx, m->values.size());
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "%s refers to value %lld, but the method has %zu values", what, (long long)idx,
+                 m->values.size());
   return Status::Ok();
 }
 
@@ -87,8 +88,8 @@ Status place_constant(pteron_method* m, size_t i, const fb::Tensor* ft, pteron_t
   // Kernels read elements in place: the data must be aligned to them.
   if (reinterpret_cast<uintptr_t>(t->data) % esize != 0)
     return error(PTERON_ERROR_INVALID_PROGRAM,
-                 "value %zu: constant data (buffer %u) is not aligned to its %zu-byte elements",
-                 i, ft->data_buffer_idx(), esize);
+                 "value %zu: constant data (buffer %u) is not aligned to its %zu-byte elements", i,
+                 ft->data_buffer_idx(), esize);
   if (t->dtype == PTERON_DTYPE_BOOL) normalize_bools(t->data, static_cast<size_t>(nbytes));
   return Status::Ok();
 }
@@ -171,8 +172,8 @@ Status place_planned_buffers(pteron_method* m, const pteron_method_options* opts
   for (size_t k = 0; k < nb; ++k) {
     int64_t s = bs->Get(static_cast<uint32_t>(k + 1));
     if (s < 0)
-      return error(PTERON_ERROR_INVALID_PROGRAM, "planned buffer %zu has negative size %lld",
-                   k + 1, (long long)s);
+      return error(PTERON_ERROR_INVALID_PROGRAM, "planned buffer %zu has negative size %lld", k + 1,
+                   (long long)s);
     (*sizes)[k] = static_cast<size_t>(s);
     if (supplied) {
       const pteron_buffer& ub = opts->planned_buffers[k];
@@ -249,8 +250,7 @@ Status build_direct_value(pteron_method* m, size_t i, const fb::EValue* ev,
     }
     case fb::KernelTypes::IntList:
     case fb::KernelTypes::TensorList:
-    case fb::KernelTypes::OptionalTensorList:
-      break;  // pass 2
+    case fb::KernelTypes::OptionalTensorList: break;  // pass 2
     default:
       return error(PTERON_ERROR_INVALID_PROGRAM, "value %zu has unknown type %d", i,
                    static_cast<int>(ev->val_type()));
@@ -271,8 +271,8 @@ Status build_int_list(pteron_method* m, size_t i, const fb::IntList* list) {
     if (!s.ok()) return s;
     if (m->values[idx].tag != PTERON_VALUE_INT)
       return error(PTERON_ERROR_INVALID_PROGRAM,
-                   "int list value %zu item %zu refers to value %lld, which is not an Int",
-                   i, j, (long long)idx);
+                   "int list value %zu item %zu refers to value %lld, which is not an Int", i, j,
+                   (long long)idx);
     m->ints[i][j] = m->values[idx].u.i;
     m->int_items[i][j] = static_cast<uint32_t>(idx);
   }
@@ -286,8 +286,8 @@ Status build_int_list(pteron_method* m, size_t i, const fb::IntList* list) {
 // A tensor list, or an optional tensor list (item -1 or a None value: absent).
 Status build_tensor_list(pteron_method* m, size_t i, const fb::EValue* ev) {
   bool optional = ev->val_type() == fb::KernelTypes::OptionalTensorList;
-  const auto* items = optional ? ev->val_as_OptionalTensorList()->items()
-                               : ev->val_as_TensorList()->items();
+  const auto* items =
+      optional ? ev->val_as_OptionalTensorList()->items() : ev->val_as_TensorList()->items();
   size_t k = items ? items->size() : 0;
   m->tlists[i].assign(k, nullptr);
   for (size_t j = 0; j < k; ++j) {
@@ -300,8 +300,8 @@ Status build_tensor_list(pteron_method* m, size_t i, const fb::EValue* ev) {
       m->tlists[i][j] = item.u.tensor;
     } else if (!(optional && item.tag == PTERON_VALUE_NONE)) {
       return error(PTERON_ERROR_INVALID_PROGRAM,
-                   "tensor list value %zu item %zu refers to value %d, which is not a Tensor",
-                   i, j, idx);
+                   "tensor list value %zu item %zu refers to value %d, which is not a Tensor", i, j,
+                   idx);
     }
   }
   pteron_value& v = m->values[i];
@@ -389,7 +389,8 @@ Status load_method(pteron_program* p, const char* name, const pteron_method_opti
   if (!m->plan) return method_not_found(p, name);
   m->name = name;
   if (opts && opts->struct_size < sizeof(uint32_t) * 2)
-    return error(PTERON_ERROR_INVALID_ARGUMENT, "method options struct_size %u is too small", opts->struct_size);
+    return error(PTERON_ERROR_INVALID_ARGUMENT, "method options struct_size %u is too small",
+                 opts->struct_size);
   Status s = build_values(m, opts);
   if (!s.ok()) return s;
   s = build_inputs_and_outputs(m);

@@ -60,16 +60,16 @@ struct Call {
   int32_t arity(size_t want) const {
     if (n == want && args) {
       for (size_t i = 0; i < n; ++i)
-        if (!args[i]) return fail(PTERON_ERROR_INVALID_PROGRAM, format("argument %zu is absent", i));
+        if (!args[i])
+          return fail(PTERON_ERROR_INVALID_PROGRAM, format("argument %zu is absent", i));
       return PTERON_OK;
     }
     return fail(PTERON_ERROR_INVALID_PROGRAM,
                 format("takes %zu arguments, the program passes %zu", want, n));
   }
   int32_t wrong_type(size_t i, const char* name, const char* want) const {
-    return fail(PTERON_ERROR_INVALID_PROGRAM,
-                format("argument %zu ('%s') is %s, expected %s", i, name,
-                       tag_name(args[i]->tag), want));
+    return fail(PTERON_ERROR_INVALID_PROGRAM, format("argument %zu ('%s') is %s, expected %s", i,
+                                                     name, tag_name(args[i]->tag), want));
   }
   // The result slot: a scalar value (never a tensor or a list, which the
   // result would overwrite).
@@ -169,17 +169,26 @@ int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
   const double x = a.as_double(), y = b.as_double();
   switch (op) {
     case Bin::Add:
-      if (!ints) { *r = make_double(x + y); return PTERON_OK; }
+      if (!ints) {
+        *r = make_double(x + y);
+        return PTERON_OK;
+      }
       if (__builtin_add_overflow(a.i, b.i, &r->i)) return overflow(c, a, b);
       *r = make_int(r->i);
       return PTERON_OK;
     case Bin::Sub:
-      if (!ints) { *r = make_double(x - y); return PTERON_OK; }
+      if (!ints) {
+        *r = make_double(x - y);
+        return PTERON_OK;
+      }
       if (__builtin_sub_overflow(a.i, b.i, &r->i)) return overflow(c, a, b);
       *r = make_int(r->i);
       return PTERON_OK;
     case Bin::Mul:
-      if (!ints) { *r = make_double(x * y); return PTERON_OK; }
+      if (!ints) {
+        *r = make_double(x * y);
+        return PTERON_OK;
+      }
       if (__builtin_mul_overflow(a.i, b.i, &r->i)) return overflow(c, a, b);
       *r = make_int(r->i);
       return PTERON_OK;
@@ -205,7 +214,10 @@ int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
         return PTERON_OK;
       }
       if (b.i == -1) {  // INT64_MIN / -1 overflows; anything % -1 is 0
-        if (op == Bin::Mod) { *r = make_int(0); return PTERON_OK; }
+        if (op == Bin::Mod) {
+          *r = make_int(0);
+          return PTERON_OK;
+        }
         if (a.i == INT64_MIN) return overflow(c, a, b);
         *r = make_int(-a.i);
         return PTERON_OK;
@@ -221,8 +233,10 @@ int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
     case Bin::Max:
     case Bin::Min: {
       bool first;
-      if (ints) first = op == Bin::Max ? a.i >= b.i : a.i <= b.i;
-      else first = op == Bin::Max ? x >= y : x <= y;
+      if (ints)
+        first = op == Bin::Max ? a.i >= b.i : a.i <= b.i;
+      else
+        first = op == Bin::Max ? x >= y : x <= y;
       const Num& pick = first ? a : b;
       *r = ints ? make_int(pick.i) : make_double(pick.as_double());
       return PTERON_OK;
@@ -246,8 +260,8 @@ int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
 }
 
 // (a, b, out): a scalar binary operator. `ints_only` for the .int overloads.
-int32_t run_binary(pteron_kernel_context* ctx, const char* op, pteron_value* const* args,
-                   size_t n, Bin which, bool ints_only) {
+int32_t run_binary(pteron_kernel_context* ctx, const char* op, pteron_value* const* args, size_t n,
+                   Bin which, bool ints_only) {
   Call c{ctx, op, args, n};
   int32_t rc = c.arity(3);
   if (rc == PTERON_OK) rc = c.check_out(2);
@@ -266,9 +280,9 @@ int32_t run_binary(pteron_kernel_context* ctx, const char* op, pteron_value* con
   return store(c, 2, r);
 }
 
-#define PTERON_PRIM_BINARY(fn, op, which, ints_only)                                      \
-  int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {            \
-    return run_binary(ctx, op, args, n, which, ints_only);                                 \
+#define PTERON_PRIM_BINARY(fn, op, which, ints_only)                            \
+  int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) { \
+    return run_binary(ctx, op, args, n, which, ints_only);                      \
   }
 PTERON_PRIM_BINARY(prim_add, "executorch_prim::add.Scalar", Bin::Add, false)
 PTERON_PRIM_BINARY(prim_sub, "executorch_prim::sub.Scalar", Bin::Sub, false)
@@ -292,7 +306,10 @@ enum class Un { Neg, Ceil, Round, Trunc, Float, Int, Not };
 int32_t unary(const Call& c, Un op, const Num& a, Num* r) {
   switch (op) {
     case Un::Neg:
-      if (!a.is_int) { *r = make_double(-a.d); return PTERON_OK; }
+      if (!a.is_int) {
+        *r = make_double(-a.d);
+        return PTERON_OK;
+      }
       if (a.i == INT64_MIN)
         return c.fail(PTERON_ERROR_INVALID_ARGUMENT, "-(-2^63) overflows a 64-bit Int");
       *r = make_int(-a.i);
@@ -324,8 +341,8 @@ int32_t unary(const Call& c, Un op, const Num& a, Num* r) {
 }
 
 // (a, out): a scalar unary operator.
-int32_t run_unary(pteron_kernel_context* ctx, const char* op, pteron_value* const* args,
-                  size_t n, Un which) {
+int32_t run_unary(pteron_kernel_context* ctx, const char* op, pteron_value* const* args, size_t n,
+                  Un which) {
   Call c{ctx, op, args, n};
   int32_t rc = c.arity(2);
   if (rc == PTERON_OK) rc = c.check_out(1);
@@ -337,9 +354,9 @@ int32_t run_unary(pteron_kernel_context* ctx, const char* op, pteron_value* cons
   return store(c, 1, r);
 }
 
-#define PTERON_PRIM_UNARY(fn, op, which)                                                  \
-  int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {            \
-    return run_unary(ctx, op, args, n, which);                                             \
+#define PTERON_PRIM_UNARY(fn, op, which)                                        \
+  int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) { \
+    return run_unary(ctx, op, args, n, which);                                  \
   }
 PTERON_PRIM_UNARY(prim_neg, "executorch_prim::neg.Scalar", Un::Neg)
 PTERON_PRIM_UNARY(prim_ceil, "executorch_prim::ceil.Scalar", Un::Ceil)
@@ -414,9 +431,12 @@ int32_t sym_numel(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
 float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1u, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
   float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(man), -24);  // zero and subnormals
-  else if (exp == 31) v = man ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(man | 0x400u), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -24);  // zero and subnormals
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(man | 0x400u), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -522,8 +542,7 @@ int32_t et_view(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   if (known != total)
     return c.fail(PTERON_ERROR_SHAPE_MISMATCH,
                   format("cannot view %lld elements as %lld", (long long)total, (long long)known));
-  if (total > 0 && !self->data)
-    return c.fail(PTERON_ERROR_INVALID_ARGUMENT, "self has no storage");
+  if (total > 0 && !self->data) return c.fail(PTERON_ERROR_INVALID_ARGUMENT, "self has no storage");
   out->data = self->data;
   out->capacity_bytes = self->data ? self->capacity_bytes : 0;
   return pteron_tensor_resize(ctx, out, sizes, out->dim);
@@ -541,21 +560,21 @@ int32_t et_copy_index(pteron_kernel_context* ctx, pteron_value* const* args, siz
   if (rc == PTERON_OK) rc = c.tensor(1, "copy_from", &from);
   if (rc == PTERON_OK) rc = c.integer(2, "index", &index);
   if (rc != PTERON_OK) return rc;
-  if (to == from) return c.fail(PTERON_ERROR_INVALID_PROGRAM, "copy_to and copy_from are one tensor");
+  if (to == from)
+    return c.fail(PTERON_ERROR_INVALID_PROGRAM, "copy_to and copy_from are one tensor");
   if (to->dtype != from->dtype)
     return c.fail(PTERON_ERROR_INVALID_PROGRAM,
                   format("copy_to is %s, copy_from is %s", pteron_dtype_name(to->dtype),
                          pteron_dtype_name(from->dtype)));
   if (to->dim != from->dim + 1)
-    return c.fail(PTERON_ERROR_SHAPE_MISMATCH,
-                  format("copy_to has rank %d, copy_from rank %d: expected one more", to->dim,
-                         from->dim));
+    return c.fail(
+        PTERON_ERROR_SHAPE_MISMATCH,
+        format("copy_to has rank %d, copy_from rank %d: expected one more", to->dim, from->dim));
   if (!contiguous(*to) || !contiguous(*from))
     return c.fail(PTERON_ERROR_NOT_SUPPORTED, "copy_to or copy_from is not contiguous");
   if (index < 0 || index >= to->bound[0])
-    return c.fail(PTERON_ERROR_SHAPE_MISMATCH,
-                  format("index %lld is outside [0, %lld)", (long long)index,
-                         (long long)to->bound[0]));
+    return c.fail(PTERON_ERROR_SHAPE_MISMATCH, format("index %lld is outside [0, %lld)",
+                                                      (long long)index, (long long)to->bound[0]));
   int64_t sizes[PTERON_MAX_DIM];
   sizes[0] = index + 1;
   for (int32_t d = 0; d < from->dim; ++d) sizes[d + 1] = from->sizes[d];

@@ -83,7 +83,9 @@ class MappedBytes final : public Bytes {
 uint32_t read_u32(const uint8_t* p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
-uint64_t read_u64(const uint8_t* p) { return uint64_t(read_u32(p)) | uint64_t(read_u32(p + 4)) << 32; }
+uint64_t read_u64(const uint8_t* p) {
+  return uint64_t(read_u32(p)) | uint64_t(read_u32(p + 4)) << 32;
+}
 
 // The flatbuffers verifier checks only the 4-byte length field of a vector
 // for alignment. The runtime (and kernels, for DoubleList items) read 8-byte
@@ -101,7 +103,8 @@ Status check_wide_vectors(const fb::Program* root) {
     return bad("constant segment offsets vector");
   if (const auto* mds = root->mutable_data_segments())
     for (uint32_t i = 0; i < mds->size(); ++i)
-      if (!aligned_vector(mds->Get(i)->offsets())) return bad("mutable data segment offsets vector");
+      if (!aligned_vector(mds->Get(i)->offsets()))
+        return bad("mutable data segment offsets vector");
   const auto* plans = root->execution_plan();
   for (uint32_t e = 0; plans && e < plans->size(); ++e) {
     const fb::ExecutionPlan* plan = plans->Get(e);
@@ -136,8 +139,8 @@ std::string windows_error_text(DWORD code) {
   char buf[256] = {0};
   DWORD n = FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
                            code, 0, buf, sizeof buf, nullptr);
-  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-                   buf[n - 1] == '.'))
+  while (n > 0 &&
+         (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '.'))
     buf[--n] = '\0';
   return n ? std::string(buf, n) : std::string("unknown error");
 }
@@ -198,8 +201,8 @@ Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
     return error(PTERON_ERROR_INVALID_PROGRAM, "program file '%s' is empty", path);
   }
   // Copy-on-write: a kernel that writes a constant never touches the file.
-  void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE,
-                 fd, 0);
+  void* p =
+      mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED)
     return error(PTERON_ERROR_IO, "cannot map program file '%s': %s", path, std::strerror(errno));
@@ -215,8 +218,8 @@ using namespace pteron;
 Status pteron_program::segment(uint32_t index, const uint8_t** data, size_t* size) const {
   const auto* segs = root->segments();
   if (!segs || index >= segs->size())
-    return error(PTERON_ERROR_INVALID_PROGRAM, "segment index %u out of range (%u segments)",
-                 index, segs ? segs->size() : 0u);
+    return error(PTERON_ERROR_INVALID_PROGRAM, "segment index %u out of range (%u segments)", index,
+                 segs ? segs->size() : 0u);
   const fb::DataSegment* s = segs->Get(index);
   if (!s) return error(PTERON_ERROR_INVALID_PROGRAM, "segment %u is missing", index);
   uint64_t off = s->offset(), n = s->size(), total = bytes->size();
@@ -422,16 +425,15 @@ pteron_status* pteron_program_method_name(const pteron_program* p, size_t index,
   if (!p || !name) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "program or name is NULL"));
   size_t n = pteron_program_method_count(p);
   if (index >= n)
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "method index %zu out of range (%zu methods)",
-                      index, n));
+    return to_c(
+        error(PTERON_ERROR_NOT_FOUND, "method index %zu out of range (%zu methods)", index, n));
   const fb::ExecutionPlan* plan = p->root->execution_plan()->Get(static_cast<uint32_t>(index));
   *name = (plan && plan->name()) ? plan->name()->c_str() : "";
   return nullptr;
 }
 
-pteron_status* pteron_program_planned_buffer_sizes(const pteron_program* p,
-                                                   const char* method_name, int64_t* sizes,
-                                                   size_t capacity, size_t* count) {
+pteron_status* pteron_program_planned_buffer_sizes(const pteron_program* p, const char* method_name,
+                                                   int64_t* sizes, size_t capacity, size_t* count) {
   if (!p || !count) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "program or count is NULL"));
   const fb::ExecutionPlan* plan = p->plan(method_name);
   if (!plan)

@@ -25,16 +25,15 @@ Registry& registry() {
   return *r;
 }
 
-bool same_kernel(const KernelEntry& a, const char* name, const char* overload,
-                 const char* key) {
+bool same_kernel(const KernelEntry& a, const char* name, const char* overload, const char* key) {
   return a.name == name && a.overload == overload && a.key == key;
 }
 
 bool abi_ok(uint32_t abi_version, const char* library, const char* what) {
   if (abi_version == PTERON_ABI_VERSION) return true;
-  std::string msg = format(
-      "pteron: refused %s of '%s': incompatible ABI version (component: %u, runtime: %u)",
-      what, library ? library : "?", abi_version, PTERON_ABI_VERSION);
+  std::string msg =
+      format("pteron: refused %s of '%s': incompatible ABI version (component: %u, runtime: %u)",
+             what, library ? library : "?", abi_version, PTERON_ABI_VERSION);
   std::fprintf(stderr, "%s\n", msg.c_str());
   std::lock_guard<std::mutex> lock(registry().mu);
   registry().refused.push_back(std::move(msg));
@@ -56,8 +55,7 @@ pteron_kernel_fn find_kernel(const std::string& name, const std::string& overloa
     bool keyed = !e.key.empty();
     if (keyed && e.key != key) continue;
     // A matching specialisation beats a generic kernel; then priority.
-    if (!best || (keyed && !best_keyed) ||
-        (keyed == best_keyed && e.priority > best->priority)) {
+    if (!best || (keyed && !best_keyed) || (keyed == best_keyed && e.priority > best->priority)) {
       best = &e;
       best_keyed = keyed;
     }
@@ -105,8 +103,7 @@ int32_t pteron_register_kernels(uint32_t abi_version, const char* library,
 int32_t pteron_register_backend(uint32_t abi_version, const char* library,
                                 const pteron_backend_interface* b) {
   if (!abi_ok(abi_version, library, "backend registration")) return PTERON_ERROR_ABI_MISMATCH;
-  if (!b || !b->id || b->struct_size < sizeof(pteron_backend_interface) || !b->init ||
-      !b->execute)
+  if (!b || !b->id || b->struct_size < sizeof(pteron_backend_interface) || !b->init || !b->execute)
     return PTERON_ERROR_INVALID_ARGUMENT;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -140,8 +137,8 @@ pteron_status* pteron_kernel_get(size_t index, pteron_kernel_info* info) {
   std::lock_guard<std::mutex> lock(r.mu);
   if (!info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "info is NULL"));
   if (index >= r.kernels.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "kernel index %zu out of range (%zu kernels)",
-                      index, r.kernels.size()));
+    return to_c(error(PTERON_ERROR_NOT_FOUND, "kernel index %zu out of range (%zu kernels)", index,
+                      r.kernels.size()));
   const KernelEntry& e = r.kernels[index];
   bool selected = true;
   for (const KernelEntry& o : r.kernels)

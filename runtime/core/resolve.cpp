@@ -134,8 +134,9 @@ Status decode_jump_false(Decoding& d, const fb::JumpFalseCall* jc) {
     return error(PTERON_ERROR_INVALID_PROGRAM, "%s: jump condition value %d is not a Bool",
                  d.where.c_str(), in.a);
   if (in.b < 0 || static_cast<size_t>(in.b) >= d.chain_length)
-    return error(PTERON_ERROR_INVALID_PROGRAM, "%s: jump destination %d out of range (%zu instructions)",
-                 d.where.c_str(), in.b, d.chain_length);
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "%s: jump destination %d out of range (%zu instructions)", d.where.c_str(), in.b,
+                 d.chain_length);
   return Status::Ok();
 }
 
@@ -147,8 +148,8 @@ Status decode_free(Decoding& d, const fb::FreeCall* fc) {
 
 Status decode_instruction(Decoding& d, const fb::Instruction* fi, Missing* missing) {
   if (fi && fi->instr_args_type() != fb::InstructionArguments::NONE && !fi->instr_args())
-    return error(PTERON_ERROR_INVALID_PROGRAM, "%s has type %d but no arguments",
-                 d.where.c_str(), static_cast<int>(fi->instr_args_type()));
+    return error(PTERON_ERROR_INVALID_PROGRAM, "%s has type %d but no arguments", d.where.c_str(),
+                 static_cast<int>(fi->instr_args_type()));
   switch (fi ? fi->instr_args_type() : fb::InstructionArguments::NONE) {
     case fb::InstructionArguments::KernelCall:
       return decode_kernel_call(d, fi->instr_args_as_KernelCall(), missing);
@@ -159,7 +160,8 @@ Status decode_instruction(Decoding& d, const fb::Instruction* fi, Missing* missi
       return decode_jump_false(d, fi->instr_args_as_JumpFalseCall());
     case fb::InstructionArguments::FreeCall: return decode_free(d, fi->instr_args_as_FreeCall());
     default:
-      return error(PTERON_ERROR_INVALID_PROGRAM, "%s has an unknown instruction type", d.where.c_str());
+      return error(PTERON_ERROR_INVALID_PROGRAM, "%s has an unknown instruction type",
+                   d.where.c_str());
   }
 }
 
@@ -232,8 +234,8 @@ Status delegate_blob(const pteron_method* m, size_t k, const fb::BackendDelegate
   if (ref->location() == fb::DataLocation::INLINE) {
     const auto* inl = m->program->root->backend_delegate_data();
     if (!inl || ref->index() >= inl->size() || !inl->Get(ref->index())->data())
-      return error(PTERON_ERROR_INVALID_PROGRAM, "delegate %zu (%s): inline data index %u out of range",
-                   k, id, ref->index());
+      return error(PTERON_ERROR_INVALID_PROGRAM,
+                   "delegate %zu (%s): inline data index %u out of range", k, id, ref->index());
     *blob = inl->Get(ref->index())->data()->data();
     *blob_size = inl->Get(ref->index())->data()->size();
     return Status::Ok();
@@ -274,12 +276,14 @@ Status init_delegates(pteron_method* m) {
     if (!s.ok()) return s;
     std::vector<pteron_compile_spec> specs = compile_specs(d);
     if (del.backend.iface.is_available && !del.backend.iface.is_available())
-      return error(PTERON_ERROR_MISSING_DELEGATE, "delegate backend '%s' is registered but not available on this machine",
+      return error(PTERON_ERROR_MISSING_DELEGATE,
+                   "delegate backend '%s' is registered but not available on this machine",
                    del.backend.id.c_str());
     m->ctx.code = PTERON_OK;
     m->ctx.message.clear();
     m->ctx.program = m->program;
-    int32_t rc = del.backend.iface.init(&m->ctx, blob, blob_size, specs.data(), specs.size(), &del.handle);
+    int32_t rc =
+        del.backend.iface.init(&m->ctx, blob, blob_size, specs.data(), specs.size(), &del.handle);
     m->ctx.program = nullptr;
     if (rc != PTERON_OK)
       return error(rc, "delegate %zu (%s) failed to initialise: %s", k, del.backend.id.c_str(),

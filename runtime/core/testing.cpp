@@ -21,12 +21,11 @@ void copy_message(const std::string& m, char* out, size_t cap) {
 extern "C" int32_t pteron_testing_call_kernel(const char* name, const char* overload,
                                               const char* key, pteron_value* const* args,
                                               size_t num_args, char* message,
-                                              size_t message_capacity,
-                                              int32_t* recorded_code) {
+                                              size_t message_capacity, int32_t* recorded_code) {
   if (recorded_code) *recorded_code = PTERON_OK;
   if (!name || !overload || (!args && num_args > 0)) {
-    copy_message("pteron_testing_call_kernel: name, overload and args must not be NULL",
-                 message, message_capacity);
+    copy_message("pteron_testing_call_kernel: name, overload and args must not be NULL", message,
+                 message_capacity);
     return PTERON_ERROR_INVALID_ARGUMENT;
   }
   pteron_kernel_fn fn = pteron::find_kernel(name, overload, key ? key : "");

@@ -119,7 +119,7 @@ class StdPool final : public Pool {
   std::mutex run_mu_;  // held by the caller of run() for the whole job
   std::mutex mu_;      // guards the fields below
   std::condition_variable wake_, done_;
-  Job* job_ = nullptr;           // the open job, or nullptr
+  Job* job_ = nullptr;            // the open job, or nullptr
   std::uint64_t generation_ = 0;  // bumped for every job
   std::size_t active_ = 0;        // workers inside the current job
   bool stopping_ = false;

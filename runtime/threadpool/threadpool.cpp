@@ -34,9 +34,9 @@ constexpr int64_t kChunksPerThread = 4;
 thread_local int t_depth = 0;
 
 struct State {
-  std::shared_mutex mu;         // parallel_for calls share it; replacing the pool is exclusive
-  std::unique_ptr<Pool> pool;   // created on first use (not inside the loader lock)
-  bool create_failed = false;   // the lazy creation failed: run serially, warn once
+  std::shared_mutex mu;        // parallel_for calls share it; replacing the pool is exclusive
+  std::unique_ptr<Pool> pool;  // created on first use (not inside the loader lock)
+  bool create_failed = false;  // the lazy creation failed: run serially, warn once
   std::atomic<bool> shut_down{false};  // past the exit destructor: no new pool
   std::atomic<std::size_t> num_threads{1};
 };
@@ -59,8 +59,10 @@ std::size_t threads_from_environment() {
   std::size_t n = 0;
   bool ok = *v != '\0' && std::strlen(v) <= 9;
   for (const char* p = v; ok && *p; ++p) {
-    if (*p < '0' || *p > '9') ok = false;
-    else n = n * 10 + static_cast<std::size_t>(*p - '0');
+    if (*p < '0' || *p > '9')
+      ok = false;
+    else
+      n = n * 10 + static_cast<std::size_t>(*p - '0');
   }
   if (ok && n >= 1 && n <= PTERON_THREADPOOL_MAX_THREADS) return n;
   std::fprintf(stderr,
@@ -170,7 +172,7 @@ struct Lifetime {
     // (No lock either: a terminated thread may have held it.)
 #else
     std::unique_lock<std::shared_mutex> write(s.mu);  // waits for calls in flight
-    s.pool.reset();                                    // joins the workers
+    s.pool.reset();                                   // joins the workers
 #endif
   }
 };
@@ -195,7 +197,7 @@ int32_t pteron_threadpool_set_num_threads(size_t n) {
   std::unique_ptr<Pool> old;
   {
     std::unique_lock<std::shared_mutex> write(s.mu);  // waits for calls in flight
-    if (s.shut_down.load()) return PTERON_OK;          // process exit: keep serial
+    if (s.shut_down.load()) return PTERON_OK;         // process exit: keep serial
     old = std::move(s.pool);
     s.pool = std::move(fresh);
     s.create_failed = false;

@@ -23,7 +23,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs, expected;
   bool after = false;
   for (int i = 3; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) { after = true; continue; }
+    if (std::strcmp(argv[i], "--") == 0) {
+      after = true;
+      continue;
+    }
     (after ? expected : inputs).push_back(argv[i]);
   }
   // The registry: every kernel entry, with the library that provided it.
@@ -47,7 +50,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loading a missing file did not fail\n");
     return 1;
   } catch (const pteron::Error& e) {
-    if (e.code() != PTERON_ERROR_IO || std::string(e.what()).find("does-not-exist") == std::string::npos) {
+    if (e.code() != PTERON_ERROR_IO ||
+        std::string(e.what()).find("does-not-exist") == std::string::npos) {
       std::fprintf(stderr, "unexpected error for a missing file: %s\n", e.what());
       return 1;
     }
@@ -58,7 +62,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       pteron_tools::NpyArray a;
       std::string err = pteron_tools::npy_read(inputs[i], &a);
-      if (!err.empty()) { std::fprintf(stderr, "%s\n", err.c_str()); return 2; }
+      if (!err.empty()) {
+        std::fprintf(stderr, "%s\n", err.c_str());
+        return 2;
+      }
       m.set_input(i, a.dtype, a.shape, a.data.data(), a.data.size());
     }
     m.execute();
@@ -66,7 +73,10 @@ int main(int argc, char** argv) {
     for (size_t o = 0; o < expected.size() && o < m.output_count(); ++o) {
       pteron_tools::NpyArray e;
       std::string err = pteron_tools::npy_read(expected[o], &e);
-      if (!err.empty()) { std::fprintf(stderr, "%s\n", err.c_str()); return 2; }
+      if (!err.empty()) {
+        std::fprintf(stderr, "%s\n", err.c_str());
+        return 2;
+      }
       pteron::ValueInfo info = m.output_info(o);
       std::vector<unsigned char> got = m.output_bytes(o);
       if (info.dtype != e.dtype || info.sizes != e.shape || got.size() != e.data.size()) {

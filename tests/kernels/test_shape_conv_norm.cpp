@@ -10,7 +10,8 @@
 // -DPTERON_BUILD_TESTS=ON (tests/kernels/CMakeLists.txt) and run by
 // tests/test_kernels_native.py; kernel_test_util.h gives the command line.
 //
-// Expected values were computed with eager PyTorch 2.13.0 (CPU). Inputs are exact binary fractions made by
+// Expected values were computed with eager PyTorch 2.13.0 (CPU). Inputs are exact binary fractions
+// made by
 //   def inp(*shape, dtype=float32, mod=13, mul=7, off=6, scale=0.25):
 //       v = [((i*mul) % mod - off) * scale for i in range(prod(shape))]
 //       return torch.tensor(v).reshape(shape).to(dtype)
@@ -41,21 +42,23 @@ struct CallResult {
 
 static int g_failures = 0;
 static int g_checks = 0;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    ++g_checks;                                                            \
-    if (!(cond)) {                                                         \
-      ++g_failures;                                                        \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                 \
-    }                                                                      \
+#define CHECK(cond)                                                                 \
+  do {                                                                              \
+    ++g_checks;                                                                     \
+    if (!(cond)) {                                                                  \
+      ++g_failures;                                                                 \
+      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                               \
   } while (0)
 
 static int64_t elem_size(int32_t d) {
   switch (d) {
-    case PTERON_DTYPE_FLOAT64: case PTERON_DTYPE_INT64: return 8;
-    case PTERON_DTYPE_FLOAT32: case PTERON_DTYPE_INT32: return 4;
-    case PTERON_DTYPE_INT16: case PTERON_DTYPE_FLOAT16: return 2;
+    case PTERON_DTYPE_FLOAT64:
+    case PTERON_DTYPE_INT64: return 8;
+    case PTERON_DTYPE_FLOAT32:
+    case PTERON_DTYPE_INT32: return 4;
+    case PTERON_DTYPE_INT16:
+    case PTERON_DTYPE_FLOAT16: return 2;
     default: return 1;
   }
 }
@@ -66,9 +69,8 @@ static int64_t elem_size(int32_t d) {
 struct Tensor {
   pteron_tensor t{};
   std::vector<uint64_t> storage;
-  Tensor(int32_t dtype, std::vector<int64_t> sizes,
-         std::vector<uint8_t> dim_order = {}, int64_t capacity = -1,
-         int32_t dynamism = PTERON_SHAPE_DYNAMIC_BOUND) {
+  Tensor(int32_t dtype, std::vector<int64_t> sizes, std::vector<uint8_t> dim_order = {},
+         int64_t capacity = -1, int32_t dynamism = PTERON_SHAPE_DYNAMIC_BOUND) {
     t.dtype = dtype;
     t.dim = static_cast<int32_t>(sizes.size());
     t.dynamism = dynamism;
@@ -105,7 +107,9 @@ struct Tensor {
       case PTERON_DTYPE_FLOAT64: static_cast<double*>(t.data)[o] = v; break;
       case PTERON_DTYPE_INT64: static_cast<int64_t*>(t.data)[o] = static_cast<int64_t>(v); break;
       case PTERON_DTYPE_INT32: static_cast<int32_t*>(t.data)[o] = static_cast<int32_t>(v); break;
-      case PTERON_DTYPE_UINT8: static_cast<uint8_t*>(t.data)[o] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+      case PTERON_DTYPE_UINT8:
+        static_cast<uint8_t*>(t.data)[o] = static_cast<uint8_t>(static_cast<int64_t>(v));
+        break;
       case PTERON_DTYPE_INT8: static_cast<int8_t*>(t.data)[o] = static_cast<int8_t>(v); break;
       case PTERON_DTYPE_INT16: static_cast<int16_t*>(t.data)[o] = static_cast<int16_t>(v); break;
       case PTERON_DTYPE_BOOL: static_cast<bool*>(t.data)[o] = v != 0; break;
@@ -151,26 +155,61 @@ struct Call {
   std::vector<std::vector<int64_t>> lists;
   std::vector<std::vector<pteron_tensor*>> tlists;
   CallResult ctx;
-  Call& tensor(Tensor& x) { pteron_value v{}; v.tag = PTERON_VALUE_TENSOR; v.u.tensor = &x.t; vals.push_back(v); return *this; }
-  Call& none() { pteron_value v{}; v.tag = PTERON_VALUE_NONE; vals.push_back(v); return *this; }
-  Call& i(int64_t x) { pteron_value v{}; v.tag = PTERON_VALUE_INT; v.u.i = x; vals.push_back(v); return *this; }
-  Call& b(bool x) { pteron_value v{}; v.tag = PTERON_VALUE_BOOL; v.u.b = x; vals.push_back(v); return *this; }
-  Call& d(double x) { pteron_value v{}; v.tag = PTERON_VALUE_DOUBLE; v.u.d = x; vals.push_back(v); return *this; }
+  Call& tensor(Tensor& x) {
+    pteron_value v{};
+    v.tag = PTERON_VALUE_TENSOR;
+    v.u.tensor = &x.t;
+    vals.push_back(v);
+    return *this;
+  }
+  Call& none() {
+    pteron_value v{};
+    v.tag = PTERON_VALUE_NONE;
+    vals.push_back(v);
+    return *this;
+  }
+  Call& i(int64_t x) {
+    pteron_value v{};
+    v.tag = PTERON_VALUE_INT;
+    v.u.i = x;
+    vals.push_back(v);
+    return *this;
+  }
+  Call& b(bool x) {
+    pteron_value v{};
+    v.tag = PTERON_VALUE_BOOL;
+    v.u.b = x;
+    vals.push_back(v);
+    return *this;
+  }
+  Call& d(double x) {
+    pteron_value v{};
+    v.tag = PTERON_VALUE_DOUBLE;
+    v.u.d = x;
+    vals.push_back(v);
+    return *this;
+  }
   Call& ints(std::vector<int64_t> x) {
     lists.reserve(64);
     lists.push_back(std::move(x));
-    pteron_value v{}; v.tag = PTERON_VALUE_INT_LIST;
-    v.u.int_list.data = lists.back().data(); v.u.int_list.size = lists.back().size();
-    vals.push_back(v); return *this;
+    pteron_value v{};
+    v.tag = PTERON_VALUE_INT_LIST;
+    v.u.int_list.data = lists.back().data();
+    v.u.int_list.size = lists.back().size();
+    vals.push_back(v);
+    return *this;
   }
   Call& tensors(std::vector<Tensor*> x) {
     tlists.reserve(64);
     std::vector<pteron_tensor*> p;
     for (Tensor* t : x) p.push_back(t ? &t->t : nullptr);
     tlists.push_back(std::move(p));
-    pteron_value v{}; v.tag = PTERON_VALUE_TENSOR_LIST;
-    v.u.tensor_list.data = tlists.back().data(); v.u.tensor_list.size = tlists.back().size();
-    vals.push_back(v); return *this;
+    pteron_value v{};
+    v.tag = PTERON_VALUE_TENSOR_LIST;
+    v.u.tensor_list.data = tlists.back().data();
+    v.u.tensor_list.size = tlists.back().size();
+    vals.push_back(v);
+    return *this;
   }
   int32_t run(const char* op) {
     const std::string full = op;
@@ -179,9 +218,9 @@ struct Call {
     std::vector<pteron_value*> ptrs;
     for (auto& v : vals) ptrs.push_back(&v);
     char msg[1024];
-    const int32_t rc = pteron_testing_call_kernel(name.c_str(), overload.c_str(), nullptr,
-                                                  ptrs.data(), ptrs.size(), msg, sizeof msg,
-                                                  &ctx.code);
+    const int32_t rc =
+        pteron_testing_call_kernel(name.c_str(), overload.c_str(), nullptr, ptrs.data(),
+                                   ptrs.size(), msg, sizeof msg, &ctx.code);
     ctx.message = msg;
     if (rc == PTERON_ERROR_MISSING_OPERATOR && ctx.code == PTERON_OK) {
       std::fprintf(stderr, "kernel %s is not registered\n", op);
@@ -207,7 +246,9 @@ static bool close_to(const Tensor& x, const double* want, size_t n, double rtol 
   return true;
 }
 template <size_t N>
-static bool close_to(const Tensor& x, const double (&want)[N]) { return close_to(x, want, N); }
+static bool close_to(const Tensor& x, const double (&want)[N]) {
+  return close_to(x, want, N);
+}
 template <size_t N>
 static bool equal_to(const Tensor& x, const int64_t (&want)[N]) {
   std::vector<double> w(want, want + N);
@@ -249,25 +290,72 @@ static bool mentions(const Call& c, const char* s) {
 //   that int32 value)
 // kIndexSelect = index_select(inp(3,4), 1, int32 [3,0,3])
 // kEmbedding = F.embedding(tensor([[4,0],[2,2]]), inp(5,3))
-const double kConv2d[] = {-0.875, -1.125, 0.125, 0.875, 6.5, 0.875, 0.125, -1.125, -0.875, -1.75, -0.875, -1.125, -3.25, -4.375, -2.375, 1.5, 1.875, 1.375, 0.125, -0.625, -0.125, -2.25, -1.875, 1.25, 2.875, 2.0, 0.0, 2.0, 4.0, 4.5, 3.0, 1.625, -0.75, 1.375, 1.25, 1.875};
-const double kConv1d[] = {-1.5, 3.0, 1.75, -0.125, 1.25, -1.375, 4.875, -1.0, -2.375, -1.375, -1.125, 4.0, 1.5, -3.0, -1.25, 0.0, -0.25, -3.75, 4.125, -1.75, -0.375, 2.625, -0.375, -2.625, 4.125, -3.75, -0.375, 0.0};
-const int64_t kConvInt[] = {11, 20, 1, -14, -13, 7, 10, -4, -1, 0, -15, -1, 11, 10, 6, -13, 7, -1, 9, 10, 12, 1, 3, -15, 14, 3, 14, 8, 10, -10, 1, 6, 14, 1, 9, -11, -13, -10, 13, 16, 9, 3, 3, 0, 14, 5, 16, 10, -13, -3, -5, 11, 20, 1, 6, -9, -1, 10, 9, 6, 0, -15, -1, -3, -4, 3, 3, -4, -3, 9, 10, 12, 8, 11, 12, 1, -7, 8, 8, 10, -10, -1, 1, -9, 14, 20, 9, -13, -10, 13};
-const double kMaxPool[] = {1.25, 1.75, 1.75, 2.0, 1.5, 1.5, 1.75, 1.25, 1.25, 1.5, 2.0, 1.0, 1.5, 1.75, 2.0, 1.25, 1.5, 2.0};
+const double kConv2d[] = {-0.875, -1.125, 0.125,  0.875, 6.5,    0.875,  0.125, -1.125, -0.875,
+                          -1.75,  -0.875, -1.125, -3.25, -4.375, -2.375, 1.5,   1.875,  1.375,
+                          0.125,  -0.625, -0.125, -2.25, -1.875, 1.25,   2.875, 2.0,    0.0,
+                          2.0,    4.0,    4.5,    3.0,   1.625,  -0.75,  1.375, 1.25,   1.875};
+const double kConv1d[] = {-1.5,  3.0,    1.75,   -0.125, 1.25,  -1.375, 4.875,
+                          -1.0,  -2.375, -1.375, -1.125, 4.0,   1.5,    -3.0,
+                          -1.25, 0.0,    -0.25,  -3.75,  4.125, -1.75,  -0.375,
+                          2.625, -0.375, -2.625, 4.125,  -3.75, -0.375, 0.0};
+const int64_t kConvInt[] = {11,  20,  1,  -14, -13, 7,   10,  -4,  -1,  0,  -15, -1, 11,  10,  6,
+                            -13, 7,   -1, 9,   10,  12,  1,   3,   -15, 14, 3,   14, 8,   10,  -10,
+                            1,   6,   14, 1,   9,   -11, -13, -10, 13,  16, 9,   3,  3,   0,   14,
+                            5,   16,  10, -13, -3,  -5,  11,  20,  1,   6,  -9,  -1, 10,  9,   6,
+                            0,   -15, -1, -3,  -4,  3,   3,   -4,  -3,  9,  10,  12, 8,   11,  12,
+                            1,   -7,  8,  8,   10,  -10, -1,  1,   -9,  14, 20,  9,  -13, -10, 13};
+const double kMaxPool[] = {1.25, 1.75, 1.75, 2.0, 1.5,  1.5, 1.75, 1.25, 1.25,
+                           1.5,  2.0,  1.0,  1.5, 1.75, 2.0, 1.25, 1.5,  2.0};
 const int64_t kMaxPoolIdx[] = {6, 3, 3, 10, 13, 13, 20, 23, 23, 5, 2, 8, 5, 12, 19, 15, 22, 19};
 const double kMaxPoolDil[] = {2.0, 0.5, 2.0, 0.25, 2.0, 2.0, 1.75, 1.75};
 const int64_t kMaxPoolDilIdx[] = {10, 2, 10, 12, 2, 2, 12, 12};
-const double kAvgPoolExcl[] = {-0.375, 0.0833333358168602, 0.1875, 0.5, -0.2222222238779068, 0.0, 0.3125, -0.2916666567325592, -0.1875, 0.0625, 0.1666666716337204, -0.4375, -0.125, -0.1388888955116272, 0.0833333358168602, -0.3125, -0.2083333283662796, 0.25};
-const double kAvgPoolIncl[] = {-0.1666666716337204, 0.0555555559694767, 0.0833333358168602, 0.3333333432674408, -0.2222222238779068, 0.0, 0.1388888955116272, -0.1944444477558136, -0.0833333358168602, 0.02777777798473835, 0.1111111119389534, -0.1944444477558136, -0.0833333358168602, -0.1388888955116272, 0.0555555559694767, -0.1388888955116272, -0.1388888955116272, 0.1111111119389534};
-const double kAvgPoolDiv[] = {-0.5, 0.0, 0.5833333134651184, -0.3333333432674408, 0.0833333358168602, 0.5833333134651184, -0.25, 0.25};
-const double kBatchNorm[] = {-2.1499886512756348, -1.0249943733215332, 0.09999999403953552, 1.224994421005249, 0.5535498261451721, 0.0232250839471817, -0.5070996880531311, -1.0374244451522827, -2.774867534637451, -1.714210033416748, -0.6535525321960449, -3.4819724559783936, -1.0249943733215332, 0.09999999403953552, 1.224994421005249, -1.7749905586242676, 0.0232250839471817, -0.5070996880531311, -1.0374244451522827, 0.3767749071121216, -1.714210033416748, -0.6535525321960449, -3.4819724559783936, -2.4213149547576904};
-const double kLayerNorm[] = {0.5885717272758484, -0.08763640373945236, 1.6398967504501343, -0.10000000149011612, 0.12519486248493195, -0.5635327100753784, -0.48810404539108276, 0.6384938359260559, 0.10000000149011612, -0.5757404565811157, -0.36306512355804443, -0.5885717272758484, 0.050754375755786896, 0.5070828199386597, -1.8323967456817627, -0.10000000149011612, 1.3430843353271484, 0.5796729922294617, 0.0781642273068428, 2.5080044269561768, 0.10000000149011612, 0.5852470397949219, 0.8085915446281433, -0.050754375755786896};
+const double kAvgPoolExcl[] = {-0.375,  0.0833333358168602,  0.1875,
+                               0.5,     -0.2222222238779068, 0.0,
+                               0.3125,  -0.2916666567325592, -0.1875,
+                               0.0625,  0.1666666716337204,  -0.4375,
+                               -0.125,  -0.1388888955116272, 0.0833333358168602,
+                               -0.3125, -0.2083333283662796, 0.25};
+const double kAvgPoolIncl[] = {-0.1666666716337204, 0.0555555559694767,  0.0833333358168602,
+                               0.3333333432674408,  -0.2222222238779068, 0.0,
+                               0.1388888955116272,  -0.1944444477558136, -0.0833333358168602,
+                               0.02777777798473835, 0.1111111119389534,  -0.1944444477558136,
+                               -0.0833333358168602, -0.1388888955116272, 0.0555555559694767,
+                               -0.1388888955116272, -0.1388888955116272, 0.1111111119389534};
+const double kAvgPoolDiv[] = {
+    -0.5,  0.0, 0.5833333134651184, -0.3333333432674408, 0.0833333358168602, 0.5833333134651184,
+    -0.25, 0.25};
+const double kBatchNorm[] = {
+    -2.1499886512756348, -1.0249943733215332, 0.09999999403953552, 1.224994421005249,
+    0.5535498261451721,  0.0232250839471817,  -0.5070996880531311, -1.0374244451522827,
+    -2.774867534637451,  -1.714210033416748,  -0.6535525321960449, -3.4819724559783936,
+    -1.0249943733215332, 0.09999999403953552, 1.224994421005249,   -1.7749905586242676,
+    0.0232250839471817,  -0.5070996880531311, -1.0374244451522827, 0.3767749071121216,
+    -1.714210033416748,  -0.6535525321960449, -3.4819724559783936, -2.4213149547576904};
+const double kLayerNorm[] = {
+    0.5885717272758484,   -0.08763640373945236, 1.6398967504501343,   -0.10000000149011612,
+    0.12519486248493195,  -0.5635327100753784,  -0.48810404539108276, 0.6384938359260559,
+    0.10000000149011612,  -0.5757404565811157,  -0.36306512355804443, -0.5885717272758484,
+    0.050754375755786896, 0.5070828199386597,   -1.8323967456817627,  -0.10000000149011612,
+    1.3430843353271484,   0.5796729922294617,   0.0781642273068428,   2.5080044269561768,
+    0.10000000149011612,  0.5852470397949219,   0.8085915446281433,   -0.050754375755786896};
 const double kLayerNormMean[] = {-0.1041666716337204, -0.020833319053053856};
 const double kLayerNormRstd[] = {1.2018706798553467, 1.3156744241714478};
-const double kLayerNorm1[] = {-1.044176459312439, 0.24096380174160004, 1.5261040925979614, -0.7228913903236389, -0.1999974250793457, 1.39998197555542, -1.39998197555542, 0.1999974250793457, 1.3130570650100708, -0.5252228379249573, 0.5252228379249573, -1.3130570650100708, -0.1999974250793457, 1.39998197555542, -1.39998197555542, 0.1999974101781845, 0.7228913903236389, -1.5261040925979614, -0.24096380174160004, 1.044176459312439, -0.1999974250793457, 1.39998197555542, -1.39998197555542, 0.1999974250793457};
-const double kLayerNorm1Rstd[] = {1.2851402759552002, 1.5999794006347656, 1.0504456758499146, 1.5999794006347656, 1.2851402759552002, 1.5999794006347656};
-const double kPermute[] = {-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 0.25, 0.75, 1.25, -1.5, -1.0, -0.5, -1.25, -0.75, -0.25, 0.25, 0.75, 1.25, 0.5, 1.0, 1.5, -1.25, -0.75, -0.25};
+const double kLayerNorm1[] = {
+    -1.044176459312439,  0.24096380174160004, 1.5261040925979614,   -0.7228913903236389,
+    -0.1999974250793457, 1.39998197555542,    -1.39998197555542,    0.1999974250793457,
+    1.3130570650100708,  -0.5252228379249573, 0.5252228379249573,   -1.3130570650100708,
+    -0.1999974250793457, 1.39998197555542,    -1.39998197555542,    0.1999974101781845,
+    0.7228913903236389,  -1.5261040925979614, -0.24096380174160004, 1.044176459312439,
+    -0.1999974250793457, 1.39998197555542,    -1.39998197555542,    0.1999974250793457};
+const double kLayerNorm1Rstd[] = {1.2851402759552002, 1.5999794006347656, 1.0504456758499146,
+                                  1.5999794006347656, 1.2851402759552002, 1.5999794006347656};
+const double kPermute[] = {-1.5, -1.0, -0.5, 0.0,  0.5,   1.0,   0.25,  0.75,
+                           1.25, -1.5, -1.0, -0.5, -1.25, -0.75, -0.25, 0.25,
+                           0.75, 1.25, 0.5,  1.0,  1.5,   -1.25, -0.75, -0.25};
 const double kView[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5};
-const double kExpand[] = {-1.5, -1.5, -1.5, -1.5, 0.25, 0.25, 0.25, 0.25, -1.25, -1.25, -1.25, -1.25, -1.5, -1.5, -1.5, -1.5, 0.25, 0.25, 0.25, 0.25, -1.25, -1.25, -1.25, -1.25};
+const double kExpand[] = {-1.5,  -1.5,  -1.5,  -1.5,  0.25,  0.25,  0.25,  0.25,
+                          -1.25, -1.25, -1.25, -1.25, -1.5,  -1.5,  -1.5,  -1.5,
+                          0.25,  0.25,  0.25,  0.25,  -1.25, -1.25, -1.25, -1.25};
 const double kSlice[] = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, -1.5, -1.25, -1.0, -0.75, -0.5, -0.25};
 const double kSelect[] = {-0.5, 1.25, -0.25, 1.5, 1.0, -0.5, 1.25, -0.25};
 const double kCat[] = {1.0, 2.0, 5.0, 3.0, 4.0, 6.0};
@@ -279,7 +367,8 @@ const int64_t kNanToI16[] = {0, 0, 0, 0, 2, -4464};
 const int64_t kNanToI8[] = {0, 0, 0, 0, 2, -112};
 const int64_t kNanToU8[] = {0, 0, 0, 0, 2, 144};
 const double kIndexSelect[] = {0.5, -1.5, 0.5, 1.0, -1.0, 1.0, 1.5, -0.5, 1.5};
-const double kEmbedding[] = {0.0, -1.5, 0.25, -1.5, 0.25, -1.25, -0.75, 1.0, -0.5, -0.75, 1.0, -0.5};
+const double kEmbedding[] = {0.0,   -1.5, 0.25, -1.5,  0.25, -1.25,
+                             -0.75, 1.0,  -0.5, -0.75, 1.0,  -0.5};
 
 // ---- tests ------------------------------------------------------------------------
 
@@ -395,7 +484,8 @@ static void test_shape_ops() {
     CHECK(bad.run("aten::unsqueeze_copy.out") == PTERON_ERROR_INVALID_ARGUMENT);
   }
   {  // cat: int32 + legacy empty 1-D float + int64 into float32 out
-    Tensor a(PTERON_DTYPE_INT32, {2, 2}), e(PTERON_DTYPE_FLOAT32, {0}), b(PTERON_DTYPE_INT64, {2, 1});
+    Tensor a(PTERON_DTYPE_INT32, {2, 2}), e(PTERON_DTYPE_FLOAT32, {0}),
+        b(PTERON_DTYPE_INT64, {2, 1});
     a.fill({1, 2, 3, 4});
     b.fill({5, 6});
     Tensor out(PTERON_DTYPE_FLOAT32, {2, 3});
@@ -429,7 +519,8 @@ static void test_shape_ops() {
     CHECK(ok);
   }
   {  // clone into channels-last; _to_dim_order_copy converting dtypes
-    Tensor x(PTERON_DTYPE_FLOAT32, {1, 3, 2, 2}), out(PTERON_DTYPE_FLOAT32, {1, 3, 2, 2}, {0, 2, 3, 1});
+    Tensor x(PTERON_DTYPE_FLOAT32, {1, 3, 2, 2}),
+        out(PTERON_DTYPE_FLOAT32, {1, 3, 2, 2}, {0, 2, 3, 1});
     x.fill(Inp(12));
     Call c;
     c.tensor(x).none().tensor(out);
@@ -467,17 +558,19 @@ static void test_shape_ops() {
     for (int32_t from : {PTERON_DTYPE_FLOAT32, PTERON_DTYPE_FLOAT64}) {
       Tensor src(from, {6});
       src.fill({NAN, 1e20, -1e20, 3e9, 2.7, -70000.5});
-      const std::pair<int32_t, const int64_t*> targets[] = {
-          {PTERON_DTYPE_INT32, kNanToI32}, {PTERON_DTYPE_INT64, kNanToI64},
-          {PTERON_DTYPE_INT16, kNanToI16}, {PTERON_DTYPE_INT8, kNanToI8},
-          {PTERON_DTYPE_UINT8, kNanToU8}};
+      const std::pair<int32_t, const int64_t*> targets[] = {{PTERON_DTYPE_INT32, kNanToI32},
+                                                            {PTERON_DTYPE_INT64, kNanToI64},
+                                                            {PTERON_DTYPE_INT16, kNanToI16},
+                                                            {PTERON_DTYPE_INT8, kNanToI8},
+                                                            {PTERON_DTYPE_UINT8, kNanToU8}};
       for (const auto& tg : targets) {
         Tensor dst(tg.first, {6});
         Call cv;
         cv.tensor(src).b(false).none().tensor(dst);
         CHECK(cv.run("dim_order_ops::_to_dim_order_copy.out") == PTERON_OK);
         bool same = true;
-        for (int64_t i = 0; i < 6; ++i) same = same && dst.get(i) == static_cast<double>(tg.second[i]);
+        for (int64_t i = 0; i < 6; ++i)
+          same = same && dst.get(i) == static_cast<double>(tg.second[i]);
         CHECK(same);
       }
     }
@@ -505,7 +598,8 @@ static void test_shape_ops() {
 
 static void test_index_ops() {
   {
-    Tensor x(PTERON_DTYPE_FLOAT32, {3, 4}), idx(PTERON_DTYPE_INT32, {3}), out(PTERON_DTYPE_FLOAT32, {3, 3});
+    Tensor x(PTERON_DTYPE_FLOAT32, {3, 4}), idx(PTERON_DTYPE_INT32, {3}),
+        out(PTERON_DTYPE_FLOAT32, {3, 3});
     x.fill(Inp(12));
     idx.fill({3, 0, 3});
     Call c;
@@ -525,7 +619,8 @@ static void test_index_ops() {
     CHECK(mentions(neg, "-1"));
   }
   {
-    Tensor w(PTERON_DTYPE_FLOAT32, {5, 3}), ids(PTERON_DTYPE_INT64, {2, 2}), out(PTERON_DTYPE_FLOAT32, {2, 2, 3});
+    Tensor w(PTERON_DTYPE_FLOAT32, {5, 3}), ids(PTERON_DTYPE_INT64, {2, 2}),
+        out(PTERON_DTYPE_FLOAT32, {2, 2, 3});
     w.fill(Inp(15));
     ids.fill({4, 0, 2, 2});
     Call c;
@@ -577,8 +672,17 @@ static void test_conv() {
     w.fill(Inp(36, 5, 3, 2, 0.5));
     b.fill({0.5, -1.0, 0.25, 2.0});
     Call c;
-    c.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(2)
-        .tensor(out).tensor(out);
+    c.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .ints({2, 2})
+        .ints({1, 1})
+        .ints({1, 1})
+        .b(false)
+        .ints({0, 0})
+        .i(2)
+        .tensor(out)
+        .tensor(out);
     CHECK(c.run("aten::convolution.out") == PTERON_OK);
     CHECK(close_to(out, kConv2d));
     // the same with channels-last input and out
@@ -586,28 +690,67 @@ static void test_conv() {
         oc(PTERON_DTYPE_FLOAT32, {1, 4, 3, 3}, {0, 2, 3, 1});
     xc.fill(Inp(50));
     Call c2;
-    c2.tensor(xc).tensor(w).tensor(b).ints({2}).ints({1}).ints({1}).b(false).ints({0}).i(2).tensor(oc);
+    c2.tensor(xc).tensor(w).tensor(b).ints({2}).ints({1}).ints({1}).b(false).ints({0}).i(2).tensor(
+        oc);
     CHECK(c2.run("aten::convolution.out") == PTERON_OK);
     CHECK(close_to(oc, kConv2d));
     Call tr;
-    tr.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(true).ints({0, 0}).i(2).tensor(out);
+    tr.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .ints({2, 2})
+        .ints({1, 1})
+        .ints({1, 1})
+        .b(true)
+        .ints({0, 0})
+        .i(2)
+        .tensor(out);
     CHECK(tr.run("aten::convolution.out") == PTERON_ERROR_NOT_SUPPORTED);
     Call g3;
-    g3.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(3).tensor(out);
+    g3.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .ints({2, 2})
+        .ints({1, 1})
+        .ints({1, 1})
+        .b(false)
+        .ints({0, 0})
+        .i(3)
+        .tensor(out);
     CHECK(g3.run("aten::convolution.out") == PTERON_ERROR_SHAPE_MISMATCH);
     Call g0;
-    g0.tensor(x).tensor(w).tensor(b).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(0).tensor(out);
+    g0.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .ints({2, 2})
+        .ints({1, 1})
+        .ints({1, 1})
+        .b(false)
+        .ints({0, 0})
+        .i(0)
+        .tensor(out);
     CHECK(g0.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
     Call s0;
-    s0.tensor(x).tensor(w).tensor(b).ints({0, 2}).ints({1, 1}).ints({1, 1}).b(false).ints({0, 0}).i(2).tensor(out);
+    s0.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .ints({0, 2})
+        .ints({1, 1})
+        .ints({1, 1})
+        .b(false)
+        .ints({0, 0})
+        .i(2)
+        .tensor(out);
     CHECK(s0.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
     Call big;  // kernel larger than the padded input
     Tensor wb(PTERON_DTYPE_FLOAT32, {4, 1, 9, 9});
-    big.tensor(x).tensor(wb).none().ints({1}).ints({0}).ints({1}).b(false).ints({0}).i(2).tensor(out);
+    big.tensor(x).tensor(wb).none().ints({1}).ints({0}).ints({1}).b(false).ints({0}).i(2).tensor(
+        out);
     CHECK(big.run("aten::convolution.out") == PTERON_ERROR_SHAPE_MISMATCH);
   }
   {  // 1-D convolution with dilation, no bias
-    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 7}), w(PTERON_DTYPE_FLOAT32, {2, 3, 3}), out(PTERON_DTYPE_FLOAT32, {2, 2, 7});
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 7}), w(PTERON_DTYPE_FLOAT32, {2, 3, 3}),
+        out(PTERON_DTYPE_FLOAT32, {2, 2, 7});
     x.fill(Inp(42));
     w.fill(Inp(18, 7, 2, 3, 0.5));
     Call c;
@@ -616,8 +759,8 @@ static void test_conv() {
     CHECK(close_to(out, kConv1d));
   }
   {  // int64 convolution
-    Tensor x(PTERON_DTYPE_INT64, {2, 3, 4, 4}), w(PTERON_DTYPE_INT64, {5, 3, 2, 2}), b(PTERON_DTYPE_INT64, {5}),
-        out(PTERON_DTYPE_INT64, {2, 5, 3, 3});
+    Tensor x(PTERON_DTYPE_INT64, {2, 3, 4, 4}), w(PTERON_DTYPE_INT64, {5, 3, 2, 2}),
+        b(PTERON_DTYPE_INT64, {5}), out(PTERON_DTYPE_INT64, {2, 5, 3, 3});
     std::vector<double> xv(96), wv(60);
     for (int i = 0; i < 96; ++i) xv[i] = i % 7 - 3;
     for (int i = 0; i < 60; ++i) wv[i] = i % 5 - 2;
@@ -625,7 +768,16 @@ static void test_conv() {
     w.fill(wv);
     b.fill({1, 2, 3, 4, 5});
     Call c;
-    c.tensor(x).tensor(w).tensor(b).ints({1, 2}).ints({0, 1}).ints({1, 1}).b(false).ints({0, 0}).i(1).tensor(out);
+    c.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .ints({1, 2})
+        .ints({0, 1})
+        .ints({1, 1})
+        .b(false)
+        .ints({0, 0})
+        .i(1)
+        .tensor(out);
     CHECK(c.run("aten::convolution.out") == PTERON_OK);
     CHECK(equal_to(out, kConvInt));
   }
@@ -637,12 +789,21 @@ static void test_pool() {
         idx(PTERON_DTYPE_INT64, {1, 2, 3, 3});
     x.fill(Inp(50, 17, 5, 8));
     Call c;
-    c.tensor(x).ints({3, 3}).ints({2, 2}).ints({1, 1}).ints({1, 1}).b(true).tensor(out).tensor(idx).tensors({&out, &idx});
+    c.tensor(x)
+        .ints({3, 3})
+        .ints({2, 2})
+        .ints({1, 1})
+        .ints({1, 1})
+        .b(true)
+        .tensor(out)
+        .tensor(idx)
+        .tensors({&out, &idx});
     CHECK(c.run("aten::max_pool2d_with_indices.out") == PTERON_OK);
     CHECK(close_to(out, kMaxPool));
     CHECK(equal_to(idx, kMaxPoolIdx));
     // 3-D input, empty stride (= kernel), dilation 2
-    Tensor x3(PTERON_DTYPE_FLOAT32, {2, 5, 5}), o3(PTERON_DTYPE_FLOAT32, {2, 2, 2}), i3(PTERON_DTYPE_INT64, {2, 2, 2});
+    Tensor x3(PTERON_DTYPE_FLOAT32, {2, 5, 5}), o3(PTERON_DTYPE_FLOAT32, {2, 2, 2}),
+        i3(PTERON_DTYPE_INT64, {2, 2, 2});
     x3.fill(Inp(50, 17, 5, 8));
     Call c3;
     c3.tensor(x3).ints({2, 2}).ints({}).ints({0}).ints({2}).b(false).tensor(o3).tensor(i3);
@@ -657,24 +818,28 @@ static void test_pool() {
           ia(PTERON_DTYPE_INT64, {1, 1, 5, 1});
       xa.fill({0, 1, 2, 3, 4});
       Call ca;
-      ca.tensor(xa).ints({3, 3}).ints({1, 3}).ints({1, 1}).ints({1, 2}).b(true).tensor(oa).tensor(ia);
+      ca.tensor(xa).ints({3, 3}).ints({1, 3}).ints({1, 1}).ints({1, 2}).b(true).tensor(oa).tensor(
+          ia);
       CHECK(ca.run("aten::max_pool2d_with_indices.out") == PTERON_OK);
       const int64_t want_idx[] = {1, 1, 2, 3, 4};
       CHECK(equal_to(ia, want_idx));
       CHECK(std::isinf(oa.get(0)) && oa.get(0) < 0);
     }
     Call pad;
-    pad.tensor(x).ints({3, 3}).ints({2, 2}).ints({2, 2}).ints({1, 1}).b(true).tensor(out).tensor(idx);
+    pad.tensor(x).ints({3, 3}).ints({2, 2}).ints({2, 2}).ints({1, 1}).b(true).tensor(out).tensor(
+        idx);
     CHECK(pad.run("aten::max_pool2d_with_indices.out") == PTERON_ERROR_INVALID_ARGUMENT);
     Call small;
-    small.tensor(x).ints({7, 7}).ints({}).ints({0, 0}).ints({1, 1}).b(false).tensor(out).tensor(idx);
+    small.tensor(x).ints({7, 7}).ints({}).ints({0, 0}).ints({1, 1}).b(false).tensor(out).tensor(
+        idx);
     CHECK(small.run("aten::max_pool2d_with_indices.out") == PTERON_ERROR_SHAPE_MISMATCH);
   }
   {
     Tensor x(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}), out(PTERON_DTYPE_FLOAT32, {1, 2, 3, 3});
     x.fill(Inp(50, 17, 5, 8));
     Call c;
-    c.tensor(x).ints({3, 3}).ints({2, 2}).ints({1, 1}).b(true).b(false).none().tensor(out).tensor(out);
+    c.tensor(x).ints({3, 3}).ints({2, 2}).ints({1, 1}).b(true).b(false).none().tensor(out).tensor(
+        out);
     CHECK(c.run("aten::avg_pool2d.out") == PTERON_OK);
     CHECK(close_to(out, kAvgPoolExcl));
     Call c2;
@@ -682,7 +847,8 @@ static void test_pool() {
     CHECK(c2.run("aten::avg_pool2d.out") == PTERON_OK);
     CHECK(close_to(out, kAvgPoolIncl));
     // channels-last input, divisor_override
-    Tensor xc(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}, {0, 2, 3, 1}), o2(PTERON_DTYPE_FLOAT32, {1, 2, 2, 2});
+    Tensor xc(PTERON_DTYPE_FLOAT32, {1, 2, 5, 5}, {0, 2, 3, 1}),
+        o2(PTERON_DTYPE_FLOAT32, {1, 2, 2, 2});
     xc.fill(Inp(50, 17, 5, 8));
     Call c3;
     c3.tensor(xc).ints({2, 2}).ints({}).ints({0, 0}).b(false).b(true).i(3).tensor(o2);
@@ -700,51 +866,100 @@ static void test_pool() {
 
 static void test_norm() {
   {
-    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}), w(PTERON_DTYPE_FLOAT32, {3}), b(PTERON_DTYPE_FLOAT32, {3}),
-        m(PTERON_DTYPE_FLOAT32, {3}), v(PTERON_DTYPE_FLOAT32, {3}), out(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}),
-        o1(PTERON_DTYPE_FLOAT32, {0}, {}, 0, PTERON_SHAPE_STATIC), o2(PTERON_DTYPE_FLOAT32, {0}, {}, 0, PTERON_SHAPE_STATIC);
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}), w(PTERON_DTYPE_FLOAT32, {3}),
+        b(PTERON_DTYPE_FLOAT32, {3}), m(PTERON_DTYPE_FLOAT32, {3}), v(PTERON_DTYPE_FLOAT32, {3}),
+        out(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}),
+        o1(PTERON_DTYPE_FLOAT32, {0}, {}, 0, PTERON_SHAPE_STATIC),
+        o2(PTERON_DTYPE_FLOAT32, {0}, {}, 0, PTERON_SHAPE_STATIC);
     x.fill(Inp(24, 11, 3, 5));
     w.fill({1.5, -0.5, 2.0});
     b.fill({0.1, 0.2, -0.3});
     m.fill({0.25, -0.5, 1.0});
     v.fill({1.0, 0.5, 2.0});
     Call c;
-    c.tensor(x).tensor(w).tensor(b).tensor(m).tensor(v).d(0.1).d(1e-5).tensor(out).tensor(o1).tensor(o2)
+    c.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .tensor(m)
+        .tensor(v)
+        .d(0.1)
+        .d(1e-5)
+        .tensor(out)
+        .tensor(o1)
+        .tensor(o2)
         .tensors({&out, &o1, &o2});
     CHECK(c.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_OK);
     CHECK(close_to(out, kBatchNorm));
     // channels-last input and out give the same values
-    Tensor xc(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}, {0, 2, 3, 1}), oc(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}, {0, 2, 3, 1});
+    Tensor xc(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}, {0, 2, 3, 1}),
+        oc(PTERON_DTYPE_FLOAT32, {2, 3, 2, 2}, {0, 2, 3, 1});
     xc.fill(Inp(24, 11, 3, 5));
     Tensor d1(PTERON_DTYPE_FLOAT32, {3}), d2(PTERON_DTYPE_FLOAT32, {3});
     Call c2;
-    c2.tensor(xc).tensor(w).tensor(b).tensor(m).tensor(v).d(0.1).d(1e-5).tensor(oc).tensor(d1).tensor(d2);
+    c2.tensor(xc)
+        .tensor(w)
+        .tensor(b)
+        .tensor(m)
+        .tensor(v)
+        .d(0.1)
+        .d(1e-5)
+        .tensor(oc)
+        .tensor(d1)
+        .tensor(d2);
     CHECK(c2.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_OK);
     CHECK(close_to(oc, kBatchNorm));
     CHECK(d1.numel() == 0);  // bounded save_mean becomes empty, as ATen returns
     Tensor m4(PTERON_DTYPE_FLOAT32, {4});
     Call bad;
-    bad.tensor(x).tensor(w).tensor(b).tensor(m4).tensor(v).d(0.1).d(1e-5).tensor(out).tensor(o1).tensor(o2);
+    bad.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .tensor(m4)
+        .tensor(v)
+        .d(0.1)
+        .d(1e-5)
+        .tensor(out)
+        .tensor(o1)
+        .tensor(o2);
     CHECK(bad.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_ERROR_SHAPE_MISMATCH);
     Tensor md(PTERON_DTYPE_FLOAT64, {3});
     Call mixed;
-    mixed.tensor(x).tensor(w).tensor(b).tensor(md).tensor(v).d(0.1).d(1e-5).tensor(out).tensor(o1).tensor(o2);
-    CHECK(mixed.run("aten::_native_batch_norm_legit_no_training.out") == PTERON_ERROR_INVALID_ARGUMENT);
+    mixed.tensor(x)
+        .tensor(w)
+        .tensor(b)
+        .tensor(md)
+        .tensor(v)
+        .d(0.1)
+        .d(1e-5)
+        .tensor(out)
+        .tensor(o1)
+        .tensor(o2);
+    CHECK(mixed.run("aten::_native_batch_norm_legit_no_training.out") ==
+          PTERON_ERROR_INVALID_ARGUMENT);
   }
   {
-    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 4}), w(PTERON_DTYPE_FLOAT32, {3, 4}), b(PTERON_DTYPE_FLOAT32, {3, 4}),
-        out(PTERON_DTYPE_FLOAT32, {2, 3, 4}), mean(PTERON_DTYPE_FLOAT32, {2, 1, 1}), rstd(PTERON_DTYPE_FLOAT32, {2, 1, 1});
+    Tensor x(PTERON_DTYPE_FLOAT32, {2, 3, 4}), w(PTERON_DTYPE_FLOAT32, {3, 4}),
+        b(PTERON_DTYPE_FLOAT32, {3, 4}), out(PTERON_DTYPE_FLOAT32, {2, 3, 4}),
+        mean(PTERON_DTYPE_FLOAT32, {2, 1, 1}), rstd(PTERON_DTYPE_FLOAT32, {2, 1, 1});
     x.fill(Inp(24, 11, 4, 5));
     w.fill(Inp(12, 5, 2, 1, 0.5));
     b.fill(Inp(12, 3, 1, 1, 0.1));
     Call c;
-    c.tensor(x).ints({3, 4}).tensor(w).tensor(b).d(1e-5).tensor(out).tensor(mean).tensor(rstd)
+    c.tensor(x)
+        .ints({3, 4})
+        .tensor(w)
+        .tensor(b)
+        .d(1e-5)
+        .tensor(out)
+        .tensor(mean)
+        .tensor(rstd)
         .tensors({&out, &mean, &rstd});
     CHECK(c.run("aten::native_layer_norm.out") == PTERON_OK);
     CHECK(close_to(out, kLayerNorm));
     CHECK(close_to(mean, kLayerNormMean));
     CHECK(close_to(rstd, kLayerNormRstd));
-    Tensor o1(PTERON_DTYPE_FLOAT32, {2, 3, 4}), m1(PTERON_DTYPE_FLOAT32, {2, 3, 1}), r1(PTERON_DTYPE_FLOAT32, {2, 3, 1});
+    Tensor o1(PTERON_DTYPE_FLOAT32, {2, 3, 4}), m1(PTERON_DTYPE_FLOAT32, {2, 3, 1}),
+        r1(PTERON_DTYPE_FLOAT32, {2, 3, 1});
     Call c1;
     c1.tensor(x).ints({4}).none().none().d(1e-5).tensor(o1).tensor(m1).tensor(r1);
     CHECK(c1.run("aten::native_layer_norm.out") == PTERON_OK);
@@ -803,9 +1018,11 @@ static void test_malformed() {
     c.tensor(h).ints({1, 0}).tensor(ho);
     CHECK(c.run("aten::permute_copy.out") == PTERON_ERROR_UNSUPPORTED_DTYPE);
     CHECK(mentions(c, "float16"));
-    Tensor hw(PTERON_DTYPE_FLOAT16, {1, 1, 1, 1}), hx(PTERON_DTYPE_FLOAT16, {1, 1, 2, 2}), hout(PTERON_DTYPE_FLOAT16, {1, 1, 2, 2});
+    Tensor hw(PTERON_DTYPE_FLOAT16, {1, 1, 1, 1}), hx(PTERON_DTYPE_FLOAT16, {1, 1, 2, 2}),
+        hout(PTERON_DTYPE_FLOAT16, {1, 1, 2, 2});
     Call c2;
-    c2.tensor(hx).tensor(hw).none().ints({1}).ints({0}).ints({1}).b(false).ints({0}).i(1).tensor(hout);
+    c2.tensor(hx).tensor(hw).none().ints({1}).ints({0}).ints({1}).b(false).ints({0}).i(1).tensor(
+        hout);
     CHECK(c2.run("aten::convolution.out") == PTERON_ERROR_UNSUPPORTED_DTYPE);
   }
   {  // static out of the wrong shape
@@ -815,12 +1032,31 @@ static void test_malformed() {
     CHECK(c.run("aten::permute_copy.out") == PTERON_ERROR_SHAPE_MISMATCH);
   }
   {  // huge padding / garbage parameters
-    Tensor xi(PTERON_DTYPE_FLOAT32, {1, 1, 4, 4}), w(PTERON_DTYPE_FLOAT32, {1, 1, 2, 2}), o(PTERON_DTYPE_FLOAT32, {1, 1, 3, 3});
+    Tensor xi(PTERON_DTYPE_FLOAT32, {1, 1, 4, 4}), w(PTERON_DTYPE_FLOAT32, {1, 1, 2, 2}),
+        o(PTERON_DTYPE_FLOAT32, {1, 1, 3, 3});
     Call c;
-    c.tensor(xi).tensor(w).none().ints({1}).ints({INT64_MAX}).ints({1}).b(false).ints({0}).i(1).tensor(o);
+    c.tensor(xi)
+        .tensor(w)
+        .none()
+        .ints({1})
+        .ints({INT64_MAX})
+        .ints({1})
+        .b(false)
+        .ints({0})
+        .i(1)
+        .tensor(o);
     CHECK(c.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
     Call c2;
-    c2.tensor(xi).tensor(w).none().ints({1}).ints({0}).ints({INT64_MIN}).b(false).ints({0}).i(1).tensor(o);
+    c2.tensor(xi)
+        .tensor(w)
+        .none()
+        .ints({1})
+        .ints({0})
+        .ints({INT64_MIN})
+        .b(false)
+        .ints({0})
+        .i(1)
+        .tensor(o);
     CHECK(c2.run("aten::convolution.out") == PTERON_ERROR_INVALID_ARGUMENT);
     Tensor idx(PTERON_DTYPE_INT64, {1, 1, 3, 3});
     Call c3;
@@ -837,7 +1073,6 @@ static void test_malformed() {
     CHECK(c6.run("aten::view_copy.out") != PTERON_OK);
   }
 }
-
 
 // Random argument lists shaped roughly like each operator's schema (a few
 // arguments of the wrong kind, extreme ints, odd dim orders, aliasing-free
@@ -856,16 +1091,23 @@ struct Rng {
 
 static void test_random_arguments() {
   static const char* const kOps[][2] = {
-      {"aten::permute_copy.out", "TLT"},      {"aten::view_copy.out", "TLT"},
-      {"aten::expand_copy.out", "TLBT"},      {"aten::squeeze_copy.dims_out", "TLT"},
-      {"aten::squeeze_copy.dim_out", "TIT"},  {"aten::squeeze_copy.out", "TT"},
-      {"aten::unsqueeze_copy.out", "TIT"},    {"aten::select_copy.int_out", "TIIT"},
-      {"aten::slice_copy.Tensor_out", "TIOOIT"}, {"aten::cat.out", "XIT"},
+      {"aten::permute_copy.out", "TLT"},
+      {"aten::view_copy.out", "TLT"},
+      {"aten::expand_copy.out", "TLBT"},
+      {"aten::squeeze_copy.dims_out", "TLT"},
+      {"aten::squeeze_copy.dim_out", "TIT"},
+      {"aten::squeeze_copy.out", "TT"},
+      {"aten::unsqueeze_copy.out", "TIT"},
+      {"aten::select_copy.int_out", "TIIT"},
+      {"aten::slice_copy.Tensor_out", "TIOOIT"},
+      {"aten::cat.out", "XIT"},
       {"aten::clone.out", "TNT"},
       {"dim_order_ops::_to_dim_order_copy.out", "TBPT"},
       {"dim_order_ops::_clone_dim_order.out", "TBPT"},
-      {"aten::index_select.out", "TIKT"},     {"aten::embedding.out", "TKIBBT"},
-      {"aten::full_like.out", "TDNT"},        {"aten::zeros_like.out", "TNT"},
+      {"aten::index_select.out", "TIKT"},
+      {"aten::embedding.out", "TKIBBT"},
+      {"aten::full_like.out", "TDNT"},
+      {"aten::zeros_like.out", "TNT"},
       {"aten::convolution.out", "TTQLLLBLIT"},
       {"aten::max_pool2d_with_indices.out", "TLLLLBTT"},
       {"aten::avg_pool2d.out", "TLLLBBOT"},
@@ -889,12 +1131,12 @@ static void test_random_arguments() {
     for (int32_t i = 0; i < rank; ++i) order.push_back(static_cast<uint8_t>(i));
     if (rank > 1 && rng.below(3) == 0)
       for (int32_t i = rank - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-    int32_t dt = index ? (rng.below(2) ? PTERON_DTYPE_INT64 : PTERON_DTYPE_INT32)
-                       : dtypes[rng.below(10)];
+    int32_t dt =
+        index ? (rng.below(2) ? PTERON_DTYPE_INT64 : PTERON_DTYPE_INT32) : dtypes[rng.below(10)];
     const bool roomy = rng.below(2) == 0;
-    pool.push_back(std::make_unique<Tensor>(dt, sizes, order, roomy ? 512 : -1,
-                                            rng.below(4) == 0 ? PTERON_SHAPE_STATIC
-                                                              : PTERON_SHAPE_DYNAMIC_BOUND));
+    pool.push_back(std::make_unique<Tensor>(
+        dt, sizes, order, roomy ? 512 : -1,
+        rng.below(4) == 0 ? PTERON_SHAPE_STATIC : PTERON_SHAPE_DYNAMIC_BOUND));
     Tensor& t = *pool.back();
     for (int64_t i = 0; i < t.numel(); ++i) t.set(i, index ? rng.below(5) : rng.below(9) - 4);
     return &t;
@@ -912,18 +1154,37 @@ static void test_random_arguments() {
       switch (k) {
         case 'T': c.tensor(*make_tensor(pool, false)); break;
         case 'K': c.tensor(*make_tensor(pool, rng.below(8) != 0)); break;
-        case 'Q': if (rng.below(4) == 0) c.none(); else c.tensor(*make_tensor(pool, false)); break;
+        case 'Q':
+          if (rng.below(4) == 0)
+            c.none();
+          else
+            c.tensor(*make_tensor(pool, false));
+          break;
         case 'I': c.i(small_int()); break;
-        case 'O': if (rng.below(3) == 0) c.none(); else c.i(small_int()); break;
+        case 'O':
+          if (rng.below(3) == 0)
+            c.none();
+          else
+            c.i(small_int());
+          break;
         case 'B': c.b(rng.below(2) != 0); break;
         case 'D': {
           const double ds[] = {0.0, 1e-5, -2.5, 300.0, NAN, INFINITY, 1e300, 0.1};
           c.d(ds[rng.below(8)]);
           break;
         }
-        case 'N': if (rng.below(4) == 0) c.i(small_int()); else c.none(); break;
-        case 'L': case 'P': {
-          if (k == 'P' && rng.below(3) == 0) { c.none(); break; }
+        case 'N':
+          if (rng.below(4) == 0)
+            c.i(small_int());
+          else
+            c.none();
+          break;
+        case 'L':
+        case 'P': {
+          if (k == 'P' && rng.below(3) == 0) {
+            c.none();
+            break;
+          }
           std::vector<int64_t> v;
           const int64_t len = rng.below(5);
           for (int64_t j = 0; j < len; ++j) v.push_back(small_int());
@@ -942,8 +1203,10 @@ static void test_random_arguments() {
       }
     }
     const int32_t rc = c.run(op[0]);
-    if (rc == PTERON_OK) ++ok;
-    else CHECK(!c.ctx.message.empty());
+    if (rc == PTERON_OK)
+      ++ok;
+    else
+      CHECK(!c.ctx.message.empty());
   }
   std::printf("random arguments: %d of 40000 calls succeeded\n", ok);
 }
@@ -1001,9 +1264,17 @@ static void test_conv_pool_random() {
     const bool with_bias = rng.below(2);
     Call c;
     c.tensor(x).tensor(w);
-    if (with_bias) c.tensor(b); else c.none();
-    c.ints(std::vector<int64_t>(st, st + S)).ints(std::vector<int64_t>(pd, pd + S))
-        .ints(std::vector<int64_t>(dl, dl + S)).b(false).ints({0}).i(groups).tensor(out);
+    if (with_bias)
+      c.tensor(b);
+    else
+      c.none();
+    c.ints(std::vector<int64_t>(st, st + S))
+        .ints(std::vector<int64_t>(pd, pd + S))
+        .ints(std::vector<int64_t>(dl, dl + S))
+        .b(false)
+        .ints({0})
+        .i(groups)
+        .tensor(out);
     CHECK(c.run("aten::convolution.out") == PTERON_OK);
     // reference
     bool same = true;
@@ -1040,14 +1311,16 @@ static void test_conv_pool_random() {
               oidx[0] = n;
               oidx[1] = oc;
               for (int32_t j = 0; j < S; ++j) oidx[2 + j] = oa[3 - S + j];
-              if (std::fabs(out.get(lin(out, oidx)) - acc) > 1e-4 * (1 + std::fabs(acc))) same = false;
+              if (std::fabs(out.get(lin(out, oidx)) - acc) > 1e-4 * (1 + std::fabs(acc)))
+                same = false;
             }
     CHECK(same);
     ++conv_runs;
   }
   for (int iter = 0; iter < 300; ++iter) {
     const bool batched = rng.below(2);
-    const int64_t N = 1 + rng.below(2), C = 1 + rng.below(3), H = 1 + rng.below(7), W = 1 + rng.below(7);
+    const int64_t N = 1 + rng.below(2), C = 1 + rng.below(3), H = 1 + rng.below(7),
+                  W = 1 + rng.below(7);
     int64_t k[2], st[2], pd[2], dl[2], o[2];
     const bool ceil_mode = rng.below(2), is_max = rng.below(2), include_pad = rng.below(2);
     const int64_t dims[2] = {H, W};
@@ -1057,19 +1330,27 @@ static void test_conv_pool_random() {
       st[j] = 1 + rng.below(3);
       pd[j] = rng.below(k[j] / 2 + 1);
       dl[j] = is_max ? 1 + rng.below(2) : 1;
-      const int64_t num = dims[j] + 2 * pd[j] - dl[j] * (k[j] - 1) - 1 + (ceil_mode ? st[j] - 1 : 0);
-      if (num < 0) { valid = false; break; }
+      const int64_t num =
+          dims[j] + 2 * pd[j] - dl[j] * (k[j] - 1) - 1 + (ceil_mode ? st[j] - 1 : 0);
+      if (num < 0) {
+        valid = false;
+        break;
+      }
       o[j] = num / st[j] + 1;
       if (ceil_mode && (o[j] - 1) * st[j] >= dims[j] + pd[j]) --o[j];
       if (o[j] < 1) valid = false;
     }
     if (!valid) continue;
     std::vector<int64_t> xs, os;
-    if (batched) { xs.push_back(N); os.push_back(N); }
+    if (batched) {
+      xs.push_back(N);
+      os.push_back(N);
+    }
     xs.insert(xs.end(), {C, H, W});
     os.insert(os.end(), {C, o[0], o[1]});
     const int32_t rank = batched ? 4 : 3;
-    Tensor x(PTERON_DTYPE_FLOAT32, xs, random_order(rng, rank)), out(PTERON_DTYPE_FLOAT32, os, random_order(rng, rank)),
+    Tensor x(PTERON_DTYPE_FLOAT32, xs, random_order(rng, rank)),
+        out(PTERON_DTYPE_FLOAT32, os, random_order(rng, rank)),
         idx(PTERON_DTYPE_INT64, os, random_order(rng, rank));
     for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(rng.below(11)) - 5);
     Call c;
@@ -1091,13 +1372,17 @@ static void test_conv_pool_random() {
               int64_t id[4];
               int32_t q = 0;
               if (batched) id[q++] = n;
-              id[q++] = ch; id[q++] = h; id[q++] = w;
+              id[q++] = ch;
+              id[q++] = h;
+              id[q++] = w;
               return lin(x, id);
             };
             int64_t od[4];
             int32_t q = 0;
             if (batched) od[q++] = n;
-            od[q++] = ch; od[q++] = oh; od[q++] = ow;
+            od[q++] = ch;
+            od[q++] = oh;
+            od[q++] = ow;
             const int64_t oi = lin(out, od);
             if (is_max) {
               // A window that holds no input element (possible with
@@ -1110,15 +1395,21 @@ static void test_conv_pool_random() {
               int64_t best_i = h0 * W + w0;
               for (int64_t a = 0; a < k[0]; ++a)
                 for (int64_t bb = 0; bb < k[1]; ++bb) {
-                  const int64_t h = oh * st[0] - pd[0] + a * dl[0], w = ow * st[1] - pd[1] + bb * dl[1];
+                  const int64_t h = oh * st[0] - pd[0] + a * dl[0],
+                                w = ow * st[1] - pd[1] + bb * dl[1];
                   if (h < 0 || h >= H || w < 0 || w >= W) continue;
                   const double v = x.get(in_index(h, w));
-                  if (v > best) { best = v; best_i = h * W + w; }
+                  if (v > best) {
+                    best = v;
+                    best_i = h * W + w;
+                  }
                 }
-              if (out.get(oi) != best || idx.get(lin(idx, od)) != static_cast<double>(best_i)) same = false;
+              if (out.get(oi) != best || idx.get(lin(idx, od)) != static_cast<double>(best_i))
+                same = false;
             } else {
               const int64_t h0 = oh * st[0] - pd[0], w0 = ow * st[1] - pd[1];
-              const int64_t h1 = std::min(h0 + k[0], H + pd[0]), w1 = std::min(w0 + k[1], W + pd[1]);
+              const int64_t h1 = std::min(h0 + k[0], H + pd[0]),
+                            w1 = std::min(w0 + k[1], W + pd[1]);
               const int64_t pool = (h1 - h0) * (w1 - w0);
               double sum = 0;
               int64_t cnt = 0;
@@ -1127,7 +1418,8 @@ static void test_conv_pool_random() {
                   sum += x.get(in_index(h, w));
                   ++cnt;
                 }
-              const double want = cnt == 0 ? 0.0 : sum / static_cast<double>(include_pad ? pool : cnt);
+              const double want =
+                  cnt == 0 ? 0.0 : sum / static_cast<double>(include_pad ? pool : cnt);
               if (std::fabs(out.get(oi) - want) > 1e-5) same = false;
             }
           }
@@ -1138,11 +1430,13 @@ static void test_conv_pool_random() {
 }
 
 int main(int argc, char** argv) {
-  static const Section sections[] = {
-      {"shape_ops", test_shape_ops}, {"index_ops", test_index_ops},
-      {"conv", test_conv},           {"pool", test_pool},
-      {"norm", test_norm},           {"malformed", test_malformed},
-      {"random_arguments", test_random_arguments},
-      {"conv_pool_random", test_conv_pool_random}};
+  static const Section sections[] = {{"shape_ops", test_shape_ops},
+                                     {"index_ops", test_index_ops},
+                                     {"conv", test_conv},
+                                     {"pool", test_pool},
+                                     {"norm", test_norm},
+                                     {"malformed", test_malformed},
+                                     {"random_arguments", test_random_arguments},
+                                     {"conv_pool_random", test_conv_pool_random}};
   return run_sections(argc, argv, sections, g_checks, g_failures);
 }

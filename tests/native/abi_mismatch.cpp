@@ -23,8 +23,8 @@ const int registered = [] {
   static const pteron_kernel_registration k[] = {
       {"test::abi_probe", "out", nullptr, never_called, 1000, 0}};
   pteron_register_kernels(PTERON_TEST_ABI_VERSION, "abi_mismatch", k, 1);
-  static const pteron_backend_interface b = {sizeof(pteron_backend_interface), "AbiProbeBackend",
-                                             nullptr, init, execute, nullptr};
+  static const pteron_backend_interface b = {
+      sizeof(pteron_backend_interface), "AbiProbeBackend", nullptr, init, execute, nullptr};
   pteron_register_backend(PTERON_TEST_ABI_VERSION, "abi_mismatch", &b);
   return 0;
 }();

@@ -88,7 +88,8 @@ namespace fb = pteron::fb;
 using Bytes = std::vector<uint8_t>;
 
 const char kUsage[] =
-    "usage: pteron-fuzz MODEL.pte [--method NAME --input FILE.npy ...]... [--flips N] [--fields N]\n"
+    "usage: pteron-fuzz MODEL.pte [--method NAME --input FILE.npy ...]... [--flips N] [--fields "
+    "N]\n"
     "                   [--seed S] [--timeout-s SECONDS] [--no-execute] [--verbose]\n"
     "                   [--self-test hang|asan|ubsan]\n";
 
@@ -96,8 +97,8 @@ const char kUsage[] =
 
 struct Watchdog {
   std::mutex mu;
-  std::string name;            // variant being run
-  int64_t started_ms = -1;     // -1: idle
+  std::string name;         // variant being run
+  int64_t started_ms = -1;  // -1: idle
   double timeout_s = 10.0;
   std::atomic<bool> stop{false};
   std::thread th;
@@ -199,10 +200,26 @@ double scalar_of(const pteron_tools::NpyArray& a) {
   if (a.data.empty()) return 0;
   const unsigned char* p = a.data.data();
   switch (a.dtype) {
-    case PTERON_DTYPE_FLOAT32: { float f; std::memcpy(&f, p, 4); return f; }
-    case PTERON_DTYPE_FLOAT64: { double d; std::memcpy(&d, p, 8); return d; }
-    case PTERON_DTYPE_INT64: { int64_t x; std::memcpy(&x, p, 8); return double(x); }
-    case PTERON_DTYPE_INT32: { int32_t x; std::memcpy(&x, p, 4); return x; }
+    case PTERON_DTYPE_FLOAT32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case PTERON_DTYPE_FLOAT64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case PTERON_DTYPE_INT64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      return double(x);
+    }
+    case PTERON_DTYPE_INT32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
     case PTERON_DTYPE_BOOL: return p[0] ? 1 : 0;
     default: return 0;
   }
@@ -302,7 +319,9 @@ uint32_t rd32(const Bytes& b, size_t o) {
   return uint32_t(b[o]) | uint32_t(b[o + 1]) << 8 | uint32_t(b[o + 2]) << 16 |
          uint32_t(b[o + 3]) << 24;
 }
-uint64_t rd64(const Bytes& b, size_t o) { return uint64_t(rd32(b, o)) | uint64_t(rd32(b, o + 4)) << 32; }
+uint64_t rd64(const Bytes& b, size_t o) {
+  return uint64_t(rd32(b, o)) | uint64_t(rd32(b, o + 4)) << 32;
+}
 void wr64(Bytes& b, size_t o, uint64_t v) {
   for (int i = 0; i < 8; ++i) b[o + i] = uint8_t(v >> (8 * i));
 }
@@ -422,13 +441,13 @@ void segment_variants(const Bytes& orig, std::vector<Variant>* out) {
       fb::DataSegment* ds = fb::GetMutableProgram(a.ptr())->mutable_segments()->GetMutableObject(s);
       bool ok = ds->mutate_offset(beyond);
       if (ok) {
-        out->push_back({"segment_offset", "data_segment_" + std::to_string(s) + "_offset",
-                        a.bytes()});
+        out->push_back(
+            {"segment_offset", "data_segment_" + std::to_string(s) + "_offset", a.bytes()});
         ++made;
       } else if (ds->mutate_size(beyond)) {
         // Offset 0 not stored: push the segment's end past the file instead.
-        out->push_back({"segment_offset", "data_segment_" + std::to_string(s) + "_size",
-                        a.bytes()});
+        out->push_back(
+            {"segment_offset", "data_segment_" + std::to_string(s) + "_size", a.bytes()});
         ++made;
       }
     }
@@ -470,7 +489,8 @@ std::vector<Variant> structural_variants(const Bytes& orig) {
   const size_t n = orig.size();
   for (size_t len : {size_t(0), size_t(8), n / 2, n ? n - 1 : 0}) {
     if (len > n) continue;
-    v.push_back({"truncation", "truncate_" + std::to_string(len), Bytes(orig.begin(), orig.begin() + len)});
+    v.push_back(
+        {"truncation", "truncate_" + std::to_string(len), Bytes(orig.begin(), orig.begin() + len)});
   }
   if (n >= 8) {
     Bytes b = orig;
@@ -487,7 +507,6 @@ std::vector<Variant> structural_variants(const Bytes& orig) {
   segment_variants(orig, &v);
   return v;
 }
-
 
 // ---- field mutations: one schema field changed through the mutable API ----
 
@@ -547,235 +566,255 @@ struct FieldMutator {
 
   // A tensor field (most programs are tensors).
   bool tensor_field() {
-  fb::EValue* ev = random_value();
-  if (!ev || ev->val_type() != fb::KernelTypes::Tensor || !ev->mutable_val()) return false;
-  auto* t = static_cast<fb::Tensor*>(ev->mutable_val());
-  int64_t dim = t->sizes() ? t->sizes()->size() : 0;
-  switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
-    case 0: {
-      auto* sz = t->mutable_sizes();
-      if (!sz || sz->size() == 0) return false;
-      uint32_t k = pick_index(rng, sz);
-      sz->Mutate(k, pick_as<int32_t>(rng, sz->Get(k), 1 << 20));
-      *what = "tensor_size";
-      return true;
+    fb::EValue* ev = random_value();
+    if (!ev || ev->val_type() != fb::KernelTypes::Tensor || !ev->mutable_val()) return false;
+    auto* t = static_cast<fb::Tensor*>(ev->mutable_val());
+    int64_t dim = t->sizes() ? t->sizes()->size() : 0;
+    switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
+      case 0: {
+        auto* sz = t->mutable_sizes();
+        if (!sz || sz->size() == 0) return false;
+        uint32_t k = pick_index(rng, sz);
+        sz->Mutate(k, pick_as<int32_t>(rng, sz->Get(k), 1 << 20));
+        *what = "tensor_size";
+        return true;
+      }
+      case 1: {
+        auto* o = t->mutable_dim_order();
+        if (!o || o->size() == 0) return false;
+        uint32_t k = pick_index(rng, o);
+        o->Mutate(k, pick_as<uint8_t>(rng, o->Get(k), dim));
+        *what = "tensor_dim_order";
+        return true;
+      }
+      case 2:
+        *what = "tensor_scalar_type";
+        return t->mutate_scalar_type(
+            static_cast<fb::ScalarType>(std::uniform_int_distribution<int>(-2, 31)(rng)));
+      case 3:
+        *what = "tensor_data_buffer_idx";
+        return t->mutate_data_buffer_idx(pick_as<uint32_t>(rng, t->data_buffer_idx(), 64));
+      case 4: {
+        fb::AllocationDetails* a = t->mutable_allocation_info();
+        if (!a) return false;
+        *what = "tensor_memory_id";
+        return a->mutate_memory_id(pick_as<uint32_t>(rng, a->memory_id(), 4));
+      }
+      case 5: {
+        fb::AllocationDetails* a = t->mutable_allocation_info();
+        if (!a) return false;
+        *what = "tensor_memory_offset";
+        int64_t bsz = 1 << 16;
+        if (plan->non_const_buffer_sizes() && plan->non_const_buffer_sizes()->size() > 1)
+          bsz = plan->non_const_buffer_sizes()->Get(1);
+        return std::uniform_int_distribution<int>(0, 3)(rng) == 0
+                   ? a->mutate_memory_offset_high(
+                         pick_as<uint32_t>(rng, a->memory_offset_high(), 2))
+                   : a->mutate_memory_offset_low(
+                         pick_as<uint32_t>(rng, a->memory_offset_low(), bsz));
+      }
+      case 6:
+        *what = "tensor_shape_dynamism";
+        return t->mutate_shape_dynamism(
+            static_cast<fb::TensorShapeDynamism>(std::uniform_int_distribution<int>(0, 3)(rng)));
+      default:
+        *what = "tensor_storage_offset";
+        return t->mutate_storage_offset(pick_as<int32_t>(rng, t->storage_offset(), 64));
     }
-    case 1: {
-      auto* o = t->mutable_dim_order();
-      if (!o || o->size() == 0) return false;
-      uint32_t k = pick_index(rng, o);
-      o->Mutate(k, pick_as<uint8_t>(rng, o->Get(k), dim));
-      *what = "tensor_dim_order";
-      return true;
-    }
-    case 2:
-      *what = "tensor_scalar_type";
-      return t->mutate_scalar_type(static_cast<fb::ScalarType>(
-          std::uniform_int_distribution<int>(-2, 31)(rng)));
-    case 3:
-      *what = "tensor_data_buffer_idx";
-      return t->mutate_data_buffer_idx(pick_as<uint32_t>(rng, t->data_buffer_idx(), 64));
-    case 4: {
-      fb::AllocationDetails* a = t->mutable_allocation_info();
-      if (!a) return false;
-      *what = "tensor_memory_id";
-      return a->mutate_memory_id(pick_as<uint32_t>(rng, a->memory_id(), 4));
-    }
-    case 5: {
-      fb::AllocationDetails* a = t->mutable_allocation_info();
-      if (!a) return false;
-      *what = "tensor_memory_offset";
-      int64_t bsz = 1 << 16;
-      if (plan->non_const_buffer_sizes() && plan->non_const_buffer_sizes()->size() > 1)
-        bsz = plan->non_const_buffer_sizes()->Get(1);
-      return std::uniform_int_distribution<int>(0, 3)(rng) == 0
-                 ? a->mutate_memory_offset_high(pick_as<uint32_t>(rng, a->memory_offset_high(), 2))
-                 : a->mutate_memory_offset_low(pick_as<uint32_t>(rng, a->memory_offset_low(), bsz));
-    }
-    case 6:
-      *what = "tensor_shape_dynamism";
-      return t->mutate_shape_dynamism(static_cast<fb::TensorShapeDynamism>(
-          std::uniform_int_distribution<int>(0, 3)(rng)));
-    default:
-      *what = "tensor_storage_offset";
-      return t->mutate_storage_offset(pick_as<int32_t>(rng, t->storage_offset(), 64));
-  }
   }
 
   // A scalar value.
   bool scalar_value() {
-  fb::EValue* ev = random_value();
-  if (!ev || !ev->mutable_val()) return false;
-  *what = "scalar";
-  if (ev->val_type() == fb::KernelTypes::Int) {
-    auto* v = static_cast<fb::Int*>(ev->mutable_val());
-    int64_t x = std::uniform_int_distribution<int>(0, 3)(rng) == 0
-                    ? (std::uniform_int_distribution<int>(0, 1)(rng)
-                           ? std::numeric_limits<int64_t>::max()
-                           : std::numeric_limits<int64_t>::min())
-                    : pick_int(rng, v->int_val(), 64);
-    return v->mutate_int_val(x);
-  }
-  if (ev->val_type() == fb::KernelTypes::Double) {
-    const double c[] = {0.0, -1.0, 1e308, -1e308, std::numeric_limits<double>::quiet_NaN(),
-                        std::numeric_limits<double>::infinity(), 1e-310};
-    return static_cast<fb::Double*>(ev->mutable_val())
-        ->mutate_double_val(c[std::uniform_int_distribution<int>(0, 6)(rng)]);
-  }
-  if (ev->val_type() == fb::KernelTypes::Bool) {
-    auto* b = static_cast<fb::Bool*>(ev->mutable_val());
-    return b->mutate_bool_val(!b->bool_val());
-  }
-  return false;
+    fb::EValue* ev = random_value();
+    if (!ev || !ev->mutable_val()) return false;
+    *what = "scalar";
+    if (ev->val_type() == fb::KernelTypes::Int) {
+      auto* v = static_cast<fb::Int*>(ev->mutable_val());
+      int64_t x = std::uniform_int_distribution<int>(0, 3)(rng) == 0
+                      ? (std::uniform_int_distribution<int>(0, 1)(rng)
+                             ? std::numeric_limits<int64_t>::max()
+                             : std::numeric_limits<int64_t>::min())
+                      : pick_int(rng, v->int_val(), 64);
+      return v->mutate_int_val(x);
+    }
+    if (ev->val_type() == fb::KernelTypes::Double) {
+      const double c[] = {0.0,
+                          -1.0,
+                          1e308,
+                          -1e308,
+                          std::numeric_limits<double>::quiet_NaN(),
+                          std::numeric_limits<double>::infinity(),
+                          1e-310};
+      return static_cast<fb::Double*>(ev->mutable_val())
+          ->mutate_double_val(c[std::uniform_int_distribution<int>(0, 6)(rng)]);
+    }
+    if (ev->val_type() == fb::KernelTypes::Bool) {
+      auto* b = static_cast<fb::Bool*>(ev->mutable_val());
+      return b->mutate_bool_val(!b->bool_val());
+    }
+    return false;
   }
 
   // A list item.
   bool list_item() {
-  fb::EValue* ev = random_value();
-  if (!ev || !ev->mutable_val()) return false;
-  *what = "list_item";
-  if (ev->val_type() == fb::KernelTypes::IntList) {
-    auto* it = static_cast<fb::IntList*>(ev->mutable_val())->mutable_items();
+    fb::EValue* ev = random_value();
+    if (!ev || !ev->mutable_val()) return false;
+    *what = "list_item";
+    if (ev->val_type() == fb::KernelTypes::IntList) {
+      auto* it = static_cast<fb::IntList*>(ev->mutable_val())->mutable_items();
+      if (!it || it->size() == 0) return false;
+      uint32_t k = pick_index(rng, it);
+      it->Mutate(k, pick_int(rng, it->Get(k), nvals));
+      return true;
+    }
+    flatbuffers::Vector<int32_t>* it = nullptr;
+    if (ev->val_type() == fb::KernelTypes::TensorList)
+      it = static_cast<fb::TensorList*>(ev->mutable_val())->mutable_items();
+    else if (ev->val_type() == fb::KernelTypes::OptionalTensorList)
+      it = static_cast<fb::OptionalTensorList*>(ev->mutable_val())->mutable_items();
     if (!it || it->size() == 0) return false;
     uint32_t k = pick_index(rng, it);
-    it->Mutate(k, pick_int(rng, it->Get(k), nvals));
+    it->Mutate(k, pick_as<int32_t>(rng, it->Get(k), nvals));
     return true;
-  }
-  flatbuffers::Vector<int32_t>* it = nullptr;
-  if (ev->val_type() == fb::KernelTypes::TensorList)
-    it = static_cast<fb::TensorList*>(ev->mutable_val())->mutable_items();
-  else if (ev->val_type() == fb::KernelTypes::OptionalTensorList)
-    it = static_cast<fb::OptionalTensorList*>(ev->mutable_val())->mutable_items();
-  if (!it || it->size() == 0) return false;
-  uint32_t k = pick_index(rng, it);
-  it->Mutate(k, pick_as<int32_t>(rng, it->Get(k), nvals));
-  return true;
   }
 
   // An instruction field.
   bool instruction_field() {
-  fb::Instruction* in = random_instruction();
-  if (!in || !in->mutable_instr_args()) return false;
-  void* a = in->mutable_instr_args();
-  *what = "instruction";
-  switch (in->instr_args_type()) {
-    case fb::InstructionArguments::KernelCall: {
-      auto* kc = static_cast<fb::KernelCall*>(a);
-      auto* args = kc->mutable_args();
-      if (args && args->size() && std::uniform_int_distribution<int>(0, 2)(rng)) {
+    fb::Instruction* in = random_instruction();
+    if (!in || !in->mutable_instr_args()) return false;
+    void* a = in->mutable_instr_args();
+    *what = "instruction";
+    switch (in->instr_args_type()) {
+      case fb::InstructionArguments::KernelCall: {
+        auto* kc = static_cast<fb::KernelCall*>(a);
+        auto* args = kc->mutable_args();
+        if (args && args->size() && std::uniform_int_distribution<int>(0, 2)(rng)) {
+          uint32_t k = pick_index(rng, args);
+          args->Mutate(k, pick_as<int32_t>(rng, args->Get(k), nvals));
+          return true;
+        }
+        int64_t nops = plan->operators() ? plan->operators()->size() : 0;
+        return kc->mutate_op_index(pick_as<int32_t>(rng, kc->op_index(), nops));
+      }
+      case fb::InstructionArguments::DelegateCall: {
+        auto* dc = static_cast<fb::DelegateCall*>(a);
+        auto* args = dc->mutable_args();
+        if (!args || args->size() == 0) return false;
         uint32_t k = pick_index(rng, args);
         args->Mutate(k, pick_as<int32_t>(rng, args->Get(k), nvals));
         return true;
       }
-      int64_t nops = plan->operators() ? plan->operators()->size() : 0;
-      return kc->mutate_op_index(pick_as<int32_t>(rng, kc->op_index(), nops));
+      case fb::InstructionArguments::MoveCall: {
+        auto* mc = static_cast<fb::MoveCall*>(a);
+        return std::uniform_int_distribution<int>(0, 1)(rng)
+                   ? mc->mutate_move_from(pick_as<int32_t>(rng, mc->move_from(), nvals))
+                   : mc->mutate_move_to(pick_as<int32_t>(rng, mc->move_to(), nvals));
+      }
+      case fb::InstructionArguments::JumpFalseCall: {
+        auto* jc = static_cast<fb::JumpFalseCall*>(a);
+        return std::uniform_int_distribution<int>(0, 1)(rng)
+                   ? jc->mutate_cond_value_index(
+                         pick_as<int32_t>(rng, jc->cond_value_index(), nvals))
+                   : jc->mutate_destination_instruction(
+                         pick_as<int32_t>(rng, jc->destination_instruction(), 8));
+      }
+      case fb::InstructionArguments::FreeCall: {
+        auto* fc = static_cast<fb::FreeCall*>(a);
+        return fc->mutate_value_index(pick_as<int32_t>(rng, fc->value_index(), nvals));
+      }
+      default: return false;
     }
-    case fb::InstructionArguments::DelegateCall: {
-      auto* dc = static_cast<fb::DelegateCall*>(a);
-      auto* args = dc->mutable_args();
-      if (!args || args->size() == 0) return false;
-      uint32_t k = pick_index(rng, args);
-      args->Mutate(k, pick_as<int32_t>(rng, args->Get(k), nvals));
-      return true;
-    }
-    case fb::InstructionArguments::MoveCall: {
-      auto* mc = static_cast<fb::MoveCall*>(a);
-      return std::uniform_int_distribution<int>(0, 1)(rng)
-                 ? mc->mutate_move_from(pick_as<int32_t>(rng, mc->move_from(), nvals))
-                 : mc->mutate_move_to(pick_as<int32_t>(rng, mc->move_to(), nvals));
-    }
-    case fb::InstructionArguments::JumpFalseCall: {
-      auto* jc = static_cast<fb::JumpFalseCall*>(a);
-      return std::uniform_int_distribution<int>(0, 1)(rng)
-                 ? jc->mutate_cond_value_index(pick_as<int32_t>(rng, jc->cond_value_index(), nvals))
-                 : jc->mutate_destination_instruction(
-                       pick_as<int32_t>(rng, jc->destination_instruction(), 8));
-    }
-    case fb::InstructionArguments::FreeCall: {
-      auto* fc = static_cast<fb::FreeCall*>(a);
-      return fc->mutate_value_index(pick_as<int32_t>(rng, fc->value_index(), nvals));
-    }
-    default: return false;
-  }
   }
 
   // Plan inputs / outputs.
   bool plan_io() {
-  auto* v = std::uniform_int_distribution<int>(0, 1)(rng) ? plan->mutable_inputs()
-                                                          : plan->mutable_outputs();
-  if (!v || v->size() == 0) return false;
-  uint32_t k = pick_index(rng, v);
-  v->Mutate(k, pick_as<int32_t>(rng, v->Get(k), nvals));
-  *what = "plan_io";
-  return true;
+    auto* v = std::uniform_int_distribution<int>(0, 1)(rng) ? plan->mutable_inputs()
+                                                            : plan->mutable_outputs();
+    if (!v || v->size() == 0) return false;
+    uint32_t k = pick_index(rng, v);
+    v->Mutate(k, pick_as<int32_t>(rng, v->Get(k), nvals));
+    *what = "plan_io";
+    return true;
   }
 
   // A planned buffer size.
   bool planned_buffer_size() {
-  auto* b = plan->mutable_non_const_buffer_sizes();
-  if (!b || b->size() == 0) return false;
-  uint32_t k = pick_index(rng, b);
-  int64_t cur = b->Get(k);
-  const int64_t c[] = {0, 1, int64_t(uint64_t(cur) - 1), cur / 2, int64_t(uint64_t(cur) - 16),
-                      int64_t(0 - uint64_t(cur)), int64_t(1) << 62};
-  b->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
-  *what = "planned_buffer_size";
-  return true;
+    auto* b = plan->mutable_non_const_buffer_sizes();
+    if (!b || b->size() == 0) return false;
+    uint32_t k = pick_index(rng, b);
+    int64_t cur = b->Get(k);
+    const int64_t c[] = {0,
+                         1,
+                         int64_t(uint64_t(cur) - 1),
+                         cur / 2,
+                         int64_t(uint64_t(cur) - 16),
+                         int64_t(0 - uint64_t(cur)),
+                         int64_t(1) << 62};
+    b->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
+    *what = "planned_buffer_size";
+    return true;
   }
 
   // A constant segment offset.
   bool constant_segment_offset() {
-  fb::SubsegmentOffsets* cs = prog->mutable_constant_segment();
-  if (!cs) return false;
-  *what = "constant_segment";
-  auto* o = cs->mutable_offsets();
-  if (o && o->size() > 0 && std::uniform_int_distribution<int>(0, 3)(rng)) {
-    uint32_t k = pick_index(rng, o);
-    uint64_t cur = o->Get(k);
-    const uint64_t c[] = {0, cur + 1, cur + 4, cur - 4, cur + 16, cur - 16, ~uint64_t(0)};
-    o->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
-    return true;
-  }
-  return cs->mutate_segment_index(pick_as<uint32_t>(rng, cs->segment_index(), 4));
+    fb::SubsegmentOffsets* cs = prog->mutable_constant_segment();
+    if (!cs) return false;
+    *what = "constant_segment";
+    auto* o = cs->mutable_offsets();
+    if (o && o->size() > 0 && std::uniform_int_distribution<int>(0, 3)(rng)) {
+      uint32_t k = pick_index(rng, o);
+      uint64_t cur = o->Get(k);
+      const uint64_t c[] = {0, cur + 1, cur + 4, cur - 4, cur + 16, cur - 16, ~uint64_t(0)};
+      o->Mutate(k, c[std::uniform_int_distribution<int>(0, 6)(rng)]);
+      return true;
+    }
+    return cs->mutate_segment_index(pick_as<uint32_t>(rng, cs->segment_index(), 4));
   }
 
   // A data segment.
   bool data_segment() {
-  auto* segs = prog->mutable_segments();
-  if (!segs || segs->size() == 0) return false;
-  fb::DataSegment* ds = segs->GetMutableObject(pick_index(rng, segs));
-  *what = "data_segment";
-  const int64_t d[] = {1, -1, 16, -16, 4096};
-  int64_t delta = d[std::uniform_int_distribution<int>(0, 4)(rng)];
-  return std::uniform_int_distribution<int>(0, 1)(rng)
-             ? ds->mutate_offset(ds->offset() + static_cast<uint64_t>(delta))
-             : ds->mutate_size(ds->size() + static_cast<uint64_t>(delta));
+    auto* segs = prog->mutable_segments();
+    if (!segs || segs->size() == 0) return false;
+    fb::DataSegment* ds = segs->GetMutableObject(pick_index(rng, segs));
+    *what = "data_segment";
+    const int64_t d[] = {1, -1, 16, -16, 4096};
+    int64_t delta = d[std::uniform_int_distribution<int>(0, 4)(rng)];
+    return std::uniform_int_distribution<int>(0, 1)(rng)
+               ? ds->mutate_offset(ds->offset() + static_cast<uint64_t>(delta))
+               : ds->mutate_size(ds->size() + static_cast<uint64_t>(delta));
   }
 
   // A delegate's data reference.
   bool delegate_ref() {
-  auto* dels = plan->mutable_delegates();
-  if (!dels || dels->size() == 0) return false;
-  fb::BackendDelegateDataReference* r =
-      dels->GetMutableObject(pick_index(rng, dels))->mutable_processed();
-  if (!r) return false;
-  *what = "delegate_ref";
-  return r->mutate_index(pick_as<uint32_t>(rng, r->index(), 4));
+    auto* dels = plan->mutable_delegates();
+    if (!dels || dels->size() == 0) return false;
+    fb::BackendDelegateDataReference* r =
+        dels->GetMutableObject(pick_index(rng, dels))->mutable_processed();
+    if (!r) return false;
+    *what = "delegate_ref";
+    return r->mutate_index(pick_as<uint32_t>(rng, r->index(), 4));
   }
 };
 
 bool mutate_one(fb::Program* prog, fb::ExecutionPlan* plan, std::mt19937& rng, std::string* what) {
   FieldMutator m{prog, plan, rng, what};
   switch (std::uniform_int_distribution<int>(0, 15)(rng)) {
-    case 0: case 1: case 2: case 3: case 4: return m.tensor_field();  // a tensor field (most programs are tensors)
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4: return m.tensor_field();  // a tensor field (most programs are tensors)
     case 5: return m.scalar_value();  // a scalar value
-    case 6: case 7: return m.list_item();  // a list item
-    case 8: case 9: case 10: return m.instruction_field();  // an instruction field
-    case 11: return m.plan_io();  // plan inputs / outputs
-    case 12: return m.planned_buffer_size();  // a planned buffer size
+    case 6:
+    case 7: return m.list_item();  // a list item
+    case 8:
+    case 9:
+    case 10: return m.instruction_field();        // an instruction field
+    case 11: return m.plan_io();                  // plan inputs / outputs
+    case 12: return m.planned_buffer_size();      // a planned buffer size
     case 13: return m.constant_segment_offset();  // a constant segment offset
-    case 14: return m.data_segment();  // a data segment
-    default: return m.delegate_ref();  // a delegate's data reference
+    case 14: return m.data_segment();             // a data segment
+    default: return m.delegate_ref();             // a delegate's data reference
   }
 }
 
@@ -1021,8 +1060,7 @@ int main(int argc, char** argv) {
   if (fields < 0) fields = flips / 2;
   std::mt19937 rng_fields(static_cast<std::mt19937::result_type>(seed) ^ 0x9e3779b9u);
   for (long i = 0; i < fields; ++i) run(field_variant(orig, rng_fields, static_cast<int>(i)));
-  double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   dog.finish();
 
   for (const std::string& cls : order) {

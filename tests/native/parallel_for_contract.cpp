@@ -27,14 +27,14 @@ namespace {
 
 std::atomic<int> g_failures{0};
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
+#define CHECK(cond, ...)                                        \
+  do {                                                          \
+    if (!(cond)) {                                              \
       std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                   \
-      std::fprintf(stderr, "\n");                          \
-      g_failures.fetch_add(1);                             \
-    }                                                      \
+      std::fprintf(stderr, __VA_ARGS__);                        \
+      std::fprintf(stderr, "\n");                               \
+      g_failures.fetch_add(1);                                  \
+    }                                                           \
   } while (0)
 
 // Records every sub-range of one parallel_for call.
@@ -68,8 +68,8 @@ struct Coverage {
   // Every index exactly once; every sub-range >= grain when the range is at
   // least `grain` long (else exactly one call).
   void verify(const char* what) {
-    CHECK(bad_bounds.load() == 0, "%s [%lld,%lld) grain %lld: %lld sub-ranges out of bounds",
-          what, (long long)begin, (long long)end, (long long)grain, (long long)bad_bounds.load());
+    CHECK(bad_bounds.load() == 0, "%s [%lld,%lld) grain %lld: %lld sub-ranges out of bounds", what,
+          (long long)begin, (long long)end, (long long)grain, (long long)bad_bounds.load());
     int64_t n = end - begin;
     for (int64_t i = 0; i < n; ++i) {
       uint32_t h = hits[static_cast<size_t>(i)].load();
@@ -81,14 +81,16 @@ struct Coverage {
     }
     int64_t g = grain < 1 ? 1 : grain;
     if (n >= g) {
-      CHECK(short_calls.load() == 0, "%s [%lld,%lld) grain %lld: %lld sub-ranges shorter than grain",
-            what, (long long)begin, (long long)end, (long long)grain, (long long)short_calls.load());
+      CHECK(short_calls.load() == 0,
+            "%s [%lld,%lld) grain %lld: %lld sub-ranges shorter than grain", what, (long long)begin,
+            (long long)end, (long long)grain, (long long)short_calls.load());
     } else if (n > 0) {
       CHECK(calls.load() == 1, "%s: a range shorter than its grain was split (%lld calls)", what,
             (long long)calls.load());
     }
-    if (n <= 0) CHECK(calls.load() == 0, "%s: empty range [%lld,%lld) called fn", what,
-                      (long long)begin, (long long)end);
+    if (n <= 0)
+      CHECK(calls.load() == 0, "%s: empty range [%lld,%lld) called fn", what, (long long)begin,
+            (long long)end);
   }
 };
 
@@ -113,9 +115,12 @@ void sweep(unsigned seed, int rounds, const char* what) {
       }
   // A range longer than INT64_MAX: one sub-range, the whole of it.
   std::atomic<int> whole_calls{0};
-  pteron_parallel_for(INT64_MIN, INT64_MAX, 1, [](void* user, int64_t b, int64_t e) {
-    static_cast<std::atomic<int>*>(user)->fetch_add(b == INT64_MIN && e == INT64_MAX ? 1 : 100);
-  }, &whole_calls);
+  pteron_parallel_for(
+      INT64_MIN, INT64_MAX, 1,
+      [](void* user, int64_t b, int64_t e) {
+        static_cast<std::atomic<int>*>(user)->fetch_add(b == INT64_MIN && e == INT64_MAX ? 1 : 100);
+      },
+      &whole_calls);
   CHECK(whole_calls.load() == 1, "%s: [INT64_MIN, INT64_MAX) not passed whole (%d)", what,
         whole_calls.load());
   Coverage reversed(10, 3, 1);
@@ -186,8 +191,8 @@ void uses_threads(size_t expected, const char* what) {
 int main() {
   const size_t initial = pteron_threadpool_num_threads();
   CHECK(initial >= 1, "num_threads() = %zu", initial);
-  CHECK(pteron_parallel_threads() == (int32_t)initial,
-        "runtime reports %d threads, pool %zu", pteron_parallel_threads(), initial);
+  CHECK(pteron_parallel_threads() == (int32_t)initial, "runtime reports %d threads, pool %zu",
+        pteron_parallel_threads(), initial);
   std::printf("implementation=%s threads=%zu\n", pteron_threadpool_implementation(), initial);
   const bool is_pthreadpool = std::strcmp(pteron_threadpool_implementation(), "pthreadpool") == 0;
   CHECK((pteron_threadpool_pthreadpool() != nullptr) == is_pthreadpool,
@@ -196,7 +201,8 @@ int main() {
 
   // Errors.
   CHECK(pteron_threadpool_set_num_threads(PTERON_THREADPOOL_MAX_THREADS + 1) ==
-            PTERON_ERROR_INVALID_ARGUMENT, "too many threads accepted");
+            PTERON_ERROR_INVALID_ARGUMENT,
+        "too many threads accepted");
   CHECK(pteron_threadpool_num_threads() == initial, "a refused change changed the count");
 
   // One thread, then several.
@@ -205,23 +211,32 @@ int main() {
   nested("initial pool");
 
   CHECK(pteron_threadpool_set_num_threads(1) == PTERON_OK, "set 1");
-  CHECK(pteron_parallel_threads() == 1, "runtime reports %d after set 1", pteron_parallel_threads());
+  CHECK(pteron_parallel_threads() == 1, "runtime reports %d after set 1",
+        pteron_parallel_threads());
   sweep(2, 1, "1 thread");
   uses_threads(1, "1 thread");
 
   CHECK(pteron_threadpool_set_num_threads(4) == PTERON_OK, "set 4");
   CHECK(pteron_threadpool_num_threads() == 4, "num_threads %zu after set 4",
         pteron_threadpool_num_threads());
-  CHECK(pteron_parallel_threads() == 4, "runtime reports %d after set 4", pteron_parallel_threads());
-  CHECK((pteron_threadpool_pthreadpool() != nullptr) == is_pthreadpool, "pthreadpool_t after set 4");
+  CHECK(pteron_parallel_threads() == 4, "runtime reports %d after set 4",
+        pteron_parallel_threads());
+  CHECK((pteron_threadpool_pthreadpool() != nullptr) == is_pthreadpool,
+        "pthreadpool_t after set 4");
   sweep(3, 1, "4 threads");
   uses_threads(4, "4 threads");
   nested("4 threads");
 
   // Two application threads at once (two methods executing concurrently).
   {
-    std::thread a([] { sweep(10, 2, "thread A"); nested("thread A"); });
-    std::thread b([] { sweep(20, 2, "thread B"); nested("thread B"); });
+    std::thread a([] {
+      sweep(10, 2, "thread A");
+      nested("thread A");
+    });
+    std::thread b([] {
+      sweep(20, 2, "thread B");
+      nested("thread B");
+    });
     a.join();
     b.join();
   }

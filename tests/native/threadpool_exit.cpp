@@ -9,8 +9,8 @@
 // pteron_parallel_for itself from the main thread (so the pool's workers are
 // started even when the kernels find the fixture too small to split), and
 // returns from main while the workers are still alive, so the library's
-// exit-time destructor joins them. Prints "threads=N tasks=K ok" on stdout (K: this process's threads
-// on Linux, -1 elsewhere) and nothing on stderr when all is well; exit 0.
+// exit-time destructor joins them. Prints "threads=N tasks=K ok" on stdout (K: this process's
+// threads on Linux, -1 elsewhere) and nothing on stderr when all is well; exit 0.
 #include <cmath>
 #include <cstdio>
 #include <cstring>

@@ -37,7 +37,8 @@ static int print_registry(void) {
     return 4;
   }
   abi_version_fn abi = (abi_version_fn)(void*)GetProcAddress(rt, "pteron_abi_version");
-  error_count_fn count = (error_count_fn)(void*)GetProcAddress(rt, "pteron_registration_error_count");
+  error_count_fn count =
+      (error_count_fn)(void*)GetProcAddress(rt, "pteron_registration_error_count");
   error_fn get = (error_fn)(void*)GetProcAddress(rt, "pteron_registration_error");
   if (!abi || !count || !get) {
     printf("pteron.dll lacks the registration API: error %lu\n", (unsigned long)GetLastError());

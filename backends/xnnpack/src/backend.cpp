@@ -38,9 +38,9 @@ namespace xnnpack {
 namespace {
 
 constexpr const char* kId = "XnnpackBackend";
-constexpr size_t kMaxVariants = 8;   // input-shape variants kept per delegate
+constexpr size_t kMaxVariants = 8;  // input-shape variants kept per delegate
 constexpr size_t kAlign = 64;
-constexpr size_t kPad = 64;          // XNNPACK may read a little past a tensor
+constexpr size_t kPad = 64;  // XNNPACK may read a little past a tensor
 
 const char* status_name(xnn_status s) {
   switch (s) {
@@ -58,15 +58,34 @@ const char* status_name(xnn_status s) {
 // Can the linked XNNPACK (as detected at configure time) define node `n`?
 bool native_supported(const Node& n) {
   switch (n.op) {
-    case Op::Add: case Op::Subtract: case Op::Multiply: case Op::Div:
-    case Op::FullyConnected: case Op::Conv2d: case Op::DepthwiseConv2d:
-    case Op::Clamp: case Op::Hardswish: case Op::Sigmoid: case Op::Softmax:
-    case Op::AvgPool2d: case Op::MaxPool2d: case Op::GlobalAvgPool2d:
-    case Op::StaticReshape: case Op::StaticConstantPad: case Op::ResizeBilinear2d:
-    case Op::Minimum: case Op::Maximum: case Op::Abs: case Op::Negate: case Op::Floor:
-    case Op::Ceiling: case Op::SquareRoot: case Op::Square: case Op::ELU: case Op::LeakyReLU:
-    case Op::PReLU:
-      return true;
+    case Op::Add:
+    case Op::Subtract:
+    case Op::Multiply:
+    case Op::Div:
+    case Op::FullyConnected:
+    case Op::Conv2d:
+    case Op::DepthwiseConv2d:
+    case Op::Clamp:
+    case Op::Hardswish:
+    case Op::Sigmoid:
+    case Op::Softmax:
+    case Op::AvgPool2d:
+    case Op::MaxPool2d:
+    case Op::GlobalAvgPool2d:
+    case Op::StaticReshape:
+    case Op::StaticConstantPad:
+    case Op::ResizeBilinear2d:
+    case Op::Minimum:
+    case Op::Maximum:
+    case Op::Abs:
+    case Op::Negate:
+    case Op::Floor:
+    case Op::Ceiling:
+    case Op::SquareRoot:
+    case Op::Square:
+    case Op::ELU:
+    case Op::LeakyReLU:
+    case Op::PReLU: return true;
 #if PTERON_XNN_HAS_STATIC_TRANSPOSE
     case Op::StaticTranspose: return true;
 #endif
@@ -88,8 +107,7 @@ bool native_supported(const Node& n) {
 #if PTERON_XNN_HAS_TANH
     case Op::Tanh: return true;
 #endif
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -103,9 +121,9 @@ struct Step {
 enum class Home : uint8_t { Constant, Argument, Internal, Buffer, Alias };
 
 struct Variant {
-  std::vector<Shape> in_shapes;      // the key
-  std::vector<Shape> shapes;         // every value
-  std::vector<size_t> offset;        // Buffer values: offset in `arena`
+  std::vector<Shape> in_shapes;  // the key
+  std::vector<Shape> shapes;     // every value
+  std::vector<size_t> offset;    // Buffer values: offset in `arena`
   void* arena = nullptr;
   std::vector<xnn_runtime_t> runtimes;  // per step (null for own steps)
   std::vector<char> empty;              // per step: every value it writes has no elements
@@ -145,9 +163,15 @@ void rewrite_trivial_transposes(Graph& g) {
     size_t last = 0;
     bool ordered = true, first = true;
     for (size_t p : n.list0) {
-      if (p >= in.size()) { ordered = false; break; }
+      if (p >= in.size()) {
+        ordered = false;
+        break;
+      }
       if (in[p] == 1) continue;
-      if (!first && p < last) { ordered = false; break; }
+      if (!first && p < last) {
+        ordered = false;
+        break;
+      }
       last = p;
       first = false;
     }
@@ -159,9 +183,9 @@ void rewrite_trivial_transposes(Graph& g) {
 
 // What planning learns about the graph on the way, step by step.
 struct PlanFacts {
-  std::vector<int> producer;   // per value: the node writing it, -1 for none
-  std::vector<char> native;    // per node: 1 XNNPACK runs it, 0 pteron does
-  std::vector<int> step_of;    // per node: its step
+  std::vector<int> producer;              // per value: the node writing it, -1 for none
+  std::vector<char> native;               // per node: 1 XNNPACK runs it, 0 pteron does
+  std::vector<int> step_of;               // per node: its step
   std::vector<std::vector<int>> read_by;  // per value: the steps of the nodes reading it
 };
 
@@ -202,8 +226,10 @@ bool classify_nodes(const Graph& g, PlanFacts& f, std::string* err) {
   native.assign(nn, 0);
   for (size_t k = 0; k < nn; ++k) {
     const Node& n = g.nodes[k];
-    if (n.outputs.size() != 1) native[k] = 2;  // multi-output nodes: none supported
-    else if (native_supported(n)) native[k] = 1;
+    if (n.outputs.size() != 1)
+      native[k] = 2;  // multi-output nodes: none supported
+    else if (native_supported(n))
+      native[k] = 1;
     else {
       std::string why;
       if (!own_supports(n, &why)) native[k] = 2;
@@ -311,8 +337,14 @@ void place_values(Delegate& d, PlanFacts& f) {
     for (uint32_t v : g.nodes[k].inputs) f.read_by[v].push_back(f.step_of[k]);
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = g.values[v];
-    if (val.constant) { d.home[v] = Home::Constant; continue; }
-    if (val.graph_input || val.graph_output) { d.home[v] = Home::Argument; continue; }
+    if (val.constant) {
+      d.home[v] = Home::Constant;
+      continue;
+    }
+    if (val.graph_input || val.graph_output) {
+      d.home[v] = Home::Argument;
+      continue;
+    }
     const int ps = f.producer[v] >= 0 ? f.step_of[size_t(f.producer[v])] : -1;
     // A value no node reads (and no graph output) still needs storage: XNNPACK
     // gives an unread internal value none, then fails an assertion writing it.
@@ -356,7 +388,8 @@ void find_boundaries(Delegate& d, const PlanFacts& f) {
           seen[v] = 1;
           s.boundary.push_back(v);
           s.bflags.push_back(f.producer[v] >= 0 && f.step_of[size_t(f.producer[v])] == int(si)
-                                 ? XNN_VALUE_FLAG_EXTERNAL_OUTPUT : XNN_VALUE_FLAG_EXTERNAL_INPUT);
+                                 ? XNN_VALUE_FLAG_EXTERNAL_OUTPUT
+                                 : XNN_VALUE_FLAG_EXTERNAL_INPUT);
         }
       for (uint32_t v : n.outputs)
         if (!seen[v] && d.home[v] != Home::Internal) {
@@ -415,7 +448,8 @@ xnn_status define_node(xnn_subgraph_t sg, const Node& n, const std::vector<uint3
       return xnn_define_max_pooling_2d(sg, n.p[0], n.p[1], n.p[2], n.p[3], n.p[4], n.p[5], n.p[6],
                                        n.p[7], n.p[8] ? n.p[8] : 1, n.p[9] ? n.p[9] : 1, lo, hi,
                                        in(0), out, 0);
-    case Op::GlobalAvgPool2d: return xnn_define_global_average_pooling_2d(sg, lo, hi, in(0), out, 0);
+    case Op::GlobalAvgPool2d:
+      return xnn_define_global_average_pooling_2d(sg, lo, hi, in(0), out, 0);
     case Op::Clamp: return xnn_define_clamp(sg, lo, hi, in(0), out, 0);
     case Op::Hardswish: return xnn_define_hardswish(sg, in(0), out, 0);
     case Op::Sigmoid: return xnn_define_sigmoid(sg, in(0), out, 0);
@@ -435,9 +469,9 @@ xnn_status define_node(xnn_subgraph_t sg, const Node& n, const std::vector<uint3
     case Op::StaticConstantPad:
       return xnn_define_static_constant_pad(sg, n.list0.data(), n.list1.data(), n.f, in(0), out, 0);
     case Op::ResizeBilinear2d:
-      return xnn_define_static_resize_bilinear_2d(sg, n.p[0], n.p[1], in(0), out,
-                                                  n.flags & (XNN_FLAG_ALIGN_CORNERS |
-                                                             XNN_FLAG_TENSORFLOW_LEGACY_MODE));
+      return xnn_define_static_resize_bilinear_2d(
+          sg, n.p[0], n.p[1], in(0), out,
+          n.flags & (XNN_FLAG_ALIGN_CORNERS | XNN_FLAG_TENSORFLOW_LEGACY_MODE));
 #if PTERON_XNN_HAS_STATIC_TRANSPOSE
     case Op::StaticTranspose:
       return xnn_define_static_transpose(sg, n.list0.size(), n.list0.data(), in(0), out, 0);
@@ -454,8 +488,8 @@ xnn_status define_node(xnn_subgraph_t sg, const Node& n, const std::vector<uint3
 #endif
 #if PTERON_XNN_HAS_STATIC_SLICE
     case Op::StaticSlice:
-      return xnn_define_static_slice(sg, n.list0.size(), n.list0.data(), shapes[n.outputs[0]].data(),
-                                     in(0), out, 0);
+      return xnn_define_static_slice(sg, n.list0.size(), n.list0.data(),
+                                     shapes[n.outputs[0]].data(), in(0), out, 0);
 #endif
 #if PTERON_XNN_HAS_BATCH_MATRIX_MULTIPLY
     case Op::BatchMatMul: return xnn_define_batch_matrix_multiply(sg, in(0), in(1), out, 0);
@@ -463,20 +497,25 @@ xnn_status define_node(xnn_subgraph_t sg, const Node& n, const std::vector<uint3
 #if PTERON_XNN_HAS_TANH
     case Op::Tanh: return xnn_define_tanh(sg, in(0), out, 0);
 #endif
-    default:
-      return xnn_status_unsupported_parameter;
+    default: return xnn_status_unsupported_parameter;
   }
 }
 
 // Nodes whose XNNPACK definition takes the output range itself.
 bool takes_range(Op op) {
   switch (op) {
-    case Op::Add: case Op::Subtract: case Op::Multiply: case Op::Div: case Op::FullyConnected:
-    case Op::Conv2d: case Op::DepthwiseConv2d: case Op::AvgPool2d: case Op::MaxPool2d:
-    case Op::GlobalAvgPool2d: case Op::Clamp:
-      return true;
-    default:
-      return false;
+    case Op::Add:
+    case Op::Subtract:
+    case Op::Multiply:
+    case Op::Div:
+    case Op::FullyConnected:
+    case Op::Conv2d:
+    case Op::DepthwiseConv2d:
+    case Op::AvgPool2d:
+    case Op::MaxPool2d:
+    case Op::GlobalAvgPool2d:
+    case Op::Clamp: return true;
+    default: return false;
   }
 }
 
@@ -507,7 +546,10 @@ bool build_segment(const Delegate& d, const Step& s, const std::vector<Shape>& s
     for (uint32_t v : n.outputs)
       if (id[v] == XNN_INVALID_VALUE_ID && st == xnn_status_success)
         st = define_value(v, XNN_INVALID_VALUE_ID, 0);
-    if (st != xnn_status_success) { where = "defining a value of"; break; }
+    if (st != xnn_status_success) {
+      where = "defining a value of";
+      break;
+    }
     const uint32_t out = id[n.outputs[0]];
     if (n.has_range() && !takes_range(n.op)) {
       // Clamp separately: node -> fresh internal value -> clamp -> output.
@@ -546,7 +588,10 @@ bool build_segment(const Delegate& d, const Step& s, const std::vector<Shape>& s
 
 bool make_runtimes(const Delegate& d, Variant& var, std::string* err) {
   for (xnn_runtime_t& r : var.runtimes)
-    if (r) { xnn_delete_runtime(r); r = nullptr; }
+    if (r) {
+      xnn_delete_runtime(r);
+      r = nullptr;
+    }
   var.pool = pteron_threadpool_pthreadpool();
   var.runtimes.assign(d.steps.size(), nullptr);
   for (size_t i = 0; i < d.steps.size(); ++i)
@@ -661,7 +706,10 @@ void print_plan(const Delegate& d) {
   size_t segs = 0;
   size_t views = 0;
   for (const Step& s : d.steps) {
-    if (s.native) { ++segs; continue; }
+    if (s.native) {
+      ++segs;
+      continue;
+    }
     const Node& n = d.g.nodes[s.nodes[0]];
     if (n.op == Op::StaticReshape &&
         (d.home[n.outputs[0]] == Home::Alias || d.home[n.inputs[0]] == Home::Alias)) {
@@ -672,9 +720,10 @@ void print_plan(const Delegate& d) {
     if (("," + own + ",").find("," + nm + ",") == std::string::npos)
       own += (own.empty() ? "" : ",") + nm;
   }
-  std::fprintf(stderr, "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
-               "pteron runs: %s; reshapes as views: %zu\n", d.g.nodes.size(), segs,
-               d.steps.size(), own.empty() ? "(none)" : own.c_str(), views);
+  std::fprintf(stderr,
+               "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
+               "pteron runs: %s; reshapes as views: %zu\n",
+               d.g.nodes.size(), segs, d.steps.size(), own.empty() ? "(none)" : own.c_str(), views);
 }
 
 int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
@@ -690,8 +739,8 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
     return failf(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s", err.c_str());
   if (!plan(*d, &err)) {
     const bool unsupported = err.find("cannot run") != std::string::npos;
-    return failf(ctx, unsupported ? PTERON_ERROR_NOT_SUPPORTED : PTERON_ERROR_INVALID_PROGRAM,
-                 "%s", err.c_str());
+    return failf(ctx, unsupported ? PTERON_ERROR_NOT_SUPPORTED : PTERON_ERROR_INVALID_PROGRAM, "%s",
+                 err.c_str());
   }
   // Build the declared-shape variant now: a graph XNNPACK refuses fails here,
   // at method load, not at the first execute.
@@ -737,14 +786,18 @@ int32_t read_input_shapes(pteron_kernel_context* ctx, const Graph& g, pteron_val
                    g.values[v].external, i, shape_str(s).c_str());
     if (s.size() != decl.size()) {
       if (numel(s) != numel(decl))
-        return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: graph input %zu has shape %s, the "
-                     "graph declares %s", kId, i, shape_str(s).c_str(), shape_str(decl).c_str());
+        return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                     "%s: graph input %zu has shape %s, the "
+                     "graph declares %s",
+                     kId, i, shape_str(s).c_str(), shape_str(decl).c_str());
       s = decl;
     }
     for (size_t k = 0; k < s.size(); ++k)
       if (s[k] > decl[k])
-        return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: graph input %zu has shape %s, beyond "
-                     "the graph's bound %s", kId, i, shape_str(s).c_str(), shape_str(decl).c_str());
+        return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                     "%s: graph input %zu has shape %s, beyond "
+                     "the graph's bound %s",
+                     kId, i, shape_str(s).c_str(), shape_str(decl).c_str());
     (*in_shapes)[i] = std::move(s);
   }
   return PTERON_OK;
@@ -809,11 +862,14 @@ int32_t resize_outputs(pteron_kernel_context* ctx, const Graph& g, pteron_value*
       size_t have = 1;
       for (int k = 0; k < t->dim; ++k) have *= size_t(t->sizes[k]);
       if (have != numel(s))
-        return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: graph output %zu has %zu elements, "
-                     "the graph computes %s", kId, i, have, shape_str(s).c_str());
+        return failf(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                     "%s: graph output %zu has %zu elements, "
+                     "the graph computes %s",
+                     kId, i, have, shape_str(s).c_str());
     }
     if (!t->data && numel(s) != 0)
-      return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: graph output %zu has no storage", kId, i);
+      return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: graph output %zu has no storage", kId,
+                   i);
   }
   return PTERON_OK;
 }
@@ -894,11 +950,13 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
 
 void destroy(void* handle) { delete static_cast<Delegate*>(handle); }
 
-const pteron_backend_interface kInterface = {sizeof(pteron_backend_interface), kId, &is_available,
-                                             &init, &execute, &destroy};
+const pteron_backend_interface kInterface = {
+    sizeof(pteron_backend_interface), kId, &is_available, &init, &execute, &destroy};
 
 struct Registration {
-  Registration() { pteron_register_backend(PTERON_ABI_VERSION, PTERON_COMPONENT_NAME, &kInterface); }
+  Registration() {
+    pteron_register_backend(PTERON_ABI_VERSION, PTERON_COMPONENT_NAME, &kInterface);
+  }
 } registration;
 
 }  // namespace

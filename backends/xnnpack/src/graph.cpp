@@ -85,20 +85,30 @@ std::vector<size_t> to_sizes(const flatbuffers::Vector<uint32_t>* v) {
 constexpr uint32_t kMaxWindowParam = uint32_t(1) << 20;
 
 bool check_params(const Node& n, std::string* err) {
-  static const char* const conv_names[] = {
-      "pad_top", "pad_right", "pad_bottom", "pad_left", "kernel_h", "kernel_w", "stride_h",
-      "stride_w", "dilation_h", "dilation_w", "group_input_channels", "group_output_channels",
-      "groups"};
-  static const char* const pool_names[] = {"pad_top", "pad_right", "pad_bottom", "pad_left",
-                                           "window_h", "window_w", "stride_h", "stride_w",
+  static const char* const conv_names[] = {"pad_top",
+                                           "pad_right",
+                                           "pad_bottom",
+                                           "pad_left",
+                                           "kernel_h",
+                                           "kernel_w",
+                                           "stride_h",
+                                           "stride_w",
+                                           "dilation_h",
+                                           "dilation_w",
+                                           "group_input_channels",
+                                           "group_output_channels",
+                                           "groups"};
+  static const char* const pool_names[] = {"pad_top",    "pad_right", "pad_bottom", "pad_left",
+                                           "window_h",   "window_w",  "stride_h",   "stride_w",
                                            "dilation_h", "dilation_w"};
   const char* const* names = nullptr;
   size_t count = 0, first_nonzero = 4, last_nonzero = 0;
   switch (n.op) {
-    case Op::Conv2d: case Op::DepthwiseConv2d: case Op::ConvTranspose2d:
-      names = conv_names, count = 13, last_nonzero = 13;
-      break;
-    case Op::AvgPool2d: case Op::MaxPool2d:
+    case Op::Conv2d:
+    case Op::DepthwiseConv2d:
+    case Op::ConvTranspose2d: names = conv_names, count = 13, last_nonzero = 13; break;
+    case Op::AvgPool2d:
+    case Op::MaxPool2d:
       // A pooling dilation of 0 means 1 (older exporters leave it unset).
       names = pool_names, count = 10, last_nonzero = 8;
       break;
@@ -107,16 +117,14 @@ bool check_params(const Node& n, std::string* err) {
         return fail(err, "node %u (%s): output size %ux%u is out of range (1..%u)", n.index,
                     op_name(n.op), n.p[0], n.p[1], kMaxWindowParam);
       return true;
-    default:
-      return true;
+    default: return true;
   }
   for (size_t i = 0; i < count; ++i) {
     if (n.p[i] == 0 && i >= first_nonzero && i < last_nonzero)
-      return fail(err, "node %u (%s): %s 0 (must be at least 1)", n.index, op_name(n.op),
-                  names[i]);
+      return fail(err, "node %u (%s): %s 0 (must be at least 1)", n.index, op_name(n.op), names[i]);
     if (n.p[i] > kMaxWindowParam)
-      return fail(err, "node %u (%s): %s %u is out of range (at most %u)", n.index,
-                  op_name(n.op), names[i], n.p[i], kMaxWindowParam);
+      return fail(err, "node %u (%s): %s %u is out of range (at most %u)", n.index, op_name(n.op),
+                  names[i], n.p[i], kMaxWindowParam);
   }
   return true;
 }
@@ -140,15 +148,17 @@ bool locate_regions(const uint8_t* blob, size_t size, BlobRegions* r, std::strin
     if (size < 30) return fail(err, "truncated blob: %zu bytes, the header alone needs 30", size);
     uint64_t hlen = rd_le(blob + 8, 2), fo = rd_le(blob + 10, 4), fs = rd_le(blob + 14, 4);
     uint64_t co = rd_le(blob + 18, 4), cs = rd_le(blob + 22, 8);
-    if (hlen < 30) return fail(err, "blob header length %llu is below 30", (unsigned long long)hlen);
+    if (hlen < 30)
+      return fail(err, "blob header length %llu is below 30", (unsigned long long)hlen);
     if (fs == 0 || fo < hlen || fo > size || fs > size - fo)
-      return fail(err,
-                  "truncated blob: header places the graph at [%llu, %llu) but the blob has %zu bytes",
-                  (unsigned long long)fo, (unsigned long long)(fo + fs), size);
+      return fail(
+          err, "truncated blob: header places the graph at [%llu, %llu) but the blob has %zu bytes",
+          (unsigned long long)fo, (unsigned long long)(fo + fs), size);
     if (co > size || cs > size - co)
-      return fail(err,
-                  "truncated blob: header places constant data at [%llu, %llu) but the blob has %zu bytes",
-                  (unsigned long long)co, (unsigned long long)(co + cs), size);
+      return fail(
+          err,
+          "truncated blob: header places constant data at [%llu, %llu) but the blob has %zu bytes",
+          (unsigned long long)co, (unsigned long long)(co + cs), size);
     r->graph = blob + fo;
     r->graph_size = fs;
     r->constants = blob + co;
@@ -160,8 +170,9 @@ bool locate_regions(const uint8_t* blob, size_t size, BlobRegions* r, std::strin
     r->graph_size = size;
     return true;
   }
-  return fail(err, "blob starts with neither the XNNPACK header magic \"XH00\" nor the graph "
-                   "identifier \"XN01\"");
+  return fail(err,
+              "blob starts with neither the XNNPACK header magic \"XH00\" nor the graph "
+              "identifier \"XN01\"");
 }
 
 // Verifies the graph flatbuffer on an aligned copy (the blob may sit at any
@@ -217,24 +228,25 @@ bool read_constant(pteron_kernel_context* ctx, const fbx::Graph* root, const Blo
   const uint64_t want = uint64_t(numel(v.dims)) * sizeof(float);
   if (c->offset() != ~uint64_t(0)) {
     if (c->offset() > r.constants_size || want > r.constants_size - c->offset())
-      return fail(err, "value id %u: constant %u at [%llu, %llu) lies outside the blob's "
-                       "constant data (%llu bytes)", v.id, ci,
-                  (unsigned long long)c->offset(), (unsigned long long)(c->offset() + want),
-                  (unsigned long long)r.constants_size);
+      return fail(err,
+                  "value id %u: constant %u at [%llu, %llu) lies outside the blob's "
+                  "constant data (%llu bytes)",
+                  v.id, ci, (unsigned long long)c->offset(),
+                  (unsigned long long)(c->offset() + want), (unsigned long long)r.constants_size);
     v.constant = own_copy(g, v.dims, r.constants + c->offset(), want);
     return true;
   }
   if (!c->key() || c->key()->size() == 0)
-    return fail(err, "value id %u: constant %u has neither an offset nor a named-data key",
-                v.id, ci);
+    return fail(err, "value id %u: constant %u has neither an offset nor a named-data key", v.id,
+                ci);
   const void* data = nullptr;
   size_t dsize = 0;
   if (pteron_named_data_get(ctx, c->key()->c_str(), &data, &dsize) != PTERON_OK)
     return fail(err, "value id %u: named data '%s' is not in the program", v.id,
                 printable(c->key()).c_str());
   if (dsize < want)
-    return fail(err, "value id %u: named data '%s' holds %zu bytes, the tensor %s needs %llu",
-                v.id, printable(c->key()).c_str(), dsize, shape_str(v.dims).c_str(),
+    return fail(err, "value id %u: named data '%s' holds %zu bytes, the tensor %s needs %llu", v.id,
+                printable(c->key()).c_str(), dsize, shape_str(v.dims).c_str(),
                 (unsigned long long)want);
   if (reinterpret_cast<uintptr_t>(data) % alignof(float) == 0)
     v.constant = static_cast<const float*>(data);
@@ -250,12 +262,16 @@ bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRe
   const fbx::Tensor* t = nullptr;
   if (fv && fv->kind_type() == fbx::ValueKind::Tensor) t = fv->kind_as_Tensor();
   if (fv && fv->kind_type() == fbx::ValueKind::QuantizedTensor)
-    return fail(err, "value %u is a quantized tensor; pteron's XnnpackBackend runs float32 "
-                     "graphs only", i);
+    return fail(err,
+                "value %u is a quantized tensor; pteron's XnnpackBackend runs float32 "
+                "graphs only",
+                i);
   if (!t) return fail(err, "value %u is not a tensor", i);
   if (t->dtype() != fbx::DataType::F32)
-    return fail(err, "value %u (id %u) has datatype %s; pteron's XnnpackBackend runs float32 "
-                     "graphs only", i, t->id(), dtype_name(t->dtype()));
+    return fail(err,
+                "value %u (id %u) has datatype %s; pteron's XnnpackBackend runs float32 "
+                "graphs only",
+                i, t->id(), dtype_name(t->dtype()));
   Value& v = g->values[i];
   v.id = t->id();
   v.dims = to_sizes(t->shape());
@@ -267,8 +283,7 @@ bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRe
   if (checked_numel(v.dims) > kMaxElements)
     return fail(err, "value %u (id %u) has shape %s, more than %zu elements", i, v.id,
                 shape_str(v.dims).c_str(), kMaxElements);
-  if (!ids->index.emplace(v.id, i).second)
-    return fail(err, "value id %u is defined twice", v.id);
+  if (!ids->index.emplace(v.id, i).second) return fail(err, "value id %u is defined twice", v.id);
   v.graph_input = (t->value_flags() & 1u) != 0;
   v.graph_output = (t->value_flags() & 2u) != 0;
   if (v.graph_input || v.graph_output) {
@@ -281,8 +296,8 @@ bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRe
   return true;
 }
 
-bool read_values(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
-                 Graph* g, ValueIds* ids, std::string* err) {
+bool read_values(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r, Graph* g,
+                 ValueIds* ids, std::string* err) {
   const uint32_t nvals = root->values()->size();
   g->values.resize(nvals);
   for (uint32_t i = 0; i < nvals; ++i)
@@ -300,8 +315,10 @@ bool ids_to_indices(const ValueIds& ids, const flatbuffers::Vector<uint32_t>* li
   for (uint32_t id : *list) {
     uint32_t idx;
     if (!ids.find(id, &idx))
-      return fail(err, "graph %s refers to value id %u, which is out of range (the graph "
-                       "defines %u values)", what, id, ids.count);
+      return fail(err,
+                  "graph %s refers to value id %u, which is out of range (the graph "
+                  "defines %u values)",
+                  what, id, ids.count);
     out->push_back(idx);
   }
   return true;
@@ -339,18 +356,39 @@ struct NodeOperands {
 // Element-wise nodes: binary and unary arithmetic, activations.
 bool read_elementwise_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
   switch (n.op) {
-    case Op::Add: case Op::Div: case Op::Minimum: case Op::Multiply: case Op::Subtract:
-    case Op::Maximum: case Op::PReLU: case Op::BatchMatMul: {
+    case Op::Add:
+    case Op::Div:
+    case Op::Minimum:
+    case Op::Multiply:
+    case Op::Subtract:
+    case Op::Maximum:
+    case Op::PReLU:
+    case Op::BatchMatMul: {
       const fbx::Binary* b = static_cast<const fbx::Binary*>(fn->op());
       o.in_ids = {b->a(), b->b()};
       o.out_ids = {b->output()};
       n.flags = b->flags();
       return true;
     }
-    case Op::Softmax: case Op::Sigmoid: case Op::Clamp: case Op::Floor: case Op::Convert:
-    case Op::GlobalAvgPool2d: case Op::SquareRoot: case Op::Ceiling: case Op::Hardswish:
-    case Op::Negate: case Op::Square: case Op::Abs: case Op::ReciprocalSquareRoot:
-    case Op::Log: case Op::Gelu: case Op::Tanh: case Op::Exp: case Op::Sin: case Op::Copy:
+    case Op::Softmax:
+    case Op::Sigmoid:
+    case Op::Clamp:
+    case Op::Floor:
+    case Op::Convert:
+    case Op::GlobalAvgPool2d:
+    case Op::SquareRoot:
+    case Op::Ceiling:
+    case Op::Hardswish:
+    case Op::Negate:
+    case Op::Square:
+    case Op::Abs:
+    case Op::ReciprocalSquareRoot:
+    case Op::Log:
+    case Op::Gelu:
+    case Op::Tanh:
+    case Op::Exp:
+    case Op::Sin:
+    case Op::Copy:
     case Op::Cos: {
       const fbx::Unary* u = static_cast<const fbx::Unary*>(fn->op());
       o.in_ids = {u->input()};
@@ -374,8 +412,7 @@ bool read_elementwise_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
       n.flags = e->flags();
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -391,12 +428,15 @@ bool read_weighted_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
       o.optional_last_input = true;
       return true;
     }
-    case Op::Conv2d: case Op::DepthwiseConv2d: case Op::ConvTranspose2d: {
+    case Op::Conv2d:
+    case Op::DepthwiseConv2d:
+    case Op::ConvTranspose2d: {
       const fbx::Convolution* c = static_cast<const fbx::Convolution*>(fn->op());
-      uint32_t p[] = {c->pad_top(), c->pad_right(), c->pad_bottom(), c->pad_left(),
-                      c->kernel_h(), c->kernel_w(), c->stride_h(), c->stride_w(),
-                      c->dilation_h(), c->dilation_w(), c->group_in_channels(),
-                      c->group_out_channels(), c->groups(), c->adjust_h(), c->adjust_w()};
+      uint32_t p[] = {c->pad_top(),    c->pad_right(),         c->pad_bottom(),
+                      c->pad_left(),   c->kernel_h(),          c->kernel_w(),
+                      c->stride_h(),   c->stride_w(),          c->dilation_h(),
+                      c->dilation_w(), c->group_in_channels(), c->group_out_channels(),
+                      c->groups(),     c->adjust_h(),          c->adjust_w()};
       std::memcpy(n.p, p, sizeof p);
       o.in_ids = {c->input(), c->weight(), c->bias()};
       o.out_ids = {c->output()};
@@ -404,10 +444,11 @@ bool read_weighted_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
       o.optional_last_input = true;
       return true;
     }
-    case Op::AvgPool2d: case Op::MaxPool2d: {
+    case Op::AvgPool2d:
+    case Op::MaxPool2d: {
       const fbx::Pooling* q = static_cast<const fbx::Pooling*>(fn->op());
-      uint32_t p[] = {q->pad_top(), q->pad_right(), q->pad_bottom(), q->pad_left(),
-                      q->window_h(), q->window_w(), q->stride_h(), q->stride_w(),
+      uint32_t p[] = {q->pad_top(),    q->pad_right(), q->pad_bottom(), q->pad_left(),
+                      q->window_h(),   q->window_w(),  q->stride_h(),   q->stride_w(),
                       q->dilation_h(), q->dilation_w()};
       std::memcpy(n.p, p, sizeof p);
       o.in_ids = {q->input()};
@@ -429,8 +470,7 @@ bool read_weighted_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
       n.flags = a->flags();
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -482,11 +522,15 @@ bool read_layout_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
       n.flags = r->flags();
       return true;
     }
-    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4:
+    case Op::Concatenate2:
+    case Op::Concatenate3:
+    case Op::Concatenate4:
     case Op::Concatenate5: {
       const fbx::Concat* c = static_cast<const fbx::Concat*>(fn->op());
-      const int count = n.op == Op::Concatenate2 ? 2 : n.op == Op::Concatenate3 ? 3
-                      : n.op == Op::Concatenate4 ? 4 : 5;
+      const int count = n.op == Op::Concatenate2   ? 2
+                        : n.op == Op::Concatenate3 ? 3
+                        : n.op == Op::Concatenate4 ? 4
+                                                   : 5;
       const uint32_t all[] = {c->in0(), c->in1(), c->in2(), c->in3(), c->in4()};
       o.in_ids.assign(all, all + count);
       o.out_ids = {c->output()};
@@ -494,8 +538,7 @@ bool read_layout_node(const fbx::Node* fn, Node& n, NodeOperands& o) {
       n.flags = c->flags();
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -508,15 +551,19 @@ bool resolve_operands(const Graph& g, const ValueIds& ids, NodeOperands& o, Node
   for (uint32_t id : o.in_ids) {
     uint32_t idx;
     if (!ids.find(id, &idx))
-      return fail(err, "node %u (%s) reads value id %u, which is out of range (the graph "
-                       "defines %u values)", k, op_name(n.op), id, ids.count);
+      return fail(err,
+                  "node %u (%s) reads value id %u, which is out of range (the graph "
+                  "defines %u values)",
+                  k, op_name(n.op), id, ids.count);
     n.inputs.push_back(idx);
   }
   for (uint32_t id : o.out_ids) {
     uint32_t idx;
     if (!ids.find(id, &idx))
-      return fail(err, "node %u (%s) writes value id %u, which is out of range (the graph "
-                       "defines %u values)", k, op_name(n.op), id, ids.count);
+      return fail(err,
+                  "node %u (%s) writes value id %u, which is out of range (the graph "
+                  "defines %u values)",
+                  k, op_name(n.op), id, ids.count);
     if (g.values[idx].constant || g.values[idx].graph_input)
       return fail(err, "node %u (%s) writes value id %u, which is a constant or graph input", k,
                   op_name(n.op), id);
@@ -526,8 +573,7 @@ bool resolve_operands(const Graph& g, const ValueIds& ids, NodeOperands& o, Node
 }
 
 // Node `k`: its parameters, operands, window checks and output range.
-bool read_node(const fbx::Node* fn, uint32_t k, const ValueIds& ids, Graph* g,
-               std::string* err) {
+bool read_node(const fbx::Node* fn, uint32_t k, const ValueIds& ids, Graph* g, std::string* err) {
   Node& n = g->nodes[k];
   n.index = k;
   n.op = fn->op_type();
@@ -603,9 +649,16 @@ using Shapes = std::vector<Shape>;
 // Element-wise nodes: broadcasting binaries, PReLU, shape-preserving unaries.
 bool infer_elementwise(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
   auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
-  auto bad = [&](const std::string& w) { why = w; return true; };
+  auto bad = [&](const std::string& w) {
+    why = w;
+    return true;
+  };
   switch (n.op) {
-    case Op::Add: case Op::Div: case Op::Minimum: case Op::Multiply: case Op::Subtract:
+    case Op::Add:
+    case Op::Div:
+    case Op::Minimum:
+    case Op::Multiply:
+    case Op::Subtract:
     case Op::Maximum:
       if (!broadcast(in(0), in(1), &out)) return bad("operand shapes do not broadcast");
       return true;
@@ -615,21 +668,38 @@ bool infer_elementwise(const Node& n, const Shapes& shapes, Shape& out, std::str
         return bad("slope does not have one element per channel");
       out = in(0);
       return true;
-    case Op::Softmax: case Op::Sigmoid: case Op::Clamp: case Op::Floor: case Op::Convert:
-    case Op::SquareRoot: case Op::Ceiling: case Op::Hardswish: case Op::Negate: case Op::Square:
-    case Op::Abs: case Op::ReciprocalSquareRoot: case Op::Log: case Op::Gelu: case Op::Tanh:
-    case Op::Exp: case Op::Sin: case Op::Copy: case Op::Cos: case Op::ELU: case Op::LeakyReLU:
-      out = in(0);
-      return true;
-    default:
-      return false;
+    case Op::Softmax:
+    case Op::Sigmoid:
+    case Op::Clamp:
+    case Op::Floor:
+    case Op::Convert:
+    case Op::SquareRoot:
+    case Op::Ceiling:
+    case Op::Hardswish:
+    case Op::Negate:
+    case Op::Square:
+    case Op::Abs:
+    case Op::ReciprocalSquareRoot:
+    case Op::Log:
+    case Op::Gelu:
+    case Op::Tanh:
+    case Op::Exp:
+    case Op::Sin:
+    case Op::Copy:
+    case Op::Cos:
+    case Op::ELU:
+    case Op::LeakyReLU: out = in(0); return true;
+    default: return false;
   }
 }
 
 // Matrix products: fully connected and batch matrix multiply.
 bool infer_matmul(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
   auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
-  auto bad = [&](const std::string& w) { why = w; return true; };
+  auto bad = [&](const std::string& w) {
+    why = w;
+    return true;
+  };
   switch (n.op) {
     case Op::FullyConnected: {
       const Shape& w = in(1);
@@ -660,17 +730,20 @@ bool infer_matmul(const Node& n, const Shapes& shapes, Shape& out, std::string& 
       out.push_back(nn);
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
 // Windowed nodes on NHWC input: convolutions and poolings.
 bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& why) {
   auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
-  auto bad = [&](const std::string& w) { why = w; return true; };
+  auto bad = [&](const std::string& w) {
+    why = w;
+    return true;
+  };
   switch (n.op) {
-    case Op::Conv2d: case Op::DepthwiseConv2d: {
+    case Op::Conv2d:
+    case Op::DepthwiseConv2d: {
       const Shape& x = in(0);
       if (x.size() != 4) return bad("input must be 4-D NHWC");
       size_t oh, ow;
@@ -681,8 +754,8 @@ bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& 
       if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
       // The filter XNNPACK reads: OHWI (groups * group_output_channels,
       // kernel_h, kernel_w, group_input_channels), or 1HWO for depthwise.
-      const Shape want = n.op == Op::Conv2d ? Shape{c, n.p[4], n.p[5], n.p[10]}
-                                            : Shape{1, n.p[4], n.p[5], c};
+      const Shape want =
+          n.op == Op::Conv2d ? Shape{c, n.p[4], n.p[5], n.p[10]} : Shape{1, n.p[4], n.p[5], c};
       if (n.inputs.size() < 2 || in(1) != want)
         return bad("weight shape does not match the node's parameters " + shape_str(want));
       if (n.inputs.size() > 2 && numel(in(2)) != c)
@@ -690,11 +763,13 @@ bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& 
       out = {x[0], oh, ow, c};
       return true;
     }
-    case Op::AvgPool2d: case Op::MaxPool2d: {
+    case Op::AvgPool2d:
+    case Op::MaxPool2d: {
       const Shape& x = in(0);
       if (x.size() != 4) return bad("input must be 4-D NHWC");
       size_t oh, ow;
-      const uint32_t dh = n.op == Op::AvgPool2d ? 1 : n.p[8], dw = n.op == Op::AvgPool2d ? 1 : n.p[9];
+      const uint32_t dh = n.op == Op::AvgPool2d ? 1 : n.p[8],
+                     dw = n.op == Op::AvgPool2d ? 1 : n.p[9];
       if (!conv_out(x[1], n.p[0], n.p[2], n.p[4], n.p[6], dh ? dh : 1, &oh) ||
           !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], dw ? dw : 1, &ow))
         return bad("window does not fit the padded input");
@@ -713,8 +788,7 @@ bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& 
       out = {x[0], n.p[0], n.p[1], x[3]};
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -728,7 +802,10 @@ bool infer_reshape(const Graph& g, const Node& n, const Shapes& shapes, Shape& o
   int pick = -1;
   size_t rest = 1;
   for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == 0 && pick < 0) { pick = int(i); continue; }
+    if (out[i] == 0 && pick < 0) {
+      pick = int(i);
+      continue;
+    }
     rest *= out[i];
   }
   if (pick < 0 && !out.empty() && g.values[n.outputs[0]].dims == n.list0) {
@@ -748,7 +825,10 @@ bool infer_reshape(const Graph& g, const Node& n, const Shapes& shapes, Shape& o
 bool infer_layout(const Graph& g, const Node& n, const Shapes& shapes, Shape& out,
                   std::string& why) {
   auto in = [&](size_t i) -> const Shape& { return shapes[n.inputs[i]]; };
-  auto bad = [&](const std::string& w) { why = w; return true; };
+  auto bad = [&](const std::string& w) {
+    why = w;
+    return true;
+  };
   switch (n.op) {
     case Op::StaticTranspose: {
       const Shape& x = in(0);
@@ -762,8 +842,7 @@ bool infer_layout(const Graph& g, const Node& n, const Shapes& shapes, Shape& ou
       }
       return true;
     }
-    case Op::StaticReshape:
-      return infer_reshape(g, n, shapes, out, why);
+    case Op::StaticReshape: return infer_reshape(g, n, shapes, out, why);
     case Op::StaticSlice: {
       const Shape& x = in(0);
       if (n.list0.size() != x.size() || n.list1.size() != x.size())
@@ -782,7 +861,10 @@ bool infer_layout(const Graph& g, const Node& n, const Shapes& shapes, Shape& ou
       for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] + n.list0[i] + n.list1[i]);
       return true;
     }
-    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4: case Op::Concatenate5: {
+    case Op::Concatenate2:
+    case Op::Concatenate3:
+    case Op::Concatenate4:
+    case Op::Concatenate5: {
       out = in(0);
       const size_t axis = n.p[0];
       if (axis >= out.size()) return bad("axis out of range");
@@ -795,8 +877,7 @@ bool infer_layout(const Graph& g, const Node& n, const Shapes& shapes, Shape& ou
       }
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -812,8 +893,8 @@ bool infer_shape(const Graph& g, const Node& n, std::vector<Shape>& shapes, std:
   if (why.empty() && checked_numel(out) > kMaxElements)
     why = "result " + shape_str(out) + " is too large";
   if (!why.empty()) {
-    std::string s = "node " + std::to_string(n.index) + " (" + op_name(n.op) + "): " + why +
-                    " (input";
+    std::string s =
+        "node " + std::to_string(n.index) + " (" + op_name(n.op) + "): " + why + " (input";
     for (size_t i = 0; i < n.inputs.size(); ++i) s += " " + shape_str(shapes[n.inputs[i]]);
     *err = s + ")";
     return false;

@@ -27,8 +27,8 @@ constexpr uint32_t kNoValue = 0xFFFFFFFFu;  // "no bias", "not external"
 const char* op_name(Op op);
 
 struct Value {
-  uint32_t id = 0;           // id as nodes refer to it
-  Shape dims;                // as declared in the blob (upper bounds if dynamic)
+  uint32_t id = 0;                  // id as nodes refer to it
+  Shape dims;                       // as declared in the blob (upper bounds if dynamic)
   const float* constant = nullptr;  // non-null for a constant
   uint32_t external = kNoValue;     // index among the delegate's arguments
   bool graph_input = false;
@@ -38,8 +38,8 @@ struct Value {
 // One node, its parameters copied out of the flatbuffer.
 struct Node {
   Op op = Op::NONE;
-  uint32_t index = 0;                // position in the blob's node list
-  std::vector<uint32_t> inputs;      // value indices (not ids), in operand order
+  uint32_t index = 0;            // position in the blob's node list
+  std::vector<uint32_t> inputs;  // value indices (not ids), in operand order
   std::vector<uint32_t> outputs;
   uint32_t flags = 0;
   uint32_t p[16] = {};               // integer parameters, see graph.cpp per kind
@@ -54,10 +54,10 @@ struct Node {
 };
 
 struct Graph {
-  std::vector<Value> values;     // dense; nodes refer to them by index
-  std::vector<Node> nodes;       // in the blob's (topological) order
-  std::vector<uint32_t> inputs;  // value indices of the graph inputs
-  std::vector<uint32_t> outputs; // value indices of the graph outputs
+  std::vector<Value> values;      // dense; nodes refer to them by index
+  std::vector<Node> nodes;        // in the blob's (topological) order
+  std::vector<uint32_t> inputs;   // value indices of the graph inputs
+  std::vector<uint32_t> outputs;  // value indices of the graph outputs
   uint32_t num_externals = 0;
   // Constants copied out of the blob's constant region (named data is
   // referenced in place: it lives as long as the program).

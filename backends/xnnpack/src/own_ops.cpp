@@ -17,19 +17,29 @@ namespace xnnpack {
 
 bool own_supports(const Node& n, std::string* why) {
   switch (n.op) {
-    case Op::StaticTranspose: case Op::StaticReshape: case Op::StaticSlice:
-    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4: case Op::Concatenate5:
-    case Op::Gelu: case Op::Tanh: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos:
-    case Op::ReciprocalSquareRoot: case Op::Copy: case Op::Convert:
-      return true;
+    case Op::StaticTranspose:
+    case Op::StaticReshape:
+    case Op::StaticSlice:
+    case Op::Concatenate2:
+    case Op::Concatenate3:
+    case Op::Concatenate4:
+    case Op::Concatenate5:
+    case Op::Gelu:
+    case Op::Tanh:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::ReciprocalSquareRoot:
+    case Op::Copy:
+    case Op::Convert: return true;
     case Op::BatchMatMul:
       if (n.flags & ~1u) {
         *why = "batch matrix multiply flags " + std::to_string(n.flags) + " are not understood";
         return false;
       }
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -141,16 +151,17 @@ bool run_own(const Node& n, const std::vector<Shape>& shapes, const std::vector<
   float* out = ptr[n.outputs[0]];
   const size_t count = numel(os);
   switch (n.op) {
-    case Op::StaticTranspose:
-      transpose(in, is, n.list0, out);
-      break;
-    case Op::StaticReshape: case Op::Copy: case Op::Convert:
+    case Op::StaticTranspose: transpose(in, is, n.list0, out); break;
+    case Op::StaticReshape:
+    case Op::Copy:
+    case Op::Convert:
       if (out != in) std::memmove(out, in, count * sizeof(float));
       break;
-    case Op::StaticSlice:
-      copy_box(in, is, n.list0, os, out, false);
-      break;
-    case Op::Concatenate2: case Op::Concatenate3: case Op::Concatenate4: case Op::Concatenate5: {
+    case Op::StaticSlice: copy_box(in, is, n.list0, os, out, false); break;
+    case Op::Concatenate2:
+    case Op::Concatenate3:
+    case Op::Concatenate4:
+    case Op::Concatenate5: {
       std::vector<size_t> start(os.size(), 0);
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const Shape& s = shapes[n.inputs[i]];
@@ -164,9 +175,8 @@ bool run_own(const Node& n, const std::vector<Shape>& shapes, const std::vector<
       batch_matmul(in, is, ptr[n.inputs[1]], shapes[n.inputs[1]], n.flags & 1u, out, os);
       break;
     case Op::Gelu:
-      unary(in, out, count, [](float x) {
-        return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-      });
+      unary(in, out, count,
+            [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); });
       break;
     case Op::Tanh: unary(in, out, count, [](float x) { return std::tanh(x); }); break;
     case Op::Exp: unary(in, out, count, [](float x) { return std::exp(x); }); break;

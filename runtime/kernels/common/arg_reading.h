@@ -47,8 +47,8 @@ struct Scalar {
         return i >= static_cast<int64_t>(std::numeric_limits<C>::min()) &&
                i <= static_cast<int64_t>(std::numeric_limits<C>::max());
       } else {
-        return i >= 0 && static_cast<uint64_t>(i) <=
-                             static_cast<uint64_t>(std::numeric_limits<C>::max());
+        return i >= 0 &&
+               static_cast<uint64_t>(i) <= static_cast<uint64_t>(std::numeric_limits<C>::max());
       }
     }
   }
@@ -58,31 +58,45 @@ inline int32_t read_scalar(const Args& a, size_t i, const char* name, Scalar* s)
   if (i < a.n) {
     const pteron_value* v = a.v[i];
     switch (v->tag) {
-      case PTERON_VALUE_INT: s->kind = ScalarKind::Int; s->i = v->u.i;
-        s->d = static_cast<double>(v->u.i); return PTERON_OK;
-      case PTERON_VALUE_BOOL: s->kind = ScalarKind::Bool; s->i = v->u.b != 0;
-        s->d = static_cast<double>(s->i); return PTERON_OK;
-      case PTERON_VALUE_DOUBLE: s->kind = ScalarKind::Float; s->d = v->u.d;
-        s->i = 0; return PTERON_OK;
+      case PTERON_VALUE_INT:
+        s->kind = ScalarKind::Int;
+        s->i = v->u.i;
+        s->d = static_cast<double>(v->u.i);
+        return PTERON_OK;
+      case PTERON_VALUE_BOOL:
+        s->kind = ScalarKind::Bool;
+        s->i = v->u.b != 0;
+        s->d = static_cast<double>(s->i);
+        return PTERON_OK;
+      case PTERON_VALUE_DOUBLE:
+        s->kind = ScalarKind::Float;
+        s->d = v->u.d;
+        s->i = 0;
+        return PTERON_OK;
       default: break;
     }
   }
-  return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM,
-              "%s: argument %zu ('%s') is not a scalar", a.op, i, name);
+  return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not a scalar", a.op,
+              i, name);
 }
 
 // Scalar or None (`present` tells which).
-inline int32_t read_opt_scalar(const Args& a, size_t i, const char* name,
-                               Scalar* s, bool* present) {
-  if (a.is_none(i)) { *present = false; return PTERON_OK; }
+inline int32_t read_opt_scalar(const Args& a, size_t i, const char* name, Scalar* s,
+                               bool* present) {
+  if (a.is_none(i)) {
+    *present = false;
+    return PTERON_OK;
+  }
   *present = true;
   return read_scalar(a, i, name, s);
 }
 
 // ScalarType? argument: -1 for None, else a dtype the portable kernels know.
-inline int32_t read_opt_dtype(const Args& a, size_t i, const char* name,
-                              int32_t* out) {
-  if (a.is_none(i)) { *out = -1; return PTERON_OK; }
+inline int32_t read_opt_dtype(const Args& a, size_t i, const char* name, int32_t* out) {
+  if (a.is_none(i)) {
+    *out = -1;
+    return PTERON_OK;
+  }
   if (i < a.n && a.v[i]->tag == PTERON_VALUE_INT) {
     int64_t d = a.v[i]->u.i;
     if (d >= 0 && d <= 64 && dtype_size(static_cast<int32_t>(d)) != 0) {
@@ -90,18 +104,22 @@ inline int32_t read_opt_dtype(const Args& a, size_t i, const char* name,
       return PTERON_OK;
     }
     return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: argument %zu ('%s') is not a valid dtype (%lld)", a.op, i,
-                name, static_cast<long long>(d));
+                "%s: argument %zu ('%s') is not a valid dtype (%lld)", a.op, i, name,
+                static_cast<long long>(d));
   }
-  return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM,
-              "%s: argument %zu ('%s') is not a dtype or None", a.op, i, name);
+  return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not a dtype or None",
+              a.op, i, name);
 }
 
 // str? argument: sets *present and copies at most cap-1 chars into buf.
 // A string longer than that is reported as such (it matches no keyword).
-inline int32_t read_opt_string(const Args& a, size_t i, const char* name,
-                               char* buf, size_t cap, bool* present) {
-  if (a.is_none(i)) { *present = false; buf[0] = 0; return PTERON_OK; }
+inline int32_t read_opt_string(const Args& a, size_t i, const char* name, char* buf, size_t cap,
+                               bool* present) {
+  if (a.is_none(i)) {
+    *present = false;
+    buf[0] = 0;
+    return PTERON_OK;
+  }
   if (i < a.n && a.v[i]->tag == PTERON_VALUE_STRING) {
     *present = true;
     const char* s = a.v[i]->u.string.data;
@@ -120,10 +138,14 @@ inline int32_t read_opt_string(const Args& a, size_t i, const char* name,
 
 // int[]? argument (a bare int counts as a one-element list, stored in
 // *single). *present is false for None.
-inline int32_t read_opt_int_list(const Args& a, size_t i, const char* name,
-                                 int64_t* single, const int64_t** data,
-                                 size_t* size, bool* present) {
-  if (a.is_none(i)) { *present = false; *data = nullptr; *size = 0; return PTERON_OK; }
+inline int32_t read_opt_int_list(const Args& a, size_t i, const char* name, int64_t* single,
+                                 const int64_t** data, size_t* size, bool* present) {
+  if (a.is_none(i)) {
+    *present = false;
+    *data = nullptr;
+    *size = 0;
+    return PTERON_OK;
+  }
   *present = true;
   if (i < a.n && a.v[i]->tag == PTERON_VALUE_INT) {
     *single = a.v[i]->u.i;
@@ -139,9 +161,8 @@ inline int32_t read_opt_int_list(const Args& a, size_t i, const char* name,
 }
 
 // An int list, or None (then *present is false).
-inline int32_t opt_int_list(const Args& a, size_t i, const char* name,
-                            const int64_t** data, size_t* size,
-                            bool* present) {
+inline int32_t opt_int_list(const Args& a, size_t i, const char* name, const int64_t** data,
+                            size_t* size, bool* present) {
   if (a.is_none(i)) {
     *data = nullptr;
     *size = 0;
@@ -153,8 +174,7 @@ inline int32_t opt_int_list(const Args& a, size_t i, const char* name,
 }
 
 // An int, or None (then *present is false).
-inline int32_t opt_integer(const Args& a, size_t i, const char* name,
-                           int64_t* out, bool* present) {
+inline int32_t opt_integer(const Args& a, size_t i, const char* name, int64_t* out, bool* present) {
   if (a.is_none(i)) {
     *present = false;
     *out = 0;
@@ -175,8 +195,8 @@ inline int32_t memory_format(const Args& a, size_t i) {
 // Per-spatial-dim int parameters (stride, padding, ...): a list of one value
 // (applied to every spatial dim) or of exactly `count` values, ATen's rule
 // for convolution and pooling. Each value must be >= min_value.
-inline int32_t spatial_params(const Args& a, size_t i, const char* name,
-                              int32_t count, int64_t min_value, int64_t* out) {
+inline int32_t spatial_params(const Args& a, size_t i, const char* name, int32_t count,
+                              int64_t min_value, int64_t* out) {
   const int64_t* data = nullptr;
   size_t size = 0;
   PTERON_CHECK_OK(a.int_list(i, name, &data, &size));
@@ -190,9 +210,8 @@ inline int32_t spatial_params(const Args& a, size_t i, const char* name,
     // The upper limit keeps the shape arithmetic far from int64 overflow.
     if (v < min_value || v > (int64_t{1} << 31))
       return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: %s value %lld is out of range (expected %lld .. %lld)",
-                  a.op, name, (long long)v, (long long)min_value,
-                  (long long)(int64_t{1} << 31));
+                  "%s: %s value %lld is out of range (expected %lld .. %lld)", a.op, name,
+                  (long long)v, (long long)min_value, (long long)(int64_t{1} << 31));
     out[k] = v;
   }
   return PTERON_OK;

@@ -74,8 +74,9 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
   if (float32_only ? dt != PTERON_DTYPE_FLOAT32 : (!is_supported(dt) || dt == PTERON_DTYPE_BOOL))
     return unsupported_dtype(ctx, a.op, "input", dt);
   if (weight->dtype != dt)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: weight dtype %s differs from input dtype %s",
-                a.op, dtype_name(weight->dtype), dtype_name(dt));
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: weight dtype %s differs from input dtype %s", a.op, dtype_name(weight->dtype),
+                dtype_name(dt));
   if (out->dtype != dt)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from input dtype %s",
                 a.op, dtype_name(out->dtype), dtype_name(dt));
@@ -84,8 +85,9 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
                                        bias->dtype == PTERON_DTYPE_FLOAT64)
                                     : bias->dtype == dt;
     if (!ok)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: bias dtype %s does not fit input dtype %s",
-                  a.op, dtype_name(bias->dtype), dtype_name(dt));
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: bias dtype %s does not fit input dtype %s", a.op, dtype_name(bias->dtype),
+                  dtype_name(dt));
   }
 
   int64_t stride[3], pad[3], dil[3], opad[3];
@@ -141,8 +143,8 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
     g.is_s[s] = input->strides[2 + j];
     g.ws_s[s] = weight->strides[2 + j];
     if (g.k[s] <= 0)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: weight spatial dim %d has size %lld",
-                  a.op, (int)j, (long long)g.k[s]);
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: weight spatial dim %d has size %lld", a.op,
+                  (int)j, (long long)g.k[s]);
     // Sizes and parameters are bounded (storage, <= 2^31), so these products
     // stay far inside int64.
     if (g.k[s] - 1 > (int64_t{1} << 40))

@@ -119,16 +119,26 @@ inline T wrap_mul(T a, T b) {
 }
 
 // The dtype of C++ type T (-1 for a type no dtype maps to).
-template <typename T> constexpr int32_t dtype_of() {
-  if constexpr (std::is_same_v<T, uint8_t>) return PTERON_DTYPE_UINT8;
-  else if constexpr (std::is_same_v<T, int8_t>) return PTERON_DTYPE_INT8;
-  else if constexpr (std::is_same_v<T, int16_t>) return PTERON_DTYPE_INT16;
-  else if constexpr (std::is_same_v<T, int32_t>) return PTERON_DTYPE_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return PTERON_DTYPE_INT64;
-  else if constexpr (std::is_same_v<T, float>) return PTERON_DTYPE_FLOAT32;
-  else if constexpr (std::is_same_v<T, double>) return PTERON_DTYPE_FLOAT64;
-  else if constexpr (std::is_same_v<T, bool>) return PTERON_DTYPE_BOOL;
-  else return -1;
+template <typename T>
+constexpr int32_t dtype_of() {
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return PTERON_DTYPE_UINT8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return PTERON_DTYPE_INT8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return PTERON_DTYPE_INT16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return PTERON_DTYPE_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return PTERON_DTYPE_INT64;
+  else if constexpr (std::is_same_v<T, float>)
+    return PTERON_DTYPE_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>)
+    return PTERON_DTYPE_FLOAT64;
+  else if constexpr (std::is_same_v<T, bool>)
+    return PTERON_DTYPE_BOOL;
+  else
+    return -1;
 }
 
 // ---- PyTorch's casting rules ------------------------------------------------
@@ -159,18 +169,18 @@ struct ResultType {
     return lower;
   }
   void add_tensor(const pteron_tensor* t) {
-    if (t->dim == 0) zero_result = promote_skip(zero_result, t->dtype);
-    else dim_result = promote_skip(dim_result, t->dtype);
+    if (t->dim == 0)
+      zero_result = promote_skip(zero_result, t->dtype);
+    else
+      dim_result = promote_skip(dim_result, t->dtype);
   }
   void add_scalar(ScalarKind k) {
     int32_t d = k == ScalarKind::Float ? PTERON_DTYPE_FLOAT32
-              : k == ScalarKind::Int   ? PTERON_DTYPE_INT64
+                : k == ScalarKind::Int ? PTERON_DTYPE_INT64
                                        : PTERON_DTYPE_BOOL;
     wrapped_result = promote_skip(wrapped_result, d);
   }
-  int32_t get() const {
-    return combine(dim_result, combine(zero_result, wrapped_result));
-  }
+  int32_t get() const { return combine(dim_result, combine(zero_result, wrapped_result)); }
 };
 
 }  // namespace pteron::kern

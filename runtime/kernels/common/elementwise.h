@@ -21,8 +21,7 @@ namespace pteron::kern {
 // the typed pointers are used directly. bool inputs always go through load()
 // so a stray byte value in a bool tensor is never read as a bool object.
 template <typename C, typename R, size_t N, typename F>
-inline void map_elements(const pteron_tensor* const (&ins)[N], pteron_tensor* out,
-                         F&& f) {
+inline void map_elements(const pteron_tensor* const (&ins)[N], pteron_tensor* out, F&& f) {
   static_assert(N >= 1 && N <= 3, "1 to 3 inputs");
   bool direct = !std::is_same_v<C, bool> && out->dtype == dtype_of<R>();
   for (size_t k = 0; k < N; ++k) direct = direct && ins[k]->dtype == dtype_of<C>();
@@ -33,9 +32,8 @@ inline void map_elements(const pteron_tensor* const (&ins)[N], pteron_tensor* ou
     if constexpr (N == 1)
       for_each_broadcast(out, ins, [&](int64_t oi, int64_t a) { o[oi] = f(p[0][a]); });
     else if constexpr (N == 2)
-      for_each_broadcast(out, ins, [&](int64_t oi, int64_t a, int64_t b) {
-        o[oi] = f(p[0][a], p[1][b]);
-      });
+      for_each_broadcast(out, ins,
+                         [&](int64_t oi, int64_t a, int64_t b) { o[oi] = f(p[0][a], p[1][b]); });
     else
       for_each_broadcast(out, ins, [&](int64_t oi, int64_t a, int64_t b, int64_t c) {
         o[oi] = f(p[0][a], p[1][b], p[2][c]);
@@ -46,7 +44,10 @@ inline void map_elements(const pteron_tensor* const (&ins)[N], pteron_tensor* ou
   const int32_t odt = out->dtype;
   const void* p[N];
   int32_t dt[N];
-  for (size_t k = 0; k < N; ++k) { p[k] = ins[k]->data; dt[k] = ins[k]->dtype; }
+  for (size_t k = 0; k < N; ++k) {
+    p[k] = ins[k]->data;
+    dt[k] = ins[k]->dtype;
+  }
   if constexpr (N == 1)
     for_each_broadcast(out, ins, [&](int64_t oi, int64_t a) {
       store<R>(od, odt, oi, f(load<C>(p[0], dt[0], a)));
@@ -58,8 +59,7 @@ inline void map_elements(const pteron_tensor* const (&ins)[N], pteron_tensor* ou
   else
     for_each_broadcast(out, ins, [&](int64_t oi, int64_t a, int64_t b, int64_t c) {
       store<R>(od, odt, oi,
-               f(load<C>(p[0], dt[0], a), load<C>(p[1], dt[1], b),
-                 load<C>(p[2], dt[2], c)));
+               f(load<C>(p[0], dt[0], a), load<C>(p[1], dt[1], b), load<C>(p[2], dt[2], c)));
     });
 }
 
@@ -81,8 +81,10 @@ inline int32_t read_binary_inputs(const Args& a, bool scalar_other, bool has_alp
   b->alpha.i = 1;
   b->alpha.d = 1;
   PTERON_CHECK_OK(a.tensor(0, "self", &b->self));
-  if (scalar_other) PTERON_CHECK_OK(read_scalar(a, 1, "other", &b->other_s));
-  else PTERON_CHECK_OK(a.tensor(1, "other", &b->other));
+  if (scalar_other)
+    PTERON_CHECK_OK(read_scalar(a, 1, "other", &b->other_s));
+  else
+    PTERON_CHECK_OK(a.tensor(1, "other", &b->other));
   if (has_alpha) PTERON_CHECK_OK(read_scalar(a, 2, "alpha", &b->alpha));
   return PTERON_OK;
 }
@@ -99,8 +101,10 @@ inline int32_t binary_result_type(pteron_kernel_context* ctx, const char* op,
   if (b.other) PTERON_CHECK_OK(check_tensor(ctx, op, "other", b.other));
   ResultType rt;
   rt.add_tensor(b.self);
-  if (b.other) rt.add_tensor(b.other);
-  else rt.add_scalar(b.other_s.kind);
+  if (b.other)
+    rt.add_tensor(b.other);
+  else
+    rt.add_scalar(b.other_s.kind);
   *ct = rt.get();
   return PTERON_OK;
 }
@@ -113,7 +117,8 @@ inline int32_t reject_bool_subtraction(pteron_kernel_context* ctx, const char* o
   if (b.self->dtype == PTERON_DTYPE_BOOL || other_bool)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: subtraction with a bool operand is not supported "
-                "(use logical_xor / logical_not)", op);
+                "(use logical_xor / logical_not)",
+                op);
   return PTERON_OK;
 }
 
@@ -124,7 +129,8 @@ inline int32_t resize_binary_out(pteron_kernel_context* ctx, const char* op,
   int64_t shape[PTERON_MAX_DIM];
   int32_t nd = 0;
   if (b.other) {
-    if (!broadcast_shape(b.self, b.other, shape, &nd)) return broadcast_error(ctx, op, b.self, b.other);
+    if (!broadcast_shape(b.self, b.other, shape, &nd))
+      return broadcast_error(ctx, op, b.self, b.other);
   } else {
     nd = b.self->dim;
     for (int32_t i = 0; i < nd; ++i) shape[i] = b.self->sizes[i];

@@ -37,8 +37,7 @@ namespace pteron::kern {
 
 // ---- errors ---------------------------------------------------------------
 
-inline int32_t fail(pteron_kernel_context* ctx, int32_t code, const char* fmt,
-                    ...) {
+inline int32_t fail(pteron_kernel_context* ctx, int32_t code, const char* fmt, ...) {
   char buf[512];
   va_list ap;
   va_start(ap, fmt);
@@ -47,9 +46,9 @@ inline int32_t fail(pteron_kernel_context* ctx, int32_t code, const char* fmt,
   return pteron_kernel_fail(ctx, code, buf);
 }
 
-#define PTERON_CHECK_OK(expr)            \
-  do {                                   \
-    int32_t pteron_rc_ = (expr);         \
+#define PTERON_CHECK_OK(expr)                       \
+  do {                                              \
+    int32_t pteron_rc_ = (expr);                    \
     if (pteron_rc_ != PTERON_OK) return pteron_rc_; \
   } while (0)
 
@@ -60,26 +59,37 @@ inline const char* dtype_name(int32_t d) { return pteron_dtype_name(d); }
 
 inline size_t dtype_size(int32_t d) {
   switch (d) {
-    case PTERON_DTYPE_UINT8: case PTERON_DTYPE_INT8: case PTERON_DTYPE_BOOL:
-    case PTERON_DTYPE_QINT8: case PTERON_DTYPE_QUINT8: return 1;
-    case PTERON_DTYPE_INT16: case PTERON_DTYPE_FLOAT16:
-    case PTERON_DTYPE_BFLOAT16: case PTERON_DTYPE_UINT16: return 2;
-    case PTERON_DTYPE_INT32: case PTERON_DTYPE_FLOAT32:
-    case PTERON_DTYPE_QINT32: case PTERON_DTYPE_UINT32: return 4;
-    case PTERON_DTYPE_INT64: case PTERON_DTYPE_FLOAT64:
+    case PTERON_DTYPE_UINT8:
+    case PTERON_DTYPE_INT8:
+    case PTERON_DTYPE_BOOL:
+    case PTERON_DTYPE_QINT8:
+    case PTERON_DTYPE_QUINT8: return 1;
+    case PTERON_DTYPE_INT16:
+    case PTERON_DTYPE_FLOAT16:
+    case PTERON_DTYPE_BFLOAT16:
+    case PTERON_DTYPE_UINT16: return 2;
+    case PTERON_DTYPE_INT32:
+    case PTERON_DTYPE_FLOAT32:
+    case PTERON_DTYPE_QINT32:
+    case PTERON_DTYPE_UINT32: return 4;
+    case PTERON_DTYPE_INT64:
+    case PTERON_DTYPE_FLOAT64:
     case PTERON_DTYPE_UINT64: return 8;
     default: return 0;
   }
 }
 
 inline bool is_floating(int32_t d) {
-  return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT64 ||
-         d == PTERON_DTYPE_FLOAT16 || d == PTERON_DTYPE_BFLOAT16;
+  return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT64 || d == PTERON_DTYPE_FLOAT16 ||
+         d == PTERON_DTYPE_BFLOAT16;
 }
 inline bool is_integral(int32_t d, bool include_bool) {
   switch (d) {
-    case PTERON_DTYPE_UINT8: case PTERON_DTYPE_INT8: case PTERON_DTYPE_INT16:
-    case PTERON_DTYPE_INT32: case PTERON_DTYPE_INT64: return true;
+    case PTERON_DTYPE_UINT8:
+    case PTERON_DTYPE_INT8:
+    case PTERON_DTYPE_INT16:
+    case PTERON_DTYPE_INT32:
+    case PTERON_DTYPE_INT64: return true;
     case PTERON_DTYPE_BOOL: return include_bool;
     default: return false;
   }
@@ -88,19 +98,22 @@ inline bool is_integral(int32_t d, bool include_bool) {
 // The dtypes the portable kernels compute in.
 inline bool is_supported(int32_t d) {
   switch (d) {
-    case PTERON_DTYPE_UINT8: case PTERON_DTYPE_INT8: case PTERON_DTYPE_INT16:
-    case PTERON_DTYPE_INT32: case PTERON_DTYPE_INT64:
-    case PTERON_DTYPE_FLOAT32: case PTERON_DTYPE_FLOAT64:
+    case PTERON_DTYPE_UINT8:
+    case PTERON_DTYPE_INT8:
+    case PTERON_DTYPE_INT16:
+    case PTERON_DTYPE_INT32:
+    case PTERON_DTYPE_INT64:
+    case PTERON_DTYPE_FLOAT32:
+    case PTERON_DTYPE_FLOAT64:
     case PTERON_DTYPE_BOOL: return true;
     default: return false;
   }
 }
 
-inline int32_t unsupported_dtype(pteron_kernel_context* ctx, const char* op,
-                                 const char* arg, int32_t d) {
-  return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
-              "unsupported dtype %s for argument '%s' of %s", dtype_name(d),
-              arg, op);
+inline int32_t unsupported_dtype(pteron_kernel_context* ctx, const char* op, const char* arg,
+                                 int32_t d) {
+  return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE, "unsupported dtype %s for argument '%s' of %s",
+              dtype_name(d), arg, op);
 }
 
 // PyTorch's promote_types over the supported dtypes.
@@ -109,8 +122,7 @@ inline int32_t promote_types(int32_t a, int32_t b) {
   if (a == PTERON_DTYPE_BOOL) return b;
   if (b == PTERON_DTYPE_BOOL) return a;
   if (is_floating(a) || is_floating(b)) {
-    if (is_floating(a) && is_floating(b))
-      return dtype_size(a) >= dtype_size(b) ? a : b;
+    if (is_floating(a) && is_floating(b)) return dtype_size(a) >= dtype_size(b) ? a : b;
     return is_floating(a) ? a : b;
   }
   // both integral, different
@@ -174,14 +186,16 @@ inline bool is_contiguous(const pteron_tensor* t) {
 }
 
 template <typename T>
-inline T* data(pteron_tensor* t) { return static_cast<T*>(t->data); }
+inline T* data(pteron_tensor* t) {
+  return static_cast<T*>(t->data);
+}
 template <typename T>
 inline const T* data(const pteron_tensor* t) {
   return static_cast<const T*>(t->data);
 }
 
-inline int32_t resize(pteron_kernel_context* ctx, pteron_tensor* t,
-                      const int64_t* sizes, int32_t dim) {
+inline int32_t resize(pteron_kernel_context* ctx, pteron_tensor* t, const int64_t* sizes,
+                      int32_t dim) {
   return pteron_tensor_resize(ctx, t, sizes, dim);
 }
 
@@ -215,21 +229,30 @@ struct Args {
   }
   int32_t tensor(size_t i, const char* name, pteron_tensor** out) const {
     if (i >= n || v[i]->tag != PTERON_VALUE_TENSOR || !v[i]->u.tensor)
-      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                  "%s: argument %zu ('%s') is not a tensor", op, i, name);
+      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not a tensor", op,
+                  i, name);
     *out = v[i]->u.tensor;
     return PTERON_OK;
   }
   // Tensor or None.
   int32_t opt_tensor(size_t i, const char* name, pteron_tensor** out) const {
-    if (i < n && v[i]->tag == PTERON_VALUE_NONE) { *out = nullptr; return PTERON_OK; }
+    if (i < n && v[i]->tag == PTERON_VALUE_NONE) {
+      *out = nullptr;
+      return PTERON_OK;
+    }
     return tensor(i, name, out);
   }
   int32_t integer(size_t i, const char* name, int64_t* out) const {
-    if (i < n && v[i]->tag == PTERON_VALUE_INT) { *out = v[i]->u.i; return PTERON_OK; }
-    if (i < n && v[i]->tag == PTERON_VALUE_BOOL) { *out = v[i]->u.b; return PTERON_OK; }
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: argument %zu ('%s') is not an int", op, i, name);
+    if (i < n && v[i]->tag == PTERON_VALUE_INT) {
+      *out = v[i]->u.i;
+      return PTERON_OK;
+    }
+    if (i < n && v[i]->tag == PTERON_VALUE_BOOL) {
+      *out = v[i]->u.b;
+      return PTERON_OK;
+    }
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not an int", op, i,
+                name);
   }
   bool is_none(size_t i) const { return i < n && v[i]->tag == PTERON_VALUE_NONE; }
   int32_t boolean(size_t i, const char* name, bool* out) const {
@@ -237,8 +260,8 @@ struct Args {
       *out = v[i]->tag == PTERON_VALUE_BOOL ? v[i]->u.b != 0 : v[i]->u.i != 0;
       return PTERON_OK;
     }
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: argument %zu ('%s') is not a bool", op, i, name);
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not a bool", op, i,
+                name);
   }
   // double, int or bool, as double.
   int32_t real(size_t i, const char* name, double* out) const {
@@ -250,31 +273,35 @@ struct Args {
         default: break;
       }
     }
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: argument %zu ('%s') is not a number", op, i, name);
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not a number", op, i,
+                name);
   }
   // A Python Scalar: value plus its category.
   int32_t scalar(size_t i, const char* name, double* out, ScalarKind* kind) const {
     PTERON_CHECK_OK(real(i, name, out));
     *kind = v[i]->tag == PTERON_VALUE_DOUBLE ? ScalarKind::Float
-          : v[i]->tag == PTERON_VALUE_BOOL   ? ScalarKind::Bool
+            : v[i]->tag == PTERON_VALUE_BOOL ? ScalarKind::Bool
                                              : ScalarKind::Int;
     return PTERON_OK;
   }
   int32_t int_list(size_t i, const char* name, const int64_t** data, size_t* size) const {
     if (i < n && v[i]->tag == PTERON_VALUE_INT_LIST) {
-      *data = v[i]->u.int_list.data; *size = v[i]->u.int_list.size; return PTERON_OK;
+      *data = v[i]->u.int_list.data;
+      *size = v[i]->u.int_list.size;
+      return PTERON_OK;
     }
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: argument %zu ('%s') is not an int list", op, i, name);
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not an int list", op,
+                i, name);
   }
   int32_t tensor_list(size_t i, const char* name, pteron_tensor* const** data, size_t* size) const {
-    if (i < n && (v[i]->tag == PTERON_VALUE_TENSOR_LIST ||
-                  v[i]->tag == PTERON_VALUE_OPTIONAL_TENSOR_LIST)) {
-      *data = v[i]->u.tensor_list.data; *size = v[i]->u.tensor_list.size; return PTERON_OK;
+    if (i < n &&
+        (v[i]->tag == PTERON_VALUE_TENSOR_LIST || v[i]->tag == PTERON_VALUE_OPTIONAL_TENSOR_LIST)) {
+      *data = v[i]->u.tensor_list.data;
+      *size = v[i]->u.tensor_list.size;
+      return PTERON_OK;
     }
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: argument %zu ('%s') is not a tensor list", op, i, name);
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: argument %zu ('%s') is not a tensor list",
+                op, i, name);
   }
 };
 
@@ -282,8 +309,8 @@ struct Args {
 
 // Output shape of broadcasting a and b (PyTorch rules, aligned from the
 // right). Returns false if they are not broadcastable.
-inline bool broadcast_shape(const pteron_tensor* a, const pteron_tensor* b,
-                            int64_t* out, int32_t* out_dim) {
+inline bool broadcast_shape(const pteron_tensor* a, const pteron_tensor* b, int64_t* out,
+                            int32_t* out_dim) {
   int32_t nd = a->dim > b->dim ? a->dim : b->dim;
   for (int32_t i = 0; i < nd; ++i) {
     int32_t ia = a->dim - nd + i, ib = b->dim - nd + i;
@@ -298,8 +325,8 @@ inline bool broadcast_shape(const pteron_tensor* a, const pteron_tensor* b,
 
 // Element strides of `t` when viewed with the output's rank and shape
 // (0 for broadcast dims).
-inline void broadcast_strides(const pteron_tensor* t, int32_t out_dim,
-                              const int64_t* out_sizes, int64_t* strides) {
+inline void broadcast_strides(const pteron_tensor* t, int32_t out_dim, const int64_t* out_sizes,
+                              int64_t* strides) {
   for (int32_t i = 0; i < out_dim; ++i) {
     int32_t it = t->dim - out_dim + i;
     strides[i] = (it >= 0 && t->sizes[it] != 1) ? t->strides[it] : 0;
@@ -311,15 +338,18 @@ inline void broadcast_strides(const pteron_tensor* t, int32_t out_dim,
 // f(out_offset, off_0, ..., off_{N-1}) with the storage offsets of each input.
 // Inputs are given as tensors (any dim order, broadcastable to `out`).
 template <size_t N, typename F>
-inline void for_each_broadcast(const pteron_tensor* out,
-                               const pteron_tensor* const (&ins)[N], F&& f) {
+inline void for_each_broadcast(const pteron_tensor* out, const pteron_tensor* const (&ins)[N],
+                               F&& f) {
   const int32_t nd = out->dim;
   const int64_t total = numel(out);
   if (total == 0) return;
   bool fast = true;
   for (size_t k = 0; k < N; ++k) {
     const pteron_tensor* t = ins[k];
-    if (t->dim != nd) { fast = false; break; }
+    if (t->dim != nd) {
+      fast = false;
+      break;
+    }
     for (int32_t i = 0; i < nd; ++i)
       if (t->sizes[i] != out->sizes[i] || t->strides[i] != out->strides[i]) fast = false;
   }
@@ -327,9 +357,12 @@ inline void for_each_broadcast(const pteron_tensor* out,
     int64_t offs[N > 0 ? N : 1];
     for (int64_t i = 0; i < total; ++i) {
       for (size_t k = 0; k < N; ++k) offs[k] = i;
-      if constexpr (N == 1) f(i, offs[0]);
-      else if constexpr (N == 2) f(i, offs[0], offs[1]);
-      else f(i, offs[0], offs[1], offs[2]);
+      if constexpr (N == 1)
+        f(i, offs[0]);
+      else if constexpr (N == 2)
+        f(i, offs[0], offs[1]);
+      else
+        f(i, offs[0], offs[1], offs[2]);
     }
     return;
   }
@@ -340,9 +373,12 @@ inline void for_each_broadcast(const pteron_tensor* out,
   for (int64_t n = 0; n < total; ++n) {
     int64_t o = 0;
     for (int32_t i = 0; i < nd; ++i) o += idx[i] * out->strides[i];
-    if constexpr (N == 1) f(o, offs[0]);
-    else if constexpr (N == 2) f(o, offs[0], offs[1]);
-    else f(o, offs[0], offs[1], offs[2]);
+    if constexpr (N == 1)
+      f(o, offs[0]);
+    else if constexpr (N == 2)
+      f(o, offs[0], offs[1]);
+    else
+      f(o, offs[0], offs[1], offs[2]);
     // increment logical index (row-major over logical dims)
     for (int32_t i = nd - 1; i >= 0; --i) {
       ++idx[i];

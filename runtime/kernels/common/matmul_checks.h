@@ -34,21 +34,20 @@ inline int32_t check_rank(pteron_kernel_context* ctx, const char* op, const char
 
 // Rank, batch and inner-size checks of mm/addmm (rank 2) or bmm (rank 3)
 // operands a @ b; PTERON_ERROR_SHAPE_MISMATCH naming the sizes.
-inline int32_t check_product_shapes(pteron_kernel_context* ctx, const char* op,
-                                    const char* a_name, const pteron_tensor* a,
-                                    const char* b_name, const pteron_tensor* b, int32_t rank) {
+inline int32_t check_product_shapes(pteron_kernel_context* ctx, const char* op, const char* a_name,
+                                    const pteron_tensor* a, const char* b_name,
+                                    const pteron_tensor* b, int32_t rank) {
   PTERON_CHECK_OK(check_rank(ctx, op, a_name, a, rank));
   PTERON_CHECK_OK(check_rank(ctx, op, b_name, b, rank));
   if (rank == 3 && a->sizes[0] != b->sizes[0])
     return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: batch sizes do not match (%lld and %lld)",
                 op, static_cast<long long>(a->sizes[0]), static_cast<long long>(b->sizes[0]));
   if (a->sizes[rank - 1] != b->sizes[rank - 2])
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: inner sizes do not match (%lld x %lld and %lld x %lld)", op,
-                static_cast<long long>(a->sizes[rank - 2]),
-                static_cast<long long>(a->sizes[rank - 1]),
-                static_cast<long long>(b->sizes[rank - 2]),
-                static_cast<long long>(b->sizes[rank - 1]));
+    return fail(
+        ctx, PTERON_ERROR_SHAPE_MISMATCH,
+        "%s: inner sizes do not match (%lld x %lld and %lld x %lld)", op,
+        static_cast<long long>(a->sizes[rank - 2]), static_cast<long long>(a->sizes[rank - 1]),
+        static_cast<long long>(b->sizes[rank - 2]), static_cast<long long>(b->sizes[rank - 1]));
   return PTERON_OK;
 }
 
@@ -83,8 +82,8 @@ inline int32_t addmm_bias_strides(pteron_kernel_context* ctx, const char* op,
 enum class ProductKind { mm, bmm, addmm };
 struct ProductOperands {
   pteron_tensor *bias = nullptr, *a = nullptr, *b = nullptr, *out = nullptr;
-  Scalar beta, alpha;        // addmm only
-  int64_t shape[3] = {};     // out's sizes (rank entries)
+  Scalar beta, alpha;     // addmm only
+  int64_t shape[3] = {};  // out's sizes (rank entries)
   int32_t rank = 2;
   int64_t bias_strides[2] = {};  // addmm: self's strides over [n, m]
 };

@@ -74,9 +74,8 @@ inline int32_t read_layer_norm_args(const Args& a, LayerNormOperands* p) {
     bool ok = t->dim == static_cast<int32_t>(k);
     for (size_t i = 0; ok && i < k; ++i) ok = t->sizes[i] == p->ns[i];
     if (!ok)
-      return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: %s must have the shape normalized_shape", a.op,
-                  t == p->weight ? "weight" : "bias");
+      return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: %s must have the shape normalized_shape",
+                  a.op, t == p->weight ? "weight" : "bias");
   }
   return PTERON_OK;
 }

@@ -23,9 +23,8 @@ struct ReducePlan {
 
 // dims: nullptr for None (reduce all); an empty list reduces all when
 // empty_means_all, nothing otherwise.
-inline int32_t make_reduce_plan(pteron_kernel_context* ctx, const char* op,
-                                const pteron_tensor* in, const int64_t* dims,
-                                size_t ndims, bool empty_means_all,
+inline int32_t make_reduce_plan(pteron_kernel_context* ctx, const char* op, const pteron_tensor* in,
+                                const int64_t* dims, size_t ndims, bool empty_means_all,
                                 bool keepdim, ReducePlan* p) {
   p->in_dim = in->dim;
   p->keepdim = keepdim;
@@ -34,8 +33,7 @@ inline int32_t make_reduce_plan(pteron_kernel_context* ctx, const char* op,
     for (int32_t i = 0; i < in->dim; ++i) p->reduced[i] = true;
   } else {
     if (ndims > PTERON_MAX_DIM)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: too many dims (%zu)",
-                  op, ndims);
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: too many dims (%zu)", op, ndims);
     bool seen0 = false;  // rank-0 input: dim 0/-1 reduces the only "dim"
     for (size_t k = 0; k < ndims; ++k) {
       int64_t d = dims[k];
@@ -46,15 +44,15 @@ inline int32_t make_reduce_plan(pteron_kernel_context* ctx, const char* op,
       if (in->dim == 0) {
         if (seen0)
           return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                      "%s: dim %lld appears multiple times in the list of dims",
-                      op, static_cast<long long>(d));
+                      "%s: dim %lld appears multiple times in the list of dims", op,
+                      static_cast<long long>(d));
         seen0 = true;
         continue;
       }
       if (p->reduced[d])
         return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                    "%s: dim %lld appears multiple times in the list of dims",
-                    op, static_cast<long long>(d));
+                    "%s: dim %lld appears multiple times in the list of dims", op,
+                    static_cast<long long>(d));
       p->reduced[d] = true;
     }
   }
@@ -83,12 +81,13 @@ struct ReduceIter {
   int32_t kd[PTERON_MAX_DIM], nk = 0;  // kept input dims
   int32_t rd[PTERON_MAX_DIM], nr = 0;  // reduced input dims
 
-  ReduceIter(const pteron_tensor* in_, const pteron_tensor* out_,
-             const ReducePlan* p_)
+  ReduceIter(const pteron_tensor* in_, const pteron_tensor* out_, const ReducePlan* p_)
       : in(in_), out(out_), p(p_) {
     for (int32_t i = 0; i < in->dim; ++i) {
-      if (p->reduced[i]) rd[nr++] = i;
-      else kd[nk++] = i;
+      if (p->reduced[i])
+        rd[nr++] = i;
+      else
+        kd[nk++] = i;
     }
   }
 

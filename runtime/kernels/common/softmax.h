@@ -37,8 +37,8 @@ inline int32_t read_softmax_args(const Args& a, pteron_tensor** self, pteron_ten
     return fail(ctx, PTERON_ERROR_NOT_SUPPORTED, "%s: half_to_float=True is not supported", op);
   if (!is_floating((*self)->dtype)) return unsupported_dtype(ctx, op, "self", (*self)->dtype);
   if ((*out)->dtype != (*self)->dtype)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out dtype %s must match self dtype %s",
-                op, dtype_name((*out)->dtype), dtype_name((*self)->dtype));
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out dtype %s must match self dtype %s", op,
+                dtype_name((*out)->dtype), dtype_name((*self)->dtype));
   const int64_t orig_dim = d;
   if (!wrap_dim(d, (*self)->dim))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,

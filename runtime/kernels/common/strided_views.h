@@ -88,8 +88,7 @@ struct Walker {
 };
 
 template <typename To, typename From, bool kBoolSrc = false>
-inline void copy_typed(const From* src, const View& sv, To* dst,
-                       const View& dv, int64_t n) {
+inline void copy_typed(const From* src, const View& sv, To* dst, const View& dv, int64_t n) {
   Walker a(sv), b(dv);
   while (n > 0) {
     int64_t k = a.inner_left();
@@ -105,8 +104,7 @@ inline void copy_typed(const From* src, const View& sv, To* dst,
       else
         for (int64_t j = 0; j < k; ++j) d[j] = load_convert<To, From, kBoolSrc>(s[j]);
     } else {
-      for (int64_t j = 0; j < k; ++j)
-        d[j * ds] = load_convert<To, From, kBoolSrc>(s[j * ss]);
+      for (int64_t j = 0; j < k; ++j) d[j * ds] = load_convert<To, From, kBoolSrc>(s[j * ss]);
     }
     n -= k;
     if (n > 0) {
@@ -121,18 +119,26 @@ inline void copy_typed(const From* src, const View& sv, To* dst,
 // converting from src_dtype to dst_dtype. Both dtypes must be supported and
 // the views must lie inside their storages (the callers build them from
 // checked tensors). Returns false for an unsupported dtype.
-inline bool copy_view(const void* src, int32_t src_dtype, const View& sv,
-                      void* dst, int32_t dst_dtype, const View& dv) {
+inline bool copy_view(const void* src, int32_t src_dtype, const View& sv, void* dst,
+                      int32_t dst_dtype, const View& dv) {
   const int64_t n = numel(dv);
   if (!is_supported(src_dtype) || !is_supported(dst_dtype)) return false;
   if (n == 0) return true;
   if (src_dtype == dst_dtype) {
     // Same dtype: move bytes by element width.
     switch (dtype_size(src_dtype)) {
-      case 1: copy_typed(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, n); return true;
-      case 2: copy_typed(static_cast<const uint16_t*>(src), sv, static_cast<uint16_t*>(dst), dv, n); return true;
-      case 4: copy_typed(static_cast<const uint32_t*>(src), sv, static_cast<uint32_t*>(dst), dv, n); return true;
-      case 8: copy_typed(static_cast<const uint64_t*>(src), sv, static_cast<uint64_t*>(dst), dv, n); return true;
+      case 1:
+        copy_typed(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, n);
+        return true;
+      case 2:
+        copy_typed(static_cast<const uint16_t*>(src), sv, static_cast<uint16_t*>(dst), dv, n);
+        return true;
+      case 4:
+        copy_typed(static_cast<const uint32_t*>(src), sv, static_cast<uint32_t*>(dst), dv, n);
+        return true;
+      case 8:
+        copy_typed(static_cast<const uint64_t*>(src), sv, static_cast<uint64_t*>(dst), dv, n);
+        return true;
       default: return false;
     }
   }
@@ -142,19 +148,16 @@ inline bool copy_view(const void* src, int32_t src_dtype, const View& sv,
     using S = std::conditional_t<kBool, uint8_t, S0>;
     dispatch(dst_dtype, [&](auto d) {
       using D = decltype(d);
-      copy_typed<D, S, kBool>(static_cast<const S*>(src), sv,
-                              static_cast<D*>(dst), dv, n);
+      copy_typed<D, S, kBool>(static_cast<const S*>(src), sv, static_cast<D*>(dst), dv, n);
     });
   });
 }
 
 // Copies a whole tensor into another of the same number of elements.
-inline int32_t copy_tensor(const Args& a, const pteron_tensor* src,
-                           const View& sv, pteron_tensor* dst) {
-  if (!is_supported(src->dtype))
-    return unsupported_dtype(a.ctx, a.op, "self", src->dtype);
-  if (!is_supported(dst->dtype))
-    return unsupported_dtype(a.ctx, a.op, "out", dst->dtype);
+inline int32_t copy_tensor(const Args& a, const pteron_tensor* src, const View& sv,
+                           pteron_tensor* dst) {
+  if (!is_supported(src->dtype)) return unsupported_dtype(a.ctx, a.op, "self", src->dtype);
+  if (!is_supported(dst->dtype)) return unsupported_dtype(a.ctx, a.op, "out", dst->dtype);
   copy_view(src->data, src->dtype, sv, dst->data, dst->dtype, view_of(dst));
   return PTERON_OK;
 }
@@ -226,8 +229,7 @@ inline View lead_view(const pteron_tensor* t, int32_t count) {
 // (a and b may have different dim orders). Each call then walks `dim` with
 // a->strides[dim] / b->strides[dim].
 template <typename F>
-inline void for_each_lane(const pteron_tensor* a, const pteron_tensor* b,
-                          int32_t dim, F&& f) {
+inline void for_each_lane(const pteron_tensor* a, const pteron_tensor* b, int32_t dim, F&& f) {
   int64_t total = 1;
   for (int32_t i = 0; i < a->dim; ++i)
     if (i != dim) total *= a->sizes[i];

@@ -15,11 +15,11 @@ namespace pteron::kern {
 // write outside its storage: rank in range, a dtype with a known element size
 // (PTERON_ERROR_UNSUPPORTED_DTYPE otherwise), sizes >= 0, no size overflow,
 // strides in bounds of numel, storage present and large enough.
-inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op,
-                            const char* name, const pteron_tensor* t) {
+inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op, const char* name,
+                            const pteron_tensor* t) {
   if (t->dim < 0 || t->dim > PTERON_MAX_DIM)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: tensor '%s' has invalid rank %d", op, name, t->dim);
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensor '%s' has invalid rank %d", op, name,
+                t->dim);
   const size_t es = dtype_size(t->dtype);
   if (es == 0) return unsupported_dtype(ctx, op, name, t->dtype);
   int64_t n = 1;
@@ -30,8 +30,7 @@ inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op,
                   "%s: tensor '%s' has negative size %lld at dim %d", op, name,
                   static_cast<long long>(s), i);
     if (s != 0 && n > INT64_MAX / 16 / s)
-      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                  "%s: tensor '%s' is too large", op, name);
+      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensor '%s' is too large", op, name);
     n *= s;
   }
   // Offsets are formed as sum(idx * stride), idx <= size (iterators step
@@ -50,8 +49,8 @@ inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op,
   }
   if (n == 0) return PTERON_OK;
   if (max_off >= n)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: tensor '%s' strides exceed its size", op, name);
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensor '%s' strides exceed its size", op,
+                name);
   if (!t->data || t->capacity_bytes < 0 ||
       static_cast<uint64_t>(n) * es > static_cast<uint64_t>(t->capacity_bytes))
     return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
@@ -61,20 +60,18 @@ inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op,
 }
 
 // Checks that `d` is one of the dtypes these kernels compute in.
-inline int32_t check_supported(pteron_kernel_context* ctx, const char* op,
-                               const char* name, int32_t d) {
+inline int32_t check_supported(pteron_kernel_context* ctx, const char* op, const char* name,
+                               int32_t d) {
   if (!is_supported(d)) return unsupported_dtype(ctx, op, name, d);
   return PTERON_OK;
 }
 
 // A tensor argument (or a tensor-or-None one), checked with check_tensor.
-inline int32_t tensor_arg(const Args& a, size_t i, const char* name,
-                          pteron_tensor** out) {
+inline int32_t tensor_arg(const Args& a, size_t i, const char* name, pteron_tensor** out) {
   PTERON_CHECK_OK(a.tensor(i, name, out));
   return check_tensor(a.ctx, a.op, name, *out);
 }
-inline int32_t opt_tensor_arg(const Args& a, size_t i, const char* name,
-                              pteron_tensor** out) {
+inline int32_t opt_tensor_arg(const Args& a, size_t i, const char* name, pteron_tensor** out) {
   PTERON_CHECK_OK(a.opt_tensor(i, name, out));
   if (*out == nullptr) return PTERON_OK;
   return check_tensor(a.ctx, a.op, name, *out);
@@ -82,52 +79,46 @@ inline int32_t opt_tensor_arg(const Args& a, size_t i, const char* name,
 
 // Validates sizes, resizes `t` through the runtime, confirms it took them
 // and re-checks it.
-inline int32_t resize_out(pteron_kernel_context* ctx, const char* op,
-                          const char* name, pteron_tensor* t,
-                          const int64_t* sizes, int32_t dim) {
+inline int32_t resize_out(pteron_kernel_context* ctx, const char* op, const char* name,
+                          pteron_tensor* t, const int64_t* sizes, int32_t dim) {
   if (dim < 0 || dim > PTERON_MAX_DIM)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: output rank %d too large",
-                op, dim);
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: output rank %d too large", op, dim);
   int64_t n = 1;
   for (int32_t i = 0; i < dim; ++i) {
     if (sizes[i] < 0)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: negative output size %lld", op,
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: negative output size %lld", op,
                   static_cast<long long>(sizes[i]));
     if (sizes[i] != 0 && n > INT64_MAX / 16 / sizes[i])
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: output '%s' would be too large", op, name);
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: output '%s' would be too large", op, name);
     n *= sizes[i];
   }
   PTERON_CHECK_OK(pteron_tensor_resize(ctx, t, sizes, dim));
   if (t->dim != dim)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: out tensor '%s' could not take rank %d", op, name, dim);
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: out tensor '%s' could not take rank %d", op,
+                name, dim);
   for (int32_t i = 0; i < dim; ++i)
     if (t->sizes[i] != sizes[i])
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: out tensor '%s' could not be resized", op, name);
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: out tensor '%s' could not be resized", op,
+                  name);
   return check_tensor(ctx, op, name, t);
 }
 
 // Refuses an out argument that is the same tensor as an input, for kernels
 // whose out shape differs from that input's (a resize would change the
 // input's sizes under the kernel) or that read inputs after writing out.
-inline int32_t reject_alias(pteron_kernel_context* ctx, const char* op,
-                            const char* out_name, const pteron_tensor* out,
-                            const pteron_tensor* a, const pteron_tensor* b = nullptr,
-                            const pteron_tensor* c = nullptr) {
+inline int32_t reject_alias(pteron_kernel_context* ctx, const char* op, const char* out_name,
+                            const pteron_tensor* out, const pteron_tensor* a,
+                            const pteron_tensor* b = nullptr, const pteron_tensor* c = nullptr) {
   if (out == a || (b && out == b) || (c && out == c))
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: out argument '%s' is also an input", op, out_name);
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out argument '%s' is also an input", op,
+                out_name);
   return PTERON_OK;
 }
 
-inline int32_t cast_error(pteron_kernel_context* ctx, const char* op,
-                          int32_t from, int32_t to) {
+inline int32_t cast_error(pteron_kernel_context* ctx, const char* op, int32_t from, int32_t to) {
   return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-              "%s: result type %s can't be cast to the out dtype %s", op,
-              dtype_name(from), dtype_name(to));
+              "%s: result type %s can't be cast to the out dtype %s", op, dtype_name(from),
+              dtype_name(to));
 }
 
 // Product of sizes with overflow check (sizes already known >= 0).
@@ -135,11 +126,17 @@ inline bool checked_numel(const int64_t* sizes, int32_t dim, int64_t* out) {
   int64_t n = 1;
   bool zero = false, overflow = false;
   for (int32_t i = 0; i < dim; ++i) {
-    if (sizes[i] == 0) zero = true;
-    else if (n > INT64_MAX / sizes[i]) overflow = true;
-    else n *= sizes[i];
+    if (sizes[i] == 0)
+      zero = true;
+    else if (n > INT64_MAX / sizes[i])
+      overflow = true;
+    else
+      n *= sizes[i];
   }
-  if (zero) { *out = 0; return true; }
+  if (zero) {
+    *out = 0;
+    return true;
+  }
   if (overflow) return false;
   *out = n;
   return true;
@@ -148,8 +145,8 @@ inline bool checked_numel(const int64_t* sizes, int32_t dim, int64_t* out) {
 // ---- broadcasting -------------------------------------------------------------
 
 // Broadcast shape of up to three tensors (nullptr entries are skipped).
-inline bool broadcast_shape_n(const pteron_tensor* const* ts, size_t n,
-                              int64_t* out, int32_t* out_dim) {
+inline bool broadcast_shape_n(const pteron_tensor* const* ts, size_t n, int64_t* out,
+                              int32_t* out_dim) {
   int32_t nd = 0;
   for (size_t k = 0; k < n; ++k)
     if (ts[k] && ts[k]->dim > nd) nd = ts[k]->dim;
@@ -170,8 +167,8 @@ inline bool broadcast_shape_n(const pteron_tensor* const* ts, size_t n,
 }
 
 // PTERON_ERROR_SHAPE_MISMATCH naming both shapes.
-inline int32_t broadcast_error(pteron_kernel_context* ctx, const char* op,
-                               const pteron_tensor* a, const pteron_tensor* b) {
+inline int32_t broadcast_error(pteron_kernel_context* ctx, const char* op, const pteron_tensor* a,
+                               const pteron_tensor* b) {
   char sa[192], sb[192];
   auto fmt = [](const pteron_tensor* t, char* buf, size_t cap) {
     size_t k = 0;
@@ -183,8 +180,8 @@ inline int32_t broadcast_error(pteron_kernel_context* ctx, const char* op,
   };
   fmt(a, sa, sizeof sa);
   fmt(b, sb, sizeof sb);
-  return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-              "%s: shapes %s and %s are not broadcastable", op, sa, sb);
+  return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: shapes %s and %s are not broadcastable", op,
+              sa, sb);
 }
 
 }  // namespace pteron::kern

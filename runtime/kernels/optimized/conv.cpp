@@ -88,8 +88,8 @@ void im2col(const Geometry& g, const float* in, int64_t p0, int64_t p1, float* c
   }
 }
 
-int32_t conv_direct_depthwise(const Geometry& g, const float* in, const float* w,
-                              const float* bias, float* out) {
+int32_t conv_direct_depthwise(const Geometry& g, const float* in, const float* w, const float* bias,
+                              float* out) {
   const IsaOps& isa = ops();
   const int64_t planes = g.N * g.Cout;
   const int64_t work = g.P * g.k[1] * g.k[2];
@@ -100,15 +100,27 @@ int32_t conv_direct_depthwise(const Geometry& g, const float* in, const float* w
       const int64_t ic = oc / g.Cout_g;  // Cin_g == 1
       DwPlane p;
       p.in = in + n * g.is_n + ic * g.is_c;
-      p.ih = g.in[1]; p.iw = g.in[2]; p.is_h = g.is_s[1]; p.is_w = g.is_s[2];
+      p.ih = g.in[1];
+      p.iw = g.in[2];
+      p.is_h = g.is_s[1];
+      p.is_w = g.is_s[2];
       p.w = w + oc * g.ws_o;
-      p.kh = g.k[1]; p.kw = g.k[2]; p.ws_h = g.ws_s[1]; p.ws_w = g.ws_s[2];
+      p.kh = g.k[1];
+      p.kw = g.k[2];
+      p.ws_h = g.ws_s[1];
+      p.ws_w = g.ws_s[2];
       p.bias = bias ? bias[oc] : 0.0f;
       p.out = out + n * g.os_n + oc * g.os_c;
-      p.oh = g.out[1]; p.ow = g.out[2]; p.os_h = g.os_s[1]; p.os_w = g.os_s[2];
-      p.sh = g.stride[1]; p.sw = g.stride[2];
-      p.ph = g.pad[1]; p.pw = g.pad[2];
-      p.dh = g.dil[1]; p.dw = g.dil[2];
+      p.oh = g.out[1];
+      p.ow = g.out[2];
+      p.os_h = g.os_s[1];
+      p.os_w = g.os_s[2];
+      p.sh = g.stride[1];
+      p.sw = g.stride[2];
+      p.ph = g.pad[1];
+      p.pw = g.pad[2];
+      p.dh = g.dil[1];
+      p.dw = g.dil[2];
       isa.depthwise_plane(p);
     }
   });
@@ -122,27 +134,29 @@ enum class OutLayout { Rows, Cols, Scratch };
 
 // The im2col + GEMM path's decisions, made before the one scratch request.
 struct GemmPlan {
-  bool w_flat = false;      // weight usable in place as [Cout, K]
+  bool w_flat = false;  // weight usable in place as [Cout, K]
   OutLayout layout = OutLayout::Scratch;
-  int64_t os_p = 0;         // output stride of a flattened position
-  bool pointwise = false;   // 1x1, stride 1, unpadded: no im2col
-  int64_t is_p = 0;         // input stride of a flattened position
+  int64_t os_p = 0;        // output stride of a flattened position
+  bool pointwise = false;  // 1x1, stride 1, unpadded: no im2col
+  int64_t is_p = 0;        // input stride of a flattened position
   int64_t tile = 1, tiles = 1, tasks = 0, chunks = 1, per_chunk = 0;
   size_t w_region = 0, chunk_region = 0;
 };
 
-void plan_gemm(const Geometry& g, const pteron_tensor* weight,
-               const pteron_tensor* input, const pteron_tensor* out,
-               ScratchPlan* scratch, GemmPlan* p) {
+void plan_gemm(const Geometry& g, const pteron_tensor* weight, const pteron_tensor* input,
+               const pteron_tensor* out, ScratchPlan* scratch, GemmPlan* p) {
   // Weight as [Cout, K]: in place when (icg, kd, kh, kw) collapse to one
   // unit stride, else packed.
   int64_t wk = 0, wk_st = 0;
   p->w_flat = collapse(weight, 1, weight->dim, &wk, &wk_st) && (wk_st == 1 || wk <= 1);
   int64_t np = 0;
   const bool out_flat = collapse(out, 2, out->dim, &np, &p->os_p);
-  if (out_flat && (p->os_p == 1 || g.P <= 1)) p->layout = OutLayout::Rows;
-  else if (out_flat && (g.os_c == 1 || g.Cout_g <= 1)) p->layout = OutLayout::Cols;
-  else p->layout = OutLayout::Scratch;
+  if (out_flat && (p->os_p == 1 || g.P <= 1))
+    p->layout = OutLayout::Rows;
+  else if (out_flat && (g.os_c == 1 || g.Cout_g <= 1))
+    p->layout = OutLayout::Cols;
+  else
+    p->layout = OutLayout::Scratch;
   p->pointwise = true;
   for (int s = 0; s < 3; ++s)
     p->pointwise = p->pointwise && g.k[s] == 1 && g.stride[s] == 1 && g.pad[s] == 0;
@@ -169,16 +183,15 @@ void plan_gemm(const Geometry& g, const pteron_tensor* weight,
   // Small convolutions run inline.
   if (double(g.N) * double(g.Cout) * double(g.P) * double(g.K) < 262144.0) p->chunks = 1;
   if (p->chunks < 1) p->chunks = 1;
-  p->per_chunk = (p->pointwise ? 0 : g.K * tile) +
-                 (p->layout == OutLayout::Scratch ? g.Cout_g * tile : 0);
+  p->per_chunk =
+      (p->pointwise ? 0 : g.K * tile) + (p->layout == OutLayout::Scratch ? g.Cout_g * tile : 0);
   p->w_region = scratch->add(p->w_flat ? 0 : g.Cout * g.K);
   p->chunk_region = scratch->add(p->per_chunk * p->chunks);
 }
 
-int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
-                  const GemmPlan& pl, const ScratchPlan& scratch,
-                  const pteron_tensor* weight, const float* in, const float* bias,
-                  float* out) {
+int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g, const GemmPlan& pl,
+                  const ScratchPlan& scratch, const pteron_tensor* weight, const float* in,
+                  const float* bias, float* out) {
   const float* wp = static_cast<const float*>(weight->data);
   int64_t w_rs = g.ws_o;
   if (!pl.w_flat) {
@@ -227,17 +240,29 @@ int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
         if (pl.layout == OutLayout::Cols) {
           // out^T [width, Cout_g] = patches^T @ W^T
           const Operand a = transposed(patches), b = transposed(wg);
-          gm.m = width; gm.n = g.Cout_g;
-          gm.a = a.p; gm.lda = a.ld; gm.a_trans = a.trans;
-          gm.b = b.p; gm.ldb = b.ld; gm.b_trans = b.trans;
+          gm.m = width;
+          gm.n = g.Cout_g;
+          gm.a = a.p;
+          gm.lda = a.ld;
+          gm.a_trans = a.trans;
+          gm.b = b.p;
+          gm.ldb = b.ld;
+          gm.b_trans = b.trans;
           gm.c = o + p0 * os_p;
           gm.ldc = width <= 1 ? g.Cout_g : os_p;
-          gm.bias_rs = 0; gm.bias_cs = 1;
+          gm.bias_rs = 0;
+          gm.bias_cs = 1;
         } else {
-          gm.m = g.Cout_g; gm.n = width;
-          gm.a = wg.p; gm.lda = wg.ld; gm.a_trans = wg.trans;
-          gm.b = patches.p; gm.ldb = patches.ld; gm.b_trans = patches.trans;
-          gm.bias_rs = 1; gm.bias_cs = 0;
+          gm.m = g.Cout_g;
+          gm.n = width;
+          gm.a = wg.p;
+          gm.lda = wg.ld;
+          gm.a_trans = wg.trans;
+          gm.b = patches.p;
+          gm.ldb = patches.ld;
+          gm.b_trans = patches.trans;
+          gm.bias_rs = 1;
+          gm.bias_cs = 0;
           if (pl.layout == OutLayout::Rows) {
             gm.c = o + (g.P <= 1 ? 0 : p0 * os_p);
             gm.ldc = g.Cout_g <= 1 ? width : g.os_c;
@@ -263,11 +288,13 @@ int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
       }
     }
   };
-  if (chunks == 1) run_chunk(0, 1);
-  else parallel_for(0, chunks, 1, run_chunk);
+  if (chunks == 1)
+    run_chunk(0, 1);
+  else
+    parallel_for(0, chunks, 1, run_chunk);
   if (failed.load())
-    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
-                "%s: cannot allocate the GEMM packing buffers", op);
+    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the GEMM packing buffers",
+                op);
   return PTERON_OK;
 }
 
@@ -295,8 +322,8 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   // One scratch request: the bias as dense float32 when it is float64 or
   // strided, and the GEMM path's weight copy and patch buffers.
   ScratchPlan scratch;
-  const bool bias_copy = bias && !(bias->dtype == PTERON_DTYPE_FLOAT32 &&
-                                   (bias->strides[0] == 1 || g.Cout <= 1));
+  const bool bias_copy =
+      bias && !(bias->dtype == PTERON_DTYPE_FLOAT32 && (bias->strides[0] == 1 || g.Cout <= 1));
   const size_t ib = scratch.add(bias_copy ? g.Cout : 0);
   GemmPlan plan;
   if (!direct) plan_gemm(g, weight, input, out, &scratch, &plan);
@@ -314,5 +341,5 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, s
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::convolution", "out", PTERON_OPT_KEY, convolution_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::convolution", "out", PTERON_OPT_KEY, convolution_out,
+                         PTERON_KERNEL_PRIORITY, 0})

@@ -26,8 +26,8 @@ constexpr int64_t kTile = 32;
 
 // Copies the 2-D block rows [a0, a1) x cols [0, nb) of a transpose:
 // dst[a * dst_a + b] = src[a + b * src_b].
-void transpose_block(const float* src, int64_t src_b, float* dst, int64_t dst_a,
-                     int64_t a0, int64_t a1, int64_t nb) {
+void transpose_block(const float* src, int64_t src_b, float* dst, int64_t dst_a, int64_t a0,
+                     int64_t a1, int64_t nb) {
   for (int64_t b0 = 0; b0 < nb; b0 += kTile) {
     const int64_t b1 = b0 + kTile < nb ? b0 + kTile : nb;
     for (int64_t a = a0; a < a1; ++a) {
@@ -95,8 +95,7 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, 
         if (it.so[last] == 1 && it.sa[last] == 1) {
           std::memcpy(dst + oo, src + oi, static_cast<size_t>(len) * sizeof(float));
         } else {
-          for (int64_t k = 0; k < len; ++k)
-            dst[oo + k * it.so[last]] = src[oi + k * it.sa[last]];
+          for (int64_t k = 0; k < len; ++k) dst[oo + k * it.so[last]] = src[oi + k * it.sa[last]];
         }
       });
     });
@@ -136,5 +135,5 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, 
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::permute_copy", "out", PTERON_OPT_KEY, permute_copy_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::permute_copy", "out", PTERON_OPT_KEY, permute_copy_out,
+                         PTERON_KERNEL_PRIORITY, 0})

@@ -64,8 +64,8 @@ Level cpu_level() {
   const bool fma = (ecx1 >> 12) & 1u;
   if (!osxsave || !avx) return kBaseline;
   const unsigned long long x = xcr0();
-  const bool ymm_state = (x & 0x6u) == 0x6u;     // SSE + AVX state
-  const bool zmm_state = (x & 0xe6u) == 0xe6u;   // + opmask, ZMM_Hi256, Hi16_ZMM
+  const bool ymm_state = (x & 0x6u) == 0x6u;    // SSE + AVX state
+  const bool zmm_state = (x & 0xe6u) == 0xe6u;  // + opmask, ZMM_Hi256, Hi16_ZMM
   cpuid(7, 0, r);
   const unsigned ebx7 = r[1];
   const bool avx2 = (ebx7 >> 5) & 1u;
@@ -98,9 +98,12 @@ const IsaOps* choose() {
   if (const char* env = std::getenv("PTERON_ISA")) {
     if (*env) {
       Level want = l;
-      if (std::strcmp(env, "baseline") == 0) want = kBaseline;
-      else if (std::strcmp(env, "avx2") == 0) want = kAvx2;
-      else if (std::strcmp(env, "avx512") == 0) want = kAvx512;
+      if (std::strcmp(env, "baseline") == 0)
+        want = kBaseline;
+      else if (std::strcmp(env, "avx2") == 0)
+        want = kAvx2;
+      else if (std::strcmp(env, "avx512") == 0)
+        want = kAvx512;
       else
         std::fprintf(stderr,
                      "pteron: kernels_optimized: ignoring PTERON_ISA=%s "
@@ -121,9 +124,7 @@ const IsaOps& ops() {
 
 }  // namespace pteron_opt
 
-extern "C" const char* pteron_kernels_optimized_isa(void) {
-  return pteron_opt::ops().name;
-}
+extern "C" const char* pteron_kernels_optimized_isa(void) { return pteron_opt::ops().name; }
 
 // Fix the choice when the library loads, before any kernel runs.
 namespace {

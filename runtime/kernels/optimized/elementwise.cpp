@@ -31,12 +31,14 @@ constexpr int64_t kGrain = 32768;
 
 // out = a (op) alpha * b over out's shape; a and b broadcast to it.
 // b_scalar: b is one value (a Scalar argument).
-void binary_fast(Binary op, const pteron_tensor* a, const pteron_tensor* b,
-                 const float* b_scalar, float alpha, pteron_tensor* out) {
+void binary_fast(Binary op, const pteron_tensor* a, const pteron_tensor* b, const float* b_scalar,
+                 float alpha, pteron_tensor* out) {
   int64_t sa[PTERON_MAX_DIM] = {0}, sb[PTERON_MAX_DIM] = {0};
   broadcast_strides(a, out->dim, out->sizes, sa);
-  if (b) broadcast_strides(b, out->dim, out->sizes, sb);
-  else for (int32_t i = 0; i < out->dim; ++i) sb[i] = 0;
+  if (b)
+    broadcast_strides(b, out->dim, out->sizes, sb);
+  else
+    for (int32_t i = 0; i < out->dim; ++i) sb[i] = 0;
   Iter it;
   make_iter(out, sa, sb, &it);
   const float* pa = static_cast<const float*>(a->data);
@@ -92,8 +94,7 @@ void compute_generic(Kind kind, const pteron_tensor* self, const pteron_tensor* 
   }
 }
 
-int32_t binary_op(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
-                  const Spec& s) {
+int32_t binary_op(pteron_kernel_context* ctx, pteron_value* const* args, size_t n, const Spec& s) {
   Args a{ctx, args, n, s.op};
   const size_t expected = 3 + (s.has_alpha ? 1 : 0);
   PTERON_CHECK_OK(a.arity(expected));
@@ -126,16 +127,15 @@ int32_t binary_op(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
     }
     return PTERON_OK;
   }
-  dispatch_float(ct, [&](auto t) {
-    compute_generic<decltype(t)>(s.kind, self, other, other_s, alpha, out);
-  });
+  dispatch_float(
+      ct, [&](auto t) { compute_generic<decltype(t)>(s.kind, self, other, other_s, alpha, out); });
   return PTERON_OK;
 }
 
-#define PTERON_OPT_BINARY(fn, opname, kind, scalar, alpha)                   \
+#define PTERON_OPT_BINARY(fn, opname, kind, scalar, alpha)                      \
   int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) { \
-    static const Spec spec{opname, kind, scalar, alpha};                      \
-    return binary_op(ctx, args, n, spec);                                     \
+    static const Spec spec{opname, kind, scalar, alpha};                        \
+    return binary_op(ctx, args, n, spec);                                       \
   }
 
 PTERON_OPT_BINARY(add_out, "aten::add.out", Kind::Add, false, true)

@@ -65,18 +65,16 @@ struct IsaOps {
   bool (*sgemm)(const Gemm& g);
   // out[i] = a[i * sa] (+|*) alpha * b[i * sb], i < n (alpha only for Add);
   // sa, sb are element strides (0 broadcasts one value).
-  void (*binary)(Binary op, const float* a, int64_t sa, const float* b,
-                 int64_t sb, float alpha, float* out, int64_t n);
+  void (*binary)(Binary op, const float* a, int64_t sa, const float* b, int64_t sb, float alpha,
+                 float* out, int64_t n);
   // out[i] = max(x[i], 0), NaN passes through.
   void (*relu)(const float* x, float* out, int64_t n);
   // Softmax (or log-softmax) of `rows` contiguous rows of `len` elements.
-  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len,
-                       bool log);
+  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len, bool log);
   // Layer norm of `rows` contiguous rows of `len` elements; w / b nullable
   // (len elements each); mean / rstd receive one value per row.
-  void (*layer_norm_rows)(const float* x, float* y, int64_t rows, int64_t len,
-                          const float* w, const float* b, float eps,
-                          float* mean, float* rstd);
+  void (*layer_norm_rows)(const float* x, float* y, int64_t rows, int64_t len, const float* w,
+                          const float* b, float eps, float* mean, float* rstd);
   void (*depthwise_plane)(const DwPlane& p);
 };
 

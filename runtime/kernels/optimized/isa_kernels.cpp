@@ -35,7 +35,8 @@ namespace pteron_opt {
 // Internal functions live in a namespace named after the level too, so a
 // disassembly of the library can attribute every function to its ISA object
 // (tests/test_optimized.py does).
-namespace PTERON_OPT_CAT_(isa_, PTERON_OPT_ISA) {
+#define PTERON_OPT_ISA_NAMESPACE PTERON_OPT_CAT_(isa_, PTERON_OPT_ISA)
+namespace PTERON_OPT_ISA_NAMESPACE {
 namespace {
 
 using Eigen::Dynamic;
@@ -67,8 +68,10 @@ void fill_c(const Gemm& g) {
     const float* br = g.bias + i * g.bias_rs;
     const float beta = g.beta;
     if (g.bias_cs == 1) {
-      if (beta == 1.0f) std::memcpy(row, br, static_cast<size_t>(g.n) * sizeof(float));
-      else for (int64_t j = 0; j < g.n; ++j) row[j] = beta * br[j];
+      if (beta == 1.0f)
+        std::memcpy(row, br, static_cast<size_t>(g.n) * sizeof(float));
+      else
+        for (int64_t j = 0; j < g.n; ++j) row[j] = beta * br[j];
     } else if (g.bias_cs == 0) {
       const float v = beta * br[0];
       for (int64_t j = 0; j < g.n; ++j) row[j] = v;
@@ -83,10 +86,14 @@ bool sgemm(const Gemm& g) {
   fill_c(g);
   if (g.k <= 0) return true;
   try {
-    if (!g.a_trans && !g.b_trans) gemm_eigen<RowMat, RowMat>(g);
-    else if (!g.a_trans && g.b_trans) gemm_eigen<RowMat, ColMat>(g);
-    else if (g.a_trans && !g.b_trans) gemm_eigen<ColMat, RowMat>(g);
-    else gemm_eigen<ColMat, ColMat>(g);
+    if (!g.a_trans && !g.b_trans)
+      gemm_eigen<RowMat, RowMat>(g);
+    else if (!g.a_trans && g.b_trans)
+      gemm_eigen<RowMat, ColMat>(g);
+    else if (g.a_trans && !g.b_trans)
+      gemm_eigen<ColMat, RowMat>(g);
+    else
+      gemm_eigen<ColMat, ColMat>(g);
   } catch (...) {  // Eigen's packing buffers: std::bad_alloc
     return false;
   }
@@ -97,13 +104,15 @@ bool sgemm(const Gemm& g) {
 
 template <Binary Op>
 inline float apply(float a, float b, float alpha) {
-  if constexpr (Op == Binary::Add) return a + alpha * b;
-  else return a * b;
+  if constexpr (Op == Binary::Add)
+    return a + alpha * b;
+  else
+    return a * b;
 }
 
 template <Binary Op>
-void binary_typed(const float* a, int64_t sa, const float* b, int64_t sb,
-                  float alpha, float* out, int64_t n) {
+void binary_typed(const float* a, int64_t sa, const float* b, int64_t sb, float alpha, float* out,
+                  int64_t n) {
   if (sa == 1 && sb == 1) {
     if (Op == Binary::Add && alpha == 1.0f) {
       for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
@@ -121,10 +130,12 @@ void binary_typed(const float* a, int64_t sa, const float* b, int64_t sb,
   }
 }
 
-void binary(Binary op, const float* a, int64_t sa, const float* b, int64_t sb,
-            float alpha, float* out, int64_t n) {
-  if (op == Binary::Add) binary_typed<Binary::Add>(a, sa, b, sb, alpha, out, n);
-  else binary_typed<Binary::Mul>(a, sa, b, sb, alpha, out, n);
+void binary(Binary op, const float* a, int64_t sa, const float* b, int64_t sb, float alpha,
+            float* out, int64_t n) {
+  if (op == Binary::Add)
+    binary_typed<Binary::Add>(a, sa, b, sb, alpha, out, n);
+  else
+    binary_typed<Binary::Mul>(a, sa, b, sb, alpha, out, n);
 }
 
 void relu(const float* x, float* out, int64_t n) {
@@ -152,9 +163,8 @@ void softmax_rows(const float* x, float* y, int64_t rows, int64_t len, bool log)
   }
 }
 
-void layer_norm_rows(const float* x, float* y, int64_t rows, int64_t len,
-                     const float* w, const float* b, float eps, float* mean,
-                     float* rstd) {
+void layer_norm_rows(const float* x, float* y, int64_t rows, int64_t len, const float* w,
+                     const float* b, float eps, float* mean, float* rstd) {
   for (int64_t r = 0; r < rows; ++r) {
     if (len <= 0) {
       mean[r] = 0.0f;
@@ -206,12 +216,17 @@ void depthwise_plane(const DwPlane& p) {
 }
 
 const IsaOps kOps = {
-    PTERON_OPT_STR_(PTERON_OPT_ISA), sgemm, binary, relu, softmax_rows,
-    layer_norm_rows, depthwise_plane,
+    PTERON_OPT_STR_(PTERON_OPT_ISA),
+    sgemm,
+    binary,
+    relu,
+    softmax_rows,
+    layer_norm_rows,
+    depthwise_plane,
 };
 
 }  // namespace
-}  // namespace isa_<level>
+}  // namespace PTERON_OPT_ISA_NAMESPACE
 
 const IsaOps* PTERON_OPT_CAT_(isa_ops_, PTERON_OPT_ISA)() {
   return &PTERON_OPT_CAT_(isa_, PTERON_OPT_ISA)::kOps;

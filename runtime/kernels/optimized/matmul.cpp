@@ -95,8 +95,12 @@ int32_t run_product(pteron_kernel_context* ctx, const char* op, Product pr) {
   if (c_row) {
     bg.g.m = m;
     bg.g.n = n;
-    bg.g.a = oa.p; bg.g.lda = oa.ld; bg.g.a_trans = oa.trans;
-    bg.g.b = ob.p; bg.g.ldb = ob.ld; bg.g.b_trans = ob.trans;
+    bg.g.a = oa.p;
+    bg.g.lda = oa.ld;
+    bg.g.a_trans = oa.trans;
+    bg.g.b = ob.p;
+    bg.g.ldb = ob.ld;
+    bg.g.b_trans = ob.trans;
     bg.g.c = c;
     bg.g.ldc = m <= 1 ? n : c_rs;
     bg.g.bias_rs = pr.bias_rs;
@@ -107,8 +111,12 @@ int32_t run_product(pteron_kernel_context* ctx, const char* op, Product pr) {
     const Operand ta = transposed(ob), tb = transposed(oa);
     bg.g.m = n;
     bg.g.n = m;
-    bg.g.a = ta.p; bg.g.lda = ta.ld; bg.g.a_trans = ta.trans;
-    bg.g.b = tb.p; bg.g.ldb = tb.ld; bg.g.b_trans = tb.trans;
+    bg.g.a = ta.p;
+    bg.g.lda = ta.ld;
+    bg.g.a_trans = ta.trans;
+    bg.g.b = tb.p;
+    bg.g.ldb = tb.ld;
+    bg.g.b_trans = tb.trans;
     bg.g.c = c;
     bg.g.ldc = n <= 1 ? m : c_cs;
     bg.g.bias_rs = pr.bias_cs;
@@ -128,18 +136,19 @@ int32_t run_product(pteron_kernel_context* ctx, const char* op, Product pr) {
 
 // ---- argument checks (as kernels_portable's, for the float32 case) ---------
 
-
-
-
-int32_t check_float32(pteron_kernel_context* ctx, const char* op,
-                      const char* name, const pteron_tensor* t) {
+int32_t check_float32(pteron_kernel_context* ctx, const char* op, const char* name,
+                      const pteron_tensor* t) {
   if (t->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, name, t->dtype);
   return PTERON_OK;
 }
 
 MatArg mat2d(const pteron_tensor* t) {
-  return MatArg{static_cast<const float*>(t->data), t->sizes[0], t->sizes[1],
-                t->strides[0], t->strides[1], 0};
+  return MatArg{static_cast<const float*>(t->data),
+                t->sizes[0],
+                t->sizes[1],
+                t->strides[0],
+                t->strides[1],
+                0};
 }
 
 // ---- operators --------------------------------------------------------------
@@ -169,10 +178,18 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, po.shape, 3));
   Product pr;
   pr.batches = self->sizes[0];
-  pr.a = MatArg{static_cast<const float*>(self->data), self->sizes[1], self->sizes[2],
-                self->strides[1], self->strides[2], self->strides[0]};
-  pr.b = MatArg{static_cast<const float*>(mat2->data), mat2->sizes[1], mat2->sizes[2],
-                mat2->strides[1], mat2->strides[2], mat2->strides[0]};
+  pr.a = MatArg{static_cast<const float*>(self->data),
+                self->sizes[1],
+                self->sizes[2],
+                self->strides[1],
+                self->strides[2],
+                self->strides[0]};
+  pr.b = MatArg{static_cast<const float*>(mat2->data),
+                mat2->sizes[1],
+                mat2->sizes[2],
+                mat2->strides[1],
+                mat2->strides[2],
+                mat2->strides[0]};
   pr.out = static_cast<float*>(out->data);
   pr.o_bs = out->strides[0];
   pr.o_rs = out->strides[1];
@@ -237,8 +254,8 @@ int32_t linear_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
                 "%s: input has %lld features but weight expects %lld", op,
                 static_cast<long long>(K), static_cast<long long>(weight->sizes[1]));
   if (bias && !(bias->dim <= 1 && (numel(bias) == N || numel(bias) == 1)))
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: 'bias' must have %lld elements (or one)", op, static_cast<long long>(N));
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: 'bias' must have %lld elements (or one)", op,
+                static_cast<long long>(N));
   int64_t shape[PTERON_MAX_DIM];
   const int32_t od = input->dim;
   for (int32_t i = 0; i + 1 < od; ++i) shape[i] = input->sizes[i];
@@ -261,17 +278,16 @@ int32_t linear_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   dense_strides(out->sizes, od, dense_out);
   Product pr;
   if (in_flat) {
-    pr.a = MatArg{static_cast<const float*>(input->data), M, K, in_rs,
-                  input->strides[od - 1], 0};
+    pr.a = MatArg{static_cast<const float*>(input->data), M, K, in_rs, input->strides[od - 1], 0};
   } else {
     float* d = plan.get(ii);
-    copy_strided(static_cast<const float*>(input->data), input->strides, d, dense_in,
-                 input->sizes, od);
+    copy_strided(static_cast<const float*>(input->data), input->strides, d, dense_in, input->sizes,
+                 od);
     pr.a = MatArg{d, M, K, K, 1, 0};
   }
   // B = weight^T: element (k, n) is weight(n, k).
-  pr.b = MatArg{static_cast<const float*>(weight->data), K, N, weight->strides[1],
-                weight->strides[0], 0};
+  pr.b = MatArg{
+      static_cast<const float*>(weight->data), K, N, weight->strides[1], weight->strides[0], 0};
   if (out_flat) {
     pr.out = static_cast<float*>(out->data);
     pr.o_rs = out_rs;
@@ -289,15 +305,15 @@ int32_t linear_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   }
   PTERON_CHECK_OK(run_product(ctx, op, pr));
   if (!out_flat)
-    copy_strided(pr.out, dense_out, static_cast<float*>(out->data), out->strides,
-                 out->sizes, od);
+    copy_strided(pr.out, dense_out, static_cast<float*>(out->data), out->strides, out->sizes, od);
   return PTERON_OK;
 }
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::mm", "out", PTERON_OPT_KEY, mm_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::bmm", "out", PTERON_OPT_KEY, bmm_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::addmm", "out", PTERON_OPT_KEY, addmm_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::linear", "out", PTERON_OPT_KEY, linear_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::mm", "out", PTERON_OPT_KEY, mm_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::bmm", "out", PTERON_OPT_KEY, bmm_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::addmm", "out", PTERON_OPT_KEY, addmm_out, PTERON_KERNEL_PRIORITY,
+                         0},
+                        {"aten::linear", "out", PTERON_OPT_KEY, linear_out, PTERON_KERNEL_PRIORITY,
+                         0})

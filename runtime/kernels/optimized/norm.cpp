@@ -75,9 +75,8 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size
     return PTERON_OK;
   }
   const int64_t xs = self->strides[d], ys = out->strides[d];
-  for_each_lane(self, out, d, [&](int64_t ox, int64_t oy) {
-    softmax_lane(x + ox, xs, y + oy, ys, len, log);
-  });
+  for_each_lane(self, out, d,
+                [&](int64_t ox, int64_t oy) { softmax_lane(x + ox, xs, y + oy, ys, len, log); });
   return PTERON_OK;
 }
 
@@ -104,13 +103,16 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   const int32_t axis = p.axis;
   const size_t k = p.k;
   // Registered for float32 (PTERON_OPT_KEY); the float64 rows are portable's.
-  if (input->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, "input", input->dtype);
+  if (input->dtype != PTERON_DTYPE_FLOAT32)
+    return unsupported_dtype(ctx, op, "input", input->dtype);
   int64_t stat_sizes[PTERON_MAX_DIM];
   int64_t M = 1, N = 1;
   for (int32_t i = 0; i < input->dim; ++i) {
     stat_sizes[i] = i < axis ? input->sizes[i] : 1;
-    if (i < axis) M *= input->sizes[i];
-    else N *= input->sizes[i];
+    if (i < axis)
+      M *= input->sizes[i];
+    else
+      N *= input->sizes[i];
   }
   PTERON_CHECK_OK(resize_out(ctx, op, "out0", out0, input->sizes, input->dim));
   PTERON_CHECK_OK(resize_out(ctx, op, "out1", out1, stat_sizes, input->dim));
@@ -123,16 +125,14 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   float* rstd = static_cast<float*>(out2->data);
   const float feps = static_cast<float>(eps);
   const IsaOps& isa = ops();
-  const bool fast = row_major(input) && row_major(out0) && row_major(out1) &&
-                    row_major(out2) && (!weight || row_major(weight)) &&
-                    (!bias || row_major(bias));
+  const bool fast = row_major(input) && row_major(out0) && row_major(out1) && row_major(out2) &&
+                    (!weight || row_major(weight)) && (!bias || row_major(bias));
   if (fast) {
     const float* w = weight ? static_cast<const float*>(weight->data) : nullptr;
     const float* b = bias ? static_cast<const float*>(bias->data) : nullptr;
     const int64_t grain = N >= 8192 ? 1 : 8192 / (N > 0 ? N : 1);
     parallel_for(0, M, grain, [&](int64_t r0, int64_t r1) {
-      isa.layer_norm_rows(x + r0 * N, y + r0 * N, r1 - r0, N, w, b, feps, mean + r0,
-                          rstd + r0);
+      isa.layer_norm_rows(x + r0 * N, y + r0 * N, r1 - r0, N, w, b, feps, mean + r0, rstd + r0);
     });
     return PTERON_OK;
   }

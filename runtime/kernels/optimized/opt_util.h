@@ -42,8 +42,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   }
   using Fn = std::remove_reference_t<F>;
   pteron_parallel_for(
-      begin, end, grain,
-      [](void* user, int64_t b, int64_t e) { (*static_cast<Fn*>(user))(b, e); },
+      begin, end, grain, [](void* user, int64_t b, int64_t e) { (*static_cast<Fn*>(user))(b, e); },
       const_cast<void*>(static_cast<const void*>(&f)));
 }
 
@@ -61,8 +60,8 @@ struct Operand {
 // Views the rows x cols matrix whose element (i, j) is at p[i*rs + j*cs] as
 // a GEMM operand. False when neither stride is a unit stride (then the
 // caller packs it).
-inline bool as_operand(const float* p, int64_t rows, int64_t cols, int64_t rs,
-                       int64_t cs, Operand* o) {
+inline bool as_operand(const float* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                       Operand* o) {
   o->p = p;
   if (cols <= 1 || cs == 1) {
     o->trans = false;
@@ -88,8 +87,8 @@ inline Operand transposed(Operand o) {
 // Collapses dims [d0, d1) of a tensor into one dim of `*size` elements with a
 // single element stride `*stride`, if the tensor's strides allow it (size-1
 // dims are ignored). False otherwise.
-inline bool collapse(const pteron_tensor* t, int32_t d0, int32_t d1,
-                     int64_t* size, int64_t* stride) {
+inline bool collapse(const pteron_tensor* t, int32_t d0, int32_t d1, int64_t* size,
+                     int64_t* stride) {
   int64_t n = 1, st = 1;
   bool have = false;
   for (int32_t i = d1 - 1; i >= d0; --i) {
@@ -111,9 +110,8 @@ inline bool collapse(const pteron_tensor* t, int32_t d0, int32_t d1,
 }
 
 // dst[...] = src[...] over an n-d index space with separate element strides.
-inline void copy_strided(const float* src, const int64_t* src_st, float* dst,
-                         const int64_t* dst_st, const int64_t* sizes,
-                         int32_t dim) {
+inline void copy_strided(const float* src, const int64_t* src_st, float* dst, const int64_t* dst_st,
+                         const int64_t* sizes, int32_t dim) {
   int64_t total = 1;
   for (int32_t i = 0; i < dim; ++i) total *= sizes[i];
   if (total == 0) return;
@@ -166,9 +164,7 @@ class ScratchPlan {
     base_ = static_cast<unsigned char*>(pteron_kernel_scratch(ctx, total_));
     return base_ != nullptr;
   }
-  float* get(size_t idx) const {
-    return reinterpret_cast<float*>(base_ + offsets_[idx]);
-  }
+  float* get(size_t idx) const { return reinterpret_cast<float*>(base_ + offsets_[idx]); }
 
  private:
   size_t offsets_[8] = {};
@@ -294,8 +290,8 @@ struct BatchedGemm {
   int64_t a_bs = 0, b_bs = 0, c_bs = 0, bias_bs = 0;
 };
 
-inline Gemm sub_gemm(const BatchedGemm& bg, int64_t b, int64_t m0, int64_t m1,
-                     int64_t n0, int64_t n1) {
+inline Gemm sub_gemm(const BatchedGemm& bg, int64_t b, int64_t m0, int64_t m1, int64_t n0,
+                     int64_t n1) {
   Gemm g = bg.g;
   g.m = m1 - m0;
   g.n = n1 - n0;
@@ -307,8 +303,7 @@ inline Gemm sub_gemm(const BatchedGemm& bg, int64_t b, int64_t m0, int64_t m1,
 }
 
 // Returns PTERON_OK, or OUT_OF_MEMORY (recorded) if Eigen could not allocate.
-inline int32_t run_gemm(pteron_kernel_context* ctx, const char* op,
-                        const BatchedGemm& bg) {
+inline int32_t run_gemm(pteron_kernel_context* ctx, const char* op, const BatchedGemm& bg) {
   const Gemm& g = bg.g;
   if (bg.batches <= 0 || g.m <= 0 || g.n <= 0) return PTERON_OK;
   const IsaOps& isa = ops();
@@ -316,8 +311,7 @@ inline int32_t run_gemm(pteron_kernel_context* ctx, const char* op,
   const double macs = double(bg.batches) * double(g.m) * double(g.n) * double(g.k > 0 ? g.k : 1);
   bool ok = true;
   if (threads <= 1 || macs < 262144.0) {
-    for (int64_t b = 0; b < bg.batches && ok; ++b)
-      ok = isa.sgemm(sub_gemm(bg, b, 0, g.m, 0, g.n));
+    for (int64_t b = 0; b < bg.batches && ok; ++b) ok = isa.sgemm(sub_gemm(bg, b, 0, g.m, 0, g.n));
   } else {
     // Tasks: every batch entry, each split into mparts x nparts blocks so
     // that there are at least `threads` tasks where the shapes allow.
@@ -353,7 +347,7 @@ inline int32_t run_gemm(pteron_kernel_context* ctx, const char* op,
   }
   if (!ok)
     return pteron::kern::fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
-                "%s: cannot allocate the GEMM packing buffers", op);
+                              "%s: cannot allocate the GEMM packing buffers", op);
   return PTERON_OK;
 }
 

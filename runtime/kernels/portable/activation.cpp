@@ -22,8 +22,7 @@ namespace {
 using namespace pteron::kern;
 
 // Common prologue of a unary op: self, out tensors at 0 and last.
-int32_t unary_args(const Args& a, size_t nargs, pteron_tensor** self,
-                   pteron_tensor** out) {
+int32_t unary_args(const Args& a, size_t nargs, pteron_tensor** self, pteron_tensor** out) {
   PTERON_CHECK_OK(a.arity(nargs));
   PTERON_CHECK_OK(a.tensor(0, "self", self));
   PTERON_CHECK_OK(a.tensor(nargs - 1, "out", out));
@@ -33,8 +32,7 @@ int32_t unary_args(const Args& a, size_t nargs, pteron_tensor** self,
   return PTERON_OK;
 }
 
-int32_t resize_and_cast_check(const Args& a, int32_t ct, pteron_tensor* self,
-                              pteron_tensor* out) {
+int32_t resize_and_cast_check(const Args& a, int32_t ct, pteron_tensor* self, pteron_tensor* out) {
   if (!can_cast(ct, out->dtype)) return cast_error(a.ctx, a.op, ct, out->dtype);
   return resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim);
 }
@@ -60,8 +58,7 @@ int32_t relu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   Args a{ctx, args, n, "aten::relu.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
-  if (self->dtype == PTERON_DTYPE_BOOL)
-    return unsupported_dtype(ctx, a.op, "self", self->dtype);
+  if (self->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, a.op, "self", self->dtype);
   PTERON_CHECK_OK(resize_and_cast_check(a, self->dtype, self, out));
   dispatch(self->dtype, [&](auto t) {
     using C = decltype(t);
@@ -78,9 +75,8 @@ int32_t relu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
 
 // Scalar bounds; `promote` decides whether the bounds take part in the result
 // type (clamp) or are converted to self's dtype (hardtanh).
-int32_t clamp_scalar_impl(const Args& a, pteron_tensor* self, bool has_lo,
-                          const Scalar& lo, bool has_hi, const Scalar& hi,
-                          bool promote, pteron_tensor* out) {
+int32_t clamp_scalar_impl(const Args& a, pteron_tensor* self, bool has_lo, const Scalar& lo,
+                          bool has_hi, const Scalar& hi, bool promote, pteron_tensor* out) {
   int32_t ct = self->dtype;
   if (promote) {
     ResultType rt;
@@ -97,8 +93,7 @@ int32_t clamp_scalar_impl(const Args& a, pteron_tensor* self, bool has_lo,
   });
   if (!fits)
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: a bound cannot be converted to %s without overflow", a.op,
-                dtype_name(ct));
+                "%s: a bound cannot be converted to %s without overflow", a.op, dtype_name(ct));
   PTERON_CHECK_OK(resize_and_cast_check(a, ct, self, out));
   dispatch(ct, [&](auto t) {
     using C = decltype(t);
@@ -135,8 +130,7 @@ int32_t hardtanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size
   return clamp_scalar_impl(a, self, true, lo, true, hi, false, out);
 }
 
-int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                         size_t n) {
+int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::clamp.Tensor_out"};
   pteron_tensor *self = nullptr, *out = nullptr, *lo = nullptr, *hi = nullptr;
   PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
@@ -163,8 +157,7 @@ int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args,
   const pteron_tensor* all[3] = {self, lo, hi};
   int64_t shape[PTERON_MAX_DIM];
   int32_t nd = 0;
-  if (!broadcast_shape_n(all, 3, shape, &nd))
-    return broadcast_error(ctx, a.op, self, lo ? lo : hi);
+  if (!broadcast_shape_n(all, 3, shape, &nd)) return broadcast_error(ctx, a.op, self, lo ? lo : hi);
   PTERON_CHECK_OK(resize_out(ctx, a.op, "out", out, shape, nd));
   const bool has_lo = lo != nullptr, has_hi = hi != nullptr;
   dispatch(ct, [&](auto t) {
@@ -172,9 +165,8 @@ int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args,
     if constexpr (!std::is_same_v<C, bool>) {
       // an absent bound is replaced by self and ignored
       const pteron_tensor* ins[3] = {self, lo ? lo : self, hi ? hi : self};
-      map_elements<C, C>(ins, out, [&](C x, C l, C h) {
-        return clamp_one(x, has_lo, l, has_hi, h);
-      });
+      map_elements<C, C>(ins, out,
+                         [&](C x, C l, C h) { return clamp_one(x, has_lo, l, has_hi, h); });
     }
   });
   return PTERON_OK;
@@ -189,8 +181,7 @@ C apply(Fn f, C x) {
   switch (f) {
     case Fn::Sigmoid: return C(1) / (C(1) + std::exp(-x));
     case Fn::Tanh: return std::tanh(x);
-    case Fn::GeluErf:
-      return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
+    case Fn::GeluErf: return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
     case Fn::GeluTanh: {
       const C k = C(0.79788456080286535588);  // sqrt(2 / pi)
       return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
@@ -251,8 +242,10 @@ int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   bool present = false;
   PTERON_CHECK_OK(read_opt_string(a, 1, "approximate", mode, sizeof mode, &present));
   Fn f;
-  if (!present || std::strcmp(mode, "none") == 0) f = Fn::GeluErf;
-  else if (std::strcmp(mode, "tanh") == 0) f = Fn::GeluTanh;
+  if (!present || std::strcmp(mode, "none") == 0)
+    f = Fn::GeluErf;
+  else if (std::strcmp(mode, "tanh") == 0)
+    f = Fn::GeluTanh;
   else
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: approximate must be 'none' or 'tanh', got '%s'", a.op, mode);
@@ -261,8 +254,8 @@ int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
 
 // ---- softmax ----------------------------------------------------------------
 
-int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args,
-                     size_t n, const char* op, bool log) {
+int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
+                     const char* op, bool log) {
   Args a{ctx, args, n, op};
   pteron_tensor *self = nullptr, *out = nullptr;
   int32_t d = 0;
@@ -277,9 +270,8 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args,
       return;
     }
     const int64_t len = self->sizes[d], xs = self->strides[d], ys = out->strides[d];
-    for_each_lane(self, out, d, [&](int64_t ox, int64_t oy) {
-      softmax_lane(x + ox, xs, y + oy, ys, len, log);
-    });
+    for_each_lane(self, out, d,
+                  [&](int64_t ox, int64_t oy) { softmax_lane(x + ox, xs, y + oy, ys, len, log); });
   });
   return PTERON_OK;
 }
@@ -287,8 +279,7 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args,
 int32_t softmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   return softmax_impl(ctx, args, n, "aten::_softmax.out", false);
 }
-int32_t log_softmax_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                        size_t n) {
+int32_t log_softmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   return softmax_impl(ctx, args, n, "aten::_log_softmax.out", true);
 }
 

@@ -39,7 +39,10 @@ T float_floor_div(T a, T b) {
 // Integer division; sets *zero on a zero divisor.
 template <typename T>
 T int_div(T a, T b, bool floor_mode, bool* zero) {
-  if (b == T(0)) { *zero = true; return T(0); }
+  if (b == T(0)) {
+    *zero = true;
+    return T(0);
+  }
   if constexpr (std::is_signed_v<T>) {
     if (b == T(-1)) return wrap_sub<T>(T(0), a);  // MIN / -1 wraps
     T q = static_cast<T>(a / b);
@@ -54,16 +57,16 @@ T int_div(T a, T b, bool floor_mode, bool* zero) {
 
 struct Spec {
   const char* op;
-  Kind kind;         // Div is resolved to a rounding kind at run time
-  bool scalar_other; // Scalar_out / Scalar_mode_out
+  Kind kind;          // Div is resolved to a rounding kind at run time
+  bool scalar_other;  // Scalar_out / Scalar_mode_out
   bool has_alpha;
   bool has_mode;
 };
 
 template <typename C>
-int32_t compute(pteron_kernel_context* ctx, const Spec& s, Kind kind,
-                const pteron_tensor* self, const pteron_tensor* other,
-                const Scalar& other_s, const Scalar& alpha, pteron_tensor* out) {
+int32_t compute(pteron_kernel_context* ctx, const Spec& s, Kind kind, const pteron_tensor* self,
+                const pteron_tensor* other, const Scalar& other_s, const Scalar& alpha,
+                pteron_tensor* out) {
   bool zero = false;
   const C al = alpha.to<C>();
   auto f = [&](C a, C b) -> C {
@@ -102,20 +105,16 @@ int32_t compute(pteron_kernel_context* ctx, const Spec& s, Kind kind,
     const C b = other_s.to<C>();
     if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
       if ((kind == Kind::DivTrunc || kind == Kind::DivFloor) && b == C(0))
-        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                    "%s: integer division by zero", s.op);
+        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: integer division by zero", s.op);
     }
     const pteron_tensor* ins[1] = {self};
     map_elements<C, C>(ins, out, [&](C a) { return f(a, b); });
   }
-  if (zero)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: integer division by zero", s.op);
+  if (zero) return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: integer division by zero", s.op);
   return PTERON_OK;
 }
 
-int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
-            const Spec& s) {
+int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n, const Spec& s) {
   Args a{ctx, args, n, s.op};
   const size_t expected = 3 + (s.has_alpha ? 1 : 0) + (s.has_mode ? 1 : 0);
   PTERON_CHECK_OK(a.arity(expected));
@@ -126,13 +125,15 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
     char mode[16];
     bool present = false;
     PTERON_CHECK_OK(read_opt_string(a, 2, "rounding_mode", mode, sizeof mode, &present));
-    if (!present) kind = Kind::Div;
-    else if (std::strcmp(mode, "trunc") == 0) kind = Kind::DivTrunc;
-    else if (std::strcmp(mode, "floor") == 0) kind = Kind::DivFloor;
+    if (!present)
+      kind = Kind::Div;
+    else if (std::strcmp(mode, "trunc") == 0)
+      kind = Kind::DivTrunc;
+    else if (std::strcmp(mode, "floor") == 0)
+      kind = Kind::DivFloor;
     else
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: rounding_mode must be None, 'trunc' or 'floor', got '%s'",
-                  s.op, mode);
+                  "%s: rounding_mode must be None, 'trunc' or 'floor', got '%s'", s.op, mode);
   }
   PTERON_CHECK_OK(a.tensor(expected - 1, "out", &b.out));
   int32_t ct = 0;
@@ -141,8 +142,7 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
   if (kind == Kind::Sub) PTERON_CHECK_OK(reject_bool_subtraction(ctx, s.op, b));
   const Scalar &other_s = b.other_s, &alpha = b.alpha;
   pteron_tensor *self = b.self, *other = b.other, *out = b.out;
-  if ((kind == Kind::DivTrunc || kind == Kind::DivFloor) &&
-      ct == PTERON_DTYPE_BOOL)
+  if ((kind == Kind::DivTrunc || kind == Kind::DivFloor) && ct == PTERON_DTYPE_BOOL)
     return unsupported_dtype(ctx, s.op, "self", ct);
   if (s.has_alpha) {
     if (alpha.kind == ScalarKind::Bool && ct != PTERON_DTYPE_BOOL)
@@ -151,13 +151,13 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
     if (alpha.kind == ScalarKind::Float && !is_floating(ct))
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                   "%s: for integral input tensors, alpha must not be a "
-                  "floating point number", s.op);
+                  "floating point number",
+                  s.op);
     bool fits = true;
     dispatch(ct, [&](auto t) { fits = alpha.fits<decltype(t)>(); });
     if (!fits)
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: alpha cannot be converted to %s without overflow", s.op,
-                  dtype_name(ct));
+                  "%s: alpha cannot be converted to %s without overflow", s.op, dtype_name(ct));
   }
   if (!can_cast(ct, out->dtype)) return cast_error(ctx, s.op, ct, out->dtype);
 
@@ -170,11 +170,10 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
   return rc;
 }
 
-#define PTERON_BINARY_KERNEL(fn, opname, kind, scalar, alpha, mode)       \
-  int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args,       \
-             size_t n) {                                                  \
-    static const Spec spec{opname, kind, scalar, alpha, mode};            \
-    return run(ctx, args, n, spec);                                       \
+#define PTERON_BINARY_KERNEL(fn, opname, kind, scalar, alpha, mode)             \
+  int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) { \
+    static const Spec spec{opname, kind, scalar, alpha, mode};                  \
+    return run(ctx, args, n, spec);                                             \
   }
 
 PTERON_BINARY_KERNEL(add_out, "aten::add.out", Kind::Add, false, true, false)

@@ -34,15 +34,17 @@ bool compare(Cmp c, C a, C b) {
   return false;
 }
 
-int32_t compare_impl(pteron_kernel_context* ctx, pteron_value* const* args,
-                     size_t n, const char* op, Cmp c, bool scalar_other) {
+int32_t compare_impl(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
+                     const char* op, Cmp c, bool scalar_other) {
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *other = nullptr, *out = nullptr;
   Scalar other_s;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  if (scalar_other) PTERON_CHECK_OK(read_scalar(a, 1, "other", &other_s));
-  else PTERON_CHECK_OK(a.tensor(1, "other", &other));
+  if (scalar_other)
+    PTERON_CHECK_OK(read_scalar(a, 1, "other", &other_s));
+  else
+    PTERON_CHECK_OK(a.tensor(1, "other", &other));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
   if (other) PTERON_CHECK_OK(check_supported(ctx, op, "other", other->dtype));
@@ -51,14 +53,15 @@ int32_t compare_impl(pteron_kernel_context* ctx, pteron_value* const* args,
   if (other) PTERON_CHECK_OK(check_tensor(ctx, op, "other", other));
   ResultType rt;
   rt.add_tensor(self);
-  if (other) rt.add_tensor(other);
-  else rt.add_scalar(other_s.kind);
+  if (other)
+    rt.add_tensor(other);
+  else
+    rt.add_scalar(other_s.kind);
   const int32_t ct = rt.get();
   int64_t shape[PTERON_MAX_DIM];
   int32_t nd = 0;
   if (other) {
-    if (!broadcast_shape(self, other, shape, &nd))
-      return broadcast_error(ctx, op, self, other);
+    if (!broadcast_shape(self, other, shape, &nd)) return broadcast_error(ctx, op, self, other);
   } else {
     nd = self->dim;
     for (int32_t i = 0; i < nd; ++i) shape[i] = self->sizes[i];
@@ -78,14 +81,12 @@ int32_t compare_impl(pteron_kernel_context* ctx, pteron_value* const* args,
   return PTERON_OK;
 }
 
-#define PTERON_CMP_KERNELS(name, cmp)                                              \
-  int32_t name##_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, \
-                            size_t n) {                                            \
-    return compare_impl(ctx, args, n, "aten::" #name ".Scalar_out", cmp, true);    \
-  }                                                                                \
-  int32_t name##_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, \
-                            size_t n) {                                            \
-    return compare_impl(ctx, args, n, "aten::" #name ".Tensor_out", cmp, false);   \
+#define PTERON_CMP_KERNELS(name, cmp)                                                          \
+  int32_t name##_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) { \
+    return compare_impl(ctx, args, n, "aten::" #name ".Scalar_out", cmp, true);                \
+  }                                                                                            \
+  int32_t name##_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) { \
+    return compare_impl(ctx, args, n, "aten::" #name ".Tensor_out", cmp, false);               \
   }
 
 PTERON_CMP_KERNELS(eq, Cmp::Eq)
@@ -99,8 +100,7 @@ PTERON_CMP_KERNELS(le, Cmp::Le)
 
 // ---- logical_not --------------------------------------------------------------
 
-int32_t logical_not_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                        size_t n) {
+int32_t logical_not_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::logical_not.out";
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(2));
@@ -123,14 +123,14 @@ int32_t logical_not_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 // dims: nullptr = all dims; otherwise the listed dims (an empty list reduces
 // nothing, as any.dims does in PyTorch).
-int32_t any_impl(const Args& a, pteron_tensor* self, const int64_t* dims,
-                 size_t ndims, bool keepdim, pteron_tensor* out) {
+int32_t any_impl(const Args& a, pteron_tensor* self, const int64_t* dims, size_t ndims,
+                 bool keepdim, pteron_tensor* out) {
   pteron_kernel_context* ctx = a.ctx;
   PTERON_CHECK_OK(check_supported(ctx, a.op, "self", self->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, a.op, "self", self));
   if (out->dtype != PTERON_DTYPE_BOOL && out->dtype != PTERON_DTYPE_UINT8)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: out must be bool or uint8, got %s", a.op, dtype_name(out->dtype));
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out must be bool or uint8, got %s", a.op,
+                dtype_name(out->dtype));
   ReducePlan p;
   PTERON_CHECK_OK(make_reduce_plan(ctx, a.op, self, dims, ndims, false, keepdim, &p));
   PTERON_CHECK_OK(reject_alias(ctx, a.op, "out", out, self));
@@ -178,8 +178,7 @@ int32_t any_dims_out(pteron_kernel_context* ctx, pteron_value* const* args, size
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
   static const int64_t none_marker = 0;
   // an empty list reduces nothing: pass a non-null pointer with size 0
-  return any_impl(a, self, has_dims ? (ndims ? dims : &none_marker) : nullptr,
-                  ndims, keepdim, out);
+  return any_impl(a, self, has_dims ? (ndims ? dims : &none_marker) : nullptr, ndims, keepdim, out);
 }
 
 // any.all_out(self, out)
@@ -194,8 +193,7 @@ int32_t any_all_out(pteron_kernel_context* ctx, pteron_value* const* args, size_
 
 // ---- where ----------------------------------------------------------------------
 
-int32_t where_self_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                       size_t n) {
+int32_t where_self_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::where.self_out";
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(4));
@@ -206,9 +204,8 @@ int32_t where_self_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
   // uint8 conditions are deprecated in PyTorch but still accepted
   if (cond->dtype != PTERON_DTYPE_BOOL && cond->dtype != PTERON_DTYPE_UINT8)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: condition must be a bool tensor, got %s", op,
-                dtype_name(cond->dtype));
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: condition must be a bool tensor, got %s",
+                op, dtype_name(cond->dtype));
   PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
   PTERON_CHECK_OK(check_supported(ctx, op, "other", other->dtype));
   PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));

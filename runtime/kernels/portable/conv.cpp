@@ -47,8 +47,7 @@ inline T narrow(Acc<T> v) {
 }
 
 template <typename T, typename B>
-void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias,
-                T* out, Acc<T>* acc) {
+void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias, T* out, Acc<T>* acc) {
   const int64_t plane = g.out[0] * g.out[1] * g.out[2];
   const int64_t cout_g = g.Cout / g.groups;
   for (int64_t n = 0; n < g.N; ++n) {
@@ -69,23 +68,19 @@ void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias,
         for (int64_t kd = 0; kd < g.k[0]; ++kd)
           for (int64_t kh = 0; kh < g.k[1]; ++kh)
             for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-              const Acc<T> wv = widen<T>(
-                  w_c[kd * g.ws_s[0] + kh * g.ws_s[1] + kw * g.ws_s[2]]);
+              const Acc<T> wv = widen<T>(w_c[kd * g.ws_s[0] + kh * g.ws_s[1] + kw * g.ws_s[2]]);
               // Output columns whose input column 0 <= iw < W.
               const int64_t shift = kw * g.dil[2] - g.pad[2];
               int64_t lo = 0;
               if (shift < 0) lo = (-shift + g.stride[2] - 1) / g.stride[2];
-              int64_t hi = g.in[2] - shift <= 0
-                               ? 0
-                               : (g.in[2] - shift - 1) / g.stride[2] + 1;
+              int64_t hi = g.in[2] - shift <= 0 ? 0 : (g.in[2] - shift - 1) / g.stride[2] + 1;
               if (hi > g.out[2]) hi = g.out[2];
               if (lo >= hi) continue;
               for (int64_t od = 0; od < g.out[0]; ++od) {
                 const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
                 if (id < 0 || id >= g.in[0]) continue;
                 for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-                  const int64_t ih =
-                      oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                  const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
                   if (ih < 0 || ih >= g.in[1]) continue;
                   const T* row = in_c + id * g.is_s[0] + ih * g.is_s[1];
                   Acc<T>* arow = acc + (od * g.out[1] + oh) * g.out[2];
@@ -102,8 +97,7 @@ void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias,
         for (int64_t oh = 0; oh < g.out[1]; ++oh) {
           const Acc<T>* arow = acc + (od * g.out[1] + oh) * g.out[2];
           T* orow = o + od * g.os_s[0] + oh * g.os_s[1];
-          for (int64_t ow = 0; ow < g.out[2]; ++ow)
-            orow[ow * g.os_s[2]] = narrow<T>(arow[ow]);
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) orow[ow * g.os_s[2]] = narrow<T>(arow[ow]);
         }
     }
   }
@@ -112,8 +106,7 @@ void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias,
 // convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride,
 //   SymInt[] padding, SymInt[] dilation, bool transposed,
 //   SymInt[] output_padding, SymInt groups, *, Tensor(a!) out)
-int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                        size_t n) {
+int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::convolution.out"};
   kern::ConvOperands c;
   PTERON_CHECK_OK(kern::read_convolution(a, /*float32_only=*/false, &c));
@@ -126,8 +119,7 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args,
   void* scratch = pteron_kernel_scratch(ctx, static_cast<size_t>(plane) * 8);
   if (!scratch)
     return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
-                "%s: no scratch memory for a %lld-element accumulator", a.op,
-                (long long)plane);
+                "%s: no scratch memory for a %lld-element accumulator", a.op, (long long)plane);
   pteron::kern::dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) {
@@ -153,5 +145,5 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::convolution", "out", nullptr, convolution_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::convolution", "out", nullptr, convolution_out,
+                         PTERON_KERNEL_PRIORITY, 0})

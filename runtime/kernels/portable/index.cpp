@@ -21,21 +21,17 @@ using pteron::kern::fail;
 using pteron::kern::wrap_dim;
 namespace kern = pteron::kern;
 
-bool is_index_dtype(int32_t d) {
-  return d == PTERON_DTYPE_INT32 || d == PTERON_DTYPE_INT64;
-}
+bool is_index_dtype(int32_t d) { return d == PTERON_DTYPE_INT32 || d == PTERON_DTYPE_INT64; }
 
 int64_t load_index(const pteron_tensor* t, int64_t off) {
-  return t->dtype == PTERON_DTYPE_INT32
-             ? static_cast<const int32_t*>(t->data)[off]
-             : static_cast<const int64_t*>(t->data)[off];
+  return t->dtype == PTERON_DTYPE_INT32 ? static_cast<const int32_t*>(t->data)[off]
+                                        : static_cast<const int64_t*>(t->data)[off];
 }
 
 // ---- index_select.out(Tensor self, int dim, Tensor index, *,
 //                       Tensor(a!) out) --------------------------------------
 
-int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                         size_t n) {
+int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::index_select.out"};
   PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *index = nullptr, *out = nullptr;
@@ -53,41 +49,38 @@ int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
   if (out->dtype != self->dtype)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: self (%s) and out (%s) must have the same dtype", a.op,
-                pteron::kern::dtype_name(self->dtype),
-                pteron::kern::dtype_name(out->dtype));
+                pteron::kern::dtype_name(self->dtype), pteron::kern::dtype_name(out->dtype));
   if (index->dim > 1)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: index is supposed to be a vector, got rank %d", a.op,
-                (int)index->dim);
+                "%s: index is supposed to be a vector, got rank %d", a.op, (int)index->dim);
   int64_t d = d0;
   if (!wrap_dim(d, self->dim))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: dim %lld is out of range for self of rank %d", a.op,
-                (long long)d0, (int)self->dim);
+                "%s: dim %lld is out of range for self of rank %d", a.op, (long long)d0,
+                (int)self->dim);
   const int64_t count = pteron::kern::numel(index);
   const int64_t istride = index->dim == 1 ? index->strides[0] : 0;
   // A 0-dim self behaves as a 1-element vector along dim 0.
   const int64_t bound = self->dim == 0 ? 1 : self->sizes[d];
   if (self->dim == 0 && count != 1)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: index into a 0-dim self can have only 1 value, got %lld",
-                a.op, (long long)count);
+                "%s: index into a 0-dim self can have only 1 value, got %lld", a.op,
+                (long long)count);
   for (int64_t j = 0; j < count; ++j) {
     int64_t v = load_index(index, j * istride);
     if (v < 0 || v >= bound)
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                   "%s: index %lld is out of range for dim %lld of size %lld "
                   "(at position %lld of index)",
-                  a.op, (long long)v, (long long)d, (long long)bound,
-                  (long long)j);
+                  a.op, (long long)v, (long long)d, (long long)bound, (long long)j);
   }
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0; i < self->dim; ++i) sizes[i] = self->sizes[i];
   if (self->dim > 0) sizes[d] = count;
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, self->dim));
   if (self->dim == 0) {
-    kern::copy_view(self->data, self->dtype, kern::view_of(self), out->data,
-                  out->dtype, kern::view_of(out));
+    kern::copy_view(self->data, self->dtype, kern::view_of(self), out->data, out->dtype,
+                    kern::view_of(out));
     return PTERON_OK;
   }
   kern::View src = kern::view_of(self), dst = kern::view_of(out);
@@ -107,8 +100,7 @@ int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
 //        bool scale_grad_by_freq=False, bool sparse=False, *,
 //        Tensor(a!) out) ----------------------------------------------------
 
-int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                      size_t n) {
+int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::embedding.out"};
   PTERON_CHECK_OK(a.arity(6));
   pteron_tensor *weight = nullptr, *indices = nullptr, *out = nullptr;
@@ -128,17 +120,16 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
                 "%s: expected dtype int32 or int64 for indices, got %s", a.op,
                 pteron::kern::dtype_name(indices->dtype));
   if (weight->dim != 2)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: weight must be 2-D, got rank %d", a.op, (int)weight->dim);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: weight must be 2-D, got rank %d", a.op,
+                (int)weight->dim);
   if (out->dtype != weight->dtype)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: weight (%s) and out (%s) must have the same dtype", a.op,
-                pteron::kern::dtype_name(weight->dtype),
-                pteron::kern::dtype_name(out->dtype));
+                pteron::kern::dtype_name(weight->dtype), pteron::kern::dtype_name(out->dtype));
   if (indices->dim >= PTERON_MAX_DIM)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: indices rank %d leaves no room for the embedding dim",
-                a.op, (int)indices->dim);
+                "%s: indices rank %d leaves no room for the embedding dim", a.op,
+                (int)indices->dim);
   const int64_t rows = weight->sizes[0];
   const int64_t width = weight->sizes[1];
   const kern::View iv = kern::view_of(indices);
@@ -189,8 +180,7 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args,
                   a.op, (long long)v, (long long)rows);
     src.offset = v * weight->strides[0];
     dst.offset = wo.off;
-    kern::copy_view(weight->data, weight->dtype, src, out->data, out->dtype,
-                  dst);
+    kern::copy_view(weight->data, weight->dtype, src, out->data, out->dtype, dst);
     if (--left > 0) {
       wi.advance(1);
       wo.advance(1);
@@ -211,8 +201,14 @@ int32_t fill_value(const Args& a, size_t i, int32_t dtype, void* slot) {
   int64_t iv = 0;
   bool is_int = false;
   switch (v->tag) {
-    case PTERON_VALUE_INT: iv = v->u.i; is_int = true; break;
-    case PTERON_VALUE_BOOL: iv = v->u.b != 0; is_int = true; break;
+    case PTERON_VALUE_INT:
+      iv = v->u.i;
+      is_int = true;
+      break;
+    case PTERON_VALUE_BOOL:
+      iv = v->u.b != 0;
+      is_int = true;
+      break;
     case PTERON_VALUE_DOUBLE: dv = v->u.d; break;
     default:
       return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM,
@@ -225,8 +221,8 @@ int32_t fill_value(const Args& a, size_t i, int32_t dtype, void* slot) {
                   "overflow",
                   a.op, (long long)iv, pteron::kern::dtype_name(dtype));
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: value %g cannot be converted to type %s without overflow",
-                a.op, dv, pteron::kern::dtype_name(dtype));
+                "%s: value %g cannot be converted to type %s without overflow", a.op, dv,
+                pteron::kern::dtype_name(dtype));
   };
   int32_t rc = PTERON_OK;
   pteron::kern::dispatch(dtype, [&](auto t) {
@@ -244,9 +240,8 @@ int32_t fill_value(const Args& a, size_t i, int32_t dtype, void* slot) {
       out = static_cast<T>(x);
     } else {
       const int64_t hi = static_cast<int64_t>(std::numeric_limits<T>::max());
-      const int64_t lo = std::is_unsigned_v<T>
-                             ? -hi
-                             : static_cast<int64_t>(std::numeric_limits<T>::min());
+      const int64_t lo =
+          std::is_unsigned_v<T> ? -hi : static_cast<int64_t>(std::numeric_limits<T>::min());
       int64_t x = 0;
       if (is_int) {
         x = iv;
@@ -280,8 +275,7 @@ void fill_typed(void* data, int64_t count, const void* slot) {
 
 // full_like.out(Tensor self, Scalar fill_value, *,
 //               MemoryFormat? memory_format=None, Tensor(a!) out)
-int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                      size_t n) {
+int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::full_like.out"};
   PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -308,8 +302,7 @@ int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 // zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None,
 //                Tensor(a!) out)
-int32_t zeros_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                       size_t n) {
+int32_t zeros_like_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::zeros_like.out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -321,8 +314,7 @@ int32_t zeros_like_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
   const int64_t count = pteron::kern::numel(out);
   if (count > 0)
-    std::memset(out->data, 0,
-                static_cast<size_t>(count) * pteron::kern::dtype_size(out->dtype));
+    std::memset(out->data, 0, static_cast<size_t>(count) * pteron::kern::dtype_size(out->dtype));
   return PTERON_OK;
 }
 

@@ -37,23 +37,21 @@ struct Gemm {
   int64_t n, k, m;
   Mat<const C> a, b;
   Mat<C> out;
-  const C* bias;         // nullable; broadcast view via strides (0 = broadcast)
+  const C* bias;  // nullable; broadcast view via strides (0 = broadcast)
   int64_t bias_rs, bias_cs;
   AccOf<C> alpha, beta;
   bool use_bias;
 
   // acc[0..m) += av * row[0..m): the hot loop, written so compilers
   // vectorise it (no aliasing between the accumulator and the operand).
-  static void axpy(AccOf<C>* __restrict acc, AccOf<C> av, const C* __restrict row,
-                   int64_t m) {
+  static void axpy(AccOf<C>* __restrict acc, AccOf<C> av, const C* __restrict row, int64_t m) {
     for (int64_t j = 0; j < m; ++j) acc[j] += av * static_cast<AccOf<C>>(row[j]);
   }
 
   // Rows [r0, r1) of batch entry whose operands start at element offsets
   // a0 / b0 / o0 (offsets, not pointers: an empty operand may have no
   // storage at all).
-  void rows(int64_t r0, int64_t r1, int64_t a0, int64_t b0, int64_t o0,
-            AccOf<C>* acc) const {
+  void rows(int64_t r0, int64_t r1, int64_t a0, int64_t b0, int64_t o0, AccOf<C>* acc) const {
     using A = AccOf<C>;
     for (int64_t i = r0; i < r1; ++i) {
       for (int64_t j = 0; j < m; ++j) acc[j] = A(0);
@@ -63,8 +61,7 @@ struct Gemm {
         if (b.cs == 1) {
           axpy(acc, av, brow, m);
         } else {
-          for (int64_t j = 0; j < m; ++j)
-            acc[j] += av * static_cast<A>(brow[j * b.cs]);
+          for (int64_t j = 0; j < m; ++j) acc[j] += av * static_cast<A>(brow[j * b.cs]);
         }
       }
       C* orow = out.p + (o0 + i * out.rs);
@@ -80,8 +77,8 @@ struct Gemm {
 // Runs `batches` independent products (entry b offsets each operand by its
 // batch stride), splitting the flattened (batch, row) range into blocks.
 template <typename C>
-int32_t run_gemm(pteron_kernel_context* ctx, const char* op, const Gemm<C>& g,
-                 int64_t batches, int64_t a_bs, int64_t b_bs, int64_t o_bs) {
+int32_t run_gemm(pteron_kernel_context* ctx, const char* op, const Gemm<C>& g, int64_t batches,
+                 int64_t a_bs, int64_t b_bs, int64_t o_bs) {
   using A = AccOf<C>;
   const int64_t rows = batches * g.n;
   if (rows == 0 || g.m == 0) return PTERON_OK;
@@ -92,11 +89,10 @@ int32_t run_gemm(pteron_kernel_context* ctx, const char* op, const Gemm<C>& g,
     blocks = int64_t(threads) * 4;
     if (blocks > rows) blocks = rows;
   }
-  if (static_cast<uint64_t>(blocks) * static_cast<uint64_t>(g.m) >
-      (uint64_t(1) << 40) / sizeof(A))
+  if (static_cast<uint64_t>(blocks) * static_cast<uint64_t>(g.m) > (uint64_t(1) << 40) / sizeof(A))
     return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: output row too large", op);
-  A* acc = static_cast<A*>(
-      pteron_kernel_scratch(ctx, static_cast<size_t>(blocks * g.m) * sizeof(A)));
+  A* acc =
+      static_cast<A*>(pteron_kernel_scratch(ctx, static_cast<size_t>(blocks * g.m) * sizeof(A)));
   if (!acc) return PTERON_ERROR_OUT_OF_MEMORY;
 
   struct Job {
@@ -119,14 +115,12 @@ int32_t run_gemm(pteron_kernel_context* ctx, const char* op, const Gemm<C>& g,
       r = bi * n + i1;
     }
   };
-  if (blocks == 1) body(&job, 0, 1);
-  else pteron_parallel_for(0, blocks, 1, body, &job);
+  if (blocks == 1)
+    body(&job, 0, 1);
+  else
+    pteron_parallel_for(0, blocks, 1, body, &job);
   return PTERON_OK;
 }
-
-
-
-
 
 int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::mm.out";
@@ -141,7 +135,9 @@ int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) 
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       Gemm<C> g{};
-      g.n = self->sizes[0]; g.k = self->sizes[1]; g.m = mat2->sizes[1];
+      g.n = self->sizes[0];
+      g.k = self->sizes[1];
+      g.m = mat2->sizes[1];
       g.a = {static_cast<const C*>(self->data), self->strides[0], self->strides[1]};
       g.b = {static_cast<const C*>(mat2->data), mat2->strides[0], mat2->strides[1]};
       g.out = {static_cast<C*>(out->data), out->strides[0], out->strides[1]};
@@ -166,21 +162,22 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       Gemm<C> g{};
-      g.n = self->sizes[1]; g.k = self->sizes[2]; g.m = mat2->sizes[2];
+      g.n = self->sizes[1];
+      g.k = self->sizes[2];
+      g.m = mat2->sizes[2];
       g.a = {static_cast<const C*>(self->data), self->strides[1], self->strides[2]};
       g.b = {static_cast<const C*>(mat2->data), mat2->strides[1], mat2->strides[2]};
       g.out = {static_cast<C*>(out->data), out->strides[1], out->strides[2]};
       g.alpha = 1;
       g.use_bias = false;
-      rc = run_gemm<C>(ctx, op, g, self->sizes[0], self->strides[0],
-                       mat2->strides[0], out->strides[0]);
+      rc = run_gemm<C>(ctx, op, g, self->sizes[0], self->strides[0], mat2->strides[0],
+                       out->strides[0]);
     }
   });
   return rc;
 }
 
-int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                  size_t n) {
+int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::addmm.out";
   ProductOperands po;
   PTERON_CHECK_OK(read_product(Args{ctx, args, n, op}, ProductKind::addmm, false, &po));
@@ -195,8 +192,8 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
   });
   if (!fits)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: beta or alpha cannot be converted to %s without overflow",
-                op, dtype_name(mat1->dtype));
+                "%s: beta or alpha cannot be converted to %s without overflow", op,
+                dtype_name(mat1->dtype));
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat1, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
   int32_t rc = PTERON_OK;
@@ -205,7 +202,9 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
     if constexpr (!std::is_same_v<C, bool>) {
       using A = AccOf<C>;
       Gemm<C> g{};
-      g.n = mat1->sizes[0]; g.k = mat1->sizes[1]; g.m = mat2->sizes[1];
+      g.n = mat1->sizes[0];
+      g.k = mat1->sizes[1];
+      g.m = mat2->sizes[1];
       g.a = {static_cast<const C*>(mat1->data), mat1->strides[0], mat1->strides[1]};
       g.b = {static_cast<const C*>(mat2->data), mat2->strides[0], mat2->strides[1]};
       g.out = {static_cast<C*>(out->data), out->strides[0], out->strides[1]};
@@ -225,7 +224,6 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::mm", "out", nullptr, mm_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::bmm", "out", nullptr, bmm_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::addmm", "out", nullptr, addmm_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::mm", "out", nullptr, mm_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::bmm", "out", nullptr, bmm_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::addmm", "out", nullptr, addmm_out, PTERON_KERNEL_PRIORITY, 0})

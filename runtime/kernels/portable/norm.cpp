@@ -19,9 +19,7 @@ using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
 
-bool is_float_dtype(int32_t d) {
-  return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT64;
-}
+bool is_float_dtype(int32_t d) { return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT64; }
 
 double load(const pteron_tensor* t, int64_t off) {
   return t->dtype == PTERON_DTYPE_FLOAT32
@@ -36,14 +34,12 @@ void store(pteron_tensor* t, int64_t off, double v) {
     static_cast<double*>(t->data)[off] = v;
 }
 
-int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name,
-                   int32_t dt) {
+int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name, int32_t dt) {
   if (t && t->dtype != dt)
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: '%s' has dtype %s but input has dtype %s (mixed dtypes "
                 "are not supported)",
-                a.op, name, pteron::kern::dtype_name(t->dtype),
-                pteron::kern::dtype_name(dt));
+                a.op, name, pteron::kern::dtype_name(t->dtype), pteron::kern::dtype_name(dt));
   return PTERON_OK;
 }
 
@@ -51,12 +47,11 @@ int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name,
 //   Tensor? bias, Tensor running_mean, Tensor running_var, float momentum,
 //   float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) --------
 
-int32_t per_channel(const Args& a, const pteron_tensor* t, const char* name,
-                    int64_t C) {
+int32_t per_channel(const Args& a, const pteron_tensor* t, const char* name, int64_t C) {
   if (t && (t->dim != 1 || t->sizes[0] != C))
     return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: '%s' should be 1-D with %lld elements (the channel count)",
-                a.op, name, (long long)C);
+                "%s: '%s' should be 1-D with %lld elements (the channel count)", a.op, name,
+                (long long)C);
   return PTERON_OK;
 }
 
@@ -71,8 +66,8 @@ int32_t empty_if_allowed(const Args& a, pteron_tensor* t, const char* name) {
   return kern::resize_out(a.ctx, a.op, name, t, sizes, t->dim);
 }
 
-int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
-                                   pteron_value* const* args, size_t n) {
+int32_t batch_norm_no_training_out(pteron_kernel_context* ctx, pteron_value* const* args,
+                                   size_t n) {
   Args a{ctx, args, n, "aten::_native_batch_norm_legit_no_training.out"};
   PTERON_CHECK_OK(a.arity(10));
   pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
@@ -90,8 +85,7 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
   PTERON_CHECK_OK(a.tensor(8, "out1", &out1));
   PTERON_CHECK_OK(a.tensor(9, "out2", &out2));
   const int32_t dt = input->dtype;
-  if (!is_float_dtype(dt))
-    return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
+  if (!is_float_dtype(dt)) return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
   PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
   PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
   PTERON_CHECK_OK(same_dtype(a, mean, "running_mean", dt));
@@ -99,8 +93,8 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
   PTERON_CHECK_OK(same_dtype(a, out0, "out0", dt));
   if (input->dim < 2)
     return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: input must have at least 2 dims (N, C, ...), got rank %d",
-                a.op, (int)input->dim);
+                "%s: input must have at least 2 dims (N, C, ...), got rank %d", a.op,
+                (int)input->dim);
   const int64_t N = input->sizes[0], C = input->sizes[1];
   PTERON_CHECK_OK(per_channel(a, weight, "weight", C));
   PTERON_CHECK_OK(per_channel(a, bias, "bias", C));
@@ -118,10 +112,9 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
     const double scale = invstd * w;
     const double shift = b - m * scale;
     for (int64_t i = 0; i < N; ++i) {
-      const kern::View src = kern::sub_view(
-          input, 2, i * input->strides[0] + c * input->strides[1]);
-      const kern::View dst =
-          kern::sub_view(out0, 2, i * out0->strides[0] + c * out0->strides[1]);
+      const kern::View src =
+          kern::sub_view(input, 2, i * input->strides[0] + c * input->strides[1]);
+      const kern::View dst = kern::sub_view(out0, 2, i * out0->strides[0] + c * out0->strides[1]);
       if (dt == PTERON_DTYPE_FLOAT32) {
         const float* x = static_cast<const float*>(input->data);
         float* y = static_cast<float*>(out0->data);
@@ -131,9 +124,7 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
       } else {
         const double* x = static_cast<const double*>(input->data);
         double* y = static_cast<double*>(out0->data);
-        kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
-          y[d] = x[s] * scale + shift;
-        });
+        kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) { y[d] = x[s] * scale + shift; });
       }
     }
   }
@@ -145,8 +136,7 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx,
 //   Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0,
 //   Tensor(b!) out1, Tensor(c!) out2) ----------------------------------------
 
-int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                       size_t n) {
+int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::native_layer_norm.out"};
   kern::LayerNormOperands p;
   PTERON_CHECK_OK(kern::read_layer_norm_args(a, &p));
@@ -177,8 +167,7 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
         pteron_kernel_scratch(ctx, static_cast<size_t>(N) * 3 * sizeof(double)));
     if (!buf)
       return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY,
-                  "%s: no scratch memory for a row of %lld elements", a.op,
-                  (long long)N);
+                  "%s: no scratch memory for a row of %lld elements", a.op, (long long)N);
   }
   double* row = buf;
   double* wv = buf ? buf + N : nullptr;
@@ -189,13 +178,11 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
   }
   if (weight && N > 0) {
     int64_t j = 0;
-    kern::for_each_offset(kern::view_of(weight),
-                        [&](int64_t off) { wv[j++] = load(weight, off); });
+    kern::for_each_offset(kern::view_of(weight), [&](int64_t off) { wv[j++] = load(weight, off); });
   }
   if (bias && N > 0) {
     int64_t j = 0;
-    kern::for_each_offset(kern::view_of(bias),
-                        [&](int64_t off) { bv[j++] = load(bias, off); });
+    kern::for_each_offset(kern::view_of(bias), [&](int64_t off) { bv[j++] = load(bias, off); });
   }
 
   // Leading (row) offsets of input, out0, out1 and out2, walked in lockstep.
@@ -242,6 +229,7 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::_native_batch_norm_legit_no_training", "out", nullptr, batch_norm_no_training_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::native_layer_norm", "out", nullptr, layer_norm_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::_native_batch_norm_legit_no_training", "out", nullptr,
+                         batch_norm_no_training_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::native_layer_norm", "out", nullptr, layer_norm_out,
+                         PTERON_KERNEL_PRIORITY, 0})

@@ -36,23 +36,20 @@ int64_t floor_div(int64_t a, int64_t b) {
 }
 
 // ATen's pooling_output_shape.
-int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
-                    int64_t dil, bool ceil_mode) {
-  int64_t out = floor_div(in + 2 * pad - dil * (k - 1) - 1 +
-                              (ceil_mode ? stride - 1 : 0),
-                          stride) + 1;
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil,
+                    bool ceil_mode) {
+  int64_t out =
+      floor_div(in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
   return out;
 }
 
 // Parses the common arguments. `dilation_index` < 0: no dilation argument.
-int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i,
-                   size_t stride_i, size_t pad_i, int64_t dilation_index,
-                   bool ceil_mode, Pool* P) {
+int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i, size_t stride_i,
+                   size_t pad_i, int64_t dilation_index, bool ceil_mode, Pool* P) {
   if (self->dim != 3 && self->dim != 4)
     return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: expected a 3-D or 4-D (batch mode) input, got rank %d",
-                a.op, (int)self->dim);
+                "%s: expected a 3-D or 4-D (batch mode) input, got rank %d", a.op, (int)self->dim);
   P->batched = self->dim == 4;
   const int32_t o = P->batched ? 1 : 0;
   P->N = P->batched ? self->sizes[0] : 1;
@@ -83,8 +80,8 @@ int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i,
   }
   PTERON_CHECK_OK(kern::spatial_params(a, pad_i, "padding", 2, 0, P->p));
   if (dilation_index >= 0) {
-    PTERON_CHECK_OK(kern::spatial_params(a, static_cast<size_t>(dilation_index),
-                                       "dilation", 2, 1, P->d));
+    PTERON_CHECK_OK(
+        kern::spatial_params(a, static_cast<size_t>(dilation_index), "dilation", 2, 1, P->d));
   } else {
     P->d[0] = P->d[1] = 1;
   }
@@ -100,13 +97,12 @@ int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i,
     return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
                 "%s: given input size %lldx%lldx%lld, the calculated output "
                 "size %lldx%lldx%lld is too small",
-                a.op, (long long)P->C, (long long)P->H, (long long)P->W,
-                (long long)P->C, (long long)P->Ho, (long long)P->Wo);
+                a.op, (long long)P->C, (long long)P->H, (long long)P->W, (long long)P->C,
+                (long long)P->Ho, (long long)P->Wo);
   return PTERON_OK;
 }
 
-int32_t resize_pooled(const Args& a, pteron_tensor* t, const char* name,
-                      const Pool& P) {
+int32_t resize_pooled(const Args& a, pteron_tensor* t, const char* name, const Pool& P) {
   int64_t sizes[4];
   int32_t k = 0;
   if (P.batched) sizes[k++] = P.N;
@@ -121,13 +117,12 @@ struct OutStrides {
 };
 OutStrides out_strides(const pteron_tensor* t, bool batched) {
   const int32_t o = batched ? 1 : 0;
-  return {batched ? t->strides[0] : 0, t->strides[o], t->strides[o + 1],
-          t->strides[o + 2]};
+  return {batched ? t->strides[0] : 0, t->strides[o], t->strides[o + 1], t->strides[o + 2]};
 }
 
 template <typename T>
-void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
-                    int64_t* idx, OutStrides xs) {
+void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os, int64_t* idx,
+                    OutStrides xs) {
   for (int64_t n = 0; n < P.N; ++n)
     for (int64_t c = 0; c < P.C; ++c) {
       const T* plane = in + n * P.is_n + c * P.is_c;
@@ -165,8 +160,8 @@ void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size,
 //   int[2] stride=[], int[2] padding=0, int[2] dilation=1,
 //   bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices)
-int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx,
-                                    pteron_value* const* args, size_t n) {
+int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx, pteron_value* const* args,
+                                    size_t n) {
   Args a{ctx, args, n, "aten::max_pool2d_with_indices.out"};
   PTERON_CHECK_OK(a.arity(8));
   pteron_tensor *self = nullptr, *out = nullptr, *indices = nullptr;
@@ -179,13 +174,10 @@ int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx,
   if (!pteron::kern::is_supported(dt) || dt == PTERON_DTYPE_BOOL)
     return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
   if (out->dtype != dt)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: out dtype %s differs from self dtype %s", a.op,
-                pteron::kern::dtype_name(out->dtype),
-                pteron::kern::dtype_name(dt));
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
+                a.op, pteron::kern::dtype_name(out->dtype), pteron::kern::dtype_name(dt));
   if (indices->dtype != PTERON_DTYPE_INT64)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: indices must be int64, got %s", a.op,
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: indices must be int64, got %s", a.op,
                 pteron::kern::dtype_name(indices->dtype));
   Pool P;
   PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, 4, ceil_mode, &P));
@@ -197,16 +189,15 @@ int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx,
   pteron::kern::dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>)
-      max_pool_typed<T>(P, static_cast<const T*>(self->data),
-                        static_cast<T*>(out->data), os,
+      max_pool_typed<T>(P, static_cast<const T*>(self->data), static_cast<T*>(out->data), os,
                         static_cast<int64_t*>(indices->data), xs);
   });
   return PTERON_OK;
 }
 
 template <typename T>
-void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
-                    bool count_include_pad, bool has_div, int64_t divisor) {
+void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os, bool count_include_pad,
+                    bool has_div, int64_t divisor) {
   for (int64_t n = 0; n < P.N; ++n)
     for (int64_t c = 0; c < P.C; ++c) {
       const T* plane = in + n * P.is_n + c * P.is_c;
@@ -227,8 +218,7 @@ void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
             continue;
           }
           const int64_t factor =
-              has_div ? divisor
-                      : (count_include_pad ? pool_size : (h1 - h0) * (w1 - w0));
+              has_div ? divisor : (count_include_pad ? pool_size : (h1 - h0) * (w1 - w0));
           if constexpr (std::is_floating_point_v<T>) {
             double sum = 0;
             for (int64_t h = h0; h < h1; ++h)
@@ -239,8 +229,7 @@ void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
             uint64_t sum = 0;  // wraps like the fixed-width ATen sum
             for (int64_t h = h0; h < h1; ++h)
               for (int64_t w = w0; w < w1; ++w)
-                sum += static_cast<uint64_t>(
-                    static_cast<int64_t>(plane[h * P.is_h + w * P.is_w]));
+                sum += static_cast<uint64_t>(static_cast<int64_t>(plane[h * P.is_h + w * P.is_w]));
             const int64_t s = static_cast<int64_t>(sum);
             if (factor == -1)
               dst = static_cast<T>(static_cast<int64_t>(0 - sum));
@@ -254,8 +243,7 @@ void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os,
 // avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[],
 //   int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True,
 //   int? divisor_override=None, *, Tensor(a!) out)
-int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                       size_t n) {
+int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::avg_pool2d.out"};
   PTERON_CHECK_OK(a.arity(8));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -267,17 +255,13 @@ int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(kern::opt_integer(a, 6, "divisor_override", &divisor, &has_div));
   PTERON_CHECK_OK(a.tensor(7, "out", &out));
   const int32_t dt = self->dtype;
-  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 &&
-      dt != PTERON_DTYPE_INT64)
+  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 && dt != PTERON_DTYPE_INT64)
     return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
   if (out->dtype != dt)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: out dtype %s differs from self dtype %s", a.op,
-                pteron::kern::dtype_name(out->dtype),
-                pteron::kern::dtype_name(dt));
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
+                a.op, pteron::kern::dtype_name(out->dtype), pteron::kern::dtype_name(dt));
   if (has_div && divisor == 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: divisor_override must be non-zero", a.op);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: divisor_override must be non-zero", a.op);
   Pool P;
   PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, -1, ceil_mode, &P));
   PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
@@ -287,15 +271,15 @@ int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args,
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
                   std::is_same_v<T, int64_t>)
-      avg_pool_typed<T>(P, static_cast<const T*>(self->data),
-                        static_cast<T*>(out->data), os, count_include_pad,
-                        has_div, divisor);
+      avg_pool_typed<T>(P, static_cast<const T*>(self->data), static_cast<T*>(out->data), os,
+                        count_include_pad, has_div, divisor);
   });
   return PTERON_OK;
 }
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::max_pool2d_with_indices", "out", nullptr, max_pool2d_with_indices_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::avg_pool2d", "out", nullptr, avg_pool2d_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::max_pool2d_with_indices", "out", nullptr,
+                         max_pool2d_with_indices_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::avg_pool2d", "out", nullptr, avg_pool2d_out, PTERON_KERNEL_PRIORITY,
+                         0})

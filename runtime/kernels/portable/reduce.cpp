@@ -22,8 +22,8 @@ namespace {
 
 using namespace pteron::kern;
 
-int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op,
-                              int32_t dtype, const pteron_tensor* out) {
+int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op, int32_t dtype,
+                              const pteron_tensor* out) {
   if (dtype >= 0 && dtype != out->dtype)
     return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
                 "%s: out dtype %s does not match the requested dtype %s", op,
@@ -41,12 +41,10 @@ int32_t zero_size_reduce_check(pteron_kernel_context* ctx, const char* op,
 }
 
 // Plans the reduction and resizes `out` to its shape.
-int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op,
-                        const pteron_tensor* self, const int64_t* dims,
-                        size_t ndims, bool empty_means_all, bool keepdim,
+int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op, const pteron_tensor* self,
+                        const int64_t* dims, size_t ndims, bool empty_means_all, bool keepdim,
                         pteron_tensor* out, ReducePlan* p) {
-  PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, dims, ndims, empty_means_all,
-                                   keepdim, p));
+  PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, dims, ndims, empty_means_all, keepdim, p));
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   return resize_out(ctx, op, "out", out, p->out_sizes, p->out_dim);
 }
@@ -54,8 +52,7 @@ int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op,
 // ---- sum / mean -------------------------------------------------------------
 
 // out = sum (or mean) of self over the plan, computed for out's dtype.
-void sum_into(const pteron_tensor* self, pteron_tensor* out, const ReducePlan& p,
-              bool mean) {
+void sum_into(const pteron_tensor* self, pteron_tensor* out, const ReducePlan& p, bool mean) {
   ReduceIter it(self, out, &p);
   const int32_t odt = out->dtype;
   void* od = out->data;
@@ -89,8 +86,8 @@ void sum_into(const pteron_tensor* self, pteron_tensor* out, const ReducePlan& p
 
 // sum.IntList_out(self, dim?, keepdim, dtype?, out) and
 // mean.out(self, dim?, keepdim, dtype?, out)
-int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args,
-                      size_t n, const char* op, bool mean) {
+int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
+                      const char* op, bool mean) {
   Args a{ctx, args, n, op};
   PTERON_CHECK_OK(a.arity(5));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -114,12 +111,13 @@ int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args,
     if (!is_floating(in_dt))
       return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
                   "%s: could not infer output dtype: %s must be a floating "
-                  "point dtype", op, dtype_name(in_dt));
+                  "point dtype",
+                  op, dtype_name(in_dt));
     if (!can_cast(in_dt, out->dtype)) return cast_error(ctx, op, in_dt, out->dtype);
   }
   ReducePlan p;
-  PTERON_CHECK_OK(plan_and_resize(ctx, op, self, has_dims ? dims : nullptr, ndims,
-                                  true, keepdim, out, &p));
+  PTERON_CHECK_OK(
+      plan_and_resize(ctx, op, self, has_dims ? dims : nullptr, ndims, true, keepdim, out, &p));
   sum_into(self, out, p, mean);
   return PTERON_OK;
 }
@@ -180,11 +178,10 @@ int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
   PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  if (!can_cast(self->dtype, out->dtype))
-    return cast_error(ctx, op, self->dtype, out->dtype);
+  if (!can_cast(self->dtype, out->dtype)) return cast_error(ctx, op, self->dtype, out->dtype);
   ReducePlan p;
-  PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, has_dims ? dims : nullptr, ndims,
-                                   true, keepdim, &p));
+  PTERON_CHECK_OK(
+      make_reduce_plan(ctx, op, self, has_dims ? dims : nullptr, ndims, true, keepdim, &p));
   PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
@@ -209,8 +206,8 @@ int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
 // Shared by max.dim_max and argmax: values (nullable) and int64 indices,
 // both already resized to the plan's output shape. Ties and NaN: the first
 // occurrence in logical order wins, as in PyTorch.
-void max_with_index(const pteron_tensor* self, const ReducePlan& p,
-                    pteron_tensor* values, pteron_tensor* indices) {
+void max_with_index(const pteron_tensor* self, const ReducePlan& p, pteron_tensor* values,
+                    pteron_tensor* indices) {
   ReduceIter it(self, indices, &p);
   dispatch(self->dtype, [&](auto t) {
     using T = decltype(t);
@@ -222,7 +219,10 @@ void max_with_index(const pteron_tensor* self, const ReducePlan& p,
       int64_t best = 0, cnt = 0;
       it.inner(base, [&](int64_t off) {
         const T v = load_typed<T>(x, off);
-        if (first || beats(v, m)) { m = v; best = cnt; }
+        if (first || beats(v, m)) {
+          m = v;
+          best = cnt;
+        }
         first = false;
         ++cnt;
       });
@@ -247,11 +247,10 @@ int32_t max_dim_max(pteron_kernel_context* ctx, pteron_value* const* args, size_
   PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
   PTERON_CHECK_OK(check_supported(ctx, op, "max", values->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  if (!can_cast(self->dtype, values->dtype))
-    return cast_error(ctx, op, self->dtype, values->dtype);
+  if (!can_cast(self->dtype, values->dtype)) return cast_error(ctx, op, self->dtype, values->dtype);
   if (indices->dtype != PTERON_DTYPE_INT64)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: indices out must be int64, got %s", op, dtype_name(indices->dtype));
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: indices out must be int64, got %s", op,
+                dtype_name(indices->dtype));
   ReducePlan p;
   PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, &dim, 1, false, keepdim, &p));
   PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
@@ -279,8 +278,8 @@ int32_t argmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   if (self->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, op, "self", self->dtype);
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   if (out->dtype != PTERON_DTYPE_INT64)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out must be int64, got %s",
-                op, dtype_name(out->dtype));
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out must be int64, got %s", op,
+                dtype_name(out->dtype));
   ReducePlan p;
   if (has_dim) {
     PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, &dim, 1, false, keepdim, &p));
@@ -345,19 +344,21 @@ int32_t cumsum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
         }
       }
     };
-    if (self->dim == 0) lane(0, 0);
-    else for_each_lane(self, out, d, lane);
+    if (self->dim == 0)
+      lane(0, 0);
+    else
+      for_each_lane(self, out, d, lane);
   });
   return PTERON_OK;
 }
 
 }  // namespace
 
-PTERON_REGISTER_KERNELS(
-    {"aten::mean", "out", nullptr, mean_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::sum", "IntList_out", nullptr, sum_intlist_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::sum", "out", nullptr, sum_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::amax", "out", nullptr, amax_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::max", "dim_max", nullptr, max_dim_max, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::argmax", "out", nullptr, argmax_out, PTERON_KERNEL_PRIORITY, 0},
-    {"aten::cumsum", "out", nullptr, cumsum_out, PTERON_KERNEL_PRIORITY, 0})
+PTERON_REGISTER_KERNELS({"aten::mean", "out", nullptr, mean_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::sum", "IntList_out", nullptr, sum_intlist_out,
+                         PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::sum", "out", nullptr, sum_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::amax", "out", nullptr, amax_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::max", "dim_max", nullptr, max_dim_max, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::argmax", "out", nullptr, argmax_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::cumsum", "out", nullptr, cumsum_out, PTERON_KERNEL_PRIORITY, 0})

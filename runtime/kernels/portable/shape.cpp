@@ -30,8 +30,7 @@ int32_t bad_dim(const Args& a, const char* arg, int64_t d, int32_t rank) {
 
 // ---- permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) ---------
 
-int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                         size_t n) {
+int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::permute_copy.out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -41,9 +40,8 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(a.int_list(1, "dims", &dims, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (nd != static_cast<size_t>(self->dim))
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: dims has %zu entries but self has rank %d", a.op, nd,
-                (int)self->dim);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: dims has %zu entries but self has rank %d",
+                a.op, nd, (int)self->dim);
   bool seen[PTERON_MAX_DIM] = {};
   kern::View src;
   src.dim = self->dim;
@@ -53,9 +51,8 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
     if (!wrap_dim(d, self->dim) || d >= self->dim)
       return bad_dim(a, "dims entry", dims[i], self->dim);
     if (seen[d])
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: dim %lld appears more than once in dims", a.op,
-                  (long long)d);
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: dim %lld appears more than once in dims",
+                  a.op, (long long)d);
     seen[d] = true;
     sizes[i] = self->sizes[d];
     src.sizes[i] = self->sizes[d];
@@ -67,8 +64,7 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 // ---- view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) ---------
 
-int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                      size_t n) {
+int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::view_copy.out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -78,9 +74,8 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(a.int_list(1, "size", &size, &nd));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (nd > PTERON_MAX_DIM)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: size has %zu entries, more than %d", a.op, nd,
-                PTERON_MAX_DIM);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size has %zu entries, more than %d", a.op,
+                nd, PTERON_MAX_DIM);
   int64_t sizes[PTERON_MAX_DIM];
   int infer = -1;
   int64_t known = 1;
@@ -89,14 +84,14 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
     int64_t s = size[i];
     if (s == -1) {
       if (infer >= 0)
-        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                    "%s: only one dimension of size may be -1", a.op);
+        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: only one dimension of size may be -1",
+                    a.op);
       infer = static_cast<int>(i);
       continue;
     }
     if (s < 0)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: invalid size %lld in dim %zu", a.op, (long long)s, i);
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: invalid size %lld in dim %zu", a.op,
+                  (long long)s, i);
     sizes[i] = s;
     if (s != 0 && known > std::numeric_limits<int64_t>::max() / s)
       known_overflow = true;
@@ -111,14 +106,12 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
                   "%lld elements",
                   a.op, (long long)total);
     if (total % known != 0)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: shape is invalid for input of size %lld", a.op,
-                  (long long)total);
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: shape is invalid for input of size %lld",
+                  a.op, (long long)total);
     sizes[infer] = total / known;
   } else if (known_overflow || known != total) {
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: shape is invalid for input of size %lld", a.op,
-                (long long)total);
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: shape is invalid for input of size %lld",
+                a.op, (long long)total);
   }
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, static_cast<int32_t>(nd)));
   return kern::copy_tensor(a, self, kern::view_of(self), out);
@@ -127,8 +120,7 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 // ---- expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False,
 //                      Tensor(a!) out) ---------------------------------------
 
-int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                        size_t n) {
+int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::expand_copy.out"};
   PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -140,9 +132,8 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(a.boolean(2, "implicit", &implicit));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
   if (nd > PTERON_MAX_DIM)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: size has %zu entries, more than %d", a.op, nd,
-                PTERON_MAX_DIM);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size has %zu entries, more than %d", a.op,
+                nd, PTERON_MAX_DIM);
   if (nd < static_cast<size_t>(self->dim))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: the number of sizes provided (%zu) must be greater or "
@@ -167,9 +158,8 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
       int64_t have = self->sizes[j];
       if (s == -1) s = have;
       if (s < 0)
-        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                    "%s: invalid size %lld in dim %d", a.op, (long long)s,
-                    (int)i);
+        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: invalid size %lld in dim %d", a.op,
+                    (long long)s, (int)i);
       if (have == s) {
         src.strides[i] = self->strides[j];
       } else if (have == 1) {
@@ -186,8 +176,7 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
   }
   int64_t total = 0;
   if (!kern::checked_numel(sizes, src.dim, &total))
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size is too large",
-                a.op);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size is too large", a.op);
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, src.dim));
   return kern::copy_tensor(a, self, src, out);
 }
@@ -195,8 +184,7 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 // ---- squeeze_copy ---------------------------------------------------------
 
 // Drops the size-1 dims marked in `drop` (all size-1 dims when all is set).
-int32_t squeeze_impl(const Args& a, pteron_tensor* self, pteron_tensor* out,
-                     const bool* drop) {
+int32_t squeeze_impl(const Args& a, pteron_tensor* self, pteron_tensor* out, const bool* drop) {
   kern::View src;
   int64_t sizes[PTERON_MAX_DIM];
   int32_t k = 0;
@@ -213,8 +201,7 @@ int32_t squeeze_impl(const Args& a, pteron_tensor* self, pteron_tensor* out,
 }
 
 // squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out)
-int32_t squeeze_copy_dims_out(pteron_kernel_context* ctx,
-                              pteron_value* const* args, size_t n) {
+int32_t squeeze_copy_dims_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.dims_out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -230,8 +217,7 @@ int32_t squeeze_copy_dims_out(pteron_kernel_context* ctx,
     if (!wrap_dim(d, self->dim)) return bad_dim(a, "dim", dims[i], self->dim);
     if (seen[d])
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: dim %lld appears more than once in the list of dims",
-                  a.op, (long long)d);
+                  "%s: dim %lld appears more than once in the list of dims", a.op, (long long)d);
     seen[d] = true;
     drop[d] = true;
   }
@@ -239,8 +225,7 @@ int32_t squeeze_copy_dims_out(pteron_kernel_context* ctx,
 }
 
 // squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out)
-int32_t squeeze_copy_dim_out(pteron_kernel_context* ctx,
-                             pteron_value* const* args, size_t n) {
+int32_t squeeze_copy_dim_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.dim_out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -256,8 +241,7 @@ int32_t squeeze_copy_dim_out(pteron_kernel_context* ctx,
 }
 
 // squeeze_copy.out(Tensor self, *, Tensor(a!) out)
-int32_t squeeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                         size_t n) {
+int32_t squeeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::squeeze_copy.out"};
   PTERON_CHECK_OK(a.arity(2));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -270,8 +254,7 @@ int32_t squeeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 // ---- unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) ----------
 
-int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
-                           pteron_value* const* args, size_t n) {
+int32_t unsqueeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::unsqueeze_copy.out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -280,9 +263,8 @@ int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (self->dim >= PTERON_MAX_DIM)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: self already has the maximum rank %d", a.op,
-                PTERON_MAX_DIM);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: self already has the maximum rank %d",
+                a.op, PTERON_MAX_DIM);
   int64_t d = d0;
   if (!wrap_dim(d, self->dim + 1)) return bad_dim(a, "dim", d0, self->dim + 1);
   kern::View src;
@@ -306,8 +288,7 @@ int32_t unsqueeze_copy_out(pteron_kernel_context* ctx,
 // ---- select_copy.int_out(Tensor self, int dim, SymInt index, *,
 //                          Tensor(a!) out) -----------------------------------
 
-int32_t select_copy_int_out(pteron_kernel_context* ctx,
-                            pteron_value* const* args, size_t n) {
+int32_t select_copy_int_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::select_copy.int_out"};
   PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -324,8 +305,8 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx,
   const int64_t size = self->sizes[d];
   if (index < -size || index >= size)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: index %lld is out of range for dim %lld of size %lld",
-                a.op, (long long)index, (long long)d, (long long)size);
+                "%s: index %lld is out of range for dim %lld of size %lld", a.op, (long long)index,
+                (long long)d, (long long)size);
   if (index < 0) index += size;
   kern::View src;
   int64_t sizes[PTERON_MAX_DIM];
@@ -346,8 +327,7 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx,
 // ---- slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None,
 //        SymInt? end=None, SymInt step=1, *, Tensor(a!) out) ----------------
 
-int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
-                              pteron_value* const* args, size_t n) {
+int32_t slice_copy_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::slice_copy.Tensor_out"};
   PTERON_CHECK_OK(a.arity(6));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -365,9 +345,8 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
   int64_t d = d0;
   if (!wrap_dim(d, self->dim)) return bad_dim(a, "dim", d0, self->dim);
   if (step <= 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: slice step must be positive, got %lld", a.op,
-                (long long)step);
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: slice step must be positive, got %lld",
+                a.op, (long long)step);
   const int64_t size = self->sizes[d];
   if (!has_start) start = 0;
   if (!has_end) end = std::numeric_limits<int64_t>::max();
@@ -392,8 +371,7 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx,
 
 // ---- cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) ---------------
 
-int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                size_t n) {
+int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::cat.out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor* const* ts = nullptr;
@@ -404,11 +382,10 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (count == 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: expected a non-empty list of tensors", a.op);
-  if (count > 0 && ts == nullptr)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensor list is null",
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: expected a non-empty list of tensors",
                 a.op);
+  if (count > 0 && ts == nullptr)
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensor list is null", a.op);
   // Validate every entry; find the promoted dtype and the reference tensor
   // (first one that is not a legacy empty 1-D tensor).
   int32_t dtype = -1;
@@ -416,8 +393,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
   for (size_t i = 0; i < count; ++i) {
     const pteron_tensor* t = ts[i];
     if (t == nullptr)
-      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                  "%s: tensors[%zu] is None", a.op, i);
+      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensors[%zu] is None", a.op, i);
     PTERON_CHECK_OK(kern::check_tensor(ctx, a.op, "tensors", t));
     if (!pteron::kern::is_supported(t->dtype))
       return pteron::kern::unsupported_dtype(ctx, a.op, "tensors", t->dtype);
@@ -435,8 +411,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
   if (!kern::can_cast(dtype, out->dtype))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: input dtype %s can't be cast to the out dtype %s", a.op,
-                pteron::kern::dtype_name(dtype),
-                pteron::kern::dtype_name(out->dtype));
+                pteron::kern::dtype_name(dtype), pteron::kern::dtype_name(out->dtype));
   if (ref == nullptr) {
     // Every input is an empty 1-D tensor: the result is one as well.
     int64_t zero = 0;
@@ -461,12 +436,10 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
                     "%s: sizes of tensors must match except in dimension "
                     "%lld: expected size %lld but got size %lld for tensor "
                     "number %zu in the list",
-                    a.op, (long long)d, (long long)ref->sizes[i],
-                    (long long)t->sizes[i], k);
+                    a.op, (long long)d, (long long)ref->sizes[i], (long long)t->sizes[i], k);
     }
     if (t->sizes[d] > std::numeric_limits<int64_t>::max() - cat_size)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: result too large",
-                  a.op);
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: result too large", a.op);
     cat_size += t->sizes[d];
   }
   sizes[d] = cat_size;
@@ -479,8 +452,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
     dst.sizes[d] = t->sizes[d];
     dst.offset = pos * out->strides[d];
     if (t->sizes[d] > 0)
-      kern::copy_view(t->data, t->dtype, kern::view_of(t), out->data, out->dtype,
-                    dst);
+      kern::copy_view(t->data, t->dtype, kern::view_of(t), out->data, out->dtype, dst);
     pos += t->sizes[d];
   }
   return PTERON_OK;
@@ -489,8 +461,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args,
 // ---- clone.out(Tensor self, *, MemoryFormat? memory_format=None,
 //                Tensor(a!) out) ----------------------------------------------
 
-int32_t clone_out(pteron_kernel_context* ctx, pteron_value* const* args,
-                  size_t n) {
+int32_t clone_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::clone.out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
@@ -519,8 +490,7 @@ int32_t dim_order_copy(const Args& a, bool same_dtype) {
   if (has_order) {
     if (nd != static_cast<size_t>(self->dim))
       return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: dim_order has %zu entries but self has rank %d", a.op,
-                  nd, (int)self->dim);
+                  "%s: dim_order has %zu entries but self has rank %d", a.op, nd, (int)self->dim);
     bool seen[PTERON_MAX_DIM] = {};
     for (size_t i = 0; i < nd; ++i) {
       if (order[i] < 0 || order[i] >= self->dim || seen[order[i]])
@@ -543,22 +513,18 @@ int32_t dim_order_copy(const Args& a, bool same_dtype) {
     }
   }
   if (same_dtype && self->dtype != out->dtype)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: out dtype %s differs from self dtype %s", a.op,
-                pteron::kern::dtype_name(out->dtype),
-                pteron::kern::dtype_name(self->dtype));
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
+                a.op, pteron::kern::dtype_name(out->dtype), pteron::kern::dtype_name(self->dtype));
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
   return kern::copy_tensor(a, self, kern::view_of(self), out);
 }
 
-int32_t to_dim_order_copy_out(pteron_kernel_context* ctx,
-                              pteron_value* const* args, size_t n) {
+int32_t to_dim_order_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "dim_order_ops::_to_dim_order_copy.out"};
   return dim_order_copy(a, false);
 }
 
-int32_t clone_dim_order_out(pteron_kernel_context* ctx,
-                            pteron_value* const* args, size_t n) {
+int32_t clone_dim_order_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "dim_order_ops::_clone_dim_order.out"};
   return dim_order_copy(a, true);
 }
@@ -577,5 +543,7 @@ PTERON_REGISTER_KERNELS(
     {"aten::slice_copy", "Tensor_out", nullptr, slice_copy_tensor_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::cat", "out", nullptr, cat_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::clone", "out", nullptr, clone_out, PTERON_KERNEL_PRIORITY, 0},
-    {"dim_order_ops::_to_dim_order_copy", "out", nullptr, to_dim_order_copy_out, PTERON_KERNEL_PRIORITY, 0},
-    {"dim_order_ops::_clone_dim_order", "out", nullptr, clone_dim_order_out, PTERON_KERNEL_PRIORITY, 0})
+    {"dim_order_ops::_to_dim_order_copy", "out", nullptr, to_dim_order_copy_out,
+     PTERON_KERNEL_PRIORITY, 0},
+    {"dim_order_ops::_clone_dim_order", "out", nullptr, clone_dim_order_out, PTERON_KERNEL_PRIORITY,
+     0})
