@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Conan 2 recipe of pteron: one shared library per component.
 
 The components, their options, dependencies and link flags come from

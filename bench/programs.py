@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Exports the benchmark programs that are too big to commit (run by bench/run.py
 with the benchmark's own virtual environment, which has torch and executorch).
 

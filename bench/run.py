@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """pteron against upstream ExecuTorch, side by side, in one command:
 
     python3 bench/run.py [--quick] [--only NAME ...] [--threads N ...]

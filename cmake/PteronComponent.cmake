@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # PteronComponent.cmake - the one helper that defines every pteron component,
 # and the reader of the one component list (cmake/components.json).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # PteronPackage.cmake - writes and installs the CMake package
 # (pteronConfig.cmake, pteronConfigVersion.cmake, pteron-components.cmake)
 # from cmake/components.json and the components actually built, the list

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # toolchain-mingw-w64.cmake - Windows x86-64 (PE) cross build from Linux with
 # Debian's mingw-w64 (posix thread model: std::thread works).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Regenerate the .pte test fixtures in models/fixtures/.
 
 Development-only: needs torch and executorch (see models/README.md). The C++ and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The one fixture writer: exports programs with upstream's exporter and writes
 them, their inputs and their eager-PyTorch outputs, and a manifest describing
 them.

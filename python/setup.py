@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gives pyproject.toml its version: the repository's VERSION file, one folder
 up (setuptools' own `dynamic = {file = ...}` refuses files outside this folder).
 A VERSION file beside this one (an unpacked sdist) is read first."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/conan.sh - sourced by scripts/test.sh and scripts/slow.sh (after
 # scripts/setup.sh). Builds a Conan package ONCE, in a local folder that the
 # tests then share:

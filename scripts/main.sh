@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/main.sh [HOST_PROFILE] - the main job: `conan create` builds,
 # packages and tests pteron; its test_package runs a real program (an MLP
 # exported by upstream ExecuTorch) and compares the output with eager

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/setup.sh - sourced by scripts/main.sh and scripts/test.sh.
 # Installs what pteron's build and tests need, idempotently:
 #  - Debian packages: a C++ compiler, flatbuffers (headers + flatc), Eigen,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/slow.sh - slower targets, outside CI (README, "Slower targets"):
 #   - the Linux debug package made by Conan (profiles/linux-debug: `conan build`
 #     into build-conan/linux-debug, `conan export-pkg`, test_package), and

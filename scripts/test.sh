@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/test.sh [--slow] [pytest args...] - the full test suite (CI: .ci/run).
 # Installs what it needs, then makes three builds, each shared by every test
 # that needs it:

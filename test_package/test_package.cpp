@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test_package.cpp - consumer of the pteron Conan package: runs the MLP
 // fixture (test_package/mlp.pte, exported by upstream ExecuTorch 1.5.1) and
 // compares its output with eager PyTorch's (rtol 1e-4, atol 1e-5). The input

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ctypes binding of pteron's C API (include/pteron/pteron.h), for tests.
 
 Loads libpteron.so (or pteron.dll) and the kernel libraries from a build

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared pytest fixtures: the build directories and the fixture manifest.
 
 The test command (scripts/test.sh) builds first and sets PTERON_BUILD_DIR

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A component built for a different runtime ABI version is refused when it
 registers, with a message naming both versions; nothing of it is registered
 and nothing crashes."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/run.py's statistics and error reporting (no benchmark is run here)."""
 import importlib.util
 from pathlib import Path

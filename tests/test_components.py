@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Adding a component is one entry in cmake/components.json and one folder.
 
 A scratch copy of the tree (the runtime and kernels_portable only: optimized,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The recipe's metadata for toolchains this machine cannot run (MSVC), and
 for MinGW, checked through Conan itself: metadata-only packages made with
 `conan export-pkg` of the test-only recipe tests/recipes/pteron_metadata (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Two routes a user takes that the README promises, run on the packages Conan
 made (scripts/test.sh):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Clear errors, named, at load where possible: missing operators (all of
 them at once), missing delegates, wrong inputs, dynamic-shape bounds."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every fixture runs through the C API (ctypes) and through pteron-run, and
 matches the eager-PyTorch outputs committed beside it (rtol 1e-4, atol 1e-5),
 with the expected dtype and shape."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The header-only C++ layer (pteron/pteron.hpp), compiled and run as an
 application would: typed inputs/outputs including bool, dtype-mismatch
 messages naming both dtypes, no stale outputs before execute."""

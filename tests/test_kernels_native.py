@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The C++ kernel tests (tests/kernels/): about 2,100 lines of expected values
 from eager PyTorch 2.13 and hand-written error, aliasing and random-argument
 checks, run against the real runtime and kernels_portable.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Malformed programs give an error, never a crash, an abort or a hang.
 
 Each fixture goes through pteron-fuzz (tests/native/fuzz_driver.cpp), built

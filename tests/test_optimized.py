@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """kernels_optimized: the fast float32 kernels give the fixtures' eager
 outputs, win over kernels_portable in either load order, leave other dtypes
 to kernels_portable, agree across ISA levels and thread counts, and keep

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The prim operators the runtime itself provides (runtime/core/prim_ops.cpp):
 aten::sym_size.int, aten::sym_numel, aten::_local_scalar_dense and the
 executorch_prim::* scalar, view and copy-index operators that upstream's

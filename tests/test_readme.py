@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The README's user guides, run exactly as written.
 
 Every command block of the guides ("Building your own C++ consumer" and "Building pteron

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The consumer scenario suite: what a user of the package gets, on Linux (ELF)
 and on Windows (MinGW-w64 DLLs run under Wine), against the packages Conan made
 (scripts/test.sh: PTERON_LINUX_PACKAGE, PTERON_MINGW_PACKAGE).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The threadpool component (runtime/threadpool, include/pteron/threadpool.h).
 
 Proves, on Linux:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Paths whatever their characters: pteron-run with the program, an input and
 the output folder each under a folder whose name is not ASCII (accented, CJK,
 emoji), on Linux and, for the MinGW build, under Wine. On Windows the

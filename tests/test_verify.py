@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """pteron-verify (python/pteron/verify.py) on real packages, and on packages
 broken on purpose: each check must be able to fail, naming itself and the
 binary.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Windows DLLs (MinGW-w64 cross build) of the MinGW package Conan made
 (PTERON_MINGW_PACKAGE), checked as PE files and run under Wine: import and
 export tables, pteron-run.exe on fixtures beside its DLLs, and the ABI refusal.

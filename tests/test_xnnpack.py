@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The XNNPACK delegate (backend_xnnpack, delegate id XnnpackBackend).
 
 Each XNNPACK-lowered fixture (upstream XnnpackPartitioner, default

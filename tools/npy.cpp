@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // npy.cpp - see npy.h.
 #include "npy.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // npy.h - minimal reader/writer for NumPy's .npy format (format versions 1-3,
 // little-endian or byte-order-free dtypes, C order). The format is described
 // in NumPy's documentation, "numpy.lib.format".

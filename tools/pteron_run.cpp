@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pteron-run: load a .pte program, run one method on .npy inputs, write the
 // outputs as .npy files and report the median time per execution.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // bench_common.h - what both benchmark runners (bench/peer and bench/pteron)
 // share: a small .npy reader (NumPy's documented format, versions 1-3, C order,
 // little-endian), a deterministic input fill, the median, and the one JSON

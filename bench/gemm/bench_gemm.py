@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """GFLOP/s of kernels_optimized's addmm on the 2 x Linear(1024) MLP shape,
 batch 256 ([256, 1024] x [1024, 1024]), single thread, per ISA level this CPU
 has, against the CPU's peak; plus the whole MLP program with portable and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // peer-bench: the upstream side of pteron's side-by-side benchmark. Loads a
 // .pte with upstream ExecuTorch's C++ runtime (the shared libraries of the
 // executorch wheel), sets inputs from .npy files or a fixed fill, runs warm-up

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pteron-bench: pteron's side of the side-by-side benchmark. A consumer of the
 // pteron Conan package (runtime, kernels_portable, kernels_optimized,
 // threadpool, and backend_xnnpack when the package has it), measured exactly

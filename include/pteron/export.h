@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* pteron/export.h - symbol visibility for every pteron component.
  *
  * Each component compiles with PTERON_BUILDING_<COMPONENT> defined (set by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* pteron/kernel.h - the C ABI between the runtime and the libraries that
  * extend it: kernel libraries (operators) and delegates (backends).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* pteron/kernels_optimized.h - the small C API of the kernels_optimized
  * component (pteron_kernels_optimized.dll / libpteron_kernels_optimized.so).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* pteron/pteron.h - the runtime's C API (pteron.dll / libpteron.so).
  *
  * Load an ExecuTorch program (.pte, ExecuTorch 1.5.x format), load one of its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pteron/pteron.hpp - header-only C++ layer over the C API in pteron.h.
 //
 // It compiles inside the consumer, with the consumer's own C++ runtime

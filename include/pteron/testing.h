@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* pteron/testing.h - the runtime's one TEST-ONLY entry point.
  *
  * Not part of the application API: pteron.h does not include this header,

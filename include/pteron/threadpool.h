@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* pteron/threadpool.h - the process's one thread pool (pteron_threadpool.dll /
  * libpteron_threadpool.so).
  *

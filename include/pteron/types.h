@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* pteron/types.h - the values that both of pteron's C interfaces use: the
  * application API (pteron/pteron.h) and the ABI for kernel libraries and
  * delegates (pteron/kernel.h). Both include this header; nothing here is

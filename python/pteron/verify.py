@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """pteron-verify: check an installed pteron package's binaries the way the
 platform's loader and linker see them.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // common.cpp - status objects, formatting, dtype facts.
 #include <cstdlib>
 #include <cstring>

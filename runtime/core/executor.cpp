@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // executor.cpp - runs a loaded method: the staged inputs are copied into
 // their tensors, then each chain's instructions run in order. A kernel call
 // calls the kernel resolved at load (resolve.cpp), a delegate call the

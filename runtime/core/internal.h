@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // internal.h - runtime internals shared by runtime/core/*.cpp. Never installed.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // method.h - a loaded method (struct pteron_method) and the steps that build
 // and run it. Never installed.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // method_capi.cpp - the C API of a method (pteron.h): load and release,
 // input and output descriptions, setting inputs, execute, copying outputs.
 // Each function checks its arguments, turns a Status into a pteron_status

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // method_load.cpp - method load: an execution plan of the program becomes a
 // pteron_method. Its values are built (scalars, tensors, then the lists that
 // refer to them), every tensor is placed (constant data in the program, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // prim_ops.cpp - the operators upstream's exporter emits outside any kernel
 // library, which the runtime itself provides (registered once, as library
 // "runtime", when the runtime library loads):

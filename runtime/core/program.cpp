@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // program.cpp - data loaders and the program reader.
 //
 // Reading order: bytes (file mapping or copy) -> header checks (identifier,

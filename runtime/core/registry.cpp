@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // registry.cpp - the process's one kernel registry and one backend registry,
 // and the parallel_for hook. Kernel and delegate libraries register here
 // through the C ABI in pteron/kernel.h when they load.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // resolve.cpp - the second half of method load: every instruction of every
 // chain is decoded and checked, every kernel call is resolved in the kernel
 // registry (name, overload, kernel key), every delegate in the backend

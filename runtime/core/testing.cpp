@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // testing.cpp - pteron_testing_call_kernel (pteron/testing.h), the runtime's
 // one test-only entry point: one kernel call through the real registry and a
 // real kernel context, with no program behind it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pool.h - the one interface both thread pools implement (internal to the
 // threadpool component). threadpool.cpp splits a parallel_for into chunks and
 // owns the process's pool; a pool only runs chunk indices on its threads.

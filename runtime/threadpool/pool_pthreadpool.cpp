@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pool_pthreadpool.cpp - the Pool over pthreadpool (Debian's libpthreadpool,
 // or Conan Center's pthreadpool). The same pthreadpool_t is handed to the
 // XNNPACK delegate, so the process has one set of worker threads.

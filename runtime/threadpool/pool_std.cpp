@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pool_std.cpp - the Pool over std::thread, for targets without pthreadpool
 // (the offline MinGW build). Same contract as the pthreadpool one: the caller
 // works too, one job at a time, every chunk index claimed exactly once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // threadpool.cpp - the process's one thread pool: owns the Pool, installs it
 // as the runtime's parallel_for backend at load, reads PTERON_NUM_THREADS,
 // and implements pteron/threadpool.h.

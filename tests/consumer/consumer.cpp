@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // consumer.cpp - an application of pteron's C++ layer, as a user writes it.
 // Usage: consumer MODEL.pte METHOD INPUT.npy... -- EXPECTED.npy...
 // Prints the registry (operators by library, backends) and the parallel_for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kernel_test_util.h - what both C++ kernel test programs share: tensor
 // strides from the runtime, and the command line
 // (tests/test_kernels_native.py drives it):

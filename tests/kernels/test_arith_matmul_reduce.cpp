@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test_arith_matmul_reduce.cpp - the portable kernels of binary.cpp,
 // matmul.cpp, activation.cpp, reduce.cpp and compare.cpp (arithmetic,
 // matrix products, activations, reductions, comparisons).

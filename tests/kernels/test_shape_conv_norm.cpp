@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test_shape_conv_norm.cpp - the portable kernels of shape.cpp, index.cpp,
 // conv.cpp, pool.cpp and norm.cpp (shape and copy operators, indexing,
 // convolution, pooling, normalisation).

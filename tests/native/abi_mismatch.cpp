@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // abi_mismatch.cpp - a component deliberately built for another ABI version
 // (PTERON_TEST_ABI_VERSION). The runtime must refuse its kernels and its
 // backend, naming both versions. Built and loaded by tests/test_abi.py.

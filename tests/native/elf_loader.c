@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* elf_loader.c - loads shared libraries the way an application does, for the
  * load check of tests/test_scenarios.py (Linux).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pteron-fuzz: malformed-program robustness driver.
 //
 // Builds malformed variants of one .pte program in memory and runs each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Exercises the header-only C++ layer (pteron/pteron.hpp) on the multi_out
 // fixture: typed set_input/output, including bool (std::vector<bool> has no
 // contiguous storage), the dtype-mismatch message, and the refusal to read

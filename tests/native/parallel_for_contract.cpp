@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // parallel_for_contract.cpp - checks the contract of pteron_parallel_for with
 // the threadpool component installed (pteron/kernel.h, pteron/threadpool.h):
 //  - the sub-ranges of every call exactly cover [begin, end): each index is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // threadpool_exit.cpp - an application that uses the thread pool and exits.
 //
 //   threadpool_exit PROGRAM.pte METHOD INPUT.npy... -- EXPECTED.npy...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* win_loader.c - loads DLLs the way Windows does, for tests/test_windows_mingw.py
  * (run under Wine).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Export the small programs tests/test_optimized.py runs on top of the
 fixtures in models/fixtures: the shapes and layouts kernels_optimized handles
 by special paths (parallel GEMM splits, grouped / dilated / depthwise / 1-D /

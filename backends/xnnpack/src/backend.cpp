@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // backend.cpp - the XnnpackBackend delegate: plan, segments, execution.
 //
 // Reading order:

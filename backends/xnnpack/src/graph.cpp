@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // graph.cpp - blob header, flatbuffer verification, Graph construction and
 // shape inference for the XNNPACK delegate.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // graph.h - the XNNPACK delegate's own view of a processed blob.
 //
 // Reading order: blob header -> flatbuffer (verified) -> Graph (values and

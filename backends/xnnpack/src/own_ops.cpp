@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // own_ops.cpp - the node types pteron runs itself between XNNPACK segments:
 // those the linked XNNPACK cannot express (static transpose, concatenate,
 // slice, batch matrix multiply, GELU and other unary functions, convert and

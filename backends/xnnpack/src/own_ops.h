@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // own_ops.h - node types pteron executes itself between XNNPACK segments.
 #ifndef PTERON_XNNPACK_OWN_OPS_H
 #define PTERON_XNNPACK_OWN_OPS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // arg_reading.h - reading an operator's non-tensor arguments by schema
 // position: Python Scalars (integers kept exact), optional ints, int lists,
 // dtypes, strings, memory formats and per-spatial-dim parameters

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // conv_checks.h - reading and checking aten::convolution.out's arguments,
 // shared by kernels_portable and kernels_optimized so both accept the same
 // programs and report the same errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // dtype_convert.h - element conversion between the dtypes the kernels
 // compute in, PyTorch's casting rules (can_cast, result_type) and typed
 // loads/stores (header-only, private to the kernel libraries).

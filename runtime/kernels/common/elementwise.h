@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // elementwise.h - element-wise maps with broadcasting and the operand
 // checks of the binary arithmetic operators (add, sub, mul, div; Tensor or
 // Scalar other), shared by kernels_portable and kernels_optimized so both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kernel_util.h - the base of the kernel helper library shared by pteron's
 // kernel libraries (header-only, private: compiled into each kernel library,
 // never exported): errors, dtype rules, argument access (Args), broadcast

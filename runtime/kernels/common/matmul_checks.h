@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // matmul_checks.h - argument checks shared by the matrix-product operators
 // (mm, bmm, addmm) of kernels_portable and kernels_optimized, so both report
 // the same error for the same bad program. Shapes follow PyTorch's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // norm_checks.h - reading and checking aten::native_layer_norm.out's
 // arguments, shared by kernels_portable and kernels_optimized so both accept
 // the same programs and report the same errors (header-only, private to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reduction_plan.h - which dims a reduction (sum, mean, amax, any, ...)
 // folds, its output shape, and the iteration over kept and reduced dims in
 // any dim order (header-only, private to the kernel libraries).

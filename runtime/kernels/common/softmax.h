@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // softmax.h - aten::_softmax.out / aten::_log_softmax.out: the argument
 // checks and the per-lane computation, shared by kernels_portable and
 // kernels_optimized so both accept the same programs, report the same errors

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // strided_views.h - walking tensors by logical position whatever their dim
 // order: views (sizes, element strides, offset), a walker that merges
 // contiguous dims, a dtype-converting strided copy, and per-lane iteration

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // tensor_checks.h - checks that make a kernel safe against whatever a
 // malformed program declares: tensor metadata against its storage, out
 // resizing, aliasing, broadcasting (header-only, private to the kernel

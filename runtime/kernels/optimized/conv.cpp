@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // conv.cpp - optimized float32 aten::convolution.out (1-D, 2-D and 3-D,
 // grouped, strided, padded, dilated; transposed convolution is refused with
 // NOT_SUPPORTED, as kernels_portable does).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // copy.cpp - optimized float32 aten::permute_copy.out.
 //
 // Exported Linear layers transpose their weight with permute_copy on every

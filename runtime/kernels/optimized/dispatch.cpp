@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // dispatch.cpp - picks the ISA level of kernels_optimized's hot loops, once
 // per process.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // elementwise.cpp - optimized float32 element-wise operators: aten::add,
 // aten::sub, aten::mul (Tensor and Scalar out variants) and aten::relu.out.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // isa.h - the boundary between kernels_optimized's operator code (compiled
 // once, at the library's baseline ISA) and its hot loops (isa_kernels.cpp,
 // compiled once per ISA level: baseline, AVX2+FMA, AVX-512).

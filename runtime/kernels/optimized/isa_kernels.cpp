@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // isa_kernels.cpp - kernels_optimized's hot loops, compiled once per ISA
 // level (CMakeLists.txt builds this file three times on x86-64):
 //

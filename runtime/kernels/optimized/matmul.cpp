@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // matmul.cpp - optimized float32 matrix products: aten::addmm.out,
 // aten::mm.out, aten::bmm.out, aten::linear.out.
 //

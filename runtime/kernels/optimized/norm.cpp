@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // norm.cpp - optimized float32 aten::_softmax.out, aten::_log_softmax.out
 // and aten::native_layer_norm.out.
 //

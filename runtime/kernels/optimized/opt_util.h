@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // opt_util.h - helpers shared by kernels_optimized's operator sources
 // (header-only, private to the library, compiled at the baseline ISA only:
 // isa_kernels.cpp must never include it).

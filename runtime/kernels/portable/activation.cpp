@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // activation.cpp - portable activations: aten::relu, clamp (Scalar and
 // Tensor bounds), hardtanh, sigmoid, tanh, gelu, hardswish, _softmax,
 // _log_softmax (out variants).

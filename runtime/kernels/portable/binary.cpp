@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // binary.cpp - portable element-wise arithmetic: aten::add, sub, mul, div
 // (Tensor and Scalar out variants; div with rounding modes).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // compare.cpp - portable comparisons and boolean ops: aten::eq/ne/gt/lt/ge/le
 // (Scalar_out, Tensor_out), logical_not.out, any (out, dims_out, all_out),
 // where.self_out.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // conv.cpp - portable aten::convolution.out: direct convolution over 1, 2
 // or 3 spatial dims, grouped and depthwise included; transposed convolution
 // is not supported.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // index.cpp - portable kernels that gather rows or fill tensors:
 // index_select, embedding, full_like and zeros_like.
 //

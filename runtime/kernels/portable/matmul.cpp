@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // matmul.cpp - portable matrix products: aten::mm.out, aten::bmm.out,
 // aten::addmm.out.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // norm.cpp - portable normalisation kernels:
 // _native_batch_norm_legit_no_training (inference batch norm with running
 // statistics) and native_layer_norm. float32 and float64; statistics are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // pool.cpp - portable 2-D pooling: max_pool2d_with_indices and avg_pool2d,
 // on (C, H, W) or (N, C, H, W) inputs in any dim order.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reduce.cpp - portable reductions: aten::mean.out, sum.IntList_out,
 // sum.out, amax.out, max.dim_max, argmax.out, cumsum.out.
 //

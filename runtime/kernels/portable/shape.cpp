@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // shape.cpp - portable kernels that move elements without arithmetic:
 // permute_copy, view_copy, expand_copy, squeeze_copy, unsqueeze_copy,
 // select_copy, slice_copy, cat, clone and the dim-order copies.

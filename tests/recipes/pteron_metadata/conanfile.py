@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Test-only recipe: pteron's real package_info() on a package that holds no
 binaries (labelled METADATA_ONLY), for checking what a consumer gets on a
 toolchain this machine cannot run (MSVC). tests/test_conan_metadata.py makes
