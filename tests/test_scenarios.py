@@ -259,7 +259,8 @@ def test_consumer_keeps_every_component_and_runs_with_nothing_on_the_search_path
     assert r.returncode == 0, str(r)
     assert "consumer: outputs match" in r.stdout
     libs = {k[2] for k in kernel_lines(r.stdout)}
-    assert libs == {c for c in comps if c.startswith("kernels_")}, libs
+    # The runtime registers the prim operators itself (library "runtime").
+    assert libs == {"runtime"} | {c for c in comps if c.startswith("kernels_")}, libs
     backends = {l.split()[2] for l in r.stdout.splitlines() if l.startswith("backend ")}
     assert backends == {c for c in comps if c.startswith("backend_")}, r.stdout
 
@@ -271,7 +272,10 @@ def test_negative_control_without_retention_drops_the_kernels(target):
     assert any(d.startswith(target.lib_name("runtime")) for d in deps), deps
     r = target.run(exe, *target.fixture_args("cnn"))
     assert r.returncode == 3, str(r)
-    assert "registered operators: 0" in r.stdout
+    # Only the runtime's own prim operators are registered: no kernel library's.
+    libs = {k[2] for k in kernel_lines(r.stdout)}
+    assert libs == {"runtime"}, r.stdout
+    assert f"registered operators: {len(kernel_lines(r.stdout))}" in r.stdout
     assert "missing_operator" in r.stderr and "aten::convolution.out" in r.stderr
 
 
@@ -342,7 +346,7 @@ def test_registry_is_the_union_of_the_linked_kernel_libraries(target):
     exe = target.consumer(target.package, ["kernels_portable"])
     r = target.run(exe, *target.fixture_args("cnn"))
     assert r.returncode == 0, str(r)
-    assert {k[2] for k in kernel_lines(r.stdout)} == {"kernels_portable"}
+    assert {k[2] for k in kernel_lines(r.stdout)} == {"runtime", "kernels_portable"}
 
 
 @pytest.mark.parametrize("order", ["portable_first", "optimized_first"])
@@ -356,7 +360,7 @@ def test_optimized_wins_in_both_link_orders(target, order):
     r = target.run(exe, *target.fixture_args("cnn"))
     assert r.returncode == 0, str(r)
     lines = kernel_lines(r.stdout)
-    assert {k[2] for k in lines} == {"kernels_portable", "kernels_optimized"}
+    assert {k[2] for k in lines} == {"runtime", "kernels_portable", "kernels_optimized"}
     conv = [k for k in lines if k[1] == "aten::convolution.out"]
     winners = [k for k in conv if k[4] == "selected" and k[3] in ("-", "dtype=6")]
     assert any(k[2] == "kernels_optimized" for k in winners), conv

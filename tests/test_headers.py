@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Header layering and the kernel key: an application sees the C API and
+types.h, never the kernel ABI; the one key builder gives "dtype=<n>" for each
+dtype the format defines, and kernels_optimized registers with exactly that key."""
+import ctypes
+import subprocess
+
+import pytest
+
+from conftest import REPO, build_dir
+
+
+def _compile_c(tmp_path, source, lang="c"):
+    src = tmp_path / f"probe.{lang}"
+    src.write_text(source)
+    cc = "gcc" if lang == "c" else "g++"
+    std = "-std=c99" if lang == "c" else "-std=c++17"
+    r = subprocess.run([cc, std, "-pedantic", "-Werror", "-fsyntax-only", f"-I{REPO / 'include'}",
+                        str(src)], capture_output=True, text=True, timeout=120)
+    return r
+
+
+@pytest.mark.parametrize("lang", ["c", "cpp"])
+def test_pteron_h_gives_types_but_not_the_kernel_abi(tmp_path, lang):
+    r = _compile_c(tmp_path, """
+        #include "pteron/pteron.h"
+        #ifdef PTERON_KERNEL_H
+        #error pteron.h exposes the kernel ABI
+        #endif
+        int probe(void) { return PTERON_DTYPE_FLOAT32 + PTERON_ERROR_MISSING_OPERATOR; }
+    """, lang)
+    assert r.returncode == 0, r.stderr
+
+
+def test_kernel_abi_is_not_visible_through_pteron_h(tmp_path):
+    # Negative control for the test above: using a kernel-ABI name with only
+    # pteron.h included must not compile.
+    r = _compile_c(tmp_path, """
+        #include "pteron/pteron.h"
+        int probe(void) { return (int)sizeof(pteron_kernel_registration); }
+    """)
+    assert r.returncode != 0
+    assert "pteron_kernel_registration" in r.stderr
+
+
+@pytest.mark.parametrize("header", ["types.h", "pteron.h", "kernel.h", "threadpool.h"])
+def test_each_public_header_compiles_on_its_own_as_c99(tmp_path, header):
+    r = _compile_c(tmp_path, f'#include "pteron/{header}"\nint probe(void) {{ return 0; }}\n')
+    assert r.returncode == 0, r.stderr
+
+
+def _key_fn():
+    lib = ctypes.CDLL(str(build_dir() / "libpteron.so"))
+    f = lib.pteron_kernel_key_for_dtype
+    f.restype = ctypes.c_char_p
+    f.argtypes = [ctypes.c_int32]
+    return f
+
+
+def test_kernel_key_is_dtype_and_its_number_for_every_defined_dtype():
+    key = _key_fn()
+    defined = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
+               6: "float32", 7: "float64", 11: "bool", 15: "bfloat16"}
+    for d in defined:
+        assert key(d) == f"dtype={d}".encode(), defined[d]
+    for undefined in (-1, 8, 10, 255, 2**31 - 1):
+        assert key(undefined) is None, undefined
+
+
+def test_optimized_kernels_register_with_the_runtimes_float32_key(runtime):
+    import capi
+
+    rt = capi.Runtime(build_dir(), kernel_libs=("kernels_portable", "kernels_optimized"))
+    float32_key = _key_fn()(6).decode()
+    optimized = [k for k in rt.kernels() if k["library"] == "kernels_optimized"]
+    assert optimized, "kernels_optimized registered nothing"
+    assert {k["key"] for k in optimized} == {float32_key}
