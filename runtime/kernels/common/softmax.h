@@ -75,4 +75,15 @@ void softmax_lane(const C* x, int64_t xs, C* y, int64_t ys, int64_t len, bool lo
   }
 }
 
+// The kernel entry points of aten::_softmax.out (Log=false) and
+// aten::_log_softmax.out (Log=true) over a library's own implementation
+// `Impl(ctx, args, n, operator's full name, log)`, so each library writes
+// only the implementation and registers softmax_kernel<its_impl, false/true>.
+using SoftmaxImpl = int32_t (*)(pteron_kernel_context*, pteron_value* const*, size_t, const char*,
+                                bool);
+template <SoftmaxImpl Impl, bool Log>
+int32_t softmax_kernel(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  return Impl(ctx, args, n, Log ? "aten::_log_softmax.out" : "aten::_softmax.out", Log);
+}
+
 }  // namespace pteron::kern

@@ -81,12 +81,8 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size
   return PTERON_OK;
 }
 
-int32_t softmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
-  return softmax_impl(ctx, args, n, "aten::_softmax.out", false);
-}
-int32_t log_softmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
-  return softmax_impl(ctx, args, n, "aten::_log_softmax.out", true);
-}
+constexpr pteron_kernel_fn softmax_out = softmax_kernel<softmax_impl, false>;
+constexpr pteron_kernel_fn log_softmax_out = softmax_kernel<softmax_impl, true>;
 
 // ---- layer norm -------------------------------------------------------------
 
