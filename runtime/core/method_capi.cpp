@@ -72,26 +72,29 @@ void pteron_method_release(pteron_method* m) { delete m; }
 size_t pteron_method_input_count(const pteron_method* m) { return m ? m->inputs.size() : 0; }
 size_t pteron_method_output_count(const pteron_method* m) { return m ? m->outputs.size() : 0; }
 
+namespace {
+// The info of entry `index` of the method's inputs or outputs (`which`).
+pteron_status* io_info(const pteron_method* m, size_t index, pteron_value_info* info,
+                       bool outputs) {
+  if (!m || !info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or info is NULL"));
+  const auto& list = outputs ? m->outputs : m->inputs;
+  const char* which = outputs ? "output" : "input";
+  if (index >= list.size())
+    return to_c(error(PTERON_ERROR_NOT_FOUND, "%s index %zu out of range (method '%s' has %zu %ss)",
+                      which, index, m->name.c_str(), list.size(), which));
+  fill_info(m->values[list[index]], info);
+  return nullptr;
+}
+}  // namespace
+
 pteron_status* pteron_method_input_info(const pteron_method* m, size_t index,
                                         pteron_value_info* info) {
-  if (!m || !info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or info is NULL"));
-  if (index >= m->inputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND,
-                      "input index %zu out of range (method '%s' has %zu inputs)", index,
-                      m->name.c_str(), m->inputs.size()));
-  fill_info(m->values[m->inputs[index]], info);
-  return nullptr;
+  return io_info(m, index, info, false);
 }
 
 pteron_status* pteron_method_output_info(const pteron_method* m, size_t index,
                                          pteron_value_info* info) {
-  if (!m || !info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or info is NULL"));
-  if (index >= m->outputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND,
-                      "output index %zu out of range (method '%s' has %zu outputs)", index,
-                      m->name.c_str(), m->outputs.size()));
-  fill_info(m->values[m->outputs[index]], info);
-  return nullptr;
+  return io_info(m, index, info, true);
 }
 
 pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t dtype,
