@@ -94,18 +94,19 @@ std::vector<std::string> utf8_arguments(int argc, char** argv) {
   return args;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  (void)pteron_keep_components();
+struct Options {
   std::string model, method = "forward", out_dir;
   std::vector<std::string> inputs;
   long iterations = 1;
   bool list_ops = false;
-  const std::vector<std::string> args = utf8_arguments(argc, argv);
+};
+
+// Reads the command line into `o`. Returns -1 to go on, else the exit code
+// (0 for --help, 2 for a usage error, the usage printed).
+int parse_arguments(const std::vector<std::string>& args, Options* o) {
   const int nargs = static_cast<int>(args.size());
   for (int i = 1; i < nargs; ++i) {
-    std::string a = args[i];
+    const std::string& a = args[i];
     auto next = [&](const char* what) -> const char* {
       if (i + 1 >= nargs) {
         std::fprintf(stderr, "pteron-run: %s needs a value\n%s", what, kUsage);
@@ -114,163 +115,206 @@ int main(int argc, char** argv) {
       return args[++i].c_str();
     };
     if (a == "--method")
-      method = next("--method");
+      o->method = next("--method");
     else if (a == "--input")
-      inputs.push_back(next("--input"));
+      o->inputs.push_back(next("--input"));
     else if (a == "--output-dir")
-      out_dir = next("--output-dir");
+      o->out_dir = next("--output-dir");
     else if (a == "--iterations") {
       char* end = nullptr;
       const char* v = next("--iterations");
       errno = 0;
-      iterations = std::strtol(v, &end, 10);
-      if (!(v[0] >= '0' && v[0] <= '9') || !end || *end || errno == ERANGE || iterations < 1 ||
-          iterations > 1000000) {
+      o->iterations = std::strtol(v, &end, 10);
+      if (!(v[0] >= '0' && v[0] <= '9') || !end || *end || errno == ERANGE || o->iterations < 1 ||
+          o->iterations > 1000000) {
         std::fprintf(stderr,
                      "pteron-run: --iterations needs an integer from 1 to 1000000, got '%s'\n%s", v,
                      kUsage);
         return 2;
       }
     } else if (a == "--list-operators")
-      list_ops = true;
+      o->list_ops = true;
     else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "pteron-run: unknown option '%s'\n%s", a.c_str(), kUsage);
       return 2;
-    } else if (model.empty())
-      model = a;
+    } else if (o->model.empty())
+      o->model = a;
     else {
       std::fprintf(stderr, "pteron-run: unexpected argument '%s'\n%s", a.c_str(), kUsage);
       return 2;
     }
   }
-  try {
-    if (list_ops) {
-      for (const pteron::KernelInfo& k : pteron::registered_kernels())
-        std::printf("%-50s %-20s %s%s\n", k.qualified().c_str(), k.library.c_str(),
-                    k.key.empty() ? "" : ("key=" + k.key + " ").c_str(),
-                    k.selected ? "(selected)" : "(overridden)");
-      for (const pteron::BackendInfo& b : pteron::registered_backends())
-        std::printf("backend %-42s %s\n", b.id.c_str(), b.library.c_str());
-      if (model.empty()) return 0;
-      if (inputs.empty()) {
-        // Nothing to run: check that the method loads (every operator and
-        // delegate resolved) and stop there.
-        pteron::Program program = pteron::Program::load_file(model);
-        pteron::Method m = program.load_method(method);
-        std::printf("method '%s' loads: %zu input(s), %zu output(s)\n", method.c_str(),
-                    m.input_count(), m.output_count());
-        return 0;
-      }
+  return -1;
+}
+
+// --list-operators: every registered kernel and backend. With a program and
+// no inputs, also checks that the method loads (every operator and delegate
+// resolved) and stops there. Returns -1 when inputs are given (run them).
+int list_operators(const Options& o) {
+  for (const pteron::KernelInfo& k : pteron::registered_kernels())
+    std::printf("%-50s %-20s %s%s\n", k.qualified().c_str(), k.library.c_str(),
+                k.key.empty() ? "" : ("key=" + k.key + " ").c_str(),
+                k.selected ? "(selected)" : "(overridden)");
+  for (const pteron::BackendInfo& b : pteron::registered_backends())
+    std::printf("backend %-42s %s\n", b.id.c_str(), b.library.c_str());
+  if (o.model.empty()) return 0;
+  if (!o.inputs.empty()) return -1;
+  pteron::Program program = pteron::Program::load_file(o.model);
+  pteron::Method m = program.load_method(o.method);
+  std::printf("method '%s' loads: %zu input(s), %zu output(s)\n", o.method.c_str(), m.input_count(),
+              m.output_count());
+  return 0;
+}
+
+// The value of a 0-d .npy given for a scalar input; false for a dtype a
+// scalar cannot come from.
+bool scalar_from_npy(const pteron_tools::NpyArray& a, double* v) {
+  switch (a.dtype) {
+    case PTERON_DTYPE_FLOAT32: {
+      float f;
+      std::memcpy(&f, a.data.data(), 4);
+      *v = f;
+      return true;
     }
-    if (model.empty()) {
+    case PTERON_DTYPE_FLOAT64: std::memcpy(v, a.data.data(), 8); return true;
+    case PTERON_DTYPE_INT64: {
+      int64_t x;
+      std::memcpy(&x, a.data.data(), 8);
+      *v = double(x);
+      return true;
+    }
+    case PTERON_DTYPE_INT32: {
+      int32_t x;
+      std::memcpy(&x, a.data.data(), 4);
+      *v = x;
+      return true;
+    }
+    case PTERON_DTYPE_BOOL: *v = a.data[0] ? 1 : 0; return true;
+    default: return false;
+  }
+}
+
+// Reads each input file and sets it on the method; "" or the error.
+std::string set_inputs(pteron::Method& m, const Options& o) {
+  if (o.inputs.size() != m.input_count())
+    return "method '" + o.method + "' takes " + std::to_string(m.input_count()) + " input(s), " +
+           std::to_string(o.inputs.size()) + " given";
+  for (size_t i = 0; i < o.inputs.size(); ++i) {
+    pteron_tools::NpyArray a;
+    std::string err = pteron_tools::npy_read(o.inputs[i], &a);
+    if (!err.empty()) return err;
+    pteron::ValueInfo info = m.input_info(i);
+    if (!info.is_tensor()) {
+      if (a.shape.size() != 0)
+        return "input " + std::to_string(i) + " is a scalar; give a 0-d .npy";
+      double v = 0;
+      if (!scalar_from_npy(a, &v))
+        return "input " + std::to_string(i) + ": unsupported scalar dtype";
+      m.set_input_scalar(i, v);
+      continue;
+    }
+    try {
+      m.set_input(i, a.dtype, a.shape, a.data.data(), a.data.size());
+    } catch (const pteron::Error& e) {
+      return std::string(e.what()) + " (from '" + o.inputs[i] + "')";
+    }
+  }
+  return "";
+}
+
+// Prints a summary line per output and writes DIR/output_<i>.npy when an
+// output directory is given; "" or the error.
+std::string report_outputs(pteron::Method& m, const std::string& out_dir) {
+  for (size_t o = 0; o < m.output_count(); ++o) {
+    pteron::ValueInfo info = m.output_info(o);
+    if (!info.is_tensor()) {
+      std::printf("output %zu: scalar %g\n", o, info.scalar);
+      continue;
+    }
+    std::vector<unsigned char> bytes = m.output_bytes(o);
+    double mn = 0, mx = 0, mean = 0;
+    size_t n = static_cast<size_t>(info.numel());
+    switch (info.dtype) {
+      case PTERON_DTYPE_FLOAT32: summarize<float>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_FLOAT64: summarize<double>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_INT32: summarize<int32_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_INT64: summarize<int64_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_INT16: summarize<int16_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_INT8: summarize<int8_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_UINT8:
+      case PTERON_DTYPE_BOOL: summarize<uint8_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      default: break;
+    }
+    std::printf("output %zu: %s %s min %.6g max %.6g mean %.6g\n", o,
+                pteron::dtype_name(info.dtype), shape_str(info.sizes).c_str(), mn, mx, mean);
+    if (!out_dir.empty()) {
+      pteron_tools::NpyArray a;
+      a.dtype = info.dtype;
+      a.shape = info.sizes;
+      a.data = std::move(bytes);
+      std::string path = out_dir + "/output_" + std::to_string(o) + ".npy";
+      std::string err = pteron_tools::npy_write(path, a);
+      if (!err.empty()) return err;
+    }
+  }
+  return "";
+}
+
+// Loads the method, sets its inputs, runs it o.iterations times and reports
+// the outputs and the median time; the exit code.
+int run(const Options& o) {
+  if (!o.out_dir.empty()) {
+    // Created up front (with its parents), so a bad directory fails before
+    // the model runs.
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::u8path(o.out_dir);
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir))
+      return fail("cannot use output directory '" + o.out_dir +
+                  "': " + (ec ? ec.message() : std::string("not a directory")));
+  }
+  pteron::Program program = pteron::Program::load_file(o.model);
+  pteron::Method m = program.load_method(o.method);
+  std::string err = set_inputs(m, o);
+  if (!err.empty()) return fail(err);
+  std::vector<double> times;
+  for (long it = 0; it < o.iterations; ++it) {
+    auto t0 = std::chrono::steady_clock::now();
+    m.execute();
+    auto t1 = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  err = report_outputs(m, o.out_dir);
+  if (!err.empty()) return fail(err);
+  std::sort(times.begin(), times.end());
+  std::printf("median time per execution: %.3f ms over %zu iteration(s)\n", times[times.size() / 2],
+              times.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  (void)pteron_keep_components();
+  Options o;
+  const int parsed = parse_arguments(utf8_arguments(argc, argv), &o);
+  if (parsed >= 0) return parsed;
+  try {
+    if (o.list_ops) {
+      const int listed = list_operators(o);
+      if (listed >= 0) return listed;
+    }
+    if (o.model.empty()) {
       std::fputs(kUsage, stderr);
       return 2;
     }
-    if (!out_dir.empty()) {
-      // Created up front (with its parents), so a bad directory fails before
-      // the model runs.
-      std::error_code ec;
-      const std::filesystem::path dir = std::filesystem::u8path(out_dir);
-      std::filesystem::create_directories(dir, ec);
-      if (ec || !std::filesystem::is_directory(dir))
-        return fail("cannot use output directory '" + out_dir +
-                    "': " + (ec ? ec.message() : std::string("not a directory")));
-    }
-    pteron::Program program = pteron::Program::load_file(model);
-    pteron::Method m = program.load_method(method);
-    if (inputs.size() != m.input_count())
-      return fail("method '" + method + "' takes " + std::to_string(m.input_count()) +
-                  " input(s), " + std::to_string(inputs.size()) + " given");
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      pteron_tools::NpyArray a;
-      std::string err = pteron_tools::npy_read(inputs[i], &a);
-      if (!err.empty()) return fail(err);
-      pteron::ValueInfo info = m.input_info(i);
-      if (!info.is_tensor()) {
-        if (a.shape.size() != 0)
-          return fail("input " + std::to_string(i) + " is a scalar; give a 0-d .npy");
-        double v = 0;
-        switch (a.dtype) {
-          case PTERON_DTYPE_FLOAT32: {
-            float f;
-            std::memcpy(&f, a.data.data(), 4);
-            v = f;
-            break;
-          }
-          case PTERON_DTYPE_FLOAT64: std::memcpy(&v, a.data.data(), 8); break;
-          case PTERON_DTYPE_INT64: {
-            int64_t x;
-            std::memcpy(&x, a.data.data(), 8);
-            v = double(x);
-            break;
-          }
-          case PTERON_DTYPE_INT32: {
-            int32_t x;
-            std::memcpy(&x, a.data.data(), 4);
-            v = x;
-            break;
-          }
-          case PTERON_DTYPE_BOOL: v = a.data[0] ? 1 : 0; break;
-          default: return fail("input " + std::to_string(i) + ": unsupported scalar dtype");
-        }
-        m.set_input_scalar(i, v);
-        continue;
-      }
-      try {
-        m.set_input(i, a.dtype, a.shape, a.data.data(), a.data.size());
-      } catch (const pteron::Error& e) {
-        return fail(std::string(e.what()) + " (from '" + inputs[i] + "')");
-      }
-    }
-    std::vector<double> times;
-    for (long it = 0; it < iterations; ++it) {
-      auto t0 = std::chrono::steady_clock::now();
-      m.execute();
-      auto t1 = std::chrono::steady_clock::now();
-      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
-    for (size_t o = 0; o < m.output_count(); ++o) {
-      pteron::ValueInfo info = m.output_info(o);
-      if (!info.is_tensor()) {
-        std::printf("output %zu: scalar %g\n", o, info.scalar);
-        continue;
-      }
-      std::vector<unsigned char> bytes = m.output_bytes(o);
-      double mn = 0, mx = 0, mean = 0;
-      size_t n = static_cast<size_t>(info.numel());
-      switch (info.dtype) {
-        case PTERON_DTYPE_FLOAT32: summarize<float>(bytes.data(), n, &mn, &mx, &mean); break;
-        case PTERON_DTYPE_FLOAT64: summarize<double>(bytes.data(), n, &mn, &mx, &mean); break;
-        case PTERON_DTYPE_INT32: summarize<int32_t>(bytes.data(), n, &mn, &mx, &mean); break;
-        case PTERON_DTYPE_INT64: summarize<int64_t>(bytes.data(), n, &mn, &mx, &mean); break;
-        case PTERON_DTYPE_INT16: summarize<int16_t>(bytes.data(), n, &mn, &mx, &mean); break;
-        case PTERON_DTYPE_INT8: summarize<int8_t>(bytes.data(), n, &mn, &mx, &mean); break;
-        case PTERON_DTYPE_UINT8:
-        case PTERON_DTYPE_BOOL: summarize<uint8_t>(bytes.data(), n, &mn, &mx, &mean); break;
-        default: break;
-      }
-      std::printf("output %zu: %s %s min %.6g max %.6g mean %.6g\n", o,
-                  pteron::dtype_name(info.dtype), shape_str(info.sizes).c_str(), mn, mx, mean);
-      if (!out_dir.empty()) {
-        pteron_tools::NpyArray a;
-        a.dtype = info.dtype;
-        a.shape = info.sizes;
-        a.data = std::move(bytes);
-        std::string path = out_dir + "/output_" + std::to_string(o) + ".npy";
-        std::string err = pteron_tools::npy_write(path, a);
-        if (!err.empty()) return fail(err);
-      }
-    }
-    std::sort(times.begin(), times.end());
-    std::printf("median time per execution: %.3f ms over %zu iteration(s)\n",
-                times[times.size() / 2], times.size());
+    return run(o);
   } catch (const pteron::Error& e) {
     return fail(std::string(e.what()) + " [" + e.code_name() + "]");
   } catch (const std::exception& e) {
     return fail(e.what());
   }
-  return 0;
 }
