@@ -578,7 +578,14 @@ def build_fixtures() -> List[Fixture]:
                       preserve_ops=[torch.ops.aten.hardswish.default,
                                     torch.ops.aten.zeros_like.default],
                       upstream_runs=False))
-    # Prim operators: provided by the runtime itself (runtime/core/prim_ops.cpp).
+    fx.extend(_prim_fixtures())
+    return fx
+
+
+def _prim_fixtures() -> List[Fixture]:
+    """The fixtures of the prim operators, which the runtime itself provides
+    (runtime/core/prim_ops.cpp): dynamic sizes, .item() and a map loop."""
+    fx: List[Fixture] = []
     prim_note = ("the operators outside kernels_portable are prim operators, which the "
                  "runtime itself provides (runtime/core/prim_ops.cpp)")
     torch.manual_seed(115)
