@@ -37,6 +37,8 @@ def export_group(group: str) -> int:
     for prog in mod.programs():
         expected = fw.eager_reference(prog.cases)
         pte = fw.export_program(prog.cases, preserve_ops=prog.preserve_ops)
+        if prog.rewrites:
+            pte = fw.rewrite_operators(pte, prog.rewrites)
         entry = fw.write_fixture(out, prog.name, pte, prog.cases, expected)
         called = {op for m in entry["methods"].values() for op in m["operators"]}
         if prog.operator not in called:

@@ -48,7 +48,10 @@ class OpProgram:
     preserve_ops: torch ops the exporter must not decompose
         (EdgeCompileConfig(preserve_ops=...)), e.g. [torch.ops.aten.rsub.Scalar];
     rtol/atol: float tolerance of the comparison (integers and bools: exact);
-    notes: what the cases prove, for the manifest."""
+    notes: what the cases prove, for the manifest;
+    rewrites: for an operator the exporter never emits (aten::_conj_physical on
+        real tensors), fixture_writer.rewrite_operators() rewrites applied to the
+        exported program; the cases then give the eager module (MethodSpec.eager)."""
     name: str
     operator: str
     cases: Dict[str, MethodSpec]
@@ -56,6 +59,7 @@ class OpProgram:
     rtol: float = 1e-5
     atol: float = 1e-6
     notes: str = ""
+    rewrites: Sequence[Tuple[str, str, Sequence[int]]] = ()
 
 
 def case(fn: Callable[..., object], *inputs: torch.Tensor) -> MethodSpec:
