@@ -3,6 +3,7 @@
 them at once), missing delegates, wrong inputs, dynamic-shape bounds."""
 import os
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -296,6 +297,33 @@ def test_pteron_run_bad_npy(pteron_run, tmp_path):
 def test_pteron_run_usage_error(pteron_run):
     r = _run(pteron_run, "--bogus")
     assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_pteron_run_takes_a_program_named_with_a_dash_after_double_dash(pteron_run, tmp_path):
+    prog = tmp_path / "-model.pte"
+    prog.write_bytes((FIXTURES / "mlp.pte").read_bytes())
+    inp = FIXTURES / "mlp.forward.input_0.npy"
+    exe = str(Path(pteron_run).resolve())
+    r = subprocess.run([exe, "--input", str(inp), "--", "-model.pte"],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "output 0" in r.stdout
+    r = subprocess.run([exe, "--input", str(inp), "-model.pte"],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2 and "unknown option '-model.pte'" in r.stderr
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--output-dir", ""], "--output-dir needs a value"),
+    (["--input", ""], "--input needs a value"),
+    (["--list-operators", "--input", "x.npy"], "--input and --output-dir need MODEL.pte"),
+    (["--output-dir", "out"], "--input and --output-dir need MODEL.pte"),
+    (["--", "a.pte", "b.pte"], "unexpected argument 'b.pte'"),
+])
+def test_pteron_run_refuses_empty_values_and_inputs_without_a_program(pteron_run, args, says):
+    r = _run(pteron_run, *args)
+    assert r.returncode == 2, r
+    assert says in r.stderr and "usage" in r.stderr
 
 
 def test_pteron_run_lists_operators_with_their_library(pteron_run):

@@ -161,6 +161,17 @@ def test_missing_component_file_fails_files(pkg, victim):
     assert "files" in r.stderr and victim["location"] in r.stderr
 
 
+def test_dangling_soname_link_fails_files_naming_it(pkg, victim):
+    link = pkg / "lib" / victim["soname"]
+    link.unlink()
+    link.symlink_to("nowhere")
+    r, data = verify_json(pkg)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    details = " ".join(f["detail"] for f in failed(data, "files"))
+    assert f"lib/{victim['soname']} is a dangling link (to 'nowhere')" in details
+
+
 def test_unexpected_binary_fails_files(pkg, linux_package, victim):
     shutil.copy(linux_package / victim["location"], pkg / "lib" / "libpteron_extra.so")
     r, data = verify_json(pkg)

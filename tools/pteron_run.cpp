@@ -42,7 +42,8 @@ namespace {
 
 const char kUsage[] =
     "usage: pteron-run MODEL.pte [--method NAME] [--input FILE.npy]... [--output-dir DIR]\n"
-    "                  [--iterations N] [--list-operators]\n";
+    "                  [--iterations N] [--list-operators]\n"
+    "       (after \"--\", an argument is MODEL.pte even if it starts with '-')\n";
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "pteron-run: error: %s\n", msg.c_str());
@@ -105,10 +106,23 @@ struct Options {
 // (0 for --help, 2 for a usage error, the usage printed).
 int parse_arguments(const std::vector<std::string>& args, Options* o) {
   const int nargs = static_cast<int>(args.size());
+  bool options_done = false;  // after "--" every argument is the program
   for (int i = 1; i < nargs; ++i) {
     const std::string& a = args[i];
+    if (options_done || a == "--") {
+      if (a == "--" && !options_done) {
+        options_done = true;
+        continue;
+      }
+      if (!o->model.empty()) {
+        std::fprintf(stderr, "pteron-run: unexpected argument '%s'\n%s", a.c_str(), kUsage);
+        return 2;
+      }
+      o->model = a;
+      continue;
+    }
     auto next = [&](const char* what) -> const char* {
-      if (i + 1 >= nargs) {
+      if (i + 1 >= nargs || args[i + 1].empty()) {
         std::fprintf(stderr, "pteron-run: %s needs a value\n%s", what, kUsage);
         std::exit(2);
       }
@@ -146,6 +160,10 @@ int parse_arguments(const std::vector<std::string>& args, Options* o) {
       std::fprintf(stderr, "pteron-run: unexpected argument '%s'\n%s", a.c_str(), kUsage);
       return 2;
     }
+  }
+  if (o->model.empty() && (!o->inputs.empty() || !o->out_dir.empty())) {
+    std::fprintf(stderr, "pteron-run: --input and --output-dir need MODEL.pte\n%s", kUsage);
+    return 2;
   }
   return -1;
 }

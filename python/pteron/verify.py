@@ -414,7 +414,10 @@ def check_files(pkg, report):
                 accounted[os.path.normpath(os.path.join(libdir, linker_name))] = c.name
                 for rel in (link, os.path.join(libdir, linker_name)):
                     full = os.path.join(pkg.root, rel)
-                    if os.path.islink(full) and present and not os.path.samefile(full, path):
+                    if os.path.islink(full) and not os.path.exists(full):
+                        problems.append(f"{rel} is a dangling link "
+                                        f"(to '{os.readlink(full)}')")
+                    elif os.path.islink(full) and present and not os.path.samefile(full, path):
                         problems.append(f"{rel} does not lead to {c.location}")
                 if not os.path.exists(os.path.join(pkg.root, link)):
                     problems.append(f"{link} (the SONAME the loader looks for) is missing")
