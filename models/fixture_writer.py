@@ -95,10 +95,13 @@ def dtype_name(t: torch.Tensor) -> str:
 
 def export_program(methods: Dict[str, MethodSpec], *, xnnpack: bool = False,
                    preserve_ops: Iterable[object] = (),
+                   skip_dim_order: bool = False,
                    backend_config: Optional[Dict[str, object]] = None) -> bytes:
     """The .pte bytes of `methods` through torch.export and
     to_edge_transform_and_lower(...).to_executorch(). xnnpack: lower with
     XnnpackPartitioner(); preserve_ops: EdgeCompileConfig(preserve_ops=...);
+    skip_dim_order: EdgeCompileConfig(_skip_dim_order=True), which keeps aten::empty /
+    aten::_to_copy instead of their dim_order_ops:: variants;
     backend_config: ExecutorchBackendConfig keyword arguments."""
     from executorch.exir import to_edge_transform_and_lower
 
@@ -116,9 +119,10 @@ def export_program(methods: Dict[str, MethodSpec], *, xnnpack: bool = False,
     arg = eps if len(eps) > 1 or "forward" not in eps else eps["forward"]
     compile_config = None
     preserve_ops = list(preserve_ops)
-    if preserve_ops:
+    if preserve_ops or skip_dim_order:
         from executorch.exir import EdgeCompileConfig
-        compile_config = EdgeCompileConfig(preserve_ops=preserve_ops)
+        compile_config = EdgeCompileConfig(preserve_ops=preserve_ops,
+                                           _skip_dim_order=skip_dim_order)
     edge = to_edge_transform_and_lower(arg, partitioner=partitioner,
                                        compile_config=compile_config)
     if backend_config:

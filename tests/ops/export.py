@@ -36,7 +36,8 @@ def export_group(group: str) -> int:
     entries = []
     for prog in mod.programs():
         expected = fw.eager_reference(prog.cases)
-        pte = fw.export_program(prog.cases, preserve_ops=prog.preserve_ops)
+        pte = fw.export_program(prog.cases, preserve_ops=prog.preserve_ops,
+                                skip_dim_order=prog.skip_dim_order)
         if prog.rewrites:
             pte = fw.rewrite_operators(pte, prog.rewrites)
         entry = fw.write_fixture(out, prog.name, pte, prog.cases, expected)

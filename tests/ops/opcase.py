@@ -47,6 +47,9 @@ class OpProgram:
         ("f32_broadcast", "i64_zero_size", "f32_channels_last", "neg_dim");
     preserve_ops: torch ops the exporter must not decompose
         (EdgeCompileConfig(preserve_ops=...)), e.g. [torch.ops.aten.rsub.Scalar];
+    skip_dim_order: export without the dim-order ops (EdgeCompileConfig
+        (_skip_dim_order=True)), for aten operators the exporter otherwise
+        replaces with a dim_order_ops:: variant (aten::empty.out);
     rtol/atol: float tolerance of the comparison (integers and bools: exact);
     notes: what the cases prove, for the manifest;
     rewrites: for an operator the exporter never emits (aten::_conj_physical on
@@ -56,6 +59,7 @@ class OpProgram:
     operator: str
     cases: Dict[str, MethodSpec]
     preserve_ops: Sequence[object] = ()
+    skip_dim_order: bool = False
     rtol: float = 1e-5
     atol: float = 1e-6
     notes: str = ""
