@@ -30,6 +30,10 @@ def programs():
             n *= s
         return (torch.randperm(n, generator=g) - n // 2).reshape(shape).to(dtype)
 
+    def grid(n, h, w, dtype=torch.float32):
+        """Sampling points, some outside [-1, 1]."""
+        return (torch.rand(n, h, w, 2, generator=g) * 2.6 - 1.3).to(dtype)
+
     f64 = torch.float64
     i32, i64 = torch.int32, torch.int64
     return [
@@ -223,4 +227,44 @@ def programs():
                                       channels_last(distinct(2, 4, 3, 3))),
         }, notes="largest and smallest, dims, negative dim, integers, k=0, NaN ranks highest, "
                  "channels-last"),
+        # ---- sampling and distances -----------------------------------------------
+        OpProgram("grid_sampler_2d_out", "aten::grid_sampler_2d.out", {
+            "f32_bilinear_zeros": case(lambda x, gr: aten.grid_sampler_2d(x, gr, 0, 0, False),
+                                       r(2, 3, 5, 6), grid(2, 4, 3)),
+            "f32_bilinear_border_align": case(
+                lambda x, gr: aten.grid_sampler_2d(x, gr, 0, 1, True), r(1, 2, 4, 4), grid(1, 3, 5)),
+            "f64_bilinear_reflection": case(
+                lambda x, gr: aten.grid_sampler_2d(x, gr, 0, 2, False), r(1, 2, 4, 5, dtype=f64),
+                grid(1, 3, 3, dtype=f64)),
+            "f32_nearest_zeros": case(lambda x, gr: aten.grid_sampler_2d(x, gr, 1, 0, False),
+                                      r(1, 2, 5, 5), grid(1, 4, 4)),
+            "f32_nearest_reflection_align": case(
+                lambda x, gr: aten.grid_sampler_2d(x, gr, 1, 2, True), r(1, 2, 5, 5), grid(1, 4, 4)),
+            "f32_bicubic_zeros": case(lambda x, gr: aten.grid_sampler_2d(x, gr, 2, 0, False),
+                                      r(1, 2, 5, 6), grid(1, 3, 4)),
+            "f64_bicubic_border": case(lambda x, gr: aten.grid_sampler_2d(x, gr, 2, 1, True),
+                                       r(1, 2, 5, 6, dtype=f64), grid(1, 3, 4, dtype=f64)),
+            "f32_bicubic_reflection": case(
+                lambda x, gr: aten.grid_sampler_2d(x, gr, 2, 2, False), r(1, 2, 5, 6),
+                grid(1, 3, 4)),
+            "f32_channels_last": case(lambda x, gr: aten.grid_sampler_2d(x, gr, 0, 0, False),
+                                      channels_last(r(2, 3, 4, 4)), grid(2, 2, 3)),
+        }, notes="bilinear, nearest and bicubic; zeros, border and reflection padding; "
+                 "align_corners both ways; grid points outside [-1, 1]; channels-last"),
+        OpProgram("cdist_forward_out", "aten::_cdist_forward.out", {
+            "f32_p2": case(lambda a, b: aten._cdist_forward(a, b, 2.0, None), r(4, 3), r(5, 3)),
+            "f64_p1": case(lambda a, b: aten._cdist_forward(a, b, 1.0, None),
+                           r(2, 4, 3, dtype=f64), r(2, 5, 3, dtype=f64)),
+            "f32_p0": case(lambda a, b: aten._cdist_forward(a, b, 0.0, None),
+                           r(3, 2).round(), r(4, 2).round()),
+            "f32_pinf_broadcast": case(lambda a, b: aten._cdist_forward(a, b, float("inf"), None),
+                                       r(2, 1, 3, 4), r(3, 5, 4)),
+            "f32_p3": case(lambda a, b: aten._cdist_forward(a, b, 3.0, None), r(3, 2), r(2, 2)),
+        }, notes="p = 0, 1, 2, 3, inf; batch dims broadcast"),
+        OpProgram("pdist_forward_out", "aten::_pdist_forward.out", {
+            "f32_p2": case(lambda x: aten._pdist_forward(x, 2.0), r(5, 3)),
+            "f64_p1": case(lambda x: aten._pdist_forward(x, 1.0), r(4, 6, dtype=f64)),
+            "f32_pinf": case(lambda x: aten._pdist_forward(x, float("inf")), r(4, 2)),
+            "f32_one_row": case(lambda x: aten._pdist_forward(x, 2.0), r(1, 3)),
+        }, notes="p = 1, 2, inf; a single row gives an empty result"),
     ]
