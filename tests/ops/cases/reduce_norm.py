@@ -267,4 +267,40 @@ def programs():
             "f32_pinf": case(lambda x: aten._pdist_forward(x, float("inf")), r(4, 2)),
             "f32_one_row": case(lambda x: aten._pdist_forward(x, 2.0), r(1, 3)),
         }, notes="p = 1, 2, inf; a single row gives an empty result"),
+        # ---- gradients -------------------------------------------------------------
+        OpProgram("max_pool2d_with_indices_backward_grad_input",
+                  "aten::max_pool2d_with_indices_backward.grad_input", {
+            "f32": case(lambda x, go: aten.max_pool2d_with_indices_backward(
+                go, x, [2, 2], [2, 2], [0, 0], [1, 1], False,
+                aten.max_pool2d_with_indices(x, [2, 2], [2, 2])[1]), r(2, 3, 4, 6), r(2, 3, 2, 3)),
+            "f64_overlap_pad_3d": case(lambda x, go: aten.max_pool2d_with_indices_backward(
+                go, x, [3, 3], [1, 1], [1, 1], [1, 1], False,
+                aten.max_pool2d_with_indices(x, [3, 3], [1, 1], [1, 1])[1]),
+                r(2, 4, 5, dtype=f64), r(2, 4, 5, dtype=f64)),
+            "f32_channels_last": case(lambda x, go: aten.max_pool2d_with_indices_backward(
+                go, x, [2, 2], [1, 1], [0, 0], [1, 1], False,
+                aten.max_pool2d_with_indices(x, [2, 2], [1, 1])[1]),
+                channels_last(r(1, 3, 4, 4)), channels_last(r(1, 3, 3, 3))),
+        }, notes="disjoint and overlapping windows (gradients add up), padding, 3-D input, "
+                 "channels-last"),
+        OpProgram("convolution_backward_out", "aten::convolution_backward.out", {
+            "f32_2d": case(lambda go, x, w: aten.convolution_backward(
+                go, x, w, [4], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True]),
+                r(2, 4, 3, 3), r(2, 3, 5, 5), r(4, 3, 3, 3)),
+            "f64_2d_stride_pad_dil": case(lambda go, x, w: aten.convolution_backward(
+                go, x, w, [2], [2, 1], [1, 2], [1, 2], False, [0, 0], 1, [True, True, True]),
+                r(1, 2, 4, 5, dtype=f64), r(1, 3, 6, 5, dtype=f64), r(2, 3, 2, 3, dtype=f64)),
+            "f32_1d_groups": case(lambda go, x, w: aten.convolution_backward(
+                go, x, w, [4], [1], [1], [1], False, [0], 2, [True, True, True]),
+                r(2, 4, 6), r(2, 4, 6), r(4, 2, 3)),
+            "f32_input_grad_only": case(lambda go, x, w: aten.convolution_backward(
+                go, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                [True, False, False])[0], r(1, 2, 4, 4), r(1, 3, 4, 4), r(2, 3, 3, 3)),
+            "f32_channels_last": case(lambda go, x, w: aten.convolution_backward(
+                go, x, w, [4], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True]),
+                channels_last(r(2, 4, 3, 3)), channels_last(r(2, 3, 4, 4)),
+                channels_last(r(4, 3, 2, 2))),
+        }, rtol=1e-4, atol=1e-5,
+            notes="input, weight and bias gradients; stride, padding, dilation; 1-D with groups; "
+                  "output_mask; channels-last"),
     ]
