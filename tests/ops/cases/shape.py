@@ -175,6 +175,8 @@ def programs():
             "i64_from_f32": case(lambda x, y: aten.copy(x, y), r(2, 2, dtype=i64), r(2, 2) * 3),
             "f32_channels_last": case(lambda x, y: aten.copy(x, y), cl(r(1, 2, 2, 2)),
                                       r(1, 2, 2, 2)),
+            "bool_to_u8_neg_broadcast": case(lambda x, y: aten.copy(x, y), r(3, 2, dtype=u8),
+                                             r(1, 2, dtype=b)),
         }, preserve_ops=[aten.copy.default]),
         OpProgram("as_strided_copy_out", "aten::as_strided_copy.out", {
             "f32": case(lambda x: aten.as_strided_copy(x, [2, 2], [1, 2], 1), r(3, 3)),
@@ -304,6 +306,10 @@ def programs():
                                 r(2, 3, dtype=i64), idx(3, 2, 6), r(2, 6, dtype=i64)),
             "f32_channels_last": case(lambda x, i, s: torch.scatter_add(x, 1, i, s),
                                       cl(r(1, 3, 2, 2)), idx(3, 1, 4, 2, 2), r(1, 4, 2, 2)),
+            "u8": case(lambda x, i, s: torch.scatter_add(x, 1, i, s), r(2, 3, dtype=u8),
+                       idx(3, 2, 4), r(2, 4, dtype=u8)),
+            "bool": case(lambda x, i, s: torch.scatter_add(x, 0, i, s), r(3, 2, dtype=b),
+                         idx(3, 4, 2), r(4, 2, dtype=b)),
         }),
         OpProgram("index_tensor_out", "aten::index.Tensor_out", {
             "f32_first_dim": case(lambda x, i: x[i], r(4, 3), idx(4, 5)),
@@ -327,6 +333,9 @@ def programs():
                                          torch.tensor([3, -1]), torch.tensor([7])),
             "bool": case(lambda x, i, v: torch.index_put(x, (i,), v), r(3, 2, dtype=b),
                          torch.tensor([1]), r(1, 2, dtype=b)),
+            "u8_accumulate_channels_last": case(
+                lambda x, i, v: torch.index_put(x, (i,), v, True), cl(r(2, 3, 2, 2, dtype=u8)),
+                torch.tensor([1, 1]), r(3, 2, 2, dtype=u8)),
         }),
         OpProgram("_empty_dim_order_out", "dim_order_ops::_empty_dim_order.out", {
             # The contents of an empty tensor are unspecified: zero-size cases.
@@ -348,6 +357,7 @@ def programs():
             "i64_broadcast_mask": case(torch.masked_select, r(2, 3, dtype=i64), r(3, dtype=b)),
             "f32_channels_last": case(torch.masked_select, cl(r(1, 2, 2, 3)),
                                       cl(r(1, 2, 2, 3, dtype=b))),
+            "bool": case(torch.masked_select, r(2, 4, dtype=b), r(2, 4, dtype=b)),
         }, preserve_ops=[aten.masked_select.default]),
         OpProgram("masked_scatter_out", "aten::masked_scatter.out", {
             "f32": case(torch.masked_scatter, r(3, 4), r(3, 4, dtype=b), r(12)),
