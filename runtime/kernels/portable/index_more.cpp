@@ -616,6 +616,15 @@ int32_t nonzero_out(pteron_kernel_context* ctx, pteron_value* const* args, size_
 
 }  // namespace
 
+// aten::index_put_ (in place): (self, indices, values, accumulate, returned
+// self); index_put.out with out = self (its copy of self onto itself is an
+// element-wise no-op).
+int32_t index_put_inplace(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  if (n != 5) return index_put_out(ctx, args, n);  // index_put.out names the arity error
+  pteron_value* const call[5] = {args[0], args[1], args[2], args[3], args[0]};
+  return index_put_out(ctx, call, 5);
+}
+
 PTERON_REGISTER_KERNELS(
     {"aten::gather", "out", nullptr, gather_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::scatter", "src_out", nullptr, scatter_src_out, PTERON_KERNEL_PRIORITY, 0},
@@ -623,6 +632,7 @@ PTERON_REGISTER_KERNELS(
     {"aten::scatter_add", "out", nullptr, scatter_add_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::index", "Tensor_out", nullptr, index_tensor_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::index_put", "out", nullptr, index_put_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::index_put_", "", nullptr, index_put_inplace, PTERON_KERNEL_PRIORITY, 0},
     {"aten::masked_select", "out", nullptr, masked_select_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::masked_scatter", "out", nullptr, masked_scatter_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::nonzero", "out", nullptr, nonzero_out, PTERON_KERNEL_PRIORITY, 0})

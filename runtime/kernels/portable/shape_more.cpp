@@ -960,6 +960,15 @@ int32_t view_as_real_copy_out(pteron_kernel_context* ctx, pteron_value* const* a
 
 }  // namespace
 
+// aten::copy_ (in place): (self, src, non_blocking, returned self). The
+// exporter emits it to write a mutable buffer back; it is copy.out with
+// out = self.
+int32_t copy_inplace(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  if (n != 4) return copy_out(ctx, args, n);  // copy.out names the arity error
+  pteron_value* const call[4] = {args[0], args[1], args[2], args[0]};
+  return copy_out(ctx, call, 4);
+}
+
 PTERON_REGISTER_KERNELS(
     {"aten::split_copy", "Tensor_out", nullptr, split_copy_tensor_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::split_with_sizes_copy", "out", nullptr, split_with_sizes_copy_out,
@@ -978,6 +987,7 @@ PTERON_REGISTER_KERNELS(
     {"aten::detach_copy", "out", nullptr, detach_copy_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::lift_fresh_copy", "out", nullptr, lift_fresh_copy_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::copy", "out", nullptr, copy_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::copy_", "", nullptr, copy_inplace, PTERON_KERNEL_PRIORITY, 0},
     {"aten::as_strided_copy", "out", nullptr, as_strided_copy_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::diagonal_copy", "out", nullptr, diagonal_copy_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::narrow_copy", "out", nullptr, narrow_copy_out, PTERON_KERNEL_PRIORITY, 0},
