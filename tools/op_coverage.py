@@ -112,7 +112,7 @@ def registered_operators(build_dir: Path) -> Set[str]:
 # ---- the per-operator programs ---------------------------------------------
 
 def tested_operators(programs: Path = PROGRAMS) -> Dict[str, Dict[str, Set[str]]]:
-    """{operator: {"dtypes": {...}, "cases": {"group/program.method", ...}}} from
+    """{operator: {"dtypes": {...}, "cases": {"group/program: method, ...", ...}}} from
     every manifest under tests/ops/programs/."""
     out: Dict[str, Dict[str, Set[str]]] = {}
     for manifest in sorted(programs.glob("*/manifest.json")):
@@ -122,8 +122,8 @@ def tested_operators(programs: Path = PROGRAMS) -> Dict[str, Dict[str, Set[str]]
             if not op:
                 continue
             t = out.setdefault(op, {"dtypes": set(), "cases": set()})
-            for mname, m in entry["methods"].items():
-                t["cases"].add(f"{group}/{entry['name']}.{mname}")
+            t["cases"].add(f"{group}/{entry['name']}: " + ", ".join(sorted(entry["methods"])))
+            for m in entry["methods"].values():
                 t["dtypes"].update(m.get("input_dtypes", []))
     return out
 
@@ -157,7 +157,7 @@ def coverage_section(registered: Set[str], upstream: Optional[Sequence[str]] = N
         else:
             reg = "yes" if op in registered else "**no**"
         dtypes = ", ".join(sorted(t["dtypes"], key=_dtype_key)) or "-"
-        cases = ", ".join(sorted(t["cases"])) or "-"
+        cases = "; ".join(sorted(t["cases"])) or "-"
         rows.append(f"| `{op}` | {reg} | {dtypes} | {cases} |")
     n_tested = sum(1 for op in required if op in tested)
     prose = (
@@ -168,7 +168,8 @@ def coverage_section(registered: Set[str], upstream: Optional[Sequence[str]] = N
         f"registers {len(have)} of upstream's {len(required)} operators (its {len(device)} "
         "device copies `et_copy::*` aside: pteron runs on the CPU and refuses them at method "
         f"load, saying so); {n_tested} have per-operator programs. The dtypes are those of the "
-        "tested cases' inputs; a case is `group/program.method` under `tests/ops/programs/`.")
+        "tested cases' inputs; cases are listed as `group/program: method, ...` (the programs are "
+        "under `tests/ops/programs/`, one method a case).")
     lines = [
         BEGIN,
         "## Operator coverage",
