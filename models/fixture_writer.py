@@ -11,7 +11,7 @@ folder on sys.path.
 
 For a program NAME with methods M it writes into one folder:
     NAME.pte
-    NAME.M.input_<i>.npy        inputs fed to the method (C order)
+    NAME.M.input_<i>.npy        inputs fed to the method (C order; bfloat16 as its uint16 bits)
     NAME.M.expected_<i>.npy     eager PyTorch outputs (eval, no_grad)
     NAME.M.case<k>.input_<i>.npy / .expected_<i>.npy
                                 further inputs of a dynamic-shape method and their outputs
@@ -210,7 +210,13 @@ def rewrite_argument(pte: bytes, op: str, position: int, kind: Optional[str]) ->
 
 
 def _save(path: Path, t: torch.Tensor) -> None:
-    a = t.detach().cpu().numpy()
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        # numpy has no bfloat16: its bits as uint16 (the manifest's dtypes say bfloat16)
+        t = t.contiguous().view(torch.int16)
+        a = t.numpy().view(np.uint16)
+    else:
+        a = t.numpy()
     # C order (np.ascontiguousarray would turn a 0-dim array into a 1-dim one).
     np.save(path, a if a.flags.c_contiguous else a.copy(order="C"))
 

@@ -42,6 +42,10 @@ _NP_TO_DTYPE = {
     np.dtype(np.bool_): 11,
 }
 _DTYPE_TO_NP = {v: k for k, v in _NP_TO_DTYPE.items()}
+# numpy has no bfloat16: a bfloat16 value is read as its uint16 bits (set_input
+# takes them with dtype_code=BFLOAT16)
+BFLOAT16 = 15
+_DTYPE_TO_NP[BFLOAT16] = np.dtype(np.uint16)
 
 
 class PteronError(Exception):

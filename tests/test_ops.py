@@ -30,16 +30,30 @@ def test_there_are_operator_programs():
     assert len(CASES) > 0, f"no per-operator programs under {PROGRAMS}"
 
 
+def _bfloat16_as_float32(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 values stored as their uint16 bits (numpy has no bfloat16), as float32."""
+    assert bits.dtype == np.uint16, bits.dtype
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 @pytest.mark.parametrize("folder,entry,method", CASES)
 def test_operator_case_matches_eager(runtime, folder, entry, method):
+    import capi
+
     m = entry["methods"][method]
     assert entry["operator"] in m["operators"], (
         f"{entry['name']}.{method} does not call {entry['operator']}: {m['operators']}")
     prog = runtime.load_file(folder / entry["file"])
     meth = prog.load_method(method)
-    outputs = meth.run([np.load(folder / f) for f in m["inputs"]])
+    for i, (f, dt) in enumerate(zip(m["inputs"], m["input_dtypes"])):
+        meth.set_input(i, np.load(folder / f), capi.BFLOAT16 if dt == "bfloat16" else None)
+    meth.execute()
+    outputs = [meth.output(i) for i in range(meth.num_outputs)]
     expected = [np.load(folder / f) for f in m["expected"]]
     assert len(outputs) == len(expected)
     for i, (a, e) in enumerate(zip(outputs, expected)):
+        if m["output_dtypes"][i] == "bfloat16":
+            assert meth.output_info(i)["dtype"] == np.uint16  # the runtime says bfloat16
+            a, e = _bfloat16_as_float32(a), _bfloat16_as_float32(e)
         assert_matches(a, e, entry["rtol"], entry["atol"],
                        f"{entry['operator']} case {method} output {i}")

@@ -204,12 +204,24 @@ std::string printable_list(const std::vector<std::string>& items) {
   return list;
 }
 
+// Why a missing operator can never be provided, where pteron knows: upstream's
+// device copies (et_copy::_h2d_copy.out, _d2h_copy.out) move tensors between
+// the host and an accelerator, and pteron runs only on the CPU.
+std::string never_provided(const Missing& missing) {
+  for (const std::string& op : missing.ops)
+    if (op.rfind("et_copy::", 0) == 0)
+      return "; et_copy::* operators are device copies (host <-> accelerator memory): pteron "
+             "runs on the CPU, so a program lowered for a device backend cannot run here; "
+             "export it for the CPU";
+  return "";
+}
+
 // MISSING_OPERATOR (naming the missing delegates too) or MISSING_DELEGATE.
 Status report_missing(const pteron_method* m, const Missing& missing) {
   if (!missing.ops.empty()) {
-    std::string extra;
+    std::string extra = never_provided(missing);
     if (!missing.delegates.empty()) {
-      extra = "; missing delegate(s): ";
+      extra += "; missing delegate(s): ";
       for (size_t i = 0; i < missing.delegates.size(); ++i)
         extra += (i ? ", " : "") + printable(missing.delegates[i]);
     }

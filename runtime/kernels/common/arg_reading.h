@@ -35,7 +35,7 @@ struct Scalar {
   // are fine, only the range is checked).
   template <typename C>
   bool fits() const {
-    if constexpr (std::is_same_v<C, bool> || std::is_floating_point_v<C>) {
+    if constexpr (std::is_same_v<C, bool> || is_float_type_v<C>) {
       return true;
     } else {
       if (kind == ScalarKind::Float) {

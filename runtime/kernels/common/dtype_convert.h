@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // dtype_convert.h - element conversion between the dtypes the kernels
 // compute in, PyTorch's casting rules (can_cast, result_type) and typed
-// loads/stores (header-only, private to the kernel libraries).
+// loads/stores (header-only, private to the kernel libraries). float16 and
+// bfloat16 (Half, BFloat16: half.h) convert through float.
 //
 // The one float -> integer rule of every kernel is PyTorch's on x86
 // (what torch.Tensor.to() gives there), without C++ undefined behaviour:
@@ -25,6 +26,15 @@ template <typename To, typename From>
 inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
+  } else if constexpr (is_half_v<From>) {
+    // Half / BFloat16 read as float, then float's rules
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr (is_half_v<To>) {
+    // through float, rounded to nearest even (c10::Half / BFloat16 do the same)
+    if constexpr (std::is_same_v<From, bool>)
+      return To(v ? 1.0f : 0.0f);
+    else
+      return To(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
@@ -56,6 +66,8 @@ inline C load(const void* p, int32_t dt, int64_t i) {
     case PTERON_DTYPE_INT64: return convert<C>(static_cast<const int64_t*>(p)[i]);
     case PTERON_DTYPE_FLOAT32: return convert<C>(static_cast<const float*>(p)[i]);
     case PTERON_DTYPE_FLOAT64: return convert<C>(static_cast<const double*>(p)[i]);
+    case PTERON_DTYPE_FLOAT16: return convert<C>(static_cast<const Half*>(p)[i]);
+    case PTERON_DTYPE_BFLOAT16: return convert<C>(static_cast<const BFloat16*>(p)[i]);
     case PTERON_DTYPE_BOOL: {
       uint8_t b;  // any nonzero byte is true; never read a bool object
       std::memcpy(&b, static_cast<const uint8_t*>(p) + i, 1);
@@ -76,6 +88,8 @@ inline void store(void* p, int32_t dt, int64_t i, C v) {
     case PTERON_DTYPE_INT64: static_cast<int64_t*>(p)[i] = convert<int64_t>(v); break;
     case PTERON_DTYPE_FLOAT32: static_cast<float*>(p)[i] = convert<float>(v); break;
     case PTERON_DTYPE_FLOAT64: static_cast<double*>(p)[i] = convert<double>(v); break;
+    case PTERON_DTYPE_FLOAT16: static_cast<Half*>(p)[i] = convert<Half>(v); break;
+    case PTERON_DTYPE_BFLOAT16: static_cast<BFloat16*>(p)[i] = convert<BFloat16>(v); break;
     case PTERON_DTYPE_BOOL: static_cast<uint8_t*>(p)[i] = convert<bool>(v) ? 1 : 0; break;
     default: break;
   }
@@ -138,6 +152,10 @@ constexpr int32_t dtype_of() {
     return PTERON_DTYPE_FLOAT64;
   else if constexpr (std::is_same_v<T, bool>)
     return PTERON_DTYPE_BOOL;
+  else if constexpr (std::is_same_v<T, Half>)
+    return PTERON_DTYPE_FLOAT16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return PTERON_DTYPE_BFLOAT16;
   else
     return -1;
 }

@@ -92,12 +92,13 @@ inline int32_t read_binary_inputs(const Args& a, bool scalar_other, bool has_alp
 
 // Checks the dtypes and storage of self, other and out, and gives the
 // computation dtype: PyTorch's result_type of self and other (a Scalar other
-// only by its kind).
+// only by its kind). float16 and bfloat16 are accepted: a caller computes them
+// with dispatch_compute (load/store convert them), or refuses them itself.
 inline int32_t binary_result_type(pteron_kernel_context* ctx, const char* op,
                                   const BinaryOperands& b, int32_t* ct) {
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", b.self->dtype));
-  if (b.other) PTERON_CHECK_OK(check_supported(ctx, op, "other", b.other->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", b.out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", b.self->dtype));
+  if (b.other) PTERON_CHECK_OK(check_supported_half(ctx, op, "other", b.other->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", b.out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", b.self));
   if (b.other) PTERON_CHECK_OK(check_tensor(ctx, op, "other", b.other));
   ResultType rt;

@@ -4,6 +4,8 @@
 // never exported): errors, dtype rules, argument access (Args), broadcast
 // iteration and registration. The other headers here build on it, one topic
 // each:
+//   half.h             Half and BFloat16 (float16 / bfloat16 storage types,
+//                      round-to-nearest-even conversions)
 //   dtype_convert.h    element conversion (PyTorch's float -> int rule),
 //                      can_cast, result_type, typed loads and stores
 //   tensor_checks.h    check_tensor, resize_out, aliasing, broadcast shapes
@@ -32,6 +34,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "half.h"
 #include "pteron/kernel.h"
 
 namespace pteron::kern {
@@ -111,6 +114,12 @@ inline bool is_supported(int32_t d) {
   }
 }
 
+// is_supported() and the two 16-bit floating dtypes (float16, bfloat16): the
+// dtypes of a kernel that opted in to them (see dispatch_half below).
+inline bool is_supported_half(int32_t d) {
+  return is_supported(d) || d == PTERON_DTYPE_FLOAT16 || d == PTERON_DTYPE_BFLOAT16;
+}
+
 inline int32_t unsupported_dtype(pteron_kernel_context* ctx, const char* op, const char* arg,
                                  int32_t d) {
   return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE, "unsupported dtype %s for argument '%s' of %s",
@@ -123,7 +132,10 @@ inline int32_t promote_types(int32_t a, int32_t b) {
   if (a == PTERON_DTYPE_BOOL) return b;
   if (b == PTERON_DTYPE_BOOL) return a;
   if (is_floating(a) || is_floating(b)) {
-    if (is_floating(a) && is_floating(b)) return dtype_size(a) >= dtype_size(b) ? a : b;
+    if (is_floating(a) && is_floating(b)) {
+      if (dtype_size(a) == 2 && dtype_size(b) == 2) return PTERON_DTYPE_FLOAT32;  // f16, bf16
+      return dtype_size(a) >= dtype_size(b) ? a : b;
+    }
     return is_floating(a) ? a : b;
   }
   // both integral, different
@@ -169,6 +181,45 @@ inline bool dispatch_float(int32_t d, F&& f) {
     case PTERON_DTYPE_FLOAT32: f(float{}); return true;
     case PTERON_DTYPE_FLOAT64: f(double{}); return true;
     default: return false;
+  }
+}
+
+// The 16-bit floating dtypes, opted in per kernel. A kernel accepts them by
+// checking its dtypes with is_supported_half() / check_supported_half()
+// (tensor_checks.h) instead of is_supported() / check_supported(), and by
+// dispatching with one of:
+//   dispatch_half(d, f)        every supported dtype and Half / BFloat16, as
+//                              storage types (copies, selections, kernels that
+//                              read through load_typed and convert)
+//   dispatch_compute(d, f)     the same dtypes, the 16-bit ones as float: the
+//                              type to compute in when the kernel reads and
+//                              writes through load()/store() (map_elements)
+//   dispatch_float_half(d, f)  float32, float64, Half, BFloat16 (storage)
+// A kernel that keeps dispatch()/dispatch_float() must keep refusing them.
+template <typename F>
+inline bool dispatch_half(int32_t d, F&& f) {
+  switch (d) {
+    case PTERON_DTYPE_FLOAT16: f(Half{}); return true;
+    case PTERON_DTYPE_BFLOAT16: f(BFloat16{}); return true;
+    default: return dispatch(d, f);
+  }
+}
+
+template <typename F>
+inline bool dispatch_compute(int32_t d, F&& f) {
+  switch (d) {
+    case PTERON_DTYPE_FLOAT16:
+    case PTERON_DTYPE_BFLOAT16: f(float{}); return true;
+    default: return dispatch(d, f);
+  }
+}
+
+template <typename F>
+inline bool dispatch_float_half(int32_t d, F&& f) {
+  switch (d) {
+    case PTERON_DTYPE_FLOAT16: f(Half{}); return true;
+    case PTERON_DTYPE_BFLOAT16: f(BFloat16{}); return true;
+    default: return dispatch_float(d, f);
   }
 }
 

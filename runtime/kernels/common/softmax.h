@@ -17,7 +17,8 @@
 
 namespace pteron::kern {
 
-// Reads and checks the arguments (self and out of one floating dtype,
+// Reads and checks the arguments (self and out of one floating dtype, float16
+// and bfloat16 included: a caller that cannot compute them refuses them,
 // half_to_float false, dim in range: *dim is the wrapped dim, 0 for a rank-0
 // self) and resizes out to self's shape.
 inline int32_t read_softmax_args(const Args& a, pteron_tensor** self, pteron_tensor** out,
@@ -27,8 +28,8 @@ inline int32_t read_softmax_args(const Args& a, pteron_tensor** self, pteron_ten
   PTERON_CHECK_OK(a.arity(4));
   PTERON_CHECK_OK(a.tensor(0, "self", self));
   PTERON_CHECK_OK(a.tensor(3, "out", out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", (*self)->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", (*out)->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", (*self)->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", (*out)->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", *self));
   int64_t d = 0;
   bool half_to_float = false;

@@ -117,13 +117,14 @@ inline void copy_typed(const From* src, const View& sv, To* dst, const View& dv,
 
 // Copies numel(dst view) elements from a source view to a destination view,
 // both walked in logical row-major order (their shapes may differ: view_copy),
-// converting from src_dtype to dst_dtype. Both dtypes must be supported and
+// converting from src_dtype to dst_dtype. Both dtypes must be supported
+// (float16 and bfloat16 included: a caller that refuses them checks first) and
 // the views must lie inside their storages (the callers build them from
 // checked tensors). Returns false for an unsupported dtype.
 inline bool copy_view(const void* src, int32_t src_dtype, const View& sv, void* dst,
                       int32_t dst_dtype, const View& dv) {
   const int64_t n = numel(dv);
-  if (!is_supported(src_dtype) || !is_supported(dst_dtype)) return false;
+  if (!is_supported_half(src_dtype) || !is_supported_half(dst_dtype)) return false;
   if (n == 0) return true;
   if (src_dtype == dst_dtype) {
     // Same dtype: move bytes by element width.
@@ -143,22 +144,26 @@ inline bool copy_view(const void* src, int32_t src_dtype, const View& sv, void* 
       default: return false;
     }
   }
-  return dispatch(src_dtype, [&](auto s) {
+  return dispatch_half(src_dtype, [&](auto s) {
     using S0 = decltype(s);
     constexpr bool kBool = std::is_same_v<S0, bool>;
     using S = std::conditional_t<kBool, uint8_t, S0>;
-    dispatch(dst_dtype, [&](auto d) {
+    dispatch_half(dst_dtype, [&](auto d) {
       using D = decltype(d);
       copy_typed<D, S, kBool>(static_cast<const S*>(src), sv, static_cast<D*>(dst), dv, n);
     });
   });
 }
 
-// Copies a whole tensor into another of the same number of elements.
+// Copies a whole tensor into another of the same number of elements; a
+// kernel that accepts float16 and bfloat16 passes accept_half.
 inline int32_t copy_tensor(const Args& a, const pteron_tensor* src, const View& sv,
-                           pteron_tensor* dst) {
-  if (!is_supported(src->dtype)) return unsupported_dtype(a.ctx, a.op, "self", src->dtype);
-  if (!is_supported(dst->dtype)) return unsupported_dtype(a.ctx, a.op, "out", dst->dtype);
+                           pteron_tensor* dst, bool accept_half = false) {
+  auto ok = [accept_half](int32_t d) {
+    return accept_half ? is_supported_half(d) : is_supported(d);
+  };
+  if (!ok(src->dtype)) return unsupported_dtype(a.ctx, a.op, "self", src->dtype);
+  if (!ok(dst->dtype)) return unsupported_dtype(a.ctx, a.op, "out", dst->dtype);
   copy_view(src->data, src->dtype, sv, dst->data, dst->dtype, view_of(dst));
   return PTERON_OK;
 }

@@ -67,6 +67,14 @@ inline int32_t check_supported(pteron_kernel_context* ctx, const char* op, const
   return PTERON_OK;
 }
 
+// check_supported() for a kernel that accepts float16 and bfloat16 too
+// (is_supported_half, kernel_util.h).
+inline int32_t check_supported_half(pteron_kernel_context* ctx, const char* op, const char* name,
+                                    int32_t d) {
+  if (!is_supported_half(d)) return unsupported_dtype(ctx, op, name, d);
+  return PTERON_OK;
+}
+
 // A tensor argument (or a tensor-or-None one), checked with check_tensor.
 inline int32_t tensor_arg(const Args& a, size_t i, const char* name, pteron_tensor** out) {
   PTERON_CHECK_OK(a.tensor(i, name, out));

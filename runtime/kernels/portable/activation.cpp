@@ -3,6 +3,9 @@
 // Tensor bounds), hardtanh, sigmoid, tanh, gelu, hardswish, _softmax,
 // _log_softmax (out variants).
 //
+// Every operator here accepts float16 and bfloat16 too, computing in float
+// and rounding once (dispatch_compute / dispatch_float_half).
+//
 // Element-wise ops honour any dim order (for_each_broadcast); softmax walks
 // the reduced dim with its stride, so it does too. NaN propagates as in
 // PyTorch (clamp/relu/hardtanh keep a NaN input).
@@ -27,8 +30,8 @@ int32_t unary_args(const Args& a, size_t nargs, pteron_tensor** self, pteron_ten
   PTERON_CHECK_OK(a.arity(nargs));
   PTERON_CHECK_OK(a.tensor(0, "self", self));
   PTERON_CHECK_OK(a.tensor(nargs - 1, "out", out));
-  PTERON_CHECK_OK(check_supported(a.ctx, a.op, "self", (*self)->dtype));
-  PTERON_CHECK_OK(check_supported(a.ctx, a.op, "out", (*out)->dtype));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "self", (*self)->dtype));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "out", (*out)->dtype));
   PTERON_CHECK_OK(check_tensor(a.ctx, a.op, "self", *self));
   return PTERON_OK;
 }
@@ -61,7 +64,7 @@ int32_t relu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
   if (self->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, a.op, "self", self->dtype);
   PTERON_CHECK_OK(resize_and_cast_check(a, self->dtype, self, out));
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_compute(self->dtype, [&](auto t) {
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       const pteron_tensor* ins[1] = {self};
@@ -88,7 +91,7 @@ int32_t clamp_scalar_impl(const Args& a, pteron_tensor* self, bool has_lo, const
   }
   if (ct == PTERON_DTYPE_BOOL) return unsupported_dtype(a.ctx, a.op, "self", ct);
   bool fits = true;
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
     fits = (!has_lo || lo.fits<C>()) && (!has_hi || hi.fits<C>());
   });
@@ -96,7 +99,7 @@ int32_t clamp_scalar_impl(const Args& a, pteron_tensor* self, bool has_lo, const
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: a bound cannot be converted to %s without overflow", a.op, dtype_name(ct));
   PTERON_CHECK_OK(resize_and_cast_check(a, ct, self, out));
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       const C l = has_lo ? lo.to<C>() : C(0), h = has_hi ? hi.to<C>() : C(0);
@@ -143,12 +146,12 @@ int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, 
   ResultType rt;
   rt.add_tensor(self);
   if (lo) {
-    PTERON_CHECK_OK(check_supported(ctx, a.op, "min", lo->dtype));
+    PTERON_CHECK_OK(check_supported_half(ctx, a.op, "min", lo->dtype));
     PTERON_CHECK_OK(check_tensor(ctx, a.op, "min", lo));
     rt.add_tensor(lo);
   }
   if (hi) {
-    PTERON_CHECK_OK(check_supported(ctx, a.op, "max", hi->dtype));
+    PTERON_CHECK_OK(check_supported_half(ctx, a.op, "max", hi->dtype));
     PTERON_CHECK_OK(check_tensor(ctx, a.op, "max", hi));
     rt.add_tensor(hi);
   }
@@ -161,7 +164,7 @@ int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, 
   if (!broadcast_shape_n(all, 3, shape, &nd)) return broadcast_error(ctx, a.op, self, lo ? lo : hi);
   PTERON_CHECK_OK(resize_out(ctx, a.op, "out", out, shape, nd));
   const bool has_lo = lo != nullptr, has_hi = hi != nullptr;
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       // an absent bound is replaced by self and ignored
@@ -206,10 +209,12 @@ int32_t float_unary(const Args& a, pteron_tensor* self, pteron_tensor* out, Fn f
     ct = PTERON_DTYPE_FLOAT32;
   }
   PTERON_CHECK_OK(resize_and_cast_check(a, ct, self, out));
-  dispatch_float(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
-    const pteron_tensor* ins[1] = {self};
-    map_elements<C, C>(ins, out, [f](C x) { return apply<C>(f, x); });
+    if constexpr (std::is_floating_point_v<C>) {
+      const pteron_tensor* ins[1] = {self};
+      map_elements<C, C>(ins, out, [f](C x) { return apply<C>(f, x); });
+    }
   });
   return PTERON_OK;
 }
@@ -262,7 +267,7 @@ int32_t softmax_impl(pteron_kernel_context* ctx, pteron_value* const* args, size
   int32_t d = 0;
   PTERON_CHECK_OK(read_softmax_args(a, &self, &out, &d));
   if (numel(self) == 0) return PTERON_OK;
-  dispatch_float(self->dtype, [&](auto t) {
+  dispatch_float_half(self->dtype, [&](auto t) {
     using C = decltype(t);
     const C* x = static_cast<const C*>(self->data);
     C* y = static_cast<C*>(out->data);

@@ -6,8 +6,9 @@
 // (dimensioned tensors decide, zero-dim tensors and scalars lift the
 // category), computation in the promoted type, then a cast to the out
 // tensor's dtype when PyTorch's can_cast allows it. True division computes in
-// float32 for integer/bool operands. Integer arithmetic wraps (no signed
-// overflow); integer division by zero is an error.
+// float32 for integer/bool operands; float16 and bfloat16 compute in float and
+// round once. Integer arithmetic wraps (no signed overflow); integer division
+// by zero is an error.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -155,7 +156,7 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n, con
                   "floating point number",
                   s.op);
     bool fits = true;
-    dispatch(ct, [&](auto t) { fits = alpha.fits<decltype(t)>(); });
+    dispatch_compute(ct, [&](auto t) { fits = alpha.fits<decltype(t)>(); });
     if (!fits)
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                   "%s: alpha cannot be converted to %s without overflow", s.op, dtype_name(ct));
@@ -165,7 +166,7 @@ int32_t run(pteron_kernel_context* ctx, pteron_value* const* args, size_t n, con
   PTERON_CHECK_OK(resize_binary_out(ctx, s.op, b));
 
   int32_t rc = PTERON_OK;
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     rc = compute<decltype(t)>(ctx, s, kind, self, other, other_s, alpha, out);
   });
   return rc;

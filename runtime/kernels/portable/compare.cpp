@@ -5,7 +5,8 @@
 //
 // Comparisons compute in the promoted type of their operands (PyTorch's
 // result_type) and write 0/1 in the out tensor's dtype (usually bool; any
-// supported dtype is accepted, as in PyTorch).
+// supported dtype is accepted, as in PyTorch). Every operator here accepts
+// float16 and bfloat16 too.
 #include <cstdint>
 #include <cstring>
 
@@ -47,9 +48,9 @@ int32_t compare_impl(pteron_kernel_context* ctx, pteron_value* const* args, size
   else
     PTERON_CHECK_OK(a.tensor(1, "other", &other));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  if (other) PTERON_CHECK_OK(check_supported(ctx, op, "other", other->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  if (other) PTERON_CHECK_OK(check_supported_half(ctx, op, "other", other->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   if (other) PTERON_CHECK_OK(check_tensor(ctx, op, "other", other));
   ResultType rt;
@@ -68,7 +69,9 @@ int32_t compare_impl(pteron_kernel_context* ctx, pteron_value* const* args, size
     for (int32_t i = 0; i < nd; ++i) shape[i] = self->sizes[i];
   }
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, nd));
-  dispatch(ct, [&](auto t) {
+  // float16 / bfloat16 compare as their storage type: a Scalar other is
+  // rounded to it first, as PyTorch does
+  dispatch_half(ct, [&](auto t) {
     using C = decltype(t);
     if (other) {
       const pteron_tensor* ins[2] = {self, other};
@@ -108,11 +111,11 @@ int32_t logical_not_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, self->sizes, self->dim));
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_compute(self->dtype, [&](auto t) {
     using C = decltype(t);
     const pteron_tensor* ins[1] = {self};
     map_elements<C, bool>(ins, out, [](C x) { return x == C(0); });
@@ -127,7 +130,7 @@ int32_t logical_not_out(pteron_kernel_context* ctx, pteron_value* const* args, s
 int32_t any_impl(const Args& a, pteron_tensor* self, const int64_t* dims, size_t ndims,
                  bool keepdim, pteron_tensor* out) {
   pteron_kernel_context* ctx = a.ctx;
-  PTERON_CHECK_OK(check_supported(ctx, a.op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, a.op, "self", self->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, a.op, "self", self));
   if (out->dtype != PTERON_DTYPE_BOOL && out->dtype != PTERON_DTYPE_UINT8)
     return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out must be bool or uint8, got %s", a.op,
@@ -138,7 +141,7 @@ int32_t any_impl(const Args& a, pteron_tensor* self, const int64_t* dims, size_t
   PTERON_CHECK_OK(resize_out(ctx, a.op, "out", out, p.out_sizes, p.out_dim));
   ReduceIter it(self, out, &p);
   uint8_t* o = static_cast<uint8_t*>(out->data);
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_half(self->dtype, [&](auto t) {
     using T = decltype(t);
     const void* x = self->data;
     it.outer([&](int64_t oo, int64_t base) {
@@ -207,9 +210,9 @@ int32_t where_self_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   if (cond->dtype != PTERON_DTYPE_BOOL && cond->dtype != PTERON_DTYPE_UINT8)
     return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: condition must be a bool tensor, got %s",
                 op, dtype_name(cond->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "other", other->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "other", other->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "condition", cond));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(check_tensor(ctx, op, "other", other));
@@ -226,7 +229,7 @@ int32_t where_self_out(pteron_kernel_context* ctx, pteron_value* const* args, si
     return broadcast_error(ctx, op, cond, bad);
   }
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, nd));
-  dispatch(ct, [&](auto t) {
+  dispatch_half(ct, [&](auto t) {
     using C = decltype(t);
     const pteron_tensor* ins[3] = {cond, self, other};
     if constexpr (!std::is_same_v<C, bool>) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // index.cpp - portable kernels that gather rows or fill tensors:
-// index_select, embedding, full_like and zeros_like.
+// index_select, embedding, full_like and zeros_like (full_like and zeros_like
+// take float16 and bfloat16 too).
 //
 // Index values are checked against their bound before anything is written;
 // an out-of-range index is an error naming the value and the bound.
@@ -226,11 +227,21 @@ int32_t fill_value(const Args& a, size_t i, int32_t dtype, void* slot) {
                 pteron::kern::dtype_name(dtype));
   };
   int32_t rc = PTERON_OK;
-  pteron::kern::dispatch(dtype, [&](auto t) {
+  pteron::kern::dispatch_half(dtype, [&](auto t) {
     using T = decltype(t);
     T out{};
     if constexpr (std::is_same_v<T, bool>) {
       out = is_int ? iv != 0 : dv != 0;
+    } else if constexpr (pteron::kern::is_half_v<T>) {
+      // finite values beyond the type's largest are an overflow (c10's rule)
+      const double x = is_int ? static_cast<double>(iv) : dv;
+      const double top =
+          static_cast<float>(T::from_bits(std::is_same_v<T, kern::Half> ? 0x7bff : 0x7f7f));
+      if (std::isfinite(x) && std::fabs(x) > top) {
+        rc = overflow();
+        return;
+      }
+      out = T(x);
     } else if constexpr (std::is_floating_point_v<T>) {
       double x = is_int ? static_cast<double>(iv) : dv;
       if (std::is_same_v<T, float> && std::isfinite(x) &&
@@ -283,7 +294,7 @@ int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(kern::memory_format(a, 2));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  if (!pteron::kern::is_supported(out->dtype))
+  if (!pteron::kern::is_supported_half(out->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
   alignas(8) unsigned char slot[8];
   PTERON_CHECK_OK(fill_value(a, 1, out->dtype, slot));
@@ -310,7 +321,7 @@ int32_t zeros_like_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(kern::memory_format(a, 1));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  if (!pteron::kern::is_supported(out->dtype))
+  if (!pteron::kern::is_supported_half(out->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
   const int64_t count = pteron::kern::numel(out);

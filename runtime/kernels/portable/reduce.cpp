@@ -7,7 +7,9 @@
 // strides, so any dim order works. Floating sums accumulate in double;
 // integer sums wrap modulo 2^64 and then to the out dtype (as PyTorch's
 // int64 accumulation does). The out tensor's dtype decides what sum and
-// cumsum compute in (a `dtype` argument, when given, must equal it).
+// cumsum compute in (a `dtype` argument, when given, must equal it). Every
+// operator here accepts float16 and bfloat16 (sums accumulate in double and
+// round once).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -58,7 +60,7 @@ void sum_into(const pteron_tensor* self, pteron_tensor* out, const ReducePlan& p
   const int32_t odt = out->dtype;
   void* od = out->data;
   const double count = static_cast<double>(p.reduce_count);
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_half(self->dtype, [&](auto t) {
     using T = decltype(t);
     const void* x = self->data;
     if (is_floating(odt)) {
@@ -102,9 +104,9 @@ int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args, siz
   PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
   PTERON_CHECK_OK(read_opt_dtype(a, 3, "dtype", &dtype));
   PTERON_CHECK_OK(a.tensor(4, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
-  if (dtype >= 0) PTERON_CHECK_OK(check_supported(ctx, op, "dtype", dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
+  if (dtype >= 0) PTERON_CHECK_OK(check_supported_half(ctx, op, "dtype", dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
   if (mean) {
@@ -140,8 +142,8 @@ int32_t sum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(read_opt_dtype(a, 1, "dtype", &dtype));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
   ReducePlan p;
@@ -155,7 +157,7 @@ int32_t sum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
 // "a beats b" for a running maximum: larger, or NaN (first NaN wins).
 template <typename T>
 bool beats(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_float_type_v<T>) {
     if (std::isnan(b)) return false;
     return std::isnan(a) || a > b;
   } else {
@@ -176,8 +178,8 @@ int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   PTERON_CHECK_OK(read_opt_int_list(a, 1, "dim", &single, &dims, &ndims, &has_dims));
   PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   if (!can_cast(self->dtype, out->dtype)) return cast_error(ctx, op, self->dtype, out->dtype);
   ReducePlan p;
@@ -187,7 +189,7 @@ int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
   ReduceIter it(self, out, &p);
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_half(self->dtype, [&](auto t) {
     using T = decltype(t);
     const void* x = self->data;
     it.outer([&](int64_t oo, int64_t base) {
@@ -210,7 +212,7 @@ int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
 void max_with_index(const pteron_tensor* self, const ReducePlan& p, pteron_tensor* values,
                     pteron_tensor* indices) {
   ReduceIter it(self, indices, &p);
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_half(self->dtype, [&](auto t) {
     using T = decltype(t);
     const void* x = self->data;
     int64_t* idx_out = static_cast<int64_t*>(indices->data);
@@ -245,8 +247,8 @@ int32_t max_dim_max(pteron_kernel_context* ctx, pteron_value* const* args, size_
   PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
   PTERON_CHECK_OK(a.tensor(3, "max", &values));
   PTERON_CHECK_OK(a.tensor(4, "max_values", &indices));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "max", values->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "max", values->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   if (!can_cast(self->dtype, values->dtype)) return cast_error(ctx, op, self->dtype, values->dtype);
   if (indices->dtype != PTERON_DTYPE_INT64)
@@ -275,7 +277,7 @@ int32_t argmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   if (has_dim) PTERON_CHECK_OK(a.integer(1, "dim", &dim));
   PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
   if (self->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, op, "self", self->dtype);
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   if (out->dtype != PTERON_DTYPE_INT64)
@@ -310,8 +312,8 @@ int32_t cumsum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   PTERON_CHECK_OK(a.integer(1, "dim", &dim));
   PTERON_CHECK_OK(read_opt_dtype(a, 2, "dtype", &dtype));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   if (out->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, op, "out", out->dtype);
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
@@ -327,7 +329,7 @@ int32_t cumsum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   const int64_t xs = self->dim == 0 ? 0 : self->strides[d];
   const int64_t ys = self->dim == 0 ? 0 : out->strides[d];
   const bool fl = is_floating(out->dtype);
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_half(self->dtype, [&](auto t) {
     using T = decltype(t);
     const void* x = self->data;
     auto lane = [&](int64_t ox, int64_t oy) {

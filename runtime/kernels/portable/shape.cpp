@@ -5,7 +5,8 @@
 //
 // Every copy reads the input through its strides and writes the out tensor
 // in its own dim order, so channels-last tensors on either side are fine.
-// A differing out dtype is converted as Tensor.copy_() converts it.
+// A differing out dtype is converted as Tensor.copy_() converts it. Every
+// operator here accepts float16 and bfloat16 too.
 #include <cstdint>
 #include <limits>
 
@@ -60,7 +61,7 @@ int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, 
     src.strides[i] = self->strides[d];
   }
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, self->dim));
-  return kern::copy_tensor(a, self, src, out);
+  return kern::copy_tensor(a, self, src, out, true);
 }
 
 // ---- view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) ---------
@@ -115,7 +116,7 @@ int32_t view_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
                 a.op, (long long)total);
   }
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, static_cast<int32_t>(nd)));
-  return kern::copy_tensor(a, self, kern::view_of(self), out);
+  return kern::copy_tensor(a, self, kern::view_of(self), out, true);
 }
 
 // ---- expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False,
@@ -179,7 +180,7 @@ int32_t expand_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   if (!kern::checked_numel(sizes, src.dim, &total))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size is too large", a.op);
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, src.dim));
-  return kern::copy_tensor(a, self, src, out);
+  return kern::copy_tensor(a, self, src, out, true);
 }
 
 // ---- squeeze_copy ---------------------------------------------------------
@@ -198,7 +199,7 @@ int32_t squeeze_impl(const Args& a, pteron_tensor* self, pteron_tensor* out, con
   }
   src.dim = k;
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, k));
-  return kern::copy_tensor(a, self, src, out);
+  return kern::copy_tensor(a, self, src, out, true);
 }
 
 // squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out)
@@ -283,7 +284,7 @@ int32_t unsqueeze_copy_out(pteron_kernel_context* ctx, pteron_value* const* args
     src.sizes[i] = sizes[i];
   }
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, src.dim));
-  return kern::copy_tensor(a, self, src, out);
+  return kern::copy_tensor(a, self, src, out, true);
 }
 
 // ---- select_copy.int_out(Tensor self, int dim, SymInt index, *,
@@ -322,7 +323,7 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx, pteron_value* const* arg
   src.dim = k;
   src.offset = index * self->strides[d];
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, k));
-  return kern::copy_tensor(a, self, src, out);
+  return kern::copy_tensor(a, self, src, out, true);
 }
 
 // ---- slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None,
@@ -367,7 +368,7 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx, pteron_value* const* a
   // step < size when len > 1, so the product stays inside the storage span.
   if (len > 1) src.strides[d] = self->strides[d] * step;
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, self->dim));
-  return kern::copy_tensor(a, self, src, out);
+  return kern::copy_tensor(a, self, src, out, true);
 }
 
 // ---- cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) ---------------
@@ -396,7 +397,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
     if (t == nullptr)
       return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensors[%zu] is None", a.op, i);
     PTERON_CHECK_OK(kern::check_tensor(ctx, a.op, "tensors", t));
-    if (!pteron::kern::is_supported(t->dtype))
+    if (!pteron::kern::is_supported_half(t->dtype))
       return pteron::kern::unsupported_dtype(ctx, a.op, "tensors", t->dtype);
     dtype = dtype < 0 ? t->dtype : pteron::kern::promote_types(dtype, t->dtype);
     if (t->dim == 0)
@@ -407,7 +408,7 @@ int32_t cat_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
     const bool skip = t->dim == 1 && t->sizes[0] == 0;
     if (!skip && ref == nullptr) ref = t;
   }
-  if (!pteron::kern::is_supported(out->dtype))
+  if (!pteron::kern::is_supported_half(out->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
   if (!kern::can_cast(dtype, out->dtype))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -470,7 +471,7 @@ int32_t clone_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   PTERON_CHECK_OK(kern::memory_format(a, 1));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
-  return kern::copy_tensor(a, self, kern::view_of(self), out);
+  return kern::copy_tensor(a, self, kern::view_of(self), out, true);
 }
 
 // ---- dim_order_ops::_to_dim_order_copy.out / _clone_dim_order.out
@@ -517,7 +518,7 @@ int32_t dim_order_copy(const Args& a, bool same_dtype) {
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
                 a.op, pteron::kern::dtype_name(out->dtype), pteron::kern::dtype_name(self->dtype));
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
-  return kern::copy_tensor(a, self, kern::view_of(self), out);
+  return kern::copy_tensor(a, self, kern::view_of(self), out, true);
 }
 
 int32_t to_dim_order_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {

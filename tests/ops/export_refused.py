@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Export the programs pteron must refuse at method load, into tests/ops/refused/:
+
+    device_copy.pte   methods h2d and d2h, each one call of upstream's device copy
+                      et_copy::_h2d_copy.out / et_copy::_d2h_copy.out (self, *, out).
+                      Upstream's exporter emits these only for device backends, so
+                      each is exported as relu.out / sigmoid.out (same signature) and
+                      renamed with fixture_writer.rewrite_operators.
+
+tests/test_op_coverage.py loads them. Development-only (needs torch and executorch);
+the programs are committed.
+
+Usage:
+    /work/exportenv/bin/python tests/ops/export_refused.py
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "models"))
+sys.path.insert(0, str(HERE))
+
+import torch  # noqa: E402
+
+import fixture_writer as fw  # noqa: E402
+from opcase import case  # noqa: E402
+
+
+def main() -> int:
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    pte = fw.export_program({"h2d": case(torch.relu, x), "d2h": case(torch.sigmoid, x)})
+    pte = fw.rewrite_operators(pte, [("aten::relu.out", "et_copy::_h2d_copy.out", ()),
+                                     ("aten::sigmoid.out", "et_copy::_d2h_copy.out", ())])
+    _, _, plans = fw.program_info(pte)
+    assert plans["h2d"]["operators"] == ["et_copy::_h2d_copy.out"], plans
+    assert plans["d2h"]["operators"] == ["et_copy::_d2h_copy.out"], plans
+    out = HERE / "refused" / "device_copy.pte"
+    out.parent.mkdir(exist_ok=True)
+    out.write_bytes(pte)
+    print(f"{out.relative_to(HERE.parent.parent)}: {len(pte)} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Operator coverage of kernels_portable against upstream ExecuTorch's portable
+library, and the README's "Operator coverage" table.
+
+It reads three things:
+  - upstream's portable operator list: tests/ops/upstream_portable_ops.txt, one
+    "namespace::name.overload" a line, extracted from the installed wheel's
+    executorch/kernels/portable/functions.yaml by --refresh-upstream (run it
+    with the exporter's Python, /work/exportenv/bin/python; CI never does);
+  - the registry of a build: the operators kernels_portable registers, read
+    through the C API (tests/capi.py) from BUILD_DIR;
+  - the per-operator programs: tests/ops/programs/*/manifest.json (operator,
+    case names, dtypes of each case's inputs).
+
+Usage:
+    tools/op_coverage.py BUILD_DIR                  print the table
+    tools/op_coverage.py --write-readme BUILD_DIR   regenerate README.md between
+                                                    <!-- coverage:begin --> and
+                                                    <!-- coverage:end -->
+    tools/op_coverage.py --missing BUILD_DIR        upstream operators not registered
+    /work/exportenv/bin/python tools/op_coverage.py --refresh-upstream
+
+tests/test_op_coverage.py checks that every upstream operator is registered
+(device copies aside) and that the README's table is what this script
+generates now.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Set
+
+REPO = Path(__file__).resolve().parent.parent
+UPSTREAM_LIST = REPO / "tests" / "ops" / "upstream_portable_ops.txt"
+PROGRAMS = REPO / "tests" / "ops" / "programs"
+README = REPO / "README.md"
+BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
+
+# Upstream's device copies: pteron runs on the CPU and refuses them at method
+# load (runtime/core/resolve.cpp), so they are the one exception.
+DEVICE_COPY_NAMESPACE = "et_copy::"
+PORTABLE_LIBRARY = "kernels_portable"
+
+# The order dtypes are listed in.
+DTYPE_ORDER = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+               "uint8", "bool"]
+
+
+# ---- upstream's list ----------------------------------------------------------
+
+def parse_functions_yaml(text: str) -> List[str]:
+    """The operators of a functions.yaml, in file order, as
+    "namespace::name.overload" ("- op: add.out" is aten's; "- func:
+    ns::name.overload(...)" names its own namespace). Plain line parsing: the
+    file's entries are one "- op:" or "- func:" line each."""
+    ops = []
+    for line in text.splitlines():
+        m = re.match(r"^- (op|func):\s*([A-Za-z0-9_:.]+)", line)
+        if not m:
+            continue
+        name = m.group(2)
+        ops.append(name if "::" in name else f"aten::{name}")
+    return ops
+
+
+def refresh_upstream() -> Path:
+    """Writes UPSTREAM_LIST from the installed executorch wheel (run with the
+    exporter's Python)."""
+    import importlib.util
+    from importlib.metadata import version
+
+    spec = importlib.util.find_spec("executorch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("executorch is not installed in this Python; use /work/exportenv/bin/python")
+    root = Path(list(spec.submodule_search_locations)[0])
+    yaml = root / "kernels" / "portable" / "functions.yaml"
+    ops = parse_functions_yaml(yaml.read_text())
+    header = (f"# executorch {version('executorch')}: executorch/kernels/portable/functions.yaml, "
+              f"{len(ops)} operators (tools/op_coverage.py --refresh-upstream)")
+    UPSTREAM_LIST.write_text("\n".join([header] + ops) + "\n")
+    return UPSTREAM_LIST
+
+
+def upstream_operators(path: Path = UPSTREAM_LIST) -> List[str]:
+    return [ln.strip() for ln in path.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")]
+
+
+def upstream_source(path: Path = UPSTREAM_LIST) -> str:
+    first = path.read_text().splitlines()[0]
+    return first.lstrip("# ").split(" (tools/")[0]
+
+
+# ---- the registry -------------------------------------------------------------
+
+def registered_operators(build_dir: Path) -> Set[str]:
+    """"namespace::name.overload" of every operator kernels_portable registers
+    in the build at `build_dir` (read through the C API)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import capi  # noqa: E402  (ctypes over the C API; needs numpy only)
+
+    rt = capi.Runtime(Path(build_dir))
+    return {f"{k['name']}.{k['overload']}" if k["overload"] else k["name"]
+            for k in rt.kernels() if k["library"] == PORTABLE_LIBRARY}
+
+
+# ---- the per-operator programs ---------------------------------------------
+
+def tested_operators(programs: Path = PROGRAMS) -> Dict[str, Dict[str, Set[str]]]:
+    """{operator: {"dtypes": {...}, "cases": {"group/program: method, ...", ...}}} from
+    every manifest under tests/ops/programs/."""
+    out: Dict[str, Dict[str, Set[str]]] = {}
+    for manifest in sorted(programs.glob("*/manifest.json")):
+        group = manifest.parent.name
+        for entry in json.loads(manifest.read_text())["fixtures"]:
+            op = entry.get("operator")
+            if not op:
+                continue
+            t = out.setdefault(op, {"dtypes": set(), "cases": set()})
+            t["cases"].add(f"{group}/{entry['name']}: " + ", ".join(sorted(entry["methods"])))
+            for m in entry["methods"].values():
+                t["dtypes"].update(m.get("input_dtypes", []))
+    return out
+
+
+def _dtype_key(d: str):
+    return (DTYPE_ORDER.index(d) if d in DTYPE_ORDER else len(DTYPE_ORDER), d)
+
+
+# ---- the table ------------------------------------------------------------------
+
+def missing_operators(registered: Set[str], upstream: Sequence[str]) -> List[str]:
+    """Upstream operators (device copies aside) that kernels_portable lacks."""
+    return [op for op in upstream
+            if not op.startswith(DEVICE_COPY_NAMESPACE) and op not in registered]
+
+
+def coverage_section(registered: Set[str], upstream: Optional[Sequence[str]] = None,
+                     tested: Optional[Dict[str, Dict[str, Set[str]]]] = None) -> str:
+    """The README's section, between (and including) the markers."""
+    upstream = list(upstream if upstream is not None else upstream_operators())
+    tested = tested if tested is not None else tested_operators()
+    device = [op for op in upstream if op.startswith(DEVICE_COPY_NAMESPACE)]
+    required = [op for op in upstream if op not in device]
+    have = [op for op in required if op in registered]
+    extra = sorted(op for op in tested if op not in upstream)
+    rows = []
+    for op in sorted(set(upstream) | set(extra)):
+        t = tested.get(op, {"dtypes": set(), "cases": set()})
+        if op in device:
+            reg = "no: device copy, refused at method load"
+        else:
+            reg = "yes" if op in registered else "**no**"
+        dtypes = ", ".join(sorted(t["dtypes"], key=_dtype_key)) or "-"
+        cases = "; ".join(sorted(t["cases"])) or "-"
+        rows.append(f"| `{op}` | {reg} | {dtypes} | {cases} |")
+    n_tested = sum(1 for op in required if op in tested)
+    prose = (
+        "Generated by `tools/op_coverage.py --write-readme BUILD_DIR` from the registry of a "
+        "build and the per-operator programs (`tests/ops/`); do not edit it by hand: "
+        "`tests/test_op_coverage.py` checks that it is current, and that every operator of "
+        f"upstream's portable library ({upstream_source()}) is registered. kernels_portable "
+        f"registers {len(have)} of upstream's {len(required)} operators (its {len(device)} "
+        "device copies `et_copy::*` aside: pteron runs on the CPU and refuses them at method "
+        f"load, saying so); {n_tested} have per-operator programs. The dtypes are those of the "
+        "tested cases' inputs; cases are listed as `group/program: method, ...` (the programs are "
+        "under `tests/ops/programs/`, one method a case).")
+    lines = [
+        BEGIN,
+        "## Operator coverage",
+        "",
+        textwrap.fill(prose, width=100, break_on_hyphens=False, break_long_words=False),
+        "",
+        "| operator | registered | dtypes tested | cases tested |",
+        "|---|---|---|---|",
+        *rows,
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def replace_section(readme_text: str, section: str) -> str:
+    start, end = readme_text.find(BEGIN), readme_text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"README.md has no {BEGIN} ... {END} markers")
+    return readme_text[:start] + section + readme_text[end + len(END):]
+
+
+def readme_section(readme_text: str) -> str:
+    start, end = readme_text.find(BEGIN), readme_text.find(END)
+    if start < 0 or end < start:
+        return ""
+    return readme_text[start:end + len(END)]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("build_dir", nargs="?", help="a pteron build folder (libpteron.so ...)")
+    ap.add_argument("--write-readme", action="store_true", help="regenerate README.md's section")
+    ap.add_argument("--missing", action="store_true", help="list the upstream operators missing")
+    ap.add_argument("--refresh-upstream", action="store_true",
+                    help="rewrite tests/ops/upstream_portable_ops.txt from the installed wheel")
+    args = ap.parse_args(argv)
+    if args.refresh_upstream:
+        p = refresh_upstream()
+        print(f"wrote {p.relative_to(REPO)}: {len(upstream_operators(p))} operators")
+        if not args.build_dir:
+            return 0
+    if not args.build_dir:
+        ap.error("BUILD_DIR is required")
+    registered = registered_operators(Path(args.build_dir))
+    if args.missing:
+        missing = missing_operators(registered, upstream_operators())
+        print("\n".join(missing))
+        print(f"{len(missing)} missing", file=sys.stderr)
+        return 0
+    section = coverage_section(registered)
+    if args.write_readme:
+        README.write_text(replace_section(README.read_text(), section))
+        print(f"README.md: coverage section regenerated")
+    else:
+        print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
