@@ -74,6 +74,15 @@ int32_t random_fill_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   if (nd > PTERON_MAX_DIM || (nd > 0 && !size))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size has %zu dims (at most %d)", a.op, nd,
                 (int)PTERON_MAX_DIM);
+  // Strides are products of sizes even when one size is 0: bound the
+  // product of the nonzero ones.
+  int64_t prod = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    if (size[i] <= 0) continue;
+    if (prod > INT64_MAX / 16 / size[i])
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: size is too large", a.op);
+    prod *= size[i];
+  }
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, size, static_cast<int32_t>(nd)));
   const int64_t count = kern::numel(out);
   if (count == 0) return PTERON_OK;
