@@ -16,27 +16,18 @@
 #include "strided_views.h"
 #include "tensor_checks.h"
 
+#include "real_access.h"
+
 namespace {
 
 using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
 
-// The one dtype rule of this file: float32 or float64, all tensors alike.
-bool is_float_dtype(int32_t d) { return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT64; }
-
-double load(const pteron_tensor* t, int64_t off) {
-  return t->dtype == PTERON_DTYPE_FLOAT32
-             ? static_cast<double>(static_cast<const float*>(t->data)[off])
-             : static_cast<const double*>(t->data)[off];
-}
-
-void store(pteron_tensor* t, int64_t off, double v) {
-  if (t->dtype == PTERON_DTYPE_FLOAT32)
-    static_cast<float*>(t->data)[off] = static_cast<float>(v);
-  else
-    static_cast<double*>(t->data)[off] = v;
-}
+// float32 or float64 only, computed in double (real_access.h).
+using pteron::kern::real::is_float_dtype;
+using pteron::kern::real::load;
+using pteron::kern::real::store;
 
 int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name, int32_t dt) {
   if (t->dtype != dt)
