@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "dtype_convert.h"
 #include "kernel_util.h"
 
 namespace pteron::kern {
@@ -153,5 +154,70 @@ struct ReduceIter {
     }
   }
 };
+
+// ---- checks and running extremes shared by the reduction kernels ----------
+
+// A reduction over a zero-size dim has no identity for min/max/prod-like
+// operators: refused as PyTorch does.
+inline int32_t zero_size_reduce_check(pteron_kernel_context* ctx, const char* op,
+                                      const pteron_tensor* self, const ReducePlan& p) {
+  for (int32_t i = 0; i < self->dim; ++i)
+    if (p.reduced[i] && self->sizes[i] == 0)
+      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: expected reduction dim %d to have non-zero size", op, i);
+  return PTERON_OK;
+}
+
+// An operator's optional `dtype` argument (-1: none) must equal out's dtype.
+inline int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op, int32_t dtype,
+                                     const pteron_tensor* out) {
+  if (dtype >= 0 && dtype != out->dtype)
+    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
+                "%s: out dtype %s does not match the requested dtype %s", op,
+                dtype_name(out->dtype), dtype_name(dtype));
+  return PTERON_OK;
+}
+
+// "a beats b" for a running maximum (Max) or minimum: NaN beats everything
+// (the first NaN wins).
+template <bool Max, typename T>
+bool beats(T a, T b) {
+  if constexpr (is_float_type_v<T>) {
+    if (std::isnan(b)) return false;
+    if (std::isnan(a)) return true;
+  }
+  return Max ? a > b : a < b;
+}
+
+// Values (nullable) and int64 indices of a one-dim (or all) reduction, both
+// already resized to the plan's output shape. Ties and NaN: the first
+// occurrence in logical order wins, as in PyTorch. Any storage dtype,
+// float16/bfloat16 included; the caller checks what its operator accepts.
+template <bool Max>
+void extreme_with_index(const pteron_tensor* self, const ReducePlan& p, pteron_tensor* values,
+                        pteron_tensor* indices) {
+  ReduceIter it(self, indices, &p);
+  dispatch_half(self->dtype, [&](auto t) {
+    using T = decltype(t);
+    const void* x = self->data;
+    int64_t* idx_out = static_cast<int64_t*>(indices->data);
+    it.outer2(values ? values : indices, [&](int64_t io, int64_t vo, int64_t base) {
+      bool first = true;
+      T m{};
+      int64_t best = 0, cnt = 0;
+      it.inner(base, [&](int64_t off) {
+        const T v = load_typed<T>(x, off);
+        if (first || beats<Max>(v, m)) {
+          m = v;
+          best = cnt;
+        }
+        first = false;
+        ++cnt;
+      });
+      idx_out[io] = best;
+      if (values) store<T>(values->data, values->dtype, vo, m);
+    });
+  });
+}
 
 }  // namespace pteron::kern

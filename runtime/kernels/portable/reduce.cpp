@@ -25,24 +25,6 @@ namespace {
 
 using namespace pteron::kern;
 
-int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op, int32_t dtype,
-                              const pteron_tensor* out) {
-  if (dtype >= 0 && dtype != out->dtype)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: out dtype %s does not match the requested dtype %s", op,
-                dtype_name(out->dtype), dtype_name(dtype));
-  return PTERON_OK;
-}
-
-int32_t zero_size_reduce_check(pteron_kernel_context* ctx, const char* op,
-                               const pteron_tensor* self, const ReducePlan& p) {
-  for (int32_t i = 0; i < self->dim; ++i)
-    if (p.reduced[i] && self->sizes[i] == 0)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: expected reduction dim %d to have non-zero size", op, i);
-  return PTERON_OK;
-}
-
 // Plans the reduction and resizes `out` to its shape.
 int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op, const pteron_tensor* self,
                         const int64_t* dims, size_t ndims, bool empty_means_all, bool keepdim,
@@ -154,17 +136,6 @@ int32_t sum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
 
 // ---- amax / max.dim / argmax ------------------------------------------------
 
-// "a beats b" for a running maximum: larger, or NaN (first NaN wins).
-template <typename T>
-bool beats(T a, T b) {
-  if constexpr (is_float_type_v<T>) {
-    if (std::isnan(b)) return false;
-    return std::isnan(a) || a > b;
-  } else {
-    return a > b;
-  }
-}
-
 int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::amax.out";
   Args a{ctx, args, n, op};
@@ -197,42 +168,13 @@ int32_t amax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
       T m{};
       it.inner(base, [&](int64_t off) {
         const T v = load_typed<T>(x, off);
-        if (first || beats(v, m)) m = v;
+        if (first || beats<true>(v, m)) m = v;
         first = false;
       });
       store<T>(out->data, out->dtype, oo, m);
     });
   });
   return PTERON_OK;
-}
-
-// Shared by max.dim_max and argmax: values (nullable) and int64 indices,
-// both already resized to the plan's output shape. Ties and NaN: the first
-// occurrence in logical order wins, as in PyTorch.
-void max_with_index(const pteron_tensor* self, const ReducePlan& p, pteron_tensor* values,
-                    pteron_tensor* indices) {
-  ReduceIter it(self, indices, &p);
-  dispatch_half(self->dtype, [&](auto t) {
-    using T = decltype(t);
-    const void* x = self->data;
-    int64_t* idx_out = static_cast<int64_t*>(indices->data);
-    it.outer2(values ? values : indices, [&](int64_t io, int64_t vo, int64_t base) {
-      bool first = true;
-      T m{};
-      int64_t best = 0, cnt = 0;
-      it.inner(base, [&](int64_t off) {
-        const T v = load_typed<T>(x, off);
-        if (first || beats(v, m)) {
-          m = v;
-          best = cnt;
-        }
-        first = false;
-        ++cnt;
-      });
-      idx_out[io] = best;
-      if (values) store<T>(values->data, values->dtype, vo, m);
-    });
-  });
 }
 
 int32_t max_dim_max(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
@@ -261,7 +203,7 @@ int32_t max_dim_max(pteron_kernel_context* ctx, pteron_value* const* args, size_
   PTERON_CHECK_OK(reject_alias(ctx, op, "max_values", indices, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "max", values, p.out_sizes, p.out_dim));
   PTERON_CHECK_OK(resize_out(ctx, op, "max_values", indices, p.out_sizes, p.out_dim));
-  max_with_index(self, p, values, indices);
+  extreme_with_index<true>(self, p, values, indices);
   return PTERON_OK;
 }
 
@@ -295,7 +237,7 @@ int32_t argmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   }
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
-  max_with_index(self, p, nullptr, out);
+  extreme_with_index<true>(self, p, nullptr, out);
   return PTERON_OK;
 }
 

@@ -35,40 +35,12 @@ bool dispatch_real(int32_t d, F&& f) {
   return dispatch(d, static_cast<F&&>(f));
 }
 
-int32_t zero_size_reduce_check(pteron_kernel_context* ctx, const char* op,
-                               const pteron_tensor* self, const ReducePlan& p) {
-  for (int32_t i = 0; i < self->dim; ++i)
-    if (p.reduced[i] && self->sizes[i] == 0)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: expected reduction dim %d to have non-zero size", op, i);
-  return PTERON_OK;
-}
-
-int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op, int32_t dtype,
-                              const pteron_tensor* out) {
-  if (dtype >= 0 && dtype != out->dtype)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: out dtype %s does not match the requested dtype %s", op,
-                dtype_name(out->dtype), dtype_name(dtype));
-  return PTERON_OK;
-}
-
 int32_t check_in_out(pteron_kernel_context* ctx, const char* op, const pteron_tensor* self,
                      const pteron_tensor* out, const char* out_name) {
   PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
   PTERON_CHECK_OK(check_supported(ctx, op, out_name, out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   return reject_alias(ctx, op, out_name, out, self);
-}
-
-// "a beats b" for a running maximum (Max) or minimum: NaN beats everything.
-template <bool Max, typename T>
-bool beats(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(b)) return false;
-    if (std::isnan(a)) return true;
-  }
-  return Max ? a > b : a < b;
 }
 
 // ---- amin / min / max / argmin ---------------------------------------------
@@ -88,34 +60,6 @@ void extreme_into(const pteron_tensor* self, const ReducePlan& p, pteron_tensor*
         first = false;
       });
       store<T>(out->data, out->dtype, oo, m);
-    });
-  });
-}
-
-// values (nullable) and int64 indices of a one-dim (or all) reduction.
-template <bool Max>
-void extreme_with_index(const pteron_tensor* self, const ReducePlan& p, pteron_tensor* values,
-                        pteron_tensor* indices) {
-  ReduceIter it(self, indices, &p);
-  dispatch_real(self->dtype, [&](auto t) {
-    using T = decltype(t);
-    const void* x = self->data;
-    int64_t* idx_out = static_cast<int64_t*>(indices->data);
-    it.outer2(values ? values : indices, [&](int64_t io, int64_t vo, int64_t base) {
-      bool first = true;
-      T m{};
-      int64_t best = 0, cnt = 0;
-      it.inner(base, [&](int64_t off) {
-        const T v = load_typed<T>(x, off);
-        if (first || beats<Max>(v, m)) {
-          m = v;
-          best = cnt;
-        }
-        first = false;
-        ++cnt;
-      });
-      idx_out[io] = best;
-      if (values) store<T>(values->data, values->dtype, vo, m);
     });
   });
 }
