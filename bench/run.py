@@ -2,17 +2,20 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """pteron against upstream ExecuTorch, side by side, in one command:
 
-    python3 bench/run.py [--quick] [--only NAME ...] [--threads N ...]
+    python3 bench/run.py [--quick] [--only NAME ...] [--threads N ...] [--zoo NAME ... | --no-zoo]
 
 1. builds what it needs: the project's tools (scripts/setup.sh), the pteron
    package through Conan (the repository's own Conan home, the offline profile
-   profiles/linux-release) and pteron-bench against it, the benchmark's own
-   virtual environment bench/.venv (torch, executorch 1.5.1, numpy, matplotlib)
-   and peer-bench against the wheel's shared libraries;
-2. exports the big programs on demand into bench/.programs (bench/programs.py);
-3. runs pteron-bench and peer-bench alternately on each program (the big ones
-   and models/fixtures), at 1 thread and at all cores, stdout and stderr of
-   both going to a pipe;
+   profiles/linux-release) and pteron-bench against it, the exporter's virtual
+   environment .venv-export (scripts/setup.sh pteron_install_export_venv: torch,
+   executorch 1.5.1, torchvision, numpy; plus matplotlib for the chart) and
+   peer-bench against the wheel's shared libraries;
+2. exports the big programs on demand into bench/.programs (bench/programs.py)
+   and the model zoo into its cache (models/zoo.py export: every model,
+   portable and XNNPACK-lowered);
+3. runs pteron-bench and peer-bench alternately on each program (the big ones,
+   the zoo and models/fixtures), at 1 thread and at all cores, stdout and
+   stderr of both going to a pipe;
 4. writes bench/results/<date>.md, .json and .png (ratio chart).
 
 A side that cannot run a program is reported as "not runnable: <its error>".
@@ -38,11 +41,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 BUILD = BENCH / ".build"
-BENCH_VENV = BENCH / ".venv"
+EXPORT_VENV = REPO / ".venv-export"
 PROGRAMS = BENCH / ".programs"
 FIXTURES = REPO / "models" / "fixtures"
 RESULTS = BENCH / "results"
-WHEELS = ["torch==2.13.0", "executorch==1.5.1", "numpy", "matplotlib"]
 
 
 # ---------------------------------------------------------------- statistics
@@ -188,12 +190,12 @@ def build(args):
     tools = REPO / ".venv" / "bin"
     env = dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}", CONAN_HOME=str(REPO / ".conan2"))
 
-    print("==> bench/.venv (" + " ".join(WHEELS) + ")", flush=True)
-    py = BENCH_VENV / "bin" / "python"
-    if not py.exists():
-        run([sys.executable, "-m", "venv", str(BENCH_VENV)], 300)
-    if run([str(py), "-c", "import torch, executorch, numpy, matplotlib"], 300, check=False)[0]:
-        run([str(py), "-m", "pip", "install", "-q", *WHEELS], 1800)
+    print("==> .venv-export (scripts/setup.sh pteron_install_export_venv) + matplotlib", flush=True)
+    run(["bash", "-c", "source scripts/setup.sh && pteron_install_export_venv"], 1800, cwd=REPO)
+    py = EXPORT_VENV / "bin" / "python"
+    if run([str(py), "-c", "import matplotlib"], 300, check=False)[0]:
+        run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "matplotlib"],
+            1800)
     site = run([str(py), "-c", "import executorch, os; print(list(executorch.__path__)[0])"],
                300)[1].strip().splitlines()[-1]
 
@@ -230,8 +232,16 @@ def build(args):
 
     print("==> programs (bench/programs.py -> bench/.programs)", flush=True)
     run([str(py), str(BENCH / "programs.py"), str(PROGRAMS)], 3600)
+    zoo = []
+    if args.zoo is not None:
+        print("==> the model zoo (models/zoo.py export, cached)", flush=True)
+        which = args.zoo or ["--all"]
+        _, out = run([str(py), str(REPO / "models" / "zoo.py"), "export", *which], 3 * 3600)
+        zoo = [Path(line.split(maxsplit=1)[1]) for line in out.splitlines()
+               if len(line.split(maxsplit=1)) == 2 and Path(line.split(maxsplit=1)[1]).is_dir()]
     print(f"    built in {time.time() - t0:.0f} s", flush=True)
-    return {"pteron": BUILD / "pteron" / "pteron-bench", "peer": BUILD / "peer" / "peer-bench",
+    return {"zoo": zoo, "pteron": BUILD / "pteron" / "pteron-bench",
+            "peer": BUILD / "peer" / "peer-bench",
             "xnnpack_option": xnnpack_option, "executorch_dir": site}
 
 
@@ -255,7 +265,23 @@ def library_sizes(binary, marker):
 
 # ---------------------------------------------------------------- programs
 
-def program_list(only):
+def zoo_programs(folders):
+    """The zoo's programs, from each exported model's manifest (models/zoo.py)."""
+    progs = []
+    for folder in folders:
+        for e in json.loads((folder / "manifest.json").read_text())["fixtures"]:
+            m = e["methods"]["forward"]
+            progs.append({"name": "zoo/" + e["name"], "pte": folder / e["file"],
+                          "method": "forward", "inputs": [folder / i for i in m["inputs"]],
+                          "flops": e.get("flops"),
+                          "description": f"zoo: {e.get('family', '?')}, "
+                                         f"{e.get('params', 0) / 1e6:.2f} M parameters",
+                          "expected_out0": folder / m["expected"][0],
+                          "size_bytes": e["size_bytes"]})
+    return progs
+
+
+def program_list(only, zoo_folders=()):
     progs = []
     # bench/programs.py writes the same manifest format as models/export.py.
     index = {e["name"]: e for e in json.loads((PROGRAMS / "manifest.json").read_text())["fixtures"]}
@@ -275,6 +301,7 @@ def program_list(only):
                           "description": "fixture: " + f["proves"],
                           "expected_out0": FIXTURES / m["expected"][0],
                           "size_bytes": f["size_bytes"]})
+    progs += zoo_programs(zoo_folders)
     if only:
         progs = [p for p in progs if p["name"] in only]
     return progs
@@ -391,6 +418,7 @@ def write_report(data, stamp):
                  f"{fmt_ms(p.get('load_ms'))} | {fmt_ms(q.get('load_ms'))} | "
                  f"{p.get('peak_rss_mb') and round(p['peak_rss_mb'], 1) or '-'} | "
                  f"{q.get('peak_rss_mb') and round(q['peak_rss_mb'], 1) or '-'} | {ok} |")
+    L += zoo_table(data["rows"])
     L.append("")
     L.append("## GFLOP/s of the GEMM-heavy programs")
     L.append("")
@@ -429,11 +457,42 @@ def write_report(data, stamp):
         L.append("")
         L += [f"- {n}" for n in data["notes"]]
     (RESULTS / f"{stamp}.md").write_text("\n".join(L) + "\n")
-    # matplotlib lives in bench/.venv; the chart is drawn there.
-    rc, out = run([str(BENCH_VENV / "bin" / "python"), str(Path(__file__).resolve()), "--chart",
+    # matplotlib lives in .venv-export; the chart is drawn there.
+    rc, out = run([str(EXPORT_VENV / "bin" / "python"), str(Path(__file__).resolve()), "--chart",
                    str(RESULTS / f"{stamp}.json"), str(RESULTS / f"{stamp}.png")], 300, check=False)
     if rc:
         print(f"bench/run.py: no chart: {out[-500:]}", file=sys.stderr)
+
+
+def zoo_table(rows):
+    """The zoo at a glance: one line per model, the ratio per variant and thread count."""
+    zoo = {}
+    for row in rows:
+        if not row["name"].startswith("zoo/"):
+            continue
+        model, _, variant = row["name"][4:].rpartition("_")
+        zoo.setdefault(model, {})[(variant, row["threads"])] = row
+    if not zoo:
+        return []
+    keys = sorted({k for v in zoo.values() for k in v}, key=lambda k: (k[0] != "portable", k))
+    L = ["", "## The model zoo at a glance", "",
+         "Ratio pteron/upstream (median, [min-max of per-round ratios]) per variant and thread "
+         "count; the portable programs run on pteron's kernels_portable + kernels_optimized and "
+         "on upstream's optimized + portable kernel libraries.", "",
+         "| model | " + " | ".join(f"{v} {t}t" for v, t in keys) + " |",
+         "|---|" + "---|" * len(keys)]
+    for model in sorted(zoo):
+        cells = []
+        for k in keys:
+            r = zoo[model].get(k)
+            if r is None or r.get("ratio") is None:
+                err = r and (r["pteron"].get("error") or r["peer"].get("error"))
+                cells.append("not runnable" if err else "-")
+            else:
+                rs = r.get("ratio_spread") or (r["ratio"], r["ratio"])
+                cells.append(f"{r['ratio']:.3g} [{rs[0]:.3g}-{rs[1]:.3g}]")
+        L.append(f"| {model} | " + " | ".join(cells) + " |")
+    return L
 
 
 def summary_table(data):
@@ -511,6 +570,11 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, help="processes per side and program (default 3)")
     ap.add_argument("--round-seconds", type=float, help="timed work per process (default 1.5)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per benchmark process")
+    zg = ap.add_mutually_exclusive_group()
+    zg.add_argument("--zoo", nargs="*", default=[], metavar="NAME",
+                    help="zoo models to export and measure (default: all of models/zoo.py)")
+    zg.add_argument("--no-zoo", dest="zoo", action="store_const", const=None,
+                    help="leave the zoo out")
     ap.add_argument("--tag", default="", help="suffix for the results file names")
     ap.add_argument("--chart", nargs=2, metavar=("JSON", "PNG"), help=argparse.SUPPRESS)
     ap.add_argument("--summary", metavar="JSON", help="print the README table of a results file")
@@ -531,7 +595,7 @@ def main(argv=None):
     cpu = cpu_info()
     rows = []
     t0 = time.time()
-    for prog in program_list(args.only):
+    for prog in program_list(args.only, bins["zoo"]):
         ref = out0_reference(prog)
         for th in thread_counts:
             r = bench_program(prog, th, bins, round_seconds, rounds, args.timeout)
