@@ -14,7 +14,6 @@ script and of the writer is kept. NAMEs limit the export to those programs.
 """
 from __future__ import annotations
 
-import hashlib
 import sys
 import warnings
 from pathlib import Path
@@ -126,15 +125,14 @@ def main(argv) -> int:
     out = Path(argv[1])
     only = argv[2:]
     out.mkdir(parents=True, exist_ok=True)
-    stamp = hashlib.sha256(Path(__file__).read_bytes() +
-                           Path(fw.__file__).read_bytes()).hexdigest()[:16]
-    kept = fw.reusable_entries(out)
+    stamp = fw.source_stamp(Path(__file__))
+    kept = fw.kept_entries(out, stamp)
     entries = []
     for name in NAMES:
         if only and name not in only:
             continue
         e = kept.get(name)
-        if not (e and e.get("stamp") == stamp):
+        if not e:
             print(f"exporting {name}", flush=True)
             e = export_one(name, out)
             e["stamp"] = stamp

@@ -4,7 +4,8 @@ them, their inputs and their eager-PyTorch outputs, and a manifest describing
 them.
 
 Used by models/export.py (models/fixtures), tests/optimized/export.py
-(tests/optimized) and bench/programs.py (bench/.programs). It lives beside the
+(tests/optimized), bench/programs.py (bench/.programs) and models/zoo.py (the
+zoo's cache). It lives beside the
 fixtures, outside the `pteron` Python package, because it needs torch and
 executorch, which nothing that pteron ships may import; each script puts this
 folder on sys.path.
@@ -27,6 +28,7 @@ into it.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,6 +211,12 @@ def rewrite_argument(pte: bytes, op: str, position: int, kind: Optional[str]) ->
     return bytes(serialize_pte_binary(f))
 
 
+def save_tensor(path: Path, t: torch.Tensor) -> None:
+    """One tensor as .npy, as write_fixture saves inputs and outputs (C order;
+    bfloat16 as its uint16 bits)."""
+    _save(path, t)
+
+
 def _save(path: Path, t: torch.Tensor) -> None:
     t = t.detach().cpu()
     if t.dtype == torch.bfloat16:
@@ -281,6 +289,23 @@ def reusable_entries(out: Path, versions: Optional[Dict[str, str]] = None) -> Di
     if not old or any(old.get(k) != v for k, v in versions.items()):
         return {}
     return {e["name"]: e for e in old["fixtures"] if (Path(out) / e["file"]).exists()}
+
+
+def source_stamp(*scripts: Path) -> str:
+    """A hash (16 hex digits) of the text of the given scripts and of this writer:
+    what a cache of exported programs stores in each entry as "stamp", so that an
+    edit of the exporting code exports again."""
+    h = hashlib.sha256()
+    for p in list(scripts) + [Path(__file__)]:
+        h.update(Path(p).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def kept_entries(out: Path, stamp: str) -> Dict[str, dict]:
+    """The entries of OUT's manifest, by name, that this exporter version wrote
+    (reusable_entries) with this `stamp` (source_stamp): the programs a cache
+    keeps instead of exporting them again."""
+    return {n: e for n, e in reusable_entries(out).items() if e.get("stamp") == stamp}
 
 
 def write_manifest(out: Path, generator: str, entries: Sequence[dict]) -> Path:

@@ -4,7 +4,9 @@
 #  - Debian packages: a C++ compiler, flatbuffers (headers + flatc), Eigen,
 #    pthreadpool, XNNPACK (the XNNPACK delegate), MinGW-w64 and Wine;
 #  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja, conan,
-#    pefile, pyelftools and wheel (pip install ./python builds a wheel offline).
+#    pefile, pyelftools and wheel (pip install ./python builds a wheel offline);
+#  - upstream's exporter in .venv-export (pteron_install_export_venv), for the
+#    model zoo's tests (models/zoo.py).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
@@ -36,6 +38,33 @@ pteron_install_venv() {
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel "$@"
   fi
   export PATH="$VENV/bin:$PATH"
+}
+
+# Upstream's exporter for the model zoo (models/zoo.py, tests/test_zoo.py): .venv-export
+# with torch 2.13.0 (the CPU wheel on this machine's disk), executorch 1.5.1, numpy
+# and pillow, and torchvision 0.28.0 without its dependencies (its PyPI wheel
+# requires the CUDA torch of the same release; the model definitions run with the
+# CPU one). Quick when already there. Exports PTERON_EXPORT_PYTHON.
+EXPORT_VENV="$REPO/.venv-export"
+pteron_install_export_venv() {
+  local py="$EXPORT_VENV/bin/python"
+  if [ ! -x "$py" ]; then
+    echo "==> creating $EXPORT_VENV"
+    python3 -m venv "$EXPORT_VENV"
+  fi
+  if ! "$py" -c "import torch, executorch, numpy, PIL; from importlib.metadata import version as v
+assert torch.__version__ == '2.13.0+cpu', torch.__version__
+assert v('executorch') == '1.5.1' and v('torchvision').startswith('0.28.0')" >/dev/null 2>&1; then
+    echo "==> installing upstream's exporter into $EXPORT_VENV"
+    local log="$EXPORT_VENV/pip-install.log"
+    { "$py" -m pip install --disable-pip-version-check torch==2.13.0 executorch==1.5.1 numpy pillow &&
+      "$py" -m pip install --disable-pip-version-check --no-deps torchvision==0.28.0; } >"$log" 2>&1 || {
+      tail -n 40 "$log"; echo "installing into $EXPORT_VENV failed; log: $log" >&2; return 1; }
+    # pip may never trade the CPU torch for another build: check what it left.
+    "$py" -c "import torch; assert torch.__version__ == '2.13.0+cpu', \
+      f'.venv-export has torch {torch.__version__}, not 2.13.0+cpu'"
+  fi
+  export PTERON_EXPORT_PYTHON="$py"
 }
 
 # Configures and builds one CMake build directory: pteron_build DIR [cmake args...]

@@ -13,7 +13,7 @@
 #     delegated fixtures through XnnpackBackend) and the thread pool's contract;
 # then pteron-verify on both packages, then pytest.
 # --slow also runs the slower targets outside CI: scripts/slow.sh (the Linux
-# debug package and pteron-verify on it).
+# debug package and pteron-verify on it, and every model of the zoo).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/conan.sh"
@@ -22,6 +22,7 @@ slow=0
 if [ "${1:-}" = "--slow" ]; then slow=1; shift; fi
 pteron_install_apt "${_pteron_apt_packages[@]}"
 pteron_install_venv
+pteron_install_export_venv  # upstream's exporter, for tests/test_zoo.py (PTERON_EXPORT_PYTHON)
 pteron_conan_home
 
 start=$(date +%s)
