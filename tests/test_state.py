@@ -351,3 +351,38 @@ def test_hpp_loads_a_program_with_its_data_file(tmp_path):
                                rtol=1e-5, atol=1e-6)
     assert "memory_same: 1" in lines
     assert any(line.startswith("without: not_found: ") and "l1.weight" in line for line in lines)
+
+
+def test_xnnpack_delegate_weights_load_from_the_data_file(tmp_path):
+    """The delegate's weights are named data in the .ptd (sha256 keys, no
+    layout): XnnpackBackend finds them through pteron_named_data_get, which
+    looks in the program, then its data file. In a child process, so the
+    backend registers nowhere else."""
+    lib = build_dir() / "libpteron_backend_xnnpack.so"
+    if not lib.exists():
+        pytest.fail(f"{lib} is missing: the Linux build must build backend_xnnpack")
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO / 'tests')!r})
+        import numpy as np, capi
+        rt = capi.Runtime({str(build_dir())!r},
+                          kernel_libs=["kernels_portable", "threadpool", "backend_xnnpack"])
+        ref = np.load({str(STATE / 'external_xnnpack.npz')!r})
+        p = rt.load_file_with_data({str(STATE / 'external_xnnpack.pte')!r},
+                                   {str(STATE / 'external_xnnpack.ptd')!r})
+        out = p.load_method().run([ref["input"]])[0]
+        np.testing.assert_allclose(out, ref["expected"], rtol=1e-5, atol=1e-6)
+        print("ran")
+        try:
+            rt.load_file({str(STATE / 'external_xnnpack.pte')!r}).load_method()
+            print("loaded without data")
+        except capi.PteronError as e:
+            print("without:", e.message)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "ran"
+    # Without the data file the delegate fails at method load, naming the key it missed.
+    assert lines[1].startswith("without: ") and "XnnpackBackend" in lines[1]
+    assert "named data '" in lines[1]

@@ -14,6 +14,11 @@ upstream's runtime outputs (executorch.runtime) over several calls:
     external_state.pte/.ptd   the accumulator with external constants: its
                               initialised buffers and its weight go to the data file
     external_state.npz        as accumulator.npz
+    external_xnnpack.pte/.ptd the MLP lowered to XNNPACK, its delegate's weights
+                              tagged into the data file (upstream's
+                              delegate_external_constants_pass_unlifted): named data
+                              under sha256 keys, no tensor layout
+    external_xnnpack.npz      input, eager output
     decoder.pte, decoder_xnnpack.pte  the decoder, portable and XNNPACK-lowered
     decoder.npz, decoder_xnnpack.npz  greedy tokens, eager and upstream logits per call
     manifest.json             keyed by the exporter's version (torch, executorch)
@@ -163,6 +168,27 @@ def export_external() -> dict:
             "keys": ["l1.weight", "l1.bias", "l2.weight", "l2.bias"]}
 
 
+def export_external_xnnpack() -> dict:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.exir.passes.external_constants_pass import (
+        delegate_external_constants_pass_unlifted,
+    )
+    m = Mlp().eval()
+    x = torch.randn(2, 4, generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        want = m(x)
+    gm = torch.export.export(m, (x,)).module()
+    delegate_external_constants_pass_unlifted(gm, gen_tag_fn=lambda node: "mlp_weights")
+    ep = torch.export.export(gm, (x,))
+    et = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
+    (HERE / "external_xnnpack.pte").write_bytes(bytes(et.buffer))
+    (HERE / "external_xnnpack.ptd").write_bytes(_ptd_bytes(et))
+    np.savez(HERE / "external_xnnpack.npz", input=x.numpy(), expected=want.numpy())
+    return {"name": "external_xnnpack",
+            "files": ["external_xnnpack.pte", "external_xnnpack.ptd", "external_xnnpack.npz"]}
+
+
 def export_decoder(xnnpack: bool) -> dict:
     from executorch.runtime import Runtime
     name = "decoder_xnnpack" if xnnpack else "decoder"
@@ -199,6 +225,7 @@ EXPORTS = {
     "accumulator_malformed": export_malformed,
     "external_state": lambda: export_accumulator("external_state", external=True),
     "external": export_external,
+    "external_xnnpack": export_external_xnnpack,
     "decoder": lambda: export_decoder(False),
     "decoder_xnnpack": lambda: export_decoder(True),
 }
