@@ -175,12 +175,21 @@ def greedy(step, prompt: Sequence[int], n_new: int) -> Tuple[List[int], List[tor
     return tokens, logits
 
 
+def backend_config() -> dict:
+    """ExecutorchBackendConfig keyword arguments that export the cache with its
+    initial state (for fixture_writer.export_program(backend_config=...)).
+    The state exported is the buffers' value at export time: export a module
+    fresh from build() (or after reset_cache), not one that eager has run."""
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+
+    return {"passes": [InitializedMutableBufferPass(CACHE_PATTERNS)]}
+
+
 def export(xnnpack: bool = False) -> bytes:
     """The .pte bytes of the decoder (one token per call), its cache buffers
     exported with their initial state; lowered with XnnpackPartitioner when
     `xnnpack` (it takes the linear layers)."""
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
 
     m, example = build()
     ep = torch.export.export(m, example)
@@ -189,5 +198,4 @@ def export(xnnpack: bool = False) -> bytes:
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
         partitioner = [XnnpackPartitioner()]
     edge = to_edge_transform_and_lower(ep, partitioner=partitioner)
-    cfg = ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(CACHE_PATTERNS)])
-    return bytes(edge.to_executorch(cfg).buffer)
+    return bytes(edge.to_executorch(ExecutorchBackendConfig(**backend_config())).buffer)
