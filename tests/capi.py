@@ -134,6 +134,10 @@ class Runtime:
         for fn, args in {
             "pteron_program_load_file": [ctypes.c_char_p, ctypes.POINTER(vp)],
             "pteron_program_load_memory": [ctypes.c_char_p, sz, ctypes.POINTER(vp)],
+            "pteron_program_load_file_with_data": [ctypes.c_char_p, ctypes.c_char_p,
+                                                   ctypes.POINTER(vp)],
+            "pteron_program_load_memory_with_data": [ctypes.c_char_p, sz, ctypes.c_char_p, sz,
+                                                     ctypes.POINTER(vp)],
             "pteron_program_method_name": [vp, sz, ctypes.POINTER(ctypes.c_char_p)],
             "pteron_program_planned_buffer_sizes": [
                 vp, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64), sz, ctypes.POINTER(sz)],
@@ -151,6 +155,8 @@ class Runtime:
             f.restype = vp
             f.argtypes = args
         L.pteron_program_release.argtypes = [vp]
+        L.pteron_program_has_data_file.restype = i32
+        L.pteron_program_has_data_file.argtypes = [vp]
         L.pteron_program_method_count.restype = sz
         L.pteron_program_method_count.argtypes = [vp]
         L.pteron_method_release.argtypes = [vp]
@@ -180,6 +186,21 @@ class Runtime:
     def load_bytes(self, data: bytes) -> "Program":
         h = ctypes.c_void_p()
         self.check(self.lib.pteron_program_load_memory(data, len(data), ctypes.byref(h)))
+        return Program(self, h)
+
+    def load_file_with_data(self, path, data_path) -> "Program":
+        """pteron_program_load_file_with_data; data_path None: no data file."""
+        h = ctypes.c_void_p()
+        dp = None if data_path is None else str(data_path).encode("utf-8")
+        self.check(self.lib.pteron_program_load_file_with_data(str(path).encode("utf-8"), dp,
+                                                               ctypes.byref(h)))
+        return Program(self, h)
+
+    def load_bytes_with_data(self, data: bytes, ptd) -> "Program":
+        """pteron_program_load_memory_with_data; ptd None: no data file."""
+        h = ctypes.c_void_p()
+        self.check(self.lib.pteron_program_load_memory_with_data(
+            data, len(data), ptd, 0 if ptd is None else len(ptd), ctypes.byref(h)))
         return Program(self, h)
 
     def kernels(self):
@@ -213,6 +234,10 @@ class Program:
         if getattr(self, "h", None):
             self.rt.lib.pteron_program_release(self.h)
             self.h = None
+
+    @property
+    def has_data_file(self) -> bool:
+        return bool(self.rt.lib.pteron_program_has_data_file(self.h))
 
     def method_names(self):
         names = []

@@ -2,8 +2,11 @@
 // pteron-run: load a .pte program, run one method on .npy inputs, write the
 // outputs as .npy files and report the median time per execution.
 //
-// Usage: pteron-run MODEL.pte [--method NAME] [--input FILE.npy]...
+// Usage: pteron-run MODEL.pte [--data FILE.ptd] [--method NAME] [--input FILE.npy]...
 //                   [--output-dir DIR] [--iterations N] [--list-operators]
+// --data loads the program's external data file (.ptd) with it. The method's
+// state (mutable buffers) persists across the N executions of --iterations;
+// the outputs reported are those of the last one.
 // --list-operators prints the registered kernels and backends and exits 0;
 // with MODEL.pte and no --input it also loads the method (every operator and
 // delegate resolved, else exit 1 naming them) and runs nothing.
@@ -41,8 +44,8 @@ extern "C" int pteron_keep_components(void);
 namespace {
 
 const char kUsage[] =
-    "usage: pteron-run MODEL.pte [--method NAME] [--input FILE.npy]... [--output-dir DIR]\n"
-    "                  [--iterations N] [--list-operators]\n"
+    "usage: pteron-run MODEL.pte [--data FILE.ptd] [--method NAME] [--input FILE.npy]...\n"
+    "                  [--output-dir DIR] [--iterations N] [--list-operators]\n"
     "       (after \"--\", an argument is MODEL.pte even if it starts with '-')\n";
 
 int fail(const std::string& msg) {
@@ -96,7 +99,7 @@ std::vector<std::string> utf8_arguments(int argc, char** argv) {
 }
 
 struct Options {
-  std::string model, method = "forward", out_dir;
+  std::string model, data, method = "forward", out_dir;
   std::vector<std::string> inputs;
   long iterations = 1;
   bool list_ops = false;
@@ -130,6 +133,8 @@ int parse_arguments(const std::vector<std::string>& args, Options* o) {
     };
     if (a == "--method")
       o->method = next("--method");
+    else if (a == "--data")
+      o->data = next("--data");
     else if (a == "--input")
       o->inputs.push_back(next("--input"));
     else if (a == "--output-dir")
@@ -161,11 +166,21 @@ int parse_arguments(const std::vector<std::string>& args, Options* o) {
       return 2;
     }
   }
+  if (o->model.empty() && !o->data.empty()) {
+    std::fprintf(stderr, "pteron-run: --data needs MODEL.pte\n%s", kUsage);
+    return 2;
+  }
   if (o->model.empty() && (!o->inputs.empty() || !o->out_dir.empty())) {
     std::fprintf(stderr, "pteron-run: --input and --output-dir need MODEL.pte\n%s", kUsage);
     return 2;
   }
   return -1;
+}
+
+// The program of `o`, with its data file when --data names one.
+pteron::Program load_program(const Options& o) {
+  return o.data.empty() ? pteron::Program::load_file(o.model)
+                        : pteron::Program::load_file(o.model, o.data);
 }
 
 // --list-operators: every registered kernel and backend. With a program and
@@ -180,7 +195,7 @@ int list_operators(const Options& o) {
     std::printf("backend %-42s %s\n", b.id.c_str(), b.library.c_str());
   if (o.model.empty()) return 0;
   if (!o.inputs.empty()) return -1;
-  pteron::Program program = pteron::Program::load_file(o.model);
+  pteron::Program program = load_program(o);
   pteron::Method m = program.load_method(o.method);
   std::printf("method '%s' loads: %zu input(s), %zu output(s)\n", o.method.c_str(), m.input_count(),
               m.output_count());
@@ -294,7 +309,7 @@ int run(const Options& o) {
       return fail("cannot use output directory '" + o.out_dir +
                   "': " + (ec ? ec.message() : std::string("not a directory")));
   }
-  pteron::Program program = pteron::Program::load_file(o.model);
+  pteron::Program program = load_program(o);
   pteron::Method m = program.load_method(o.method);
   std::string err = set_inputs(m, o);
   if (!err.empty()) return fail(err);

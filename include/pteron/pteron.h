@@ -78,6 +78,48 @@ PTERON_API pteron_status* pteron_program_load_file(const char* path /*[in]*/,
  * caller may free them on return. Same checks and errors as above. */
 PTERON_API pteron_status* pteron_program_load_memory(const void* data /*[in]*/, size_t size,
                                                      pteron_program** out /*[out]*/);
+/* Loads a program together with its external data file (.ptd), as upstream
+ * ExecuTorch 1.5 writes it when constants are exported outside the program
+ * (ExecutorchBackendConfig(external_constants=True), then
+ * ExecutorchProgramManager.write_tensor_data_to_file). Format facts come from
+ * upstream's extension/flat_tensor/serialize/flat_tensor.fbs, restated in
+ * pteron's runtime/core/schema/flat_tensor.fbs: file identifier "FT01", a
+ * "FH01" header at offset 8, a flatbuffer of entries (key, segment, tensor
+ * layout), then the segments.
+ *
+ * `path` and `data_path` are UTF-8; both files are memory-mapped
+ * copy-on-write and verified here (identifier, header, flatbuffer, every
+ * entry's segment range). `data_path` NULL: the same as
+ * pteron_program_load_file.
+ *
+ * What is looked up, and when: at method load, every tensor the program
+ * marks as external (extra_tensor_info.location EXTERNAL) is found in the data
+ * file under its fully qualified name (e.g. "l1.weight"). The entry's dtype,
+ * sizes and dim order must equal the tensor's. A constant then points into
+ * the data file; a memory-planned one (a mutable weight) is copied into its
+ * planned memory. Delegates asking for named data (pteron_named_data_get,
+ * pteron/kernel.h) get the program's own entry, else the data file's.
+ * Errors, at this call: PTERON_ERROR_IO (cannot open/map either file, naming
+ * it), PTERON_ERROR_INVALID_PROGRAM (either file malformed: the message names
+ * the data file and what is wrong), PTERON_ERROR_NOT_SUPPORTED (a data file
+ * format version other than 0). At method load: PTERON_ERROR_NOT_FOUND naming
+ * the tensor and its key when the program was loaded without a data file or
+ * the data file has no such key; PTERON_ERROR_INVALID_PROGRAM when the
+ * entry's layout or size differs from the tensor's. */
+PTERON_API pteron_status* pteron_program_load_file_with_data(const char* path /*[in]*/,
+                                                             const char* data_path /*[optional]*/,
+                                                             pteron_program** out /*[out]*/);
+/* The same from memory: `size` program bytes at `data` and `data_size` data
+ * file bytes at `data_file` [optional: NULL and 0 for none]. Both are copied,
+ * so the caller may free them on return. PTERON_ERROR_INVALID_ARGUMENT when
+ * `data_file` is NULL with a nonzero `data_size`. */
+PTERON_API pteron_status* pteron_program_load_memory_with_data(const void* data /*[in]*/,
+                                                               size_t size,
+                                                               const void* data_file /*[optional]*/,
+                                                               size_t data_size,
+                                                               pteron_program** out /*[out]*/);
+/* 1 if `p` was loaded with a data file, else 0 (also for NULL). */
+PTERON_API int32_t pteron_program_has_data_file(const pteron_program* p);
 /* Drops the caller's reference [optional]. */
 PTERON_API void pteron_program_release(pteron_program* p);
 
@@ -119,12 +161,23 @@ typedef struct pteron_method_options {
 /* Loads method `name`: builds its values, places every tensor (constant,
  * planned or runtime-owned), resolves every operator in the kernel registry
  * and every delegate in the backend registry, and initialises delegates.
+ * A mutable buffer exported with its initial state (upstream's
+ * InitializedMutableBufferPass: data_buffer_idx and allocation_info both set)
+ * gets that state copied from the program's mutable data segment into its
+ * planned memory (the caller's, when supplied) by every load: each method
+ * instance starts from the initial state and keeps its own state across
+ * executes, as upstream's runtime does. A buffer exported without it starts
+ * zeroed in runtime-allocated memory, or as the caller left supplied memory.
  * A method that could not run fails here, not at execute:
  *  - PTERON_ERROR_MISSING_OPERATOR: the message lists every missing operator
  *    ("aten::erfinv.out, aten::atan2.out").
  *  - PTERON_ERROR_MISSING_DELEGATE: the message names the backend id(s).
  *  - PTERON_ERROR_NOT_FOUND: no method of that name.
- *  - PTERON_ERROR_INVALID_PROGRAM: an index, size or type is inconsistent.
+ *  - PTERON_ERROR_INVALID_PROGRAM: an index, size or type is inconsistent
+ *    (e.g. an initial state outside its mutable data segment or shorter than
+ *    its tensor, naming the value).
+ *  - PTERON_ERROR_NOT_FOUND also when a tensor's external data is missing
+ *    (see pteron_program_load_file_with_data), naming the key.
  * `options` may be NULL. */
 PTERON_API pteron_status* pteron_method_load(pteron_program* p, const char* name /*[in]*/,
                                              const pteron_method_options* options /*[optional]*/,

@@ -98,6 +98,26 @@ class Program {
     detail::check(pteron_program_load_memory(data, size, &p));
     return Program(p);
   }
+  // Memory-maps and verifies the program at `utf8_path` and its external
+  // data file (.ptd) at `utf8_data_path`; tensors the program keeps outside
+  // are found there by name at method load (pteron_program_load_file_with_data
+  // says what is looked up and the errors).
+  static Program load_file(const std::string& utf8_path, const std::string& utf8_data_path) {
+    pteron_program* p = nullptr;
+    detail::check(
+        pteron_program_load_file_with_data(utf8_path.c_str(), utf8_data_path.c_str(), &p));
+    return Program(p);
+  }
+  // Copies and verifies a program and its data file from memory.
+  static Program load_memory(const void* data, size_t size, const void* data_file,
+                             size_t data_size) {
+    pteron_program* p = nullptr;
+    detail::check(pteron_program_load_memory_with_data(data, size, data_file, data_size, &p));
+    return Program(p);
+  }
+
+  // Whether the program was loaded with a data file.
+  bool has_data_file() const { return pteron_program_has_data_file(p_.get()) != 0; }
 
   std::vector<std::string> method_names() const {
     std::vector<std::string> names;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "flat_tensor_generated.h"
 #include "program_generated.h"
 #include "pteron/kernel.h"
 #include "pteron/pteron.h"
@@ -63,7 +64,8 @@ class Bytes {
   virtual uint8_t* mutable_data() = 0;
   virtual size_t size() const = 0;
 };
-Status map_file(const char* utf8_path, std::unique_ptr<Bytes>* out);
+// `what` names the file in messages ("program", "data").
+Status map_file(const char* utf8_path, std::unique_ptr<Bytes>* out, const char* what = "program");
 Status copy_bytes(const void* data, size_t size, std::unique_ptr<Bytes>* out);
 
 // Element size of a dtype, 0 if unknown to the format.
@@ -110,6 +112,31 @@ bool find_backend(const std::string& id, BackendEntry* out);
 
 }  // namespace pteron
 
+// ---- external data file (.ptd) ----
+
+namespace pteron {
+
+// A verified external data file (FlatTensor format, schema/flat_tensor.fbs):
+// its bytes, its flatbuffer root and where its segments start. Every entry's
+// segment range was checked at load.
+struct DataFile {
+  std::unique_ptr<Bytes> bytes;
+  const ft::FlatTensor* root = nullptr;
+  uint64_t segment_base = 0;
+  std::string name;  // the path, or "data buffer", for messages
+
+  // The entry under `key`, or nullptr.
+  const ft::NamedData* find(const char* key) const;
+  // The validated bytes of entry `e`.
+  Status entry_bytes(const ft::NamedData* e, const uint8_t** data, size_t* size) const;
+};
+
+// Checks the header, the flatbuffer and every segment range of a .ptd.
+Status load_data_file(std::unique_ptr<Bytes> bytes, const std::string& name,
+                      std::unique_ptr<DataFile>* out);
+
+}  // namespace pteron
+
 // ---- program ----
 
 struct pteron_program {
@@ -119,12 +146,17 @@ struct pteron_program {
   size_t program_size = 0;    // bytes of the flatbuffer
   uint64_t segment_base = 0;  // start of segment data (0 if none)
   bool has_segments = false;
+  std::unique_ptr<pteron::DataFile> data_file;  // the .ptd loaded with it, or null
 
   // Validated byte range of segment `index`.
   pteron::Status segment(uint32_t index, const uint8_t** data, size_t* size) const;
   // Validated constant data for data_buffer_idx (> 0), `nbytes` long.
   pteron::Status constant(uint32_t buffer_idx, size_t nbytes, const uint8_t** data) const;
-  // Named data by key.
+  // Validated initial state of a mutable buffer: entry `buffer_idx` (> 0) of
+  // mutable data segment `segments_idx`, at least `nbytes` long.
+  pteron::Status mutable_data(uint64_t segments_idx, uint32_t buffer_idx, size_t nbytes,
+                              const uint8_t** data) const;
+  // Named data by key: the program's own named data, then the data file's.
   pteron::Status named_data(const char* key, const uint8_t** data, size_t* size) const;
   const pteron::fb::ExecutionPlan* plan(const char* name) const;
 };

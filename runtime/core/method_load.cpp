@@ -132,24 +132,128 @@ Status place_owned(pteron_method* m, size_t i, pteron_tensor* t, int64_t nbytes)
   return Status::Ok();
 }
 
-// Builds tensor value `i`: shape, dim order, data placement.
+// "value N" or "value N ('name')" for messages about tensor value `i`.
+std::string tensor_label(size_t i, const fb::Tensor* ft) {
+  const fb::ExtraTensorInfo* x = ft->extra_tensor_info();
+  if (x && x->fully_qualified_name())
+    return format("value %zu ('%s')", i, printable(x->fully_qualified_name()->str()).c_str());
+  return format("value %zu", i);
+}
+
+// A mutable buffer exported with its initial state (upstream's
+// InitializedMutableBufferPass): data_buffer_idx names an entry of a mutable
+// data segment (extra_tensor_info.mutable_data_segments_idx, 0 by default),
+// copied into the tensor's planned memory. Every method load does this, so a
+// new method instance starts from the initial state, as upstream's does.
+Status load_initial_state(pteron_method* m, size_t i, const fb::Tensor* ft, pteron_tensor* t,
+                          int64_t nbytes) {
+  const fb::ExtraTensorInfo* x = ft->extra_tensor_info();
+  const uint64_t segs_idx = x ? x->mutable_data_segments_idx() : 0;
+  const uint8_t* p;
+  Status s =
+      m->program->mutable_data(segs_idx, ft->data_buffer_idx(), static_cast<size_t>(nbytes), &p);
+  if (!s.ok()) return error(s.code, "%s: %s", tensor_label(i, ft).c_str(), s.message.c_str());
+  if (nbytes > 0) std::memcpy(t->data, p, static_cast<size_t>(nbytes));
+  if (t->dtype == PTERON_DTYPE_BOOL) normalize_bools(t->data, static_cast<size_t>(nbytes));
+  return Status::Ok();
+}
+
+// A tensor whose data lies in the program's data file (.ptd) under its fully
+// qualified name. The entry's layout must match the program's tensor, as
+// upstream checks it. A constant points into the data file; a planned tensor
+// (a mutable weight) gets a copy in its planned memory.
+Status place_external(pteron_method* m, size_t i, const fb::Tensor* ft, pteron_tensor* t,
+                      int64_t nbytes, bool planned) {
+  const auto* fqn = ft->extra_tensor_info()->fully_qualified_name();
+  if (!fqn)
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "value %zu: tensor is external but has no fully qualified name (its key)", i);
+  const std::string key = printable(fqn->str());
+  const DataFile* df = m->program->data_file.get();
+  if (!df)
+    return error(PTERON_ERROR_NOT_FOUND,
+                 "value %zu: tensor '%s' keeps its data in an external data file (.ptd) under "
+                 "key '%s', and the program was loaded without one (load it with its data file: "
+                 "pteron_program_load_file_with_data, pteron-run --data)",
+                 i, key.c_str(), key.c_str());
+  const ft::NamedData* e = df->find(fqn->c_str());
+  if (!e)
+    return error(PTERON_ERROR_NOT_FOUND, "value %zu: data file %s has no entry with key '%s'", i,
+                 df->name.c_str(), key.c_str());
+  const ft::TensorLayout* lay = e->tensor_layout();
+  if (!lay)
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "value %zu: data file %s entry '%s' is not a tensor (no layout)", i,
+                 df->name.c_str(), key.c_str());
+  bool same = lay->scalar_type() == static_cast<int8_t>(t->dtype);
+  const uint32_t ld = lay->sizes() ? lay->sizes()->size() : 0u;
+  same = same && ld == static_cast<uint32_t>(t->dim);
+  for (uint32_t d = 0; same && d < ld; ++d) same = lay->sizes()->Get(d) == t->sizes[d];
+  if (same && lay->dim_order() && lay->dim_order()->size() > 0) {
+    same = lay->dim_order()->size() == ld;
+    for (uint32_t d = 0; same && d < ld; ++d) same = lay->dim_order()->Get(d) == t->dim_order[d];
+  }
+  if (!same) {
+    std::string got;
+    for (uint32_t d = 0; d < ld; ++d) got += format("%s%d", d ? ", " : "", lay->sizes()->Get(d));
+    std::string want;
+    for (int32_t d = 0; d < t->dim; ++d)
+      want += format("%s%lld", d ? ", " : "", (long long)t->sizes[d]);
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "value %zu: data file %s entry '%s' is %s [%s], the program's tensor is %s [%s] "
+                 "(or their dim orders differ)",
+                 i, df->name.c_str(), key.c_str(), dtype_name(lay->scalar_type()), got.c_str(),
+                 dtype_name(t->dtype), want.c_str());
+  }
+  const uint8_t* p;
+  size_t size;
+  Status s = df->entry_bytes(e, &p, &size);
+  if (!s.ok()) return error(s.code, "value %zu: %s", i, s.message.c_str());
+  if (size < static_cast<size_t>(nbytes))
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "value %zu: data file %s entry '%s' holds %zu bytes, the tensor needs %lld", i,
+                 df->name.c_str(), key.c_str(), size, (long long)nbytes);
+  if (planned) {
+    if (nbytes > 0) std::memcpy(t->data, p, static_cast<size_t>(nbytes));
+  } else {
+    const size_t esize = element_size(t->dtype);
+    // The data file's bytes are a private copy-on-write mapping or our own copy.
+    t->data = const_cast<uint8_t*>(p);
+    t->dynamism = PTERON_SHAPE_STATIC;
+    if (reinterpret_cast<uintptr_t>(t->data) % esize != 0)
+      return error(PTERON_ERROR_INVALID_PROGRAM,
+                   "value %zu: data file %s entry '%s' is not aligned to its %zu-byte elements", i,
+                   df->name.c_str(), key.c_str(), esize);
+  }
+  if (t->dtype == PTERON_DTYPE_BOOL) normalize_bools(t->data, static_cast<size_t>(nbytes));
+  return Status::Ok();
+}
+
+// Builds tensor value `i`: shape, dim order, data placement. The placements:
+//  - external (extra_tensor_info.location EXTERNAL): in the data file, by
+//    name (a planned one is copied into its planned memory);
+//  - constant (data_buffer_idx > 0, no allocation_info): in the program;
+//  - planned (allocation_info): in a planned buffer, and when data_buffer_idx
+//    is also set, a mutable buffer whose initial state is copied there;
+//  - otherwise storage the runtime owns.
 Status build_tensor(pteron_method* m, size_t i, const fb::Tensor* ft,
                     const std::vector<size_t>& buffer_sizes) {
   pteron_tensor& t = m->tensors[i];
   int64_t nbytes = 0;
   Status s = read_tensor_shape(i, ft, &t, &nbytes);
   if (!s.ok()) return s;
-  if (ft->extra_tensor_info() &&
-      ft->extra_tensor_info()->location() == fb::TensorDataLocation::EXTERNAL) {
-    const auto* fqn = ft->extra_tensor_info()->fully_qualified_name();
-    return error(PTERON_ERROR_NOT_SUPPORTED,
-                 "value %zu: tensor '%s' keeps its data in an external data file, which pteron "
-                 "does not load",
-                 i, fqn ? fqn->c_str() : "?");
-  }
   const fb::AllocationDetails* alloc = ft->allocation_info();
-  if (ft->data_buffer_idx() > 0 && !alloc) return place_constant(m, i, ft, &t, nbytes);
-  if (alloc) return place_planned(m, i, alloc, &t, nbytes, buffer_sizes);
+  const bool external = ft->extra_tensor_info() &&
+                        ft->extra_tensor_info()->location() == fb::TensorDataLocation::EXTERNAL;
+  if (alloc) {
+    s = place_planned(m, i, alloc, &t, nbytes, buffer_sizes);
+    if (!s.ok()) return s;
+    if (external) return place_external(m, i, ft, &t, nbytes, true);
+    if (ft->data_buffer_idx() > 0) return load_initial_state(m, i, ft, &t, nbytes);
+    return Status::Ok();
+  }
+  if (external) return place_external(m, i, ft, &t, nbytes, false);
+  if (ft->data_buffer_idx() > 0) return place_constant(m, i, ft, &t, nbytes);
   return place_owned(m, i, &t, nbytes);
 }
 

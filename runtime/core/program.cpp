@@ -147,8 +147,8 @@ std::string windows_error_text(DWORD code) {
 }
 #endif
 
-Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
-  if (!path) return error(PTERON_ERROR_INVALID_ARGUMENT, "program path is NULL");
+Status map_file(const char* path, std::unique_ptr<Bytes>* out, const char* what) {
+  if (!path) return error(PTERON_ERROR_INVALID_ARGUMENT, "%s path is NULL", what);
 #if defined(_WIN32)
   int wn = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, nullptr, 0);
   if (wn <= 0) return error(PTERON_ERROR_INVALID_ARGUMENT, "path is not valid UTF-8: %s", path);
@@ -156,12 +156,12 @@ Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
   MultiByteToWideChar(CP_UTF8, 0, path, -1, &wpath[0], wn);
   const DWORD attrs = GetFileAttributesW(wpath.c_str());
   if (attrs != INVALID_FILE_ATTRIBUTES && (attrs & FILE_ATTRIBUTE_DIRECTORY))
-    return error(PTERON_ERROR_IO, "program path '%s' is not a regular file", path);
+    return error(PTERON_ERROR_IO, "%s path '%s' is not a regular file", what, path);
   HANDLE f = CreateFileW(wpath.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
                          FILE_ATTRIBUTE_NORMAL, nullptr);
   if (f == INVALID_HANDLE_VALUE) {
     const DWORD code = GetLastError();
-    return error(PTERON_ERROR_IO, "cannot open program file '%s': %s (Windows error %lu)", path,
+    return error(PTERON_ERROR_IO, "cannot open %s file '%s': %s (Windows error %lu)", what, path,
                  windows_error_text(code).c_str(), code);
   }
   LARGE_INTEGER sz;
@@ -171,18 +171,18 @@ Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
   }
   if (sz.QuadPart == 0) {
     CloseHandle(f);
-    return error(PTERON_ERROR_INVALID_PROGRAM, "program file '%s' is empty", path);
+    return error(PTERON_ERROR_INVALID_PROGRAM, "%s file '%s' is empty", what, path);
   }
   HANDLE m = CreateFileMappingW(f, nullptr, PAGE_WRITECOPY, 0, 0, nullptr);
   if (!m) {
     CloseHandle(f);
-    return error(PTERON_ERROR_IO, "cannot map program file '%s'", path);
+    return error(PTERON_ERROR_IO, "cannot map %s file '%s'", what, path);
   }
   void* v = MapViewOfFile(m, FILE_MAP_COPY, 0, 0, 0);
   if (!v) {
     CloseHandle(m);
     CloseHandle(f);
-    return error(PTERON_ERROR_IO, "cannot map program file '%s'", path);
+    return error(PTERON_ERROR_IO, "cannot map %s file '%s'", what, path);
   }
   out->reset(new MappedBytes(f, m, static_cast<uint8_t*>(v), static_cast<size_t>(sz.QuadPart)));
   return Status::Ok();
@@ -191,22 +191,22 @@ Status map_file(const char* path, std::unique_ptr<Bytes>* out) {
   // before fstat could refuse it. It has no effect on regular files.
   int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
-    return error(PTERON_ERROR_IO, "cannot open program file '%s': %s", path, std::strerror(errno));
+    return error(PTERON_ERROR_IO, "cannot open %s file '%s': %s", what, path, std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return error(PTERON_ERROR_IO, "program path '%s' is not a regular file", path);
+    return error(PTERON_ERROR_IO, "%s path '%s' is not a regular file", what, path);
   }
   if (st.st_size == 0) {
     ::close(fd);
-    return error(PTERON_ERROR_INVALID_PROGRAM, "program file '%s' is empty", path);
+    return error(PTERON_ERROR_INVALID_PROGRAM, "%s file '%s' is empty", what, path);
   }
   // Copy-on-write: a kernel that writes a constant never touches the file.
   void* p =
       mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED)
-    return error(PTERON_ERROR_IO, "cannot map program file '%s': %s", path, std::strerror(errno));
+    return error(PTERON_ERROR_IO, "cannot map %s file '%s': %s", what, path, std::strerror(errno));
   out->reset(new MappedBytes(p, static_cast<size_t>(st.st_size)));
   return Status::Ok();
 #endif
@@ -273,6 +273,40 @@ Status pteron_program::constant(uint32_t idx, size_t nbytes, const uint8_t** dat
   return Status::Ok();
 }
 
+Status pteron_program::mutable_data(uint64_t segs_idx, uint32_t idx, size_t nbytes,
+                                    const uint8_t** data) const {
+  const auto* mds = root->mutable_data_segments();
+  if (!mds || segs_idx >= mds->size())
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "initial state %u is in mutable data segment %llu, the program has %u", idx,
+                 (unsigned long long)segs_idx, mds ? mds->size() : 0u);
+  const fb::SubsegmentOffsets* so = mds->Get(static_cast<uint32_t>(segs_idx));
+  const auto* offs = so->offsets();
+  if (!offs || idx >= offs->size())
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "initial state index %u out of range (mutable data segment %llu holds %u)", idx,
+                 (unsigned long long)segs_idx, offs ? offs->size() : 0u);
+  const uint8_t* seg;
+  size_t seg_size;
+  Status s = segment(so->segment_index(), &seg, &seg_size);
+  if (!s.ok()) return error(s.code, "mutable data segment: %s", s.message.c_str());
+  // Entry idx spans up to the next entry's offset, the last one up to the
+  // end of the segment (upstream writes them back to back, unpadded).
+  const uint64_t off = offs->Get(idx);
+  const uint64_t end = idx + 1 < offs->size() ? offs->Get(idx + 1) : seg_size;
+  if (off > seg_size || end > seg_size || end < off)
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "initial state %u (offset %llu) lies outside its mutable data segment "
+                 "(%zu bytes)",
+                 idx, (unsigned long long)off, seg_size);
+  if (end - off < nbytes)
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "initial state %u holds %llu bytes, the tensor needs %zu", idx,
+                 (unsigned long long)(end - off), nbytes);
+  *data = seg + off;
+  return Status::Ok();
+}
+
 Status pteron_program::named_data(const char* key, const uint8_t** data, size_t* size) const {
   const auto* nd = root->named_data();
   if (nd && key) {
@@ -282,7 +316,10 @@ Status pteron_program::named_data(const char* key, const uint8_t** data, size_t*
         return segment(e->segment_index(), data, size);
     }
   }
-  return error(PTERON_ERROR_NOT_FOUND, "no named data with key '%s'", key ? key : "(null)");
+  if (data_file && key)
+    if (const ft::NamedData* e = data_file->find(key)) return data_file->entry_bytes(e, data, size);
+  return error(PTERON_ERROR_NOT_FOUND, "no named data with key '%s'%s", key ? key : "(null)",
+               data_file ? " in the program or its data file" : "");
 }
 
 const fb::ExecutionPlan* pteron_program::plan(const char* name) const {
@@ -411,6 +448,65 @@ pteron_status* pteron_program_load_memory(const void* data, size_t size, pteron_
   Status s = copy_bytes(data, size, &b);
   if (!s.ok()) return to_c(s);
   return to_c(load_program(std::move(b), out));
+}
+
+// Attaches data file bytes `b` (named `name`) to the loaded program *out;
+// releases the program on failure.
+static pteron_status* attach_data(std::unique_ptr<Bytes> b, const std::string& name,
+                                  pteron_program** out) {
+  std::unique_ptr<DataFile> f;
+  Status s = load_data_file(std::move(b), name, &f);
+  if (!s.ok()) {
+    pteron_program_release(*out);
+    *out = nullptr;
+    return to_c(s);
+  }
+  (*out)->data_file = std::move(f);
+  return nullptr;
+}
+
+pteron_status* pteron_program_load_file_with_data(const char* path, const char* data_path,
+                                                  pteron_program** out) {
+  if (!out) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "out is NULL"));
+  *out = nullptr;
+  pteron_status* st = pteron_program_load_file(path, out);
+  if (st || !data_path) return st;
+  std::unique_ptr<Bytes> b;
+  Status s = map_file(data_path, &b, "data");
+  if (s.ok() && reinterpret_cast<uintptr_t>(b->data()) % 16 != 0) {
+    std::unique_ptr<Bytes> c;
+    s = copy_bytes(b->data(), b->size(), &c);
+    b = std::move(c);
+  }
+  if (!s.ok()) {
+    pteron_program_release(*out);
+    *out = nullptr;
+    return to_c(s);
+  }
+  return attach_data(std::move(b), std::string("'") + data_path + "'", out);
+}
+
+pteron_status* pteron_program_load_memory_with_data(const void* data, size_t size,
+                                                    const void* data_file, size_t data_size,
+                                                    pteron_program** out) {
+  if (!out) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "out is NULL"));
+  *out = nullptr;
+  if (!data_file && data_size)
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "data file bytes are NULL"));
+  pteron_status* st = pteron_program_load_memory(data, size, out);
+  if (st || !data_file) return st;
+  std::unique_ptr<Bytes> b;
+  Status s = copy_bytes(data_file, data_size, &b);
+  if (!s.ok()) {
+    pteron_program_release(*out);
+    *out = nullptr;
+    return to_c(s);
+  }
+  return attach_data(std::move(b), "(data buffer)", out);
+}
+
+int32_t pteron_program_has_data_file(const pteron_program* p) {
+  return (p && p->data_file) ? 1 : 0;
 }
 
 void pteron_program_release(pteron_program* p) {
