@@ -166,7 +166,8 @@ class Pooling(nn.Module):
     """max_pool2d with indices (ResNet's 3x3/2 pad 1, ceil_mode on an odd
     size, dilation, channels-last, unbatched), avg_pool2d (padding with and
     without count_include_pad, ceil_mode, divisor_override), adaptive average
-    pooling to 1x1 and to uneven windows, and global mean over H, W."""
+    pooling to 1x1 and to uneven windows, and mean.dim: global over H, W
+    (contiguous and channels-last), the last dim, a middle dim, all dims."""
 
     def forward(self, x, xc, u):
         F = torch.nn.functional
@@ -182,7 +183,8 @@ class Pooling(nn.Module):
                 F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, divisor_override=4),
                 F.avg_pool2d(xc, (3, 2), (2, 1), (1, 0)),
                 F.adaptive_avg_pool2d(x, 1), F.adaptive_avg_pool2d(xc, 1),
-                F.adaptive_avg_pool2d(x, (3, 4)), x.mean(dim=(-2, -1), keepdim=True))
+                F.adaptive_avg_pool2d(x, (3, 4)), x.mean(dim=(-2, -1), keepdim=True),
+                xc.mean(dim=(-2, -1)), x.mean(-1), x.mean(dim=1), x.mean(), u.mean(dim=(0, 2)))
 
 
 class Resampling(nn.Module):

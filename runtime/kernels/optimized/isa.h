@@ -60,12 +60,10 @@ enum class Binary : int32_t { Add, Mul, Div };
 //   Rsqrt     1 / sqrt(x)
 enum class Unary : int32_t { Exp, Sigmoid, Tanh, GeluErf, GeluTanh, Clamp, Neg, Sqrt, Rsqrt };
 
-// One 2-D pooling plane (max or average). Input element (h, w) at
-// in[h * is_h + w * is_w], output (oh, ow) at out[oh * os_h + ow * os_w],
-// max-pool index (oh, ow) at idx[oh * xs_h + ow * xs_w] (h * W + w, ATen's).
-// Window: kh x kw taps, stride sh/sw, padding ph/pw, dilation dh/dw (max
-// only; average pooling has none). Average: count_include_pad counts padding
-// up to the padded border; divisor > 0 overrides the count. Ho, Wo >= 1.
+// One 2-D max-pooling plane. Input element (h, w) at in[h * is_h + w * is_w],
+// output (oh, ow) at out[oh * os_h + ow * os_w], its index at
+// idx[oh * xs_h + ow * xs_w] (h * W + w, ATen's; H * W must fit int32).
+// Window: kh x kw taps, stride sh/sw, padding ph/pw, dilation dh/dw.
 struct PoolPlane {
   const float* in = nullptr;
   int64_t H = 0, W = 0, is_h = 0, is_w = 0;
@@ -74,8 +72,6 @@ struct PoolPlane {
   int64_t* idx = nullptr;
   int64_t xs_h = 0, xs_w = 0;
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  bool count_include_pad = true;
-  int64_t divisor = 0;
 };
 
 // One bilinear plane: out(oh, ow) = wx0[ow] * col(x0[ow]) + wx1[ow] *
@@ -135,7 +131,6 @@ struct IsaOps {
   // squared deviations from the mean, in two passes, accumulated in double.
   void (*moments)(const float* x, int64_t n, double* sum, double* sumsq);
   void (*max_pool_plane)(const PoolPlane& p);
-  void (*avg_pool_plane)(const PoolPlane& p);
   void (*bilinear_plane)(const BilinearPlane& p);
 };
 

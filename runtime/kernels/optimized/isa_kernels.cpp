@@ -265,54 +265,6 @@ void max_pool_plane(const PoolPlane& p) {
   }
 }
 
-// Average pooling, tap-outer like max_pool_plane; sums in float.
-void avg_pool_plane(const PoolPlane& p) {
-  float acc[kPoolBlock];
-  for (int64_t oh = 0; oh < p.Ho; ++oh) {
-    int64_t h0 = oh * p.sh - p.ph;
-    int64_t h1 = h0 + p.kh < p.H + p.ph ? h0 + p.kh : p.H + p.ph;
-    const int64_t ph_size = h1 - h0;
-    h0 = h0 < 0 ? 0 : h0;
-    h1 = h1 > p.H ? p.H : h1;
-    for (int64_t ob = 0; ob < p.Wo; ob += kPoolBlock) {
-      const int64_t oe = p.Wo - ob < kPoolBlock ? p.Wo : ob + kPoolBlock;
-      const int64_t cnt = oe - ob;
-      for (int64_t j = 0; j < cnt; ++j) acc[j] = 0.0f;
-      for (int64_t h = h0; h < h1; ++h) {
-        const float* row = p.in + h * p.is_h;
-        for (int64_t kw = 0; kw < p.kw; ++kw) {
-          const int64_t shift = kw - p.pw;
-          int64_t lo, hi;
-          valid_range(oe, p.W, p.sw, shift, &lo, &hi);
-          if (lo < ob) lo = ob;
-          if (p.is_w == 1) {
-            for (int64_t o = lo; o < hi; ++o) acc[o - ob] += row[o * p.sw + shift];
-          } else {
-            for (int64_t o = lo; o < hi; ++o) acc[o - ob] += row[(o * p.sw + shift) * p.is_w];
-          }
-        }
-      }
-      float* orow = p.out + oh * p.os_h;
-      for (int64_t j = 0; j < cnt; ++j) {
-        const int64_t ow = ob + j;
-        int64_t w0 = ow * p.sw - p.pw;
-        int64_t w1 = w0 + p.kw < p.W + p.pw ? w0 + p.kw : p.W + p.pw;
-        const int64_t pool_size = ph_size * (w1 - w0);
-        w0 = w0 < 0 ? 0 : w0;
-        w1 = w1 > p.W ? p.W : w1;
-        float r = 0.0f;
-        if (h0 < h1 && w0 < w1) {
-          const int64_t f = p.divisor != 0
-                                ? p.divisor
-                                : (p.count_include_pad ? pool_size : (h1 - h0) * (w1 - w0));
-          r = acc[j] / static_cast<float>(f);
-        }
-        orow[ow * p.os_w] = r;
-      }
-    }
-  }
-}
-
 // ---- bilinear -------------------------------------------------------------------
 
 // Vertical blend of the two source rows into tmp (W values), then the
@@ -429,7 +381,6 @@ const IsaOps kOps = {
     affine_vec,
     moments,
     max_pool_plane,
-    avg_pool_plane,
     bilinear_plane,
 };
 

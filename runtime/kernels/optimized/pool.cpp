@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// pool.cpp - optimized float32 aten::max_pool2d_with_indices.out and
-// aten::avg_pool2d.out on (C, H, W) or (N, C, H, W) inputs in any dim order.
+// pool.cpp - optimized float32 aten::max_pool2d_with_indices.out on
+// (C, H, W) or (N, C, H, W) inputs in any dim order. (avg_pool2d stays
+// kernels_portable's: no clear gain measured, bench/kernels/README.md.)
 //
 // Checks and output shapes: pool_checks.h (kernels_portable's rules). Each
 // (n, c) plane is one ISA call (isa_kernels.cpp): the window taps in the
 // outer loops, a block of output columns in the inner one, so the inner loop
-// is a vectorisable max / add over a unit- or stride-2 row of the input.
-// Results are ATen's: the max index is h * W + w within the plane, NaN wins
-// a max window, count_include_pad counts padding only up to the padded
-// border. Planes split over the thread pool.
+// is a vectorisable max over a unit- or stride-2 row of the input. Results
+// are ATen's: the index is h * W + w within the plane, NaN wins a window.
+// Planes split over the thread pool.
 #include <cstdint>
 #include <limits>
 
@@ -100,49 +100,7 @@ int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx, pteron_value* co
   return PTERON_OK;
 }
 
-int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
-  Args a{ctx, args, n, "aten::avg_pool2d.out"};
-  PTERON_CHECK_OK(a.arity(8));
-  pteron_tensor *self = nullptr, *out = nullptr;
-  bool ceil_mode = false, count_include_pad = false, has_div = false;
-  int64_t divisor = 0;
-  PTERON_CHECK_OK(tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(a.boolean(4, "ceil_mode", &ceil_mode));
-  PTERON_CHECK_OK(a.boolean(5, "count_include_pad", &count_include_pad));
-  PTERON_CHECK_OK(opt_integer(a, 6, "divisor_override", &divisor, &has_div));
-  PTERON_CHECK_OK(a.tensor(7, "out", &out));
-  const int32_t dt = self->dtype;
-  if (dt != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, a.op, "self", dt);
-  if (out->dtype != dt)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
-                a.op, dtype_name(out->dtype), dtype_name(dt));
-  if (has_div && divisor == 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: divisor_override must be non-zero", a.op);
-  PoolGeometry P;
-  PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, -1, ceil_mode, &P));
-  PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
-  if (P.N == 0) return PTERON_OK;
-  const PoolOutStrides os = pool_out_strides(out, P.batched);
-  const float* x = static_cast<const float*>(self->data);
-  float* y = static_cast<float*>(out->data);
-  const IsaOps& isa = ops();
-  PoolPlane base = plane_of(P);
-  base.count_include_pad = count_include_pad;
-  base.divisor = has_div ? divisor : 0;
-  for_planes(P, [&](int64_t b, int64_t c) {
-    PoolPlane q = base;
-    q.in = x + b * P.is_n + c * P.is_c;
-    q.out = y + b * os.n + c * os.c;
-    q.os_h = os.h;
-    q.os_w = os.w;
-    isa.avg_pool_plane(q);
-  });
-  return PTERON_OK;
-}
-
 }  // namespace
 
 PTERON_REGISTER_KERNELS({"aten::max_pool2d_with_indices", "out", PTERON_OPT_KEY,
-                         max_pool2d_with_indices_out, PTERON_KERNEL_PRIORITY, 0},
-                        {"aten::avg_pool2d", "out", PTERON_OPT_KEY, avg_pool2d_out,
-                         PTERON_KERNEL_PRIORITY, 0})
+                         max_pool2d_with_indices_out, PTERON_KERNEL_PRIORITY, 0})

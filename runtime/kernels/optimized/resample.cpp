@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// resample.cpp - optimized float32 aten::upsample_bilinear2d.vec_out,
-// aten::upsample_nearest2d.vec_out and aten::_adaptive_avg_pool2d.out, on
-// (N, C, H, W) inputs (adaptive pooling also (C, H, W)) in any dim order.
+// resample.cpp - optimized float32 aten::upsample_bilinear2d.vec_out and
+// aten::upsample_nearest2d.vec_out on (N, C, H, W) inputs in any dim order.
+// (_adaptive_avg_pool2d stays kernels_portable's: to 1 x 1 it exports as
+// mean.dim, reduce.cpp; other sizes showed no gain, bench/kernels/README.md.)
 //
 // Checks, output sizes and index rules: resample_checks.h (kernels_portable's,
 // which are ATen's). Bilinear: the source rows, columns and weights are
 // computed once per call, then each plane blends its two source rows into
 // one row (vectorised) and gathers two taps per output column from it.
 // Nearest: one gathered row per distinct source row, repeated rows copied.
-// Adaptive average pooling: a plane's mean in one vectorised pass when the
-// output is 1 x 1 (global pooling), else the plain window loop. Planes split
-// over the thread pool.
+// Planes split over the thread pool.
 #include <cstdint>
 #include <cstring>
 
@@ -183,63 +182,9 @@ int32_t upsample_nearest2d_vec_out(pteron_kernel_context* ctx, pteron_value* con
   return PTERON_OK;
 }
 
-// ---- adaptive average pooling ----------------------------------------------------
-
-int32_t adaptive_avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
-  Args a{ctx, args, n, "aten::_adaptive_avg_pool2d.out"};
-  PTERON_CHECK_OK(a.arity(3));
-  pteron_tensor *in = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(tensor_arg(a, 0, "self", &in));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_input(a, in, out));
-  ResamplePlanes P;
-  PTERON_CHECK_OK(read_planes(a, in, true, &P));
-  int64_t sz[2] = {0, 0};
-  PTERON_CHECK_OK(spatial_params(a, 1, "output_size", 2, 0, sz));
-  P.Ho = sz[0];
-  P.Wo = sz[1];
-  for (int32_t d = P.batched ? 1 : 0; d < in->dim; ++d)
-    if (in->sizes[d] == 0)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "%s: expected input to have non-zero size for non-batch dims, got size 0 at "
-                  "dim %d",
-                  a.op, (int)d);
-  PTERON_CHECK_OK(resize_planes(a, out, &P));
-  if (P.N == 0 || P.Ho == 0 || P.Wo == 0) return PTERON_OK;
-  const float* xd = static_cast<const float*>(in->data);
-  float* yd = static_cast<float*>(out->data);
-  const IsaOps& isa = ops();
-  const bool global = P.Ho == 1 && P.Wo == 1 && P.is[3] == 1 && P.is[2] == P.W;
-  for_planes(P, P.H * P.W, [&](int64_t b, int64_t c) {
-    const float* xp = xd + b * P.is[0] + c * P.is[1];
-    float* yp = yd + b * P.os[0] + c * P.os[1];
-    if (global) {
-      double sum = 0;
-      isa.moments(xp, P.H * P.W, &sum, nullptr);
-      yp[0] = static_cast<float>(sum / static_cast<double>(P.H * P.W));
-      return;
-    }
-    for (int64_t oh = 0; oh < P.Ho; ++oh) {
-      const int64_t h0 = oh * P.H / P.Ho, h1 = ((oh + 1) * P.H + P.Ho - 1) / P.Ho;
-      for (int64_t ow = 0; ow < P.Wo; ++ow) {
-        const int64_t w0 = ow * P.W / P.Wo, w1 = ((ow + 1) * P.W + P.Wo - 1) / P.Wo;
-        float sum = 0;
-        for (int64_t h = h0; h < h1; ++h) {
-          const float* row = xp + h * P.is[2];
-          for (int64_t w = w0; w < w1; ++w) sum += row[w * P.is[3]];
-        }
-        yp[oh * P.os[2] + ow * P.os[3]] = sum / static_cast<float>((h1 - h0) * (w1 - w0));
-      }
-    }
-  });
-  return PTERON_OK;
-}
-
 }  // namespace
 
 PTERON_REGISTER_KERNELS({"aten::upsample_bilinear2d", "vec_out", PTERON_OPT_KEY,
                          upsample_bilinear2d_vec_out, PTERON_KERNEL_PRIORITY, 0},
                         {"aten::upsample_nearest2d", "vec_out", PTERON_OPT_KEY,
-                         upsample_nearest2d_vec_out, PTERON_KERNEL_PRIORITY, 0},
-                        {"aten::_adaptive_avg_pool2d", "out", PTERON_OPT_KEY,
-                         adaptive_avg_pool2d_out, PTERON_KERNEL_PRIORITY, 0})
+                         upsample_nearest2d_vec_out, PTERON_KERNEL_PRIORITY, 0})
