@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // resample_checks.h - the shared argument reading and index rules of 2-D
 // resampling (aten::upsample_nearest2d.vec_out,
-// aten::upsample_bilinear2d.vec_out, aten::_adaptive_avg_pool2d.out): the
+// aten::upsample_bilinear2d.vec_out; read_planes also for
+// aten::_adaptive_avg_pool2d.out): the
 // input planes, output_size / scale_factors, ATen's source step
 // (area_pixel_compute_scale) and nearest source index (header-only, private
 // to the kernel libraries). The rules and messages are kernels_portable's
