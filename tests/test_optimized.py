@@ -49,7 +49,7 @@ OPTIMIZED_OPS = {
     ("aten::div", "out"), ("aten::div", "Scalar_out"),
     ("aten::exp", "out"), ("aten::sigmoid", "out"), ("aten::tanh", "out"), ("aten::gelu", "out"),
     ("aten::neg", "out"), ("aten::sqrt", "out"), ("aten::rsqrt", "out"), ("aten::clamp", "out"),
-    ("aten::hardtanh", "out"),
+    ("aten::hardtanh", "out"), ("aten::pow", "Tensor_Scalar_out"),
     ("aten::max_pool2d_with_indices", "out"), ("aten::upsample_bilinear2d", "vec_out"),
     ("aten::upsample_nearest2d", "vec_out"),
     ("aten::_native_batch_norm_legit_no_training", "out"), ("aten::native_group_norm", "out"),

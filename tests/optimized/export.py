@@ -152,7 +152,8 @@ class Activations(nn.Module):
                      torch.nn.functional.gelu(t), torch.nn.functional.gelu(t, approximate="tanh"),
                      torch.nn.functional.hardswish(t), torch.nn.functional.relu6(t),
                      torch.clamp(t, -1.0, 2.0), torch.clamp(t, min=0.5), torch.clamp(t, max=-0.25),
-                     torch.neg(t), torch.sqrt(t), torch.rsqrt(t), t / 3.0]
+                     torch.neg(t), torch.sqrt(t), torch.rsqrt(t), t / 3.0,
+                     t.pow(2), t.pow(-1), t.pow(1.5), t.pow(3)]
         big = torch.mm(small, self.up)                      # [40, 1000]
         # (summed: the fixtures stay small)
         outs += [torch.sigmoid(big).sum(dim=1), torch.nn.functional.gelu(big).sum(dim=1),
@@ -302,7 +303,7 @@ def _programs():
         ("opt_act", Activations(),
          (rn(2, 16, 9, 11), rn(2, 8, 7, 5).to(memory_format=torch.channels_last),
           torch.tensor(SPECIAL), rn(40, 8), rn(16, 1, 11).abs() + 0.5), [],
-         "exp/sigmoid/tanh/gelu x2/hardswish/hardtanh/clamp/neg/sqrt/rsqrt/div: layouts, "
+         "exp/sigmoid/tanh/gelu x2/hardtanh/clamp/neg/sqrt/rsqrt/pow/div: layouts, "
          "special values, thread splits"),
         ("opt_pool", Pooling(),
          (rn(2, 5, 15, 13), rn(2, 6, 12, 9).to(memory_format=torch.channels_last),

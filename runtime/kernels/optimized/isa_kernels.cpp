@@ -176,6 +176,15 @@ void unary(Unary op, const float* x, float* out, int64_t n, float p0, float p1) 
     case Unary::Rsqrt:
       for (int64_t i = 0; i < n; ++i) out[i] = 1.0f / std::sqrt(x[i]);
       break;
+    case Unary::Square:
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] * x[i];
+      break;
+    case Unary::Recip:
+      for (int64_t i = 0; i < n; ++i) out[i] = 1.0f / x[i];
+      break;
+    case Unary::Pow:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::pow(x[i], p0);
+      break;
   }
 }
 

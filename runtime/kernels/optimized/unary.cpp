@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // unary.cpp - optimized float32 element-wise unary operators (out
 // variants): aten::exp, sigmoid, tanh, gelu (approximate 'none' and
-// 'tanh'), neg, sqrt, rsqrt, clamp (Scalar bounds) and hardtanh. (hardswish,
+// 'tanh'), neg, sqrt, rsqrt, clamp (Scalar bounds), hardtanh and
+// pow.Tensor_Scalar (exponent 2 and -1 as x * x and 1 / x). (hardswish,
 // hardsigmoid and silu reach a program decomposed into these and mul / div.)
 //
 // The argument and dtype checks are kernels_portable's (activation.cpp,
@@ -185,9 +186,33 @@ int32_t hardtanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size
   return clamp_impl(a, true, lo, true, hi, 4);
 }
 
+// ---- pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) ----
+
+// kernels_portable's checks (binary_more.cpp run_binary): a float32 self
+// keeps float32 whatever the exponent's kind; out must be castable.
+int32_t pow_tensor_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  Args a{ctx, args, n, "aten::pow.Tensor_Scalar_out"};
+  PTERON_CHECK_OK(a.arity(3));
+  BinaryOperands b;
+  PTERON_CHECK_OK(read_binary_inputs(a, true, false, &b));
+  PTERON_CHECK_OK(a.tensor(2, "out", &b.out));
+  int32_t ct = 0;
+  PTERON_CHECK_OK(binary_result_type(ctx, a.op, b, &ct));
+  if (b.self->dtype != PTERON_DTYPE_FLOAT32 || ct != PTERON_DTYPE_FLOAT32)
+    return unsupported_dtype(ctx, a.op, "self", b.self->dtype);
+  if (!can_cast(ct, b.out->dtype)) return cast_error(ctx, a.op, ct, b.out->dtype);
+  PTERON_CHECK_OK(resize_binary_out(ctx, a.op, b));
+  const float e = b.other_s.to<float>();
+  const Unary f = e == 2.0f ? Unary::Square : (e == -1.0f ? Unary::Recip : Unary::Pow);
+  run_unary(b.self, b.out, f, e, 0.0f);
+  return PTERON_OK;
+}
+
 }  // namespace
 
 PTERON_REGISTER_KERNELS(
+    {"aten::pow", "Tensor_Scalar_out", PTERON_OPT_KEY, pow_tensor_scalar_out,
+     PTERON_KERNEL_PRIORITY, 0},
     {"aten::sigmoid", "out", PTERON_OPT_KEY, sigmoid_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::tanh", "out", PTERON_OPT_KEY, tanh_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::gelu", "out", PTERON_OPT_KEY, gelu_out, PTERON_KERNEL_PRIORITY, 0},
