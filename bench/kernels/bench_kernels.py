@@ -12,7 +12,8 @@ Each operator is a one-operator program exported on first use with
 <build-dir>/bench/kernels/ (never committed). Each measurement runs in its
 own process (ctypes, tests/capi.py) with only the kernel libraries it names:
   portable   kernels_portable alone
-  optimized  kernels_portable + kernels_optimized (optimized wins by priority)
+  optimized  kernels_portable + kernels_optimized (optimized wins by priority;
+             a row marked "not registered" is an operator left to portable)
 at every ISA level the CPU has (PTERON_ISA), no thread pool (one thread).
 Times are the median, min and max of --iterations executions after 3 warm-up
 runs (wall clock, perf_counter), stdout and stderr of every timed process
@@ -120,6 +121,11 @@ selected = sorted({k["library"] for k in rt.kernels() if k["selected"] and
 m = rt.load_file(cfg["program"]).load_method("forward")
 for i, p in enumerate(cfg["inputs"]):
     m.set_input(i, np.load(p))
+if cfg.get("accuracy_out"):
+    m.execute()
+    np.save(cfg["accuracy_out"], m.output(0))
+    print("RESULT {}")
+    sys.exit(0)
 for _ in range(3):
     m.execute()
 times = []
@@ -155,11 +161,13 @@ def program_ops(pte: Path):
     return sorted({m.decode() for m in re.findall(rb"aten::[a-z_0-9]+", data)})
 
 
-def run_worker(bdir: Path, out: Path, name: str, libs, env_extra, iterations):
-    inputs = sorted(str(p) for p in out.glob(f"{name}.input_*.npy"))
+def run_worker(bdir: Path, out: Path, name: str, libs, env_extra, iterations, inputs=None,
+               accuracy_out=None):
+    inputs = inputs or sorted(str(p) for p in out.glob(f"{name}.input_*.npy"))
     ops = program_ops(out / f"{name}.pte")
     cfg = {"build_dir": str(bdir), "program": str(out / f"{name}.pte"), "inputs": inputs,
-           "libs": list(libs), "iterations": iterations, "ops": ops}
+           "libs": list(libs), "iterations": iterations, "ops": ops,
+           "accuracy_out": str(accuracy_out) if accuracy_out else None}
     env = {k: v for k, v in os.environ.items() if k not in ("PTERON_ISA", "PTERON_NUM_THREADS")}
     env.update(env_extra)
     r = subprocess.run([sys.executable, "-c", WORKER, str(REPO / "tests"), json.dumps(cfg)],
@@ -168,6 +176,51 @@ def run_worker(bdir: Path, out: Path, name: str, libs, env_extra, iterations):
     if r.returncode != 0 or not line:
         raise SystemExit(f"worker {name} {libs} failed:\n{r.stdout}\n{r.stderr}")
     return json.loads(line[7:])
+
+
+# Accuracy of the vectorised transcendental functions: case -> (input range,
+# float64 reference). Every float32 of the range's grid goes through the
+# program (1x64x112x112 = 802816 points).
+ACCURACY = {
+    "exp": ((-87.0, 88.0), lambda t: t.exp()),
+    "sigmoid": ((-30.0, 30.0), lambda t: t.sigmoid()),
+    "tanh": ((-12.0, 12.0), lambda t: t.tanh()),
+    "gelu": ((-10.0, 10.0), lambda t: 0.5 * t * (1 + torch.special.erf(t / 2 ** 0.5))),
+    "gelu_tanh": ((-10.0, 10.0),
+                  lambda t: 0.5 * t * (1 + torch.tanh((2 / torch.pi) ** 0.5 *
+                                                      (t + 0.044715 * t ** 3)))),
+}
+
+
+def accuracy(bdir: Path, out: Path, levels):
+    """Max error of each optimized function (and of kernels_portable's libm
+    path) against a float64 reference on a dense grid: absolute, relative
+    and in float32 ulps of the reference, both where |ref| > 1e-3 (below it
+    gelu's 1 + erf(x) cancels in any float32 evaluation, libm's included)."""
+    global torch
+    import numpy as np
+    import torch
+    print("\naccuracy against float64 (max abs error, max rel error, max ulp):")
+    for name, ((lo, hi), ref_fn) in ACCURACY.items():
+        if not (out / f"{name}.pte").exists():
+            continue
+        x = np.linspace(lo, hi, 1 * 64 * 112 * 112, dtype=np.float32).reshape(1, 64, 112, 112)
+        xin = out / f"{name}.acc_input.npy"
+        np.save(xin, x)
+        ref = ref_fn(torch.from_numpy(x).double()).numpy()
+        row = f"  {name:<10} [{lo:g}, {hi:g}]"
+        for tag, libs, env in [("portable", ["kernels_portable"], {})] + [
+                (lv, ["kernels_portable", "kernels_optimized"], {"PTERON_ISA": lv})
+                for lv in levels]:
+            res = out / f"{name}.acc_{tag}.npy"
+            run_worker(bdir, out, name, libs, env, 0, inputs=[str(xin)], accuracy_out=res)
+            y = np.load(res).astype(np.float64)
+            err = np.abs(y - ref)
+            big = np.abs(ref) > 1e-3  # below: 1 + erf(x) cancels in float32 anyway
+            ulp = np.spacing(np.abs(ref[big]).astype(np.float32)).astype(np.float64)
+            row += (f"  {tag}: {err.max():.2e} / {(err[big] / np.abs(ref[big])).max():.2e}"
+                    f" / {(err[big] / ulp).max():.1f}")
+        print(row, flush=True)
 
 
 def main() -> int:
@@ -180,6 +233,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="case names (default: all)")
     ap.add_argument("--levels", nargs="*", help="ISA levels (default: all the CPU has)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--accuracy", action="store_true",
+                    help="also measure the error of exp/sigmoid/tanh/gelu against float64")
     args = ap.parse_args()
     bdir = args.build_dir.resolve()
     out = bdir / "bench" / "kernels"
@@ -207,13 +262,17 @@ def main() -> int:
         for lv in levels:
             o = run_worker(bdir, out, name, ["kernels_portable", "kernels_optimized"],
                            {"PTERON_ISA": lv}, args.iterations)
-            assert o["isa"] == lv and "kernels_optimized" in o["selected"], o
+            assert o["isa"] == lv, o
             row += f" {fmt(o):>22} {p['median_s'] / o['median_s']:>5.1f}"
             rec[lv] = o
+        if "kernels_optimized" not in o["selected"]:
+            row += "  (not registered: portable ran)"
         print(row, flush=True)
         results["cases"][name] = rec
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if args.accuracy:
+        accuracy(bdir, out, levels)
     return 0
 
 
