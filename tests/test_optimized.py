@@ -46,6 +46,14 @@ OPTIMIZED_OPS = {
     ("aten::sub", "Scalar_out"), ("aten::mul", "out"), ("aten::mul", "Scalar_out"),
     ("aten::relu", "out"), ("aten::_softmax", "out"), ("aten::_log_softmax", "out"),
     ("aten::native_layer_norm", "out"), ("aten::permute_copy", "out"),
+    ("aten::div", "out"), ("aten::div", "Scalar_out"),
+    ("aten::exp", "out"), ("aten::sigmoid", "out"), ("aten::tanh", "out"), ("aten::gelu", "out"),
+    ("aten::neg", "out"), ("aten::sqrt", "out"), ("aten::rsqrt", "out"), ("aten::clamp", "out"),
+    ("aten::hardtanh", "out"), ("aten::pow", "Tensor_Scalar_out"),
+    ("aten::max_pool2d_with_indices", "out"), ("aten::upsample_bilinear2d", "vec_out"),
+    ("aten::upsample_nearest2d", "vec_out"),
+    ("aten::_native_batch_norm_legit_no_training", "out"), ("aten::native_group_norm", "out"),
+    ("aten::mean", "out"),
 }
 
 
@@ -250,7 +258,7 @@ def test_optimized_wins_in_both_load_orders(default_run, reverse_run, order):
 
 # Programs whose every operator kernels_optimized registers (for float32).
 OPTIMIZED_ONLY = ["opt_conv.forward", "opt_conv_nhwc.forward", "opt_norm.forward",
-                  "opt_linear.forward"]
+                  "opt_linear.forward", "opt_resample.forward", "opt_chnorm.forward"]
 
 
 @pytest.fixture(scope="session")
@@ -270,7 +278,10 @@ def test_float64_operators_fall_back_to_portable(optimized_only_run, default_run
     run = optimized_only_run["runs"]["opt_float64.forward"]
     assert not run["ok"] and run["code"] == 4, run  # MISSING_OPERATOR
     for op in ("aten::addmm.out", "aten::convolution.out", "aten::native_layer_norm.out",
-               "aten::_softmax.out", "aten::bmm.out", "aten::relu.out"):
+               "aten::_softmax.out", "aten::bmm.out", "aten::relu.out", "aten::sigmoid.out",
+               "aten::gelu.out", "aten::div.out", "aten::max_pool2d_with_indices.out",
+               "aten::upsample_bilinear2d.vec_out",
+               "aten::_native_batch_norm_legit_no_training.out"):
         assert op in run["message"], run["message"]
     # With kernels_portable beside it, the float64 program runs and matches.
     _assert_matches_expected(default_run, "opt_float64.forward")

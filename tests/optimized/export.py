@@ -4,7 +4,9 @@
 fixtures in models/fixtures: the shapes and layouts kernels_optimized handles
 by special paths (parallel GEMM splits, grouped / dilated / depthwise / 1-D /
 3-D / channels-last convolution, element-wise broadcasts, softmax over a
-non-last dim, layer norm over two dims, aten::linear.out) and the dtypes it
+non-last dim, layer norm over two dims, aten::linear.out, the activations
+with special values, pooling windows, resampling modes, batch and group norm
+in both layouts) and the dtypes it
 must leave to kernels_portable (float64) or handle generically (float32 mixed
 with int64 / float64 operands).
 
@@ -129,6 +131,107 @@ class Norm(nn.Module):
                 torch.log_softmax(x, dim=-1), self.ln(x), self.ln_plain(x))
 
 
+SPECIAL = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e30, -1e30, 88.5, -88.5, 100.0,
+           -100.0, 9.5, -9.5, 3.0, -3.0, 1e-30]
+
+
+class Activations(nn.Module):
+    """The element-wise unary operators on a contiguous tensor, a
+    channels-last one (other dim order), special values (NaN, infinities,
+    overflow ranges), a tensor large enough to split over threads, and div
+    with broadcasts and a Scalar."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Parameter(torch.randn(8, 1000) * 2.0)
+
+    def forward(self, x, xc, s, small, d):
+        outs = []
+        for t in (x * 3.0, xc * 3.0, s):
+            outs += [torch.exp(t), torch.sigmoid(t), torch.tanh(t),
+                     torch.nn.functional.gelu(t), torch.nn.functional.gelu(t, approximate="tanh"),
+                     torch.nn.functional.hardswish(t), torch.nn.functional.relu6(t),
+                     torch.clamp(t, -1.0, 2.0), torch.clamp(t, min=0.5), torch.clamp(t, max=-0.25),
+                     torch.neg(t), torch.sqrt(t), torch.rsqrt(t), t / 3.0,
+                     t.pow(2), t.pow(-1), t.pow(1.5), t.pow(3)]
+        big = torch.mm(small, self.up)                      # [40, 1000]
+        # (summed: the fixtures stay small)
+        outs += [torch.sigmoid(big).sum(dim=1), torch.nn.functional.gelu(big).sum(dim=1),
+                 torch.tanh(big).sum(dim=1), torch.exp(big * 0.1).sum(dim=1)]
+        outs += [x / d, x / (x + 10.0), torch.nn.functional.silu(x),
+                 torch.nn.functional.hardsigmoid(x)]
+        return tuple(outs)
+
+
+class Pooling(nn.Module):
+    """max_pool2d with indices (ResNet's 3x3/2 pad 1, ceil_mode on an odd
+    size, dilation, channels-last, unbatched), avg_pool2d (padding with and
+    without count_include_pad, ceil_mode, divisor_override), adaptive average
+    pooling to 1x1 and to uneven windows, and mean.dim: global over H, W
+    (contiguous and channels-last), the last dim, a middle dim, all dims."""
+
+    def forward(self, x, xc, u):
+        F = torch.nn.functional
+        m1, i1 = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+        m2, i2 = F.max_pool2d(x, 2, 2, 0, ceil_mode=True, return_indices=True)
+        m3, i3 = F.max_pool2d(x, 3, 1, 1, dilation=2, return_indices=True)
+        m4, i4 = F.max_pool2d(xc, 3, 2, 1, return_indices=True)
+        m5, i5 = F.max_pool2d(u, (2, 3), (1, 2), (1, 1), return_indices=True)
+        return (m1, i1, m2, i2, m3, i3, m4, i4, m5, i5,
+                F.avg_pool2d(x, 3, 1, 1),
+                F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+                F.avg_pool2d(x, 2, 2, 0, ceil_mode=True),
+                F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, divisor_override=4),
+                F.avg_pool2d(xc, (3, 2), (2, 1), (1, 0)),
+                F.adaptive_avg_pool2d(x, 1), F.adaptive_avg_pool2d(xc, 1),
+                F.adaptive_avg_pool2d(x, (3, 4)), x.mean(dim=(-2, -1), keepdim=True),
+                xc.mean(dim=(-2, -1)), x.mean(-1), x.mean(dim=1), x.mean(), u.mean(dim=(0, 2)))
+
+
+class Resampling(nn.Module):
+    """Bilinear (align_corners both ways, up and down, scale factor and
+    size, channels-last) and nearest (x2, uneven size, downsampling)."""
+
+    def forward(self, x, xc):
+        F = torch.nn.functional
+        return (F.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False),
+                F.interpolate(x, size=(13, 17), mode="bilinear", align_corners=True),
+                F.interpolate(x, size=(4, 5), mode="bilinear", align_corners=False),
+                F.interpolate(x, size=(1, 1), mode="bilinear", align_corners=True),
+                F.interpolate(xc, size=(11, 8), mode="bilinear", align_corners=False),
+                F.interpolate(x, scale_factor=2.0, mode="nearest"),
+                F.interpolate(x, size=(10, 13), mode="nearest"),
+                F.interpolate(x, size=(3, 4), mode="nearest"),
+                F.interpolate(xc, scale_factor=3.0, mode="nearest"))
+
+
+class ChannelNorm(nn.Module):
+    """Inference batch norm on NCHW, channels-last, (N, C) and (N, C, L)
+    inputs, with and without affine; group norm (8 groups, one group,
+    channels-last, without affine)."""
+
+    def __init__(self):
+        super().__init__()
+        def bn(m):
+            m.running_mean.copy_(torch.randn(m.num_features))
+            m.running_var.copy_(torch.rand(m.num_features) + 0.5)
+            if m.affine:
+                m.weight.data.copy_(torch.randn(m.num_features))
+                m.bias.data.copy_(torch.randn(m.num_features))
+            return m.eval()
+        self.bn = bn(nn.BatchNorm2d(16))
+        self.bn_plain = bn(nn.BatchNorm2d(16, affine=False))
+        self.bn1 = bn(nn.BatchNorm1d(16))
+        self.gn = nn.GroupNorm(8, 16)
+        self.gn.weight.data.copy_(torch.randn(16))
+        self.gn.bias.data.copy_(torch.randn(16))
+        self.gn1 = nn.GroupNorm(1, 16, affine=False)
+
+    def forward(self, x, xc, v, s):
+        return (self.bn(x), self.bn(xc), self.bn_plain(x), self.bn1(v), self.bn1(s),
+                self.gn(x * 2.0 + 1.0), self.gn(xc), self.gn1(x))
+
+
 class Float64(nn.Module):
     """The same operators in float64: kernels_optimized registers none of them
     for this dtype, so kernels_portable must run them."""
@@ -139,10 +242,16 @@ class Float64(nn.Module):
         self.conv = nn.Conv2d(3, 4, 3, padding=1).double()
         self.ln = nn.LayerNorm(10).double()
 
+        self.bn = nn.BatchNorm2d(4).double().eval()
+
     def forward(self, x, img):
         h = torch.relu(self.fc(x)) * 2.0 + x[:, :10]
         h = torch.softmax(self.ln(h), dim=-1)
-        return h, self.conv(img) + 1.0, torch.bmm(x.reshape(2, 6, 6), x.reshape(2, 6, 6))
+        c = self.bn(self.conv(img))
+        p = torch.nn.functional.max_pool2d(torch.sigmoid(c), 3, 2, 1)
+        return (h, self.conv(img) + 1.0, torch.bmm(x.reshape(2, 6, 6), x.reshape(2, 6, 6)),
+                p, torch.nn.functional.interpolate(c, scale_factor=2.0, mode="bilinear"),
+                torch.nn.functional.gelu(x) / 3.0)
 
 
 class Mixed(nn.Module):
@@ -191,6 +300,23 @@ def _programs():
          "float32 with int64 / float64 / bool operands (promotion in the optimized kernel)"),
         ("opt_linear", LinearPreserved(), (rn(2, 5, 12),), [torch.ops.aten.linear.default],
          "aten::linear.out (preserved), 3-D input, with and without bias"),
+        ("opt_act", Activations(),
+         (rn(2, 16, 9, 11), rn(2, 8, 7, 5).to(memory_format=torch.channels_last),
+          torch.tensor(SPECIAL), rn(40, 8), rn(16, 1, 11).abs() + 0.5), [],
+         "exp/sigmoid/tanh/gelu x2/hardtanh/clamp/neg/sqrt/rsqrt/pow/div: layouts, "
+         "special values, thread splits"),
+        ("opt_pool", Pooling(),
+         (rn(2, 5, 15, 13), rn(2, 6, 12, 9).to(memory_format=torch.channels_last),
+          rn(3, 7, 8)), [],
+         "max/avg/adaptive pooling: padding, ceil_mode, dilation, count_include_pad, "
+         "divisor_override, channels-last, unbatched"),
+        ("opt_resample", Resampling(),
+         (rn(2, 3, 7, 9), rn(1, 4, 6, 5).to(memory_format=torch.channels_last)), [],
+         "bilinear (align_corners both ways, up/down) and nearest resampling, channels-last"),
+        ("opt_chnorm", ChannelNorm(),
+         (rn(2, 16, 7, 6), rn(2, 16, 5, 4).to(memory_format=torch.channels_last), rn(6, 16),
+          rn(3, 16, 10)), [],
+         "batch norm (NCHW, channels-last, 2-D, 3-D, no affine) and group norm"),
     ]
     # (name, module, inputs, preserved operators, what it proves)
     return progs

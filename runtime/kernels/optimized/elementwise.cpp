@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // elementwise.cpp - optimized float32 element-wise operators: aten::add,
-// aten::sub, aten::mul (Tensor and Scalar out variants) and aten::relu.out.
+// aten::sub, aten::mul, aten::div (true division; Tensor and Scalar out
+// variants) and aten::relu.out.
 //
 // Fast path (every operand and the out tensor float32): the iteration space
 // is the out tensor's dims in memory order, with adjacent dims merged
@@ -55,7 +56,8 @@ void binary_fast(Binary op, const pteron_tensor* a, const pteron_tensor* b, cons
       } else {
         for (int64_t i = 0; i < len; ++i) {
           const float x = pa[oa + i * it.sa[last]], y = pb[ob + i * it.sb[last]];
-          po[oo + i * it.so[last]] = op == Binary::Add ? x + alpha * y : x * y;
+          po[oo + i * it.so[last]] =
+              op == Binary::Add ? x + alpha * y : (op == Binary::Mul ? x * y : x / y);
         }
       }
     });
@@ -64,7 +66,7 @@ void binary_fast(Binary op, const pteron_tensor* a, const pteron_tensor* b, cons
 
 // ---- add / sub / mul ----------------------------------------------------------
 
-enum class Kind { Add, Sub, Mul };
+enum class Kind { Add, Sub, Mul, Div };
 
 struct Spec {
   const char* op;
@@ -82,6 +84,7 @@ void compute_generic(Kind kind, const pteron_tensor* self, const pteron_tensor* 
       case Kind::Add: return a + al * b;
       case Kind::Sub: return a - al * b;
       case Kind::Mul: return a * b;
+      case Kind::Div: return a / b;
     }
     return C(0);
   };
@@ -125,6 +128,7 @@ int32_t binary_op(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
       case Kind::Add: binary_fast(Binary::Add, self, other, &bs, al, out); break;
       case Kind::Sub: binary_fast(Binary::Add, self, other, &bs, -al, out); break;
       case Kind::Mul: binary_fast(Binary::Mul, self, other, &bs, 1.0f, out); break;
+      case Kind::Div: binary_fast(Binary::Div, self, other, &bs, 1.0f, out); break;
     }
     return PTERON_OK;
   }
@@ -145,6 +149,8 @@ PTERON_OPT_BINARY(sub_out, "aten::sub.out", Kind::Sub, false, true)
 PTERON_OPT_BINARY(sub_scalar_out, "aten::sub.Scalar_out", Kind::Sub, true, true)
 PTERON_OPT_BINARY(mul_out, "aten::mul.out", Kind::Mul, false, false)
 PTERON_OPT_BINARY(mul_scalar_out, "aten::mul.Scalar_out", Kind::Mul, true, false)
+PTERON_OPT_BINARY(div_out, "aten::div.out", Kind::Div, false, false)
+PTERON_OPT_BINARY(div_scalar_out, "aten::div.Scalar_out", Kind::Div, true, false)
 
 #undef PTERON_OPT_BINARY
 
@@ -200,4 +206,6 @@ PTERON_REGISTER_KERNELS(
     {"aten::sub", "Scalar_out", PTERON_OPT_KEY, sub_scalar_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::mul", "out", PTERON_OPT_KEY, mul_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::mul", "Scalar_out", PTERON_OPT_KEY, mul_scalar_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::div", "out", PTERON_OPT_KEY, div_out, PTERON_KERNEL_PRIORITY, 0},
+    {"aten::div", "Scalar_out", PTERON_OPT_KEY, div_scalar_out, PTERON_KERNEL_PRIORITY, 0},
     {"aten::relu", "out", PTERON_OPT_KEY, relu_out, PTERON_KERNEL_PRIORITY, 0})

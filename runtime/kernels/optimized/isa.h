@@ -42,8 +42,55 @@ struct Gemm {
   float beta = 0.0f;
 };
 
-// Element-wise binary operators.
-enum class Binary : int32_t { Add, Mul };
+// Element-wise binary operators (Div: true division, IEEE results for 0 and NaN).
+enum class Binary : int32_t { Add, Mul, Div };
+
+// Element-wise unary float32 functions (IsaOps::unary). Accuracy: Exp,
+// Sigmoid, Tanh and GeluErf use Eigen's vectorised exp / tanh / erf (a few
+// ulp from the libm result, bench/kernels/README.md has the measured error);
+// the others are exact up to float32 rounding. NaN in gives NaN out.
+//   Exp       e^x
+//   Sigmoid   1 / (1 + e^-x)
+//   Tanh      tanh(x)
+//   GeluErf   x / 2 * (1 + erf(x / sqrt(2)))
+//   GeluTanh  x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+//   Clamp     min(max(x, p0), p1); NaN x stays NaN (NaN bounds: the caller's job)
+//   Neg       -x
+//   Sqrt      sqrt(x)
+//   Rsqrt     1 / sqrt(x)
+//   Square    x * x                (pow(x, 2): the same correctly rounded value)
+//   Recip     1 / x                (pow(x, -1))
+//   Pow       pow(x, p0), libm's powf element by element
+enum class Unary : int32_t { Exp, Sigmoid, Tanh, GeluErf, GeluTanh, Clamp, Neg, Sqrt, Rsqrt,
+                             Square, Recip, Pow };
+
+// One 2-D max-pooling plane. Input element (h, w) at in[h * is_h + w * is_w],
+// output (oh, ow) at out[oh * os_h + ow * os_w], its index at
+// idx[oh * xs_h + ow * xs_w] (h * W + w, ATen's; H * W must fit int32).
+// Window: kh x kw taps, stride sh/sw, padding ph/pw, dilation dh/dw.
+struct PoolPlane {
+  const float* in = nullptr;
+  int64_t H = 0, W = 0, is_h = 0, is_w = 0;
+  float* out = nullptr;
+  int64_t Ho = 0, Wo = 0, os_h = 0, os_w = 0;
+  int64_t* idx = nullptr;
+  int64_t xs_h = 0, xs_w = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+};
+
+// One bilinear plane: out(oh, ow) = wx0[ow] * col(x0[ow]) + wx1[ow] *
+// col(x1[ow]), col(x) = (1 - ly[oh]) * in(y0[oh], x) + ly[oh] * in(y1[oh], x);
+// input element (y, x) at in[y * is_h + x * is_w]; y0/y1/ly are arrays of
+// Ho, x0/x1 (column indices < W) and wx0/wx1 of Wo; tmp: W floats of scratch.
+struct BilinearPlane {
+  const float* in = nullptr;
+  int64_t W = 0, is_h = 0, is_w = 0;
+  float* tmp = nullptr;
+  float* out = nullptr;
+  int64_t Ho = 0, Wo = 0, os_h = 0, os_w = 0;
+  const int64_t *y0 = nullptr, *y1 = nullptr, *x0 = nullptr, *x1 = nullptr;
+  const float *ly = nullptr, *wx0 = nullptr, *wx1 = nullptr;
+};
 
 // One direct depthwise plane: out(oh, ow) = bias + sum over (kh, kw) of
 // w(kh, kw) * in(oh * sh - ph + kh * dh, ow * sw - pw + kw * dw), taps that
@@ -77,6 +124,18 @@ struct IsaOps {
   void (*layer_norm_rows)(const float* x, float* y, int64_t rows, int64_t len, const float* w,
                           const float* b, float eps, float* mean, float* rstd);
   void (*depthwise_plane)(const DwPlane& p);
+  // out[i] = f(x[i]), i < n, contiguous; out may alias x. p0, p1: Clamp's
+  // bounds (ignored by the others).
+  void (*unary)(Unary op, const float* x, float* out, int64_t n, float p0, float p1);
+  // y[i] = x[i] * scale + shift (one batch-norm plane); y may alias x.
+  void (*affine)(const float* x, float* y, int64_t n, float scale, float shift);
+  // y[i] = x[i] * scale[i] + shift[i] (one channels-last pixel).
+  void (*affine_vec)(const float* x, float* y, int64_t n, const float* scale, const float* shift);
+  // The sum of n contiguous floats and (sumsq non-null) the sum of their
+  // squared deviations from the mean, in two passes, accumulated in double.
+  void (*moments)(const float* x, int64_t n, double* sum, double* sumsq);
+  void (*max_pool_plane)(const PoolPlane& p);
+  void (*bilinear_plane)(const BilinearPlane& p);
 };
 
 // One table per ISA level, defined in isa_kernels.cpp. The wide ones exist

@@ -20,6 +20,7 @@
 #include <limits>
 
 #include <Eigen/Core>
+#include <unsupported/Eigen/SpecialFunctions>  // the vectorised erf (GeluErf)
 
 #include "isa.h"
 
@@ -107,8 +108,10 @@ template <Binary Op>
 inline float apply(float a, float b, float alpha) {
   if constexpr (Op == Binary::Add)
     return a + alpha * b;
-  else
+  else if constexpr (Op == Binary::Mul)
     return a * b;
+  else
+    return a / b;
 }
 
 template <Binary Op>
@@ -135,8 +138,166 @@ void binary(Binary op, const float* a, int64_t sa, const float* b, int64_t sb, f
             float* out, int64_t n) {
   if (op == Binary::Add)
     binary_typed<Binary::Add>(a, sa, b, sb, alpha, out, n);
-  else
+  else if (op == Binary::Mul)
     binary_typed<Binary::Mul>(a, sa, b, sb, alpha, out, n);
+  else
+    binary_typed<Binary::Div>(a, sa, b, sb, alpha, out, n);
+}
+
+// ---- element-wise unary -----------------------------------------------------
+
+void unary(Unary op, const float* x, float* out, int64_t n, float p0, float p1) {
+  if (n <= 0) return;
+  Map<const Arr> a(x, n);
+  Map<Arr> y(out, n);
+  switch (op) {
+    case Unary::Exp: y = a.exp(); break;
+    case Unary::Sigmoid: y = ((-a).exp() + 1.0f).inverse(); break;
+    case Unary::Tanh: y = a.tanh(); break;
+    case Unary::GeluErf: y = 0.5f * a * ((a * 0.70710678118654752440f).erf() + 1.0f); break;
+    case Unary::GeluTanh:
+      y = 0.5f * a * ((0.79788456080286535588f * (a + 0.044715f * a * a * a)).tanh() + 1.0f);
+      break;
+    case Unary::Clamp:
+      for (int64_t i = 0; i < n; ++i) {
+        float v = x[i];
+        v = p0 > v ? p0 : v;  // NaN x: both comparisons false, NaN stays
+        out[i] = v > p1 ? p1 : v;
+      }
+      break;
+    case Unary::Neg:
+      for (int64_t i = 0; i < n; ++i) out[i] = -x[i];
+      break;
+    // Not Eigen's sqrt: under EIGEN_FAST_MATH it is rsqrt-based and gives
+    // NaN for +inf. std::sqrt vectorises (sqrtps) with -fno-math-errno.
+    case Unary::Sqrt:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::sqrt(x[i]);
+      break;
+    case Unary::Rsqrt:
+      for (int64_t i = 0; i < n; ++i) out[i] = 1.0f / std::sqrt(x[i]);
+      break;
+    case Unary::Square:
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] * x[i];
+      break;
+    case Unary::Recip:
+      for (int64_t i = 0; i < n; ++i) out[i] = 1.0f / x[i];
+      break;
+    case Unary::Pow:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::pow(x[i], p0);
+      break;
+  }
+}
+
+// ---- batch / group norm -------------------------------------------------------
+
+void affine(const float* x, float* y, int64_t n, float scale, float shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+}
+
+void affine_vec(const float* x, float* y, int64_t n, const float* scale, const float* shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale[i] + shift[i];
+}
+
+// Two passes (mean, then the mean square deviation), each summed in float
+// over blocks of 1024 and the block sums in double.
+void moments(const float* x, int64_t n, double* sum, double* sumsq) {
+  constexpr int64_t kBlock = 1024;
+  double s = 0;
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t len = n - i < kBlock ? n - i : kBlock;
+    s += static_cast<double>(Map<const Arr>(x + i, len).sum());
+  }
+  *sum = s;
+  if (!sumsq) return;
+  const float mu = n > 0 ? static_cast<float>(s / static_cast<double>(n)) : 0.0f;
+  double q = 0;
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t len = n - i < kBlock ? n - i : kBlock;
+    q += static_cast<double>((Map<const Arr>(x + i, len) - mu).square().sum());
+  }
+  *sumsq = q;  // the sum of squared deviations from the mean
+}
+
+// ---- pooling ------------------------------------------------------------------
+
+constexpr int64_t kPoolBlock = 256;
+
+// Max pooling, tap-outer: for each output row, the taps (kh, kw) in order,
+// each a loop over a block of output columns (vectorisable), so every
+// window sees its taps in ATen's order (h, then w) with ATen's rule: a
+// later value wins if greater or NaN; the first valid tap always starts.
+void max_pool_plane(const PoolPlane& p) {
+  float best[kPoolBlock];
+  int32_t bi[kPoolBlock];
+  for (int64_t oh = 0; oh < p.Ho; ++oh) {
+    for (int64_t ob = 0; ob < p.Wo; ob += kPoolBlock) {
+      const int64_t oe = p.Wo - ob < kPoolBlock ? p.Wo : ob + kPoolBlock;
+      const int64_t cnt = oe - ob;
+      for (int64_t j = 0; j < cnt; ++j) bi[j] = -1;
+      for (int64_t kh = 0; kh < p.kh; ++kh) {
+        const int64_t h = oh * p.sh - p.ph + kh * p.dh;
+        if (h < 0 || h >= p.H) continue;
+        const float* row = p.in + h * p.is_h;
+        for (int64_t kw = 0; kw < p.kw; ++kw) {
+          const int64_t shift = kw * p.dw - p.pw;
+          int64_t lo, hi;
+          valid_range(oe, p.W, p.sw, shift, &lo, &hi);
+          if (lo < ob) lo = ob;
+          const int32_t base = static_cast<int32_t>(h * p.W + shift);
+          const int32_t sw = static_cast<int32_t>(p.sw);
+          if (p.is_w == 1) {
+            for (int64_t o = lo; o < hi; ++o) {
+              const float v = row[o * p.sw + shift];
+              const int64_t j = o - ob;
+              const bool take = bi[j] < 0 || v > best[j] || v != v;
+              best[j] = take ? v : best[j];
+              bi[j] = take ? base + static_cast<int32_t>(o) * sw : bi[j];
+            }
+          } else {
+            for (int64_t o = lo; o < hi; ++o) {
+              const float v = row[(o * p.sw + shift) * p.is_w];
+              const int64_t j = o - ob;
+              const bool take = bi[j] < 0 || v > best[j] || v != v;
+              best[j] = take ? v : best[j];
+              bi[j] = take ? base + static_cast<int32_t>(o) * sw : bi[j];
+            }
+          }
+        }
+      }
+      float* orow = p.out + oh * p.os_h;
+      int64_t* irow = p.idx + oh * p.xs_h;
+      for (int64_t j = 0; j < cnt; ++j) {
+        orow[(ob + j) * p.os_w] = best[j];
+        irow[(ob + j) * p.xs_w] = bi[j];
+      }
+    }
+  }
+}
+
+// ---- bilinear -------------------------------------------------------------------
+
+// Vertical blend of the two source rows into tmp (W values), then the
+// horizontal two-tap gather from tmp.
+void bilinear_plane(const BilinearPlane& p) {
+  for (int64_t oh = 0; oh < p.Ho; ++oh) {
+    const float* r0 = p.in + p.y0[oh] * p.is_h;
+    const float* r1 = p.in + p.y1[oh] * p.is_h;
+    const float l1 = p.ly[oh], l0 = 1.0f - l1;
+    float* t = p.tmp;
+    if (p.is_w == 1) {
+      for (int64_t x = 0; x < p.W; ++x) t[x] = l0 * r0[x] + l1 * r1[x];
+    } else {
+      for (int64_t x = 0; x < p.W; ++x) t[x] = l0 * r0[x * p.is_w] + l1 * r1[x * p.is_w];
+    }
+    float* orow = p.out + oh * p.os_h;
+    if (p.os_w == 1) {
+      for (int64_t ow = 0; ow < p.Wo; ++ow)
+        orow[ow] = p.wx0[ow] * t[p.x0[ow]] + p.wx1[ow] * t[p.x1[ow]];
+    } else {
+      for (int64_t ow = 0; ow < p.Wo; ++ow)
+        orow[ow * p.os_w] = p.wx0[ow] * t[p.x0[ow]] + p.wx1[ow] * t[p.x1[ow]];
+    }
+  }
 }
 
 void relu(const float* x, float* out, int64_t n) {
@@ -224,6 +385,12 @@ const IsaOps kOps = {
     softmax_rows,
     layer_norm_rows,
     depthwise_plane,
+    unary,
+    affine,
+    affine_vec,
+    moments,
+    max_pool_plane,
+    bilinear_plane,
 };
 
 }  // namespace
