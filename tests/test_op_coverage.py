@@ -57,3 +57,12 @@ def test_device_copy_program_fails_at_load_saying_why(runtime, method, op):
     assert op in msg, msg
     assert "device copies" in msg and "pteron runs on the CPU" in msg, msg
     assert "device backend" in msg, msg
+
+
+@pytest.mark.parametrize("op", ["aten::rand.out", "aten::randn.out", "aten::native_dropout.out"])
+def test_random_operators_list_their_statistical_test(op):
+    tested = op_coverage.tested_operators()
+    assert op in tested, f"{op} has no programs under tests/ops/programs or tests/ops/random"
+    cases = "; ".join(sorted(tested[op]["cases"]))
+    assert f"statistical: {op_coverage.RANDOM_TEST}" in cases, cases
+    assert tested[op]["dtypes"] >= {"float32", "float64"}, tested[op]["dtypes"]

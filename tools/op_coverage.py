@@ -11,7 +11,9 @@ It reads three things:
   - the registry of a build: the operators kernels_portable registers, read
     through the C API (tests/capi.py) from BUILD_DIR;
   - the per-operator programs: tests/ops/programs/*/manifest.json (operator,
-    case names, dtypes of each case's inputs).
+    case names, dtypes of each case's inputs), and the random operators'
+    programs, tests/ops/random/manifest.json, which tests/test_random_ops.py
+    checks statistically (their draws cannot match eager's).
 
 Usage:
     tools/op_coverage.py BUILD_DIR                  print the table
@@ -38,6 +40,8 @@ from typing import Dict, List, Optional, Sequence, Set
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM_LIST = REPO / "tests" / "ops" / "upstream_portable_ops.txt"
 PROGRAMS = REPO / "tests" / "ops" / "programs"
+RANDOM = REPO / "tests" / "ops" / "random"
+RANDOM_TEST = "tests/test_random_ops.py"
 README = REPO / "README.md"
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
 
@@ -111,20 +115,28 @@ def registered_operators(build_dir: Path) -> Set[str]:
 
 # ---- the per-operator programs ---------------------------------------------
 
-def tested_operators(programs: Path = PROGRAMS) -> Dict[str, Dict[str, Set[str]]]:
+def tested_operators(programs: Path = PROGRAMS,
+                     random: Optional[Path] = RANDOM) -> Dict[str, Dict[str, Set[str]]]:
     """{operator: {"dtypes": {...}, "cases": {"group/program: method, ...", ...}}} from
-    every manifest under tests/ops/programs/."""
+    every manifest under tests/ops/programs/ and the random operators' manifest
+    (tests/ops/random/, its cases marked as tested statistically). The dtypes
+    are the cases' input dtypes, or their output dtypes for a case without
+    tensor inputs (arange, full, ...)."""
     out: Dict[str, Dict[str, Set[str]]] = {}
-    for manifest in sorted(programs.glob("*/manifest.json")):
-        group = manifest.parent.name
+    manifests = [(m, m.parent.name, "") for m in sorted(programs.glob("*/manifest.json"))]
+    if random is not None and (random / "manifest.json").exists():
+        manifests.append((random / "manifest.json", random.name,
+                          f" (statistical: {RANDOM_TEST})"))
+    for manifest, group, how in manifests:
         for entry in json.loads(manifest.read_text())["fixtures"]:
             op = entry.get("operator")
             if not op:
                 continue
             t = out.setdefault(op, {"dtypes": set(), "cases": set()})
-            t["cases"].add(f"{group}/{entry['name']}: " + ", ".join(sorted(entry["methods"])))
+            t["cases"].add(f"{group}/{entry['name']}: " + ", ".join(sorted(entry["methods"]))
+                           + how)
             for m in entry["methods"].values():
-                t["dtypes"].update(m.get("input_dtypes", []))
+                t["dtypes"].update(m.get("input_dtypes") or m.get("output_dtypes", []))
     return out
 
 
@@ -168,8 +180,10 @@ def coverage_section(registered: Set[str], upstream: Optional[Sequence[str]] = N
         f"registers {len(have)} of upstream's {len(required)} operators (its {len(device)} "
         "device copies `et_copy::*` aside: pteron runs on the CPU and refuses them at method "
         f"load, saying so); {n_tested} have per-operator programs. The dtypes are those of the "
-        "tested cases' inputs; cases are listed as `group/program: method, ...` (the programs are "
-        "under `tests/ops/programs/`, one method a case).")
+        "tested cases' inputs (their outputs' for operators without tensor inputs); cases are "
+        "listed as `group/program: method, ...` (the programs are under `tests/ops/programs/`, "
+        "one method a case; the random operators' under `tests/ops/random/`, tested "
+        f"statistically by `{RANDOM_TEST}`).")
     lines = [
         BEGIN,
         "## Operator coverage",

@@ -517,9 +517,9 @@ static void error_paths() {
   // true division of integers gives float: an int out cannot hold it
   FAILS("aten::div", "out", (V{Tn(I32, {1}, {1}), Tn(I32, {1}, {2}), OutT(I32)}), {{1}}, IP,
         "result type float32 can't be cast to the out dtype int32");
-  // add takes float16 (tests/ops/cases/half.py); mm has not opted in to it
-  FAILS("aten::mm", "out", (V{Tn(F16, {1, 1}, {0}), Tn(F16, {1, 1}, {0}), OutT(F16)}), {{1, 1}}, UD,
-        "unsupported dtype float16 for argument 'self' of aten::mm.out");
+  // mm takes float16 (tests/ops/cases/half_more.py), not bool
+  FAILS("aten::mm", "out", (V{Tn(BOOL, {1, 1}, {0}), Tn(BOOL, {1, 1}, {0}), OutT(BOOL)}), {{1, 1}},
+        UD, "unsupported dtype bool for argument 'self' of aten::mm.out");
   FAILS("aten::add", "out", (V{Tn(I8, {1}, {1}), Tn(I8, {1}, {1}), Iv(1), OutT(BOOL)}), {{1}}, IP,
         "can't be cast");
   FAILS("aten::add", "out", (V{Tn(F32, {2, 3}, {}), Tn(F32, {4}, {}), Iv(1), OutT(F32)}), {{2, 3}},

@@ -37,7 +37,8 @@ def export_group(group: str) -> int:
     for prog in mod.programs():
         expected = fw.eager_reference(prog.cases)
         pte = fw.export_program(prog.cases, preserve_ops=prog.preserve_ops,
-                                skip_dim_order=prog.skip_dim_order)
+                                skip_dim_order=prog.skip_dim_order,
+                                backend_config=getattr(prog, "backend_config", None))
         if prog.rewrites:
             pte = fw.rewrite_operators(pte, prog.rewrites)
         # A program may edit its .pte after export (an OpProgram subclass with a

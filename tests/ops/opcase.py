@@ -54,7 +54,9 @@ class OpProgram:
     notes: what the cases prove, for the manifest;
     rewrites: for an operator the exporter never emits (aten::_conj_physical on
         real tensors), fixture_writer.rewrite_operators() rewrites applied to the
-        exported program; the cases then give the eager module (MethodSpec.eager)."""
+        exported program; the cases then give the eager module (MethodSpec.eager);
+    backend_config: ExecutorchBackendConfig keyword arguments for to_executorch(),
+        e.g. {"run_reinplace_pass": True} for the in-place aten::index_put_."""
     name: str
     operator: str
     cases: Dict[str, MethodSpec]
@@ -64,6 +66,7 @@ class OpProgram:
     atol: float = 1e-6
     notes: str = ""
     rewrites: Sequence[Tuple[str, str, Sequence[int]]] = ()
+    backend_config: Optional[Dict[str, object]] = None
 
 
 def case(fn: Callable[..., object], *inputs: torch.Tensor) -> MethodSpec:

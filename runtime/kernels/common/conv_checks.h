@@ -9,6 +9,10 @@
 // *, Tensor(a!) out). Shapes: input [N, C, *spatial] (1-3 spatial dims),
 // weight [Cout, C/groups, *kernel], bias [Cout], out [N, Cout, *out_spatial]
 // with out = (in + 2*pad - dil*(k-1) - 1) / stride + 1 per spatial dim.
+// Transposed (the gradient of a convolution with respect to its input, as
+// PyTorch defines it): weight [C, Cout/groups, *kernel] and out = (in - 1) *
+// stride - 2*pad + dil*(k-1) + output_padding + 1, output_padding smaller
+// than the stride or the dilation.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,9 @@ struct ConvGeometry {
   int64_t ws_o, ws_i, ws_s[3];  // weight strides
   int64_t os_n, os_c, os_s[3];  // out strides
   int64_t bs;                   // bias stride (0 without bias)
+  // Transposed: ws_o is the stride of weight dim 0 (input channels), ws_i of
+  // weight dim 1 (output channels within a group).
+  bool transposed = false;
 };
 
 struct ConvOperands {
@@ -39,11 +46,15 @@ struct ConvOperands {
 
 // Reads and checks the arguments, resizes `out` and fills `c`.
 // float32_only: the caller computes float32 only (other dtypes give
-// PTERON_ERROR_UNSUPPORTED_DTYPE); otherwise any supported dtype but bool.
-// Errors: PTERON_ERROR_NOT_SUPPORTED (transposed, rank not 3-5),
-// PTERON_ERROR_SHAPE_MISMATCH, PTERON_ERROR_INVALID_ARGUMENT (dtypes, groups),
-// each naming the operator and the sizes.
-inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* c) {
+// PTERON_ERROR_UNSUPPORTED_DTYPE); otherwise any supported dtype but bool,
+// float16 and bfloat16 included.
+// allow_transposed: the caller computes transposed convolutions too (else
+// they give PTERON_ERROR_NOT_SUPPORTED).
+// Errors: PTERON_ERROR_NOT_SUPPORTED (transposed where not allowed, rank not
+// 3-5), PTERON_ERROR_SHAPE_MISMATCH, PTERON_ERROR_INVALID_ARGUMENT (dtypes,
+// groups, output padding), each naming the operator and the sizes.
+inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* c,
+                                bool allow_transposed = false) {
   pteron_kernel_context* ctx = a.ctx;
   PTERON_CHECK_OK(a.arity(10));
   bool transposed = false;
@@ -56,7 +67,7 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
   PTERON_CHECK_OK(a.tensor(9, "out", &c->out));
   const pteron_tensor *input = c->input, *weight = c->weight, *bias = c->bias;
   pteron_tensor* out = c->out;
-  if (transposed)
+  if (transposed && !allow_transposed)
     return fail(ctx, PTERON_ERROR_NOT_SUPPORTED, "%s: transposed convolution is not supported",
                 a.op);
   const int32_t rank = input->dim;
@@ -72,7 +83,8 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
                 a.op, (int)weight->dim, (int)weight->dim, (int)rank);
   const int32_t S = rank - 2;
   const int32_t dt = input->dtype;
-  if (float32_only ? dt != PTERON_DTYPE_FLOAT32 : (!is_supported(dt) || dt == PTERON_DTYPE_BOOL))
+  if (float32_only ? dt != PTERON_DTYPE_FLOAT32
+                   : (!is_supported_half(dt) || dt == PTERON_DTYPE_BOOL))
     return unsupported_dtype(ctx, a.op, "input", dt);
   if (weight->dtype != dt)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -83,7 +95,7 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
                 a.op, dtype_name(out->dtype), dtype_name(dt));
   if (bias) {
     const bool ok = is_floating(dt) ? (bias->dtype == PTERON_DTYPE_FLOAT32 ||
-                                       bias->dtype == PTERON_DTYPE_FLOAT64)
+                                       bias->dtype == PTERON_DTYPE_FLOAT64 || bias->dtype == dt)
                                     : bias->dtype == dt;
     if (!ok)
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -102,17 +114,33 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
   g.S = S;
   g.N = input->sizes[0];
   g.C = input->sizes[1];
-  g.Cout = weight->sizes[0];
-  g.Cin_g = weight->sizes[1];
   g.groups = groups;
+  g.transposed = transposed;
   if (groups <= 0)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: groups must be positive, got %lld", a.op,
                 (long long)groups);
-  if (g.Cout % groups != 0)
+  if (transposed) {
+    if (weight->sizes[0] != g.C)
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                  "%s: transposed convolution: weight dim 0 (%lld) must equal the input's "
+                  "channels (%lld)",
+                  a.op, (long long)weight->sizes[0], (long long)g.C);
+    if (g.C % groups != 0)
+      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                  "%s: given groups=%lld, the input's %lld channels must be divisible by groups",
+                  a.op, (long long)groups, (long long)g.C);
+    g.Cin_g = g.C / groups;
+    g.Cout_g = weight->sizes[1];
+    g.Cout = g.Cout_g * groups;
+  } else {
+    g.Cout = weight->sizes[0];
+    g.Cin_g = weight->sizes[1];
+  }
+  if (!transposed && g.Cout % groups != 0)
     return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
                 "%s: given groups=%lld, weight dim 0 (%lld) must be divisible by groups", a.op,
                 (long long)groups, (long long)g.Cout);
-  if (g.Cin_g == 0 ? g.C != 0 : (g.C % g.Cin_g != 0 || g.C / g.Cin_g != groups))
+  if (!transposed && (g.Cin_g == 0 ? g.C != 0 : (g.C % g.Cin_g != 0 || g.C / g.Cin_g != groups)))
     return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
                 "%s: given groups=%lld and weight of %lld input channels per "
                 "group, input has %lld channels (expected groups * %lld)",
@@ -152,6 +180,21 @@ inline int32_t read_convolution(const Args& a, bool float32_only, ConvOperands* 
       return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: kernel too large", a.op);
     const int64_t padded = g.in[s] + 2 * g.pad[s];
     const int64_t extent = g.dil[s] * (g.k[s] - 1) + 1;
+    if (transposed) {
+      if (opad[j] < 0 || (opad[j] >= g.stride[s] && opad[j] >= g.dil[s]))
+        return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                    "%s: output padding %lld in spatial dim %d must be non-negative and smaller "
+                    "than either stride (%lld) or dilation (%lld)",
+                    a.op, (long long)opad[j], (int)j, (long long)g.stride[s], (long long)g.dil[s]);
+      g.out[s] = (g.in[s] - 1) * g.stride[s] - 2 * g.pad[s] + extent + opad[j];
+      if (g.out[s] <= 0)
+        return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                    "%s: transposed convolution: output size %lld in spatial dim %d is not "
+                    "positive",
+                    a.op, (long long)g.out[s], (int)j);
+      out_sizes[2 + j] = g.out[s];
+      continue;
+    }
     if (padded < extent)
       return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
                   "%s: padded input size %lld in spatial dim %d is smaller "

@@ -92,7 +92,7 @@ struct ProductOperands {
 // Reads and checks the arguments of `kind` (arity, dtypes, storage, ranks,
 // batch/inner sizes, addmm's broadcast); does not resize `out`.
 // float32_only: the caller computes float32 only (PTERON_ERROR_UNSUPPORTED_DTYPE
-// otherwise); else any supported dtype but bool.
+// otherwise); else any supported dtype but bool, float16 and bfloat16 included.
 inline int32_t read_product(const Args& args, ProductKind kind, bool float32_only,
                             ProductOperands* p) {
   pteron_kernel_context* ctx = args.ctx;
@@ -111,7 +111,8 @@ inline int32_t read_product(const Args& args, ProductKind kind, bool float32_onl
   }
   PTERON_CHECK_OK(args.tensor(i, "out", &p->out));
   const int32_t dt = p->a->dtype;
-  if (float32_only ? dt != PTERON_DTYPE_FLOAT32 : (!is_supported(dt) || dt == PTERON_DTYPE_BOOL))
+  if (float32_only ? dt != PTERON_DTYPE_FLOAT32
+                   : (!is_supported_half(dt) || dt == PTERON_DTYPE_BOOL))
     return unsupported_dtype(ctx, op, a_name, dt);
   PTERON_CHECK_OK(same_dtype(ctx, op, a_name, p->a, "mat2", p->b));
   if (addmm) PTERON_CHECK_OK(same_dtype(ctx, op, "self", p->bias, "mat2", p->b));

@@ -28,9 +28,9 @@ struct LayerNormOperands {
   int32_t axis = 0;  // first normalized dim of input
 };
 
-// Reads and checks the arguments: input float32 or float64 (weight, bias and
-// the outs of the same dtype), normalized_shape non-empty and equal to
-// input's trailing sizes, weight and bias of that shape. The outs are left
+// Reads and checks the arguments: input float32, float64, float16 or
+// bfloat16 (weight, bias and the outs of the same dtype), normalized_shape
+// non-empty and equal to input's trailing sizes, weight and bias of that shape. The outs are left
 // to the caller to resize.
 inline int32_t read_layer_norm_args(const Args& a, LayerNormOperands* p) {
   PTERON_CHECK_OK(a.arity(8));
@@ -44,7 +44,8 @@ inline int32_t read_layer_norm_args(const Args& a, LayerNormOperands* p) {
   PTERON_CHECK_OK(a.tensor(7, "out2", &p->out2));
   const pteron_tensor* input = p->input;
   const int32_t dt = input->dtype;
-  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64)
+  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 && dt != PTERON_DTYPE_FLOAT16 &&
+      dt != PTERON_DTYPE_BFLOAT16)
     return unsupported_dtype(a.ctx, a.op, "input", dt);
   const pteron_tensor* same[5] = {p->weight, p->bias, p->out0, p->out1, p->out2};
   const char* names[5] = {"weight", "bias", "out0", "out1", "out2"};

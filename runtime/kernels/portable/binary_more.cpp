@@ -21,6 +21,8 @@
 //    exponent of an integer tensor, as PyTorch does;
 //  - maximum / minimum propagate NaN;
 //  - logical_* read each operand as "nonzero" and write 0/1 in out's dtype.
+//  - float16 / bfloat16 compute in float (dispatch_compute), rounded once
+//    when stored, as PyTorch's CPU kernels do.
 // Integer arithmetic wraps (no signed-overflow UB).
 #include <cmath>
 #include <cstdint>
@@ -275,7 +277,7 @@ int32_t run_binary(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   PTERON_CHECK_OK(resize_binary_out(ctx, s.op, b));
 
   bool zero = false;
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
     const Op kind = s.kind;
     if (b.other) {
@@ -307,8 +309,8 @@ int32_t pow_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   PTERON_CHECK_OK(read_scalar(a, 0, "self", &base));
   PTERON_CHECK_OK(a.tensor(1, "exponent", &exponent));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "exponent", exponent->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "exponent", exponent->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "exponent", exponent));
   ResultType rt;
   rt.add_scalar(base.kind);
@@ -317,7 +319,7 @@ int32_t pow_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   PTERON_CHECK_OK(check_accepts(ctx, op, Op::Pow, ct));
   if (!can_cast(ct, out->dtype)) return cast_error(ctx, op, ct, out->dtype);
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, exponent->sizes, exponent->dim));
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
     const C x = base.to<C>();
     bool unused = false;
@@ -372,13 +374,13 @@ int32_t rsub_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, s
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: for integral input tensors, alpha must not be a floating point number", op);
   bool alpha_fits = true;
-  dispatch(ct, [&](auto t) { alpha_fits = b.alpha.fits<decltype(t)>(); });
+  dispatch_compute(ct, [&](auto t) { alpha_fits = b.alpha.fits<decltype(t)>(); });
   if (!alpha_fits)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: alpha cannot be converted to %s without overflow", op, dtype_name(ct));
   if (!can_cast(ct, b.out->dtype)) return cast_error(ctx, op, ct, b.out->dtype);
   PTERON_CHECK_OK(resize_binary_out(ctx, op, b));
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       const C other = b.other_s.to<C>(), alpha = b.alpha.to<C>();

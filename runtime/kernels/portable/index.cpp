@@ -42,7 +42,7 @@ int32_t index_select_out(pteron_kernel_context* ctx, pteron_value* const* args, 
   PTERON_CHECK_OK(a.integer(1, "dim", &d0));
   PTERON_CHECK_OK(kern::tensor_arg(a, 2, "index", &index));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  if (!pteron::kern::is_supported(self->dtype))
+  if (!pteron::kern::is_supported_half(self->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "self", self->dtype);
   if (!is_index_dtype(index->dtype))
     return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
@@ -115,7 +115,7 @@ int32_t embedding_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
   PTERON_CHECK_OK(a.boolean(4, "sparse", &sparse));
   PTERON_CHECK_OK(a.tensor(5, "out", &out));
   // padding_idx, scale_grad_by_freq and sparse only affect the gradient.
-  if (!pteron::kern::is_supported(weight->dtype))
+  if (!pteron::kern::is_supported_half(weight->dtype))
     return pteron::kern::unsupported_dtype(ctx, a.op, "weight", weight->dtype);
   if (!is_index_dtype(indices->dtype))
     return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,

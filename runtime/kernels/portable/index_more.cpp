@@ -3,6 +3,9 @@
 // mask tensors: gather, scatter (src, value), scatter_add, index.Tensor,
 // index_put, masked_select, masked_scatter and nonzero.
 //
+// float16 / bfloat16 move as stored; scatter_add and accumulating index_put
+// add in float and round once per addition.
+//
 // Every index value is checked against its bound before anything is
 // written; an out-of-range index is an error naming the value and the bound.
 // Outputs whose size depends on the data (nonzero, masked_select, index with
@@ -140,6 +143,8 @@ T add_values(T x, T y) {
     return x || y;
   else if constexpr (std::is_integral_v<T>)
     return kern::wrap_add(x, y);
+  else if constexpr (kern::is_half_v<T>)
+    return T(static_cast<float>(x) + static_cast<float>(y));  // in float, rounded once
   else
     return x + y;
 }
@@ -160,12 +165,12 @@ int32_t scatter_impl(const Args& a, ScatterMode mode) {
   PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
   if (src) PTERON_CHECK_OK(sm::same_dtype(a, "src", src, out));
   PTERON_CHECK_OK(kern::reject_alias(a.ctx, a.op, "out", out, index, src));
-  if (!kern::is_supported(self->dtype))
+  if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(a.ctx, a.op, "self", self->dtype);
   PTERON_CHECK_OK(check_gather_index(a, self, d, index, src));
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
-  PTERON_CHECK_OK(kern::copy_tensor(a, self, kern::view_of(self), out));
-  kern::dispatch(out->dtype, [&](auto t) {
+  PTERON_CHECK_OK(kern::copy_tensor(a, self, kern::view_of(self), out, true));
+  kern::dispatch_half(out->dtype, [&](auto t) {
     using T0 = decltype(t);
     constexpr bool kBool = std::is_same_v<T0, bool>;
     using S = std::conditional_t<kBool, uint8_t, T0>;  // storage type
@@ -443,7 +448,7 @@ int32_t index_put_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
   PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
   PTERON_CHECK_OK(sm::same_dtype(a, "values", values, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, values));
-  if (!kern::is_supported(self->dtype))
+  if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(ctx, a.op, "self", self->dtype);
   IndexPlan p;
   PTERON_CHECK_OK(plan_index(a, self, 1, &p));
@@ -464,8 +469,8 @@ int32_t index_put_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
     vst[r] = values->sizes[i] == 1 ? 0 : values->strides[i];
   }
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, self->sizes, self->dim));
-  PTERON_CHECK_OK(kern::copy_tensor(a, self, kern::view_of(self), out));
-  kern::dispatch(out->dtype, [&](auto t) {
+  PTERON_CHECK_OK(kern::copy_tensor(a, self, kern::view_of(self), out, true));
+  kern::dispatch_half(out->dtype, [&](auto t) {
     using T0 = decltype(t);
     constexpr bool kBool = std::is_same_v<T0, bool>;
     using S = std::conditional_t<kBool, uint8_t, T0>;
@@ -589,13 +594,13 @@ int32_t nonzero_out(pteron_kernel_context* ctx, pteron_value* const* args, size_
   if (out->dtype != PTERON_DTYPE_INT64)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out must be an int64 tensor, got %s", a.op,
                 kern::dtype_name(out->dtype));
-  if (!kern::is_supported(self->dtype))
+  if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(ctx, a.op, "self", self->dtype);
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self));
   int64_t count = 0;
   auto nz = [&](int64_t off) {
     bool r = false;
-    kern::dispatch(self->dtype, [&](auto t) {
+    kern::dispatch_half(self->dtype, [&](auto t) {
       using T = decltype(t);
       r = kern::load_typed<T>(self->data, off) != T(0);
     });

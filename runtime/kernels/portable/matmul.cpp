@@ -2,8 +2,10 @@
 // matmul.cpp - portable matrix products: aten::mm.out, aten::bmm.out,
 // aten::addmm.out.
 //
-// All operands share one dtype (float32, float64 or an integer type), as
-// PyTorch requires. Any strides are accepted. The product runs row by row in
+// All operands share one dtype (float32, float64, float16, bfloat16 or an
+// integer type), as PyTorch requires; float16 / bfloat16 accumulate in double
+// and round once per output element, and addmm's alpha / beta are taken in
+// float for them (PyTorch's opmath type). Any strides are accepted. The product runs row by row in
 // i-k-j order into an accumulator row (double for floating types, wrapping
 // 64-bit for integers), so the innermost loop streams over contiguous rows of
 // the right-hand matrix. Rows are split over pteron_parallel_for when the
@@ -30,7 +32,7 @@ struct Mat {
 };
 
 template <typename C>
-using AccOf = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
+using AccOf = std::conditional_t<is_float_type_v<C>, double, uint64_t>;
 
 // One batch entry of out = beta * bias + alpha * (a @ b), rows [r0, r1).
 template <typename C>
@@ -69,7 +71,7 @@ struct Gemm {
       for (int64_t j = 0; j < m; ++j) {
         A r = alpha * acc[j];
         if (use_bias) r += beta * static_cast<A>(bias[i * bias_rs + j * bias_cs]);
-        orow[j * out.cs] = static_cast<C>(r);  // integer: wraps modulo 2^bits
+        orow[j * out.cs] = static_cast<C>(r);  // integer: wraps modulo 2^bits; half: rounds
       }
     }
   }
@@ -132,7 +134,7 @@ int32_t mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) 
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
   int32_t rc = PTERON_OK;
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_half(self->dtype, [&](auto t) {
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       Gemm<C> g{};
@@ -159,7 +161,7 @@ int32_t bmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 3));
   int32_t rc = PTERON_OK;
-  dispatch(self->dtype, [&](auto t) {
+  dispatch_half(self->dtype, [&](auto t) {
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       Gemm<C> g{};
@@ -187,9 +189,9 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   const int64_t* shape = po.shape;
   const int64_t* bias_st = po.bias_strides;
   bool fits = true;
-  dispatch(mat1->dtype, [&](auto t) {
+  dispatch_half(mat1->dtype, [&](auto t) {
     using C = decltype(t);
-    fits = beta.fits<C>() && alpha.fits<C>();
+    fits = beta.fits<compute_type_t<C>>() && alpha.fits<compute_type_t<C>>();
   });
   if (!fits)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -198,7 +200,7 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self, mat1, mat2));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, 2));
   int32_t rc = PTERON_OK;
-  dispatch(mat1->dtype, [&](auto t) {
+  dispatch_half(mat1->dtype, [&](auto t) {
     using C = decltype(t);
     if constexpr (!std::is_same_v<C, bool>) {
       using A = AccOf<C>;
@@ -210,10 +212,11 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
       g.b = {static_cast<const C*>(mat2->data), mat2->strides[0], mat2->strides[1]};
       g.out = {static_cast<C*>(out->data), out->strides[0], out->strides[1]};
       // alpha/beta as PyTorch converts them to the operand type
-      g.alpha = static_cast<A>(alpha.to<C>());
-      g.beta = static_cast<A>(beta.to<C>());
+      using O = compute_type_t<C>;  // the 16-bit types take alpha / beta as float
+      g.alpha = static_cast<A>(alpha.to<O>());
+      g.beta = static_cast<A>(beta.to<O>());
       // beta == 0 ignores self entirely (NaN in self does not propagate)
-      g.use_bias = beta.to<C>() != C(0) && numel(self) > 0;
+      g.use_bias = beta.to<O>() != O(0) && numel(self) > 0;
       g.bias = static_cast<const C*>(self->data);
       g.bias_rs = bias_st[0];
       g.bias_cs = bias_st[1];

@@ -22,8 +22,8 @@ using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
 
-// float32 or float64 only, computed in double (real_access.h).
-using pteron::kern::real::is_float_dtype;
+// float32, float64, float16 or bfloat16, computed in double (real_access.h).
+using pteron::kern::real::is_float_half_dtype;
 using pteron::kern::real::load;
 using pteron::kern::real::store;
 
@@ -78,7 +78,7 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx, pteron_value* con
   PTERON_CHECK_OK(a.tensor(8, "out1", &out1));
   PTERON_CHECK_OK(a.tensor(9, "out2", &out2));
   const int32_t dt = input->dtype;
-  if (!is_float_dtype(dt)) return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
+  if (!is_float_half_dtype(dt)) return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
   PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
   PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
   PTERON_CHECK_OK(same_dtype(a, mean, "running_mean", dt));
@@ -114,10 +114,13 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx, pteron_value* con
         kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
           y[d] = static_cast<float>(static_cast<double>(x[s]) * scale + shift);
         });
-      } else {
+      } else if (dt == PTERON_DTYPE_FLOAT64) {
         const double* x = static_cast<const double*>(input->data);
         double* y = static_cast<double*>(out0->data);
         kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) { y[d] = x[s] * scale + shift; });
+      } else {  // float16, bfloat16
+        kern::zip_offsets(src, dst,
+                          [&](int64_t s, int64_t d) { store(out0, d, load(input, s) * scale + shift); });
       }
     }
   }

@@ -26,10 +26,10 @@ using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
 
-// float32 or float64 only, computed in double (real_access.h).
+// float32, float64, float16 or bfloat16, computed in double (real_access.h).
 using pteron::kern::real::load;
 using pteron::kern::real::store;
-bool is_norm_dtype(int32_t d) { return pteron::kern::real::is_float_dtype(d); }
+bool is_norm_dtype(int32_t d) { return pteron::kern::real::is_float_half_dtype(d); }
 
 int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name, int32_t dt) {
   if (t && t->dtype != dt)

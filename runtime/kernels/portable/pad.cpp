@@ -38,7 +38,7 @@ int32_t constant_pad_nd_out(pteron_kernel_context* ctx, pteron_value* const* arg
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
   PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self));
-  if (!kern::is_supported(self->dtype))
+  if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(ctx, a.op, "self", self->dtype);
   if (np % 2 != 0)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -69,7 +69,7 @@ int32_t constant_pad_nd_out(pteron_kernel_context* ctx, pteron_value* const* arg
   }
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, sizes, self->dim));
   alignas(8) unsigned char fill[8] = {};
-  kern::dispatch(out->dtype, [&](auto t) {
+  kern::dispatch_half(out->dtype, [&](auto t) {
     using T = decltype(t);
     const T v = value.to<T>();
     std::memcpy(fill, &v, sizeof v);

@@ -5,7 +5,8 @@
 // Shapes, padding limits, ceil_mode and the divisor follow ATen's CPU
 // kernels: the max index is h * W + w within the input plane, NaN wins a
 // max window, and avg_pool2d's count_include_pad counts padding only up to
-// the padded border.
+// the padded border. float16 / bfloat16 compare (max) and sum (avg, in
+// double) through float and round once per output element.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -137,15 +138,16 @@ void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os, int64_t* 
           while (w0 < 0) w0 += P.d[1];
           int64_t best_i = h0 * P.W + w0;
           T best;
-          if constexpr (std::is_floating_point_v<T>)
-            best = -std::numeric_limits<T>::infinity();
+          if constexpr (kern::is_float_type_v<T>)
+            best = T(-std::numeric_limits<float>::infinity());
           else
             best = std::numeric_limits<T>::lowest();
           for (int64_t h = h0; h < h1; h += P.d[0])
             for (int64_t w = w0; w < w1; w += P.d[1]) {
               const T v = plane[h * P.is_h + w * P.is_w];
               bool take = v > best;
-              if constexpr (std::is_floating_point_v<T>) take = take || std::isnan(v);
+              if constexpr (kern::is_float_type_v<T>)
+                take = take || std::isnan(static_cast<float>(v));
               if (take) {
                 best = v;
                 best_i = h * P.W + w;
@@ -172,7 +174,7 @@ int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx, pteron_value* co
   PTERON_CHECK_OK(a.tensor(6, "out", &out));
   PTERON_CHECK_OK(a.tensor(7, "indices", &indices));
   const int32_t dt = self->dtype;
-  if (!pteron::kern::is_supported(dt) || dt == PTERON_DTYPE_BOOL)
+  if (!pteron::kern::is_supported_half(dt) || dt == PTERON_DTYPE_BOOL)
     return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
   if (out->dtype != dt)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
@@ -187,7 +189,7 @@ int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx, pteron_value* co
   if (P.N == 0) return PTERON_OK;
   const OutStrides os = out_strides(out, P.batched);
   const OutStrides xs = out_strides(indices, P.batched);
-  pteron::kern::dispatch(dt, [&](auto tag) {
+  pteron::kern::dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>)
       max_pool_typed<T>(P, static_cast<const T*>(self->data), static_cast<T*>(out->data), os,
@@ -220,7 +222,7 @@ void avg_pool_typed(const Pool& P, const T* in, T* out, OutStrides os, bool coun
           }
           const int64_t factor =
               has_div ? divisor : (count_include_pad ? pool_size : (h1 - h0) * (w1 - w0));
-          if constexpr (std::is_floating_point_v<T>) {
+          if constexpr (kern::is_float_type_v<T>) {
             double sum = 0;
             for (int64_t h = h0; h < h1; ++h)
               for (int64_t w = w0; w < w1; ++w)
@@ -256,7 +258,8 @@ int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   PTERON_CHECK_OK(kern::opt_integer(a, 6, "divisor_override", &divisor, &has_div));
   PTERON_CHECK_OK(a.tensor(7, "out", &out));
   const int32_t dt = self->dtype;
-  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 && dt != PTERON_DTYPE_INT64)
+  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 && dt != PTERON_DTYPE_INT64 &&
+      dt != PTERON_DTYPE_FLOAT16 && dt != PTERON_DTYPE_BFLOAT16)
     return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
   if (out->dtype != dt)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
@@ -268,10 +271,9 @@ int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
   if (P.N == 0) return PTERON_OK;
   const OutStrides os = out_strides(out, P.batched);
-  pteron::kern::dispatch(dt, [&](auto tag) {
+  pteron::kern::dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                  std::is_same_v<T, int64_t>)
+    if constexpr (kern::is_float_type_v<T> || std::is_same_v<T, int64_t>)
       avg_pool_typed<T>(P, static_cast<const T*>(self->data), static_cast<T*>(out->data), os,
                         count_include_pad, has_div, divisor);
   });

@@ -9,7 +9,8 @@
 //
 // A copy reads its input through the input's strides and writes the out
 // tensor in the out's own dim order, so channels-last tensors on either side
-// are fine. Ops that only move bytes take every dtype with an element size.
+// are fine. Ops that only move bytes take every dtype with an element size;
+// the others take the supported dtypes, float16 and bfloat16 included.
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -33,7 +34,7 @@ namespace sm = pteron::kern::shape_more;
 int32_t copy_view_out(const Args& a, const pteron_tensor* self, const kern::View& src,
                       pteron_tensor* out, const int64_t* sizes, int32_t dim) {
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, dim));
-  return kern::copy_tensor(a, self, src, out);
+  return kern::copy_tensor(a, self, src, out, true);
 }
 
 // ---- alias_copy / detach_copy / lift_fresh_copy (Tensor self, *, out) -----
@@ -103,9 +104,9 @@ int32_t copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
     }
   }
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
-  if (!kern::is_supported(src->dtype))
+  if (!kern::is_supported_half(src->dtype))
     return kern::unsupported_dtype(a.ctx, a.op, "src", src->dtype);
-  if (!kern::is_supported(out->dtype))
+  if (!kern::is_supported_half(out->dtype))
     return kern::unsupported_dtype(a.ctx, a.op, "out", out->dtype);
   kern::copy_view(src->data, src->dtype, v, out->data, out->dtype, kern::view_of(out));
   return PTERON_OK;
@@ -353,7 +354,7 @@ int32_t pixel_impl(const Args& a, bool shuffle) {
     vb.strides[lead + k] = bst[k];
     vs.strides[lead + k] = sst[k];
   }
-  if (!kern::is_supported(self->dtype))
+  if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(a.ctx, a.op, "self", self->dtype);
   if (kern::numel(out) == 0) return PTERON_OK;
   if (shuffle)
@@ -512,7 +513,7 @@ int32_t stack_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
     if (!t) return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensors[%zu] is None", a.op, k);
     PTERON_CHECK_OK(kern::check_tensor(ctx, a.op, "tensors", t));
     PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, t));
-    if (!kern::is_supported(t->dtype))
+    if (!kern::is_supported_half(t->dtype))
       return kern::unsupported_dtype(ctx, a.op, "tensors", t->dtype);
     dtype = dtype < 0 ? t->dtype : kern::promote_types(dtype, t->dtype);
     if (t->dim != ts[0]->dim)
@@ -533,7 +534,8 @@ int32_t stack_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
                 a.op, PTERON_MAX_DIM);
   int64_t d = 0;
   PTERON_CHECK_OK(sm::dim_arg(a, 1, "dim", rank + 1, &d));
-  if (!kern::is_supported(out->dtype)) return kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
+  if (!kern::is_supported_half(out->dtype))
+    return kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
   if (!kern::can_cast(dtype, out->dtype)) return kern::cast_error(ctx, a.op, dtype, out->dtype);
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0, j = 0; i <= rank; ++i)
@@ -771,8 +773,8 @@ int32_t scatter_view(const Args& a, const pteron_tensor* self, const pteron_tens
                   (int)i, (long long)dst.sizes[i]);
   PTERON_CHECK_OK(kern::reject_alias(a.ctx, a.op, "out", out, src));
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
-  PTERON_CHECK_OK(kern::copy_tensor(a, self, kern::view_of(self), out));
-  if (!kern::is_supported(src->dtype))
+  PTERON_CHECK_OK(kern::copy_tensor(a, self, kern::view_of(self), out, true));
+  if (!kern::is_supported_half(src->dtype))
     return kern::unsupported_dtype(a.ctx, a.op, "src", src->dtype);
   kern::copy_view(src->data, src->dtype, kern::view_of(src), out->data, out->dtype, dst);
   return PTERON_OK;

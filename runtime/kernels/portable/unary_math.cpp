@@ -9,7 +9,9 @@
 // element; the dtype rule of the operator (PyTorch's) is its Dtypes value,
 // and compute() holds the one dtype dispatch of this file. Element-wise maps
 // honour any dim order (for_each_broadcast); the result is converted to the
-// out tensor's dtype when PyTorch's can_cast allows it.
+// out tensor's dtype when PyTorch's can_cast allows it. float16 / bfloat16
+// compute in float (dispatch_compute: read as float, rounded once when
+// stored), as PyTorch's CPU kernels do.
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -66,7 +68,7 @@ constexpr bool computes_in() {
 // predicates) converted to out's dtype. out is already resized.
 template <Dtypes P, size_t N, typename F>
 void compute(int32_t ct, const pteron_tensor* const (&ins)[N], pteron_tensor* out, F&& f) {
-  dispatch(ct, [&](auto t) {
+  dispatch_compute(ct, [&](auto t) {
     using C = decltype(t);
     if constexpr (computes_in<P, C>()) {
       using R = std::conditional_t<P == Dtypes::Predicate, bool, C>;
@@ -95,8 +97,8 @@ int32_t self_and_out(const Args& a, size_t nargs, pteron_tensor** self, pteron_t
   PTERON_CHECK_OK(a.arity(nargs));
   PTERON_CHECK_OK(a.tensor(0, "self", self));
   PTERON_CHECK_OK(a.tensor(nargs - 1, "out", out));
-  PTERON_CHECK_OK(check_supported(a.ctx, a.op, "self", (*self)->dtype));
-  PTERON_CHECK_OK(check_supported(a.ctx, a.op, "out", (*out)->dtype));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "self", (*self)->dtype));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "out", (*out)->dtype));
   return check_tensor(a.ctx, a.op, "self", *self);
 }
 

@@ -10,7 +10,9 @@
 // (dst + 0.5) * step - 0.5 clamped at 0 (or dst * (in-1)/(out-1) with
 // align_corners); the anti-aliased variant widens the triangle filter by
 // the step when downsampling; adaptive pooling averages
-// [floor(o*in/out), ceil((o+1)*in/out)).
+// [floor(o*in/out), ceil((o+1)*in/out)). float16 / bfloat16 compute their
+// indices and weights in float (PyTorch's opmath type), accumulate in double
+// and round once per output element.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,12 +29,14 @@ using pteron::kern::fail;
 namespace kern = pteron::kern;
 
 // The dtypes nearest-neighbour copies (the interpolating operators take
-// float32 / float64 through kern::dispatch_float).
+// float32 / float64 / float16 / bfloat16 through kern::dispatch_float_half).
 template <typename F>
 bool dispatch_resample(int32_t dt, F&& f) {
   switch (dt) {
     case PTERON_DTYPE_FLOAT32: f(float{}); return true;
     case PTERON_DTYPE_FLOAT64: f(double{}); return true;
+    case PTERON_DTYPE_FLOAT16: f(kern::Half{}); return true;
+    case PTERON_DTYPE_BFLOAT16: f(kern::BFloat16{}); return true;
     case PTERON_DTYPE_UINT8: f(uint8_t{}); return true;
     case PTERON_DTYPE_INT8: f(int8_t{}); return true;
     case PTERON_DTYPE_INT16: f(int16_t{}); return true;
@@ -324,14 +328,15 @@ int32_t bilinear_common(const Args& a, pteron_tensor* in, pteron_tensor* out, Pl
   double* db = reinterpret_cast<double*>(buf + nint * sizeof(int64_t));
   Taps th{mh, ib, ib + P.Ho, db};
   Taps tw{mw, ib + 2 * P.Ho, ib + 2 * P.Ho + P.Wo, db + P.Ho * mh};
-  kern::dispatch_float(in->dtype, [&](auto tag) {
+  kern::dispatch_float_half(in->dtype, [&](auto tag) {
     using T = decltype(tag);
+    using A = kern::compute_type_t<T>;  // index math type: float for the 16-bit types
     if (antialias) {
-      aa_taps<T>(P.H, P.Ho, align_corners, scales[0], &th);
-      aa_taps<T>(P.W, P.Wo, align_corners, scales[1], &tw);
+      aa_taps<A>(P.H, P.Ho, align_corners, scales[0], &th);
+      aa_taps<A>(P.W, P.Wo, align_corners, scales[1], &tw);
     } else {
-      bilinear_taps<T>(P.H, P.Ho, align_corners, scales[0], &th);
-      bilinear_taps<T>(P.W, P.Wo, align_corners, scales[1], &tw);
+      bilinear_taps<A>(P.H, P.Ho, align_corners, scales[0], &th);
+      bilinear_taps<A>(P.W, P.Wo, align_corners, scales[1], &tw);
     }
     apply_taps<T>(P, static_cast<const T*>(in->data), static_cast<T*>(out->data), th, tw);
   });
@@ -339,7 +344,7 @@ int32_t bilinear_common(const Args& a, pteron_tensor* in, pteron_tensor* out, Pl
 }
 
 int32_t check_float_input(const Args& a, const pteron_tensor* in, const pteron_tensor* out) {
-  if (!kern::dispatch_float(in->dtype, [](auto) {}))
+  if (!kern::dispatch_float_half(in->dtype, [](auto) {}))
     return kern::unsupported_dtype(a.ctx, a.op, "input", in->dtype);
   PTERON_CHECK_OK(same_dtype_out(a, in, out));
   return kern::reject_alias(a.ctx, a.op, "out", out, in);
@@ -414,7 +419,7 @@ int32_t adaptive_avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const*
                   a.op, (int)d);
   PTERON_CHECK_OK(resize_planes(a, out, &P));
   if (P.N == 0 || P.Ho == 0 || P.Wo == 0) return PTERON_OK;
-  kern::dispatch_float(in->dtype, [&](auto tag) {
+  kern::dispatch_float_half(in->dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* x = static_cast<const T*>(in->data);
     T* y = static_cast<T*>(out->data);
