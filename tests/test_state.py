@@ -15,6 +15,7 @@ tests/state/export.py:
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 
 import capi
-from conftest import REPO, build_dir
+from conftest import REPO, build_dir, wine_run, winpath
 
 STATE = REPO / "tests" / "state"
 
@@ -84,7 +85,8 @@ def test_initial_state_is_written_into_caller_supplied_planned_memory(runtime):
 @pytest.mark.parametrize("variant,needle", [
     ("bad_index", "value 1: initial state index 99 out of range"),
     ("short_state", "value 1: initial state 1 holds 8 bytes, the tensor needs 24"),
-    ("bad_segments_idx", "value 1: initial state 1 is in mutable data segment 3, the program has 1"),
+    ("bad_segments_idx",
+     "value 1: initial state 1 is in mutable data segment 3, the program has 1"),
 ])
 def test_broken_initial_state_fails_at_method_load_naming_the_value(runtime, variant, needle):
     p = runtime.load_file(STATE / f"accumulator_{variant}.pte")
@@ -319,7 +321,8 @@ def test_hpp_loads_a_program_with_its_data_file(tmp_path):
           std::ifstream a(argv[1], std::ios::binary), b(argv[2], std::ios::binary);
           std::vector<char> pa((std::istreambuf_iterator<char>(a)), {});
           std::vector<char> pb((std::istreambuf_iterator<char>(b)), {});
-          pteron::Program q = pteron::Program::load_memory(pa.data(), pa.size(), pb.data(), pb.size());
+          pteron::Program q =
+              pteron::Program::load_memory(pa.data(), pa.size(), pb.data(), pb.size());
           pteron::Method mq = q.load_method("forward");
           mq.set_input<float>(0, {2, 4}, x);
           mq.execute();
@@ -386,3 +389,30 @@ def test_xnnpack_delegate_weights_load_from_the_data_file(tmp_path):
     # Without the data file the delegate fails at method load, naming the key it missed.
     assert lines[1].startswith("without: ") and "XnnpackBackend" in lines[1]
     assert "named data '" in lines[1]
+
+
+@pytest.mark.skipif(not shutil.which("wine"), reason="wine is needed (scripts/test.sh installs it)")
+def test_pteron_run_exe_under_wine_keeps_state_and_reads_the_data_file(mingw_package, wine_env,
+                                                                     tmp_path):
+    exe = mingw_package / "bin" / "pteron-run.exe"
+    ref = _npz("accumulator")
+    x = tmp_path / "x.npy"
+    np.save(x, ref["inputs"][0])
+    out = tmp_path / "acc"
+    r = wine_run(wine_env, exe, winpath(STATE / "accumulator.pte"), "--input", winpath(x),
+                 "--iterations", "3", "--output-dir", winpath(out), cwd=tmp_path)
+    assert r.returncode == 0, str(r)
+    assert np.load(out / "output_1.npy").tolist() == [10]  # 7, then three calls
+    ext = _npz("external")
+    xe = tmp_path / "xe.npy"
+    np.save(xe, ext["input"])
+    out = tmp_path / "ext"
+    r = wine_run(wine_env, exe, winpath(STATE / "external.pte"), "--data",
+                 winpath(STATE / "external.ptd"), "--input", winpath(xe), "--output-dir",
+                 winpath(out), cwd=tmp_path)
+    assert r.returncode == 0, str(r)
+    np.testing.assert_allclose(np.load(out / "output_0.npy"), ext["expected"], rtol=1e-5,
+                               atol=1e-6)
+    r = wine_run(wine_env, exe, winpath(STATE / "external.pte"), "--input", winpath(xe),
+                 cwd=tmp_path)
+    assert r.returncode == 1 and "key 'l1.weight'" in r.stderr, str(r)
