@@ -26,6 +26,7 @@ import pytest
 
 import capi
 from conftest import REPO, build_dir, wine_run, winpath
+from test_malformed import fuzz_exe  # noqa: F401  (the ASan+UBSan pteron-fuzz, a fixture)
 
 STATE = REPO / "tests" / "state"
 
@@ -416,3 +417,35 @@ def test_pteron_run_exe_under_wine_keeps_state_and_reads_the_data_file(mingw_pac
     r = wine_run(wine_env, exe, winpath(STATE / "external.pte"), "--input", winpath(xe),
                  cwd=tmp_path)
     assert r.returncode == 1 and "key 'l1.weight'" in r.stderr, str(r)
+
+
+# ---- under AddressSanitizer + UndefinedBehaviorSanitizer -------------------------------------
+
+@pytest.mark.parametrize("name,flips,fields", [("accumulator", 1000, 500), ("decoder", 200, 200)])
+def test_mutated_stateful_programs_never_crash_under_asan(fuzz_exe, tmp_path, name, flips,
+                                                          fields):
+    """pteron-fuzz (tests/test_malformed.py) on the programs with initial
+    states: byte flips and schema-field changes (data_buffer_idx, placements,
+    sizes) reach the initial-state code at method load; every variant must end
+    in success or an error status, with no sanitizer report."""
+    from test_malformed import SANITIZER_MARKERS, _env
+
+    if name == "accumulator":
+        x = _npz("accumulator")["inputs"][0]
+        inputs = [np.ascontiguousarray(x)]
+    else:
+        inputs = [np.array([[1]], np.int64), np.array([0], np.int64)]
+    cmd = [str(fuzz_exe), str(STATE / f"{name}.pte"), "--method", "forward"]
+    for i, a in enumerate(inputs):
+        np.save(tmp_path / f"in{i}.npy", a)
+        cmd += ["--input", str(tmp_path / f"in{i}.npy")]
+    cmd += ["--flips", str(flips), "--fields", str(fields), "--seed", "3", "--timeout-s", "10"]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=_env(),
+                       timeout=600)
+    for marker in SANITIZER_MARKERS + ("TIMEOUT variant", "BADSTATUS"):
+        assert marker not in r.stderr, r.stderr[-6000:]
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    total = next(dict(kv.split("=", 1) for kv in line.split())
+                 for line in r.stdout.splitlines() if line.startswith("variants="))
+    assert float(total["errors"]) + float(total["ok"]) == float(total["variants"]) > flips
+    assert float(total["ok"]) > 0 and float(total["errors"]) > 0, total
