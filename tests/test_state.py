@@ -15,6 +15,7 @@ tests/state/export.py:
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import subprocess
 import sys
@@ -24,7 +25,8 @@ import numpy as np
 import pytest
 
 import capi
-from conftest import REPO, build_dir
+from conftest import REPO, build_dir, wine_run, winpath
+from test_malformed import fuzz_exe  # noqa: F401  (the ASan+UBSan pteron-fuzz, a fixture)
 
 STATE = REPO / "tests" / "state"
 
@@ -84,7 +86,8 @@ def test_initial_state_is_written_into_caller_supplied_planned_memory(runtime):
 @pytest.mark.parametrize("variant,needle", [
     ("bad_index", "value 1: initial state index 99 out of range"),
     ("short_state", "value 1: initial state 1 holds 8 bytes, the tensor needs 24"),
-    ("bad_segments_idx", "value 1: initial state 1 is in mutable data segment 3, the program has 1"),
+    ("bad_segments_idx",
+     "value 1: initial state 1 is in mutable data segment 3, the program has 1"),
 ])
 def test_broken_initial_state_fails_at_method_load_naming_the_value(runtime, variant, needle):
     p = runtime.load_file(STATE / f"accumulator_{variant}.pte")
@@ -319,7 +322,8 @@ def test_hpp_loads_a_program_with_its_data_file(tmp_path):
           std::ifstream a(argv[1], std::ios::binary), b(argv[2], std::ios::binary);
           std::vector<char> pa((std::istreambuf_iterator<char>(a)), {});
           std::vector<char> pb((std::istreambuf_iterator<char>(b)), {});
-          pteron::Program q = pteron::Program::load_memory(pa.data(), pa.size(), pb.data(), pb.size());
+          pteron::Program q =
+              pteron::Program::load_memory(pa.data(), pa.size(), pb.data(), pb.size());
           pteron::Method mq = q.load_method("forward");
           mq.set_input<float>(0, {2, 4}, x);
           mq.execute();
@@ -386,3 +390,62 @@ def test_xnnpack_delegate_weights_load_from_the_data_file(tmp_path):
     # Without the data file the delegate fails at method load, naming the key it missed.
     assert lines[1].startswith("without: ") and "XnnpackBackend" in lines[1]
     assert "named data '" in lines[1]
+
+
+@pytest.mark.skipif(not shutil.which("wine"), reason="wine is needed (scripts/test.sh installs it)")
+def test_pteron_run_exe_under_wine_keeps_state_and_reads_the_data_file(mingw_package, wine_env,
+                                                                     tmp_path):
+    exe = mingw_package / "bin" / "pteron-run.exe"
+    ref = _npz("accumulator")
+    x = tmp_path / "x.npy"
+    np.save(x, ref["inputs"][0])
+    out = tmp_path / "acc"
+    r = wine_run(wine_env, exe, winpath(STATE / "accumulator.pte"), "--input", winpath(x),
+                 "--iterations", "3", "--output-dir", winpath(out), cwd=tmp_path)
+    assert r.returncode == 0, str(r)
+    assert np.load(out / "output_1.npy").tolist() == [10]  # 7, then three calls
+    ext = _npz("external")
+    xe = tmp_path / "xe.npy"
+    np.save(xe, ext["input"])
+    out = tmp_path / "ext"
+    r = wine_run(wine_env, exe, winpath(STATE / "external.pte"), "--data",
+                 winpath(STATE / "external.ptd"), "--input", winpath(xe), "--output-dir",
+                 winpath(out), cwd=tmp_path)
+    assert r.returncode == 0, str(r)
+    np.testing.assert_allclose(np.load(out / "output_0.npy"), ext["expected"], rtol=1e-5,
+                               atol=1e-6)
+    r = wine_run(wine_env, exe, winpath(STATE / "external.pte"), "--input", winpath(xe),
+                 cwd=tmp_path)
+    assert r.returncode == 1 and "key 'l1.weight'" in r.stderr, str(r)
+
+
+# ---- under AddressSanitizer + UndefinedBehaviorSanitizer -------------------------------------
+
+@pytest.mark.parametrize("name,flips,fields", [("accumulator", 1000, 500), ("decoder", 200, 200)])
+def test_mutated_stateful_programs_never_crash_under_asan(fuzz_exe, tmp_path, name, flips,
+                                                          fields):
+    """pteron-fuzz (tests/test_malformed.py) on the programs with initial
+    states: byte flips and schema-field changes (data_buffer_idx, placements,
+    sizes) reach the initial-state code at method load; every variant must end
+    in success or an error status, with no sanitizer report."""
+    from test_malformed import SANITIZER_MARKERS, _env
+
+    if name == "accumulator":
+        x = _npz("accumulator")["inputs"][0]
+        inputs = [np.ascontiguousarray(x)]
+    else:
+        inputs = [np.array([[1]], np.int64), np.array([0], np.int64)]
+    cmd = [str(fuzz_exe), str(STATE / f"{name}.pte"), "--method", "forward"]
+    for i, a in enumerate(inputs):
+        np.save(tmp_path / f"in{i}.npy", a)
+        cmd += ["--input", str(tmp_path / f"in{i}.npy")]
+    cmd += ["--flips", str(flips), "--fields", str(fields), "--seed", "3", "--timeout-s", "10"]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=_env(),
+                       timeout=600)
+    for marker in SANITIZER_MARKERS + ("TIMEOUT variant", "BADSTATUS"):
+        assert marker not in r.stderr, r.stderr[-6000:]
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    total = next(dict(kv.split("=", 1) for kv in line.split())
+                 for line in r.stdout.splitlines() if line.startswith("variants="))
+    assert float(total["errors"]) + float(total["ok"]) == float(total["variants"]) > flips
+    assert float(total["ok"]) > 0 and float(total["errors"]) > 0, total
