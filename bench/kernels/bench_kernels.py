@@ -67,6 +67,10 @@ CASES = {
                     [(1, 40, 28, 28)], "upsample_bilinear2d.vec 28->224 align_corners"),
     "nearest": ("F.interpolate(x, scale_factor=2.0, mode='nearest')", [(1, 64, 56, 56)],
                 "upsample_nearest2d.vec x2"),
+    "cat_channels": ("torch.cat((x, y), dim=1)", [(1, 128, 28, 28), (1, 32, 28, 28)],
+                     "cat.out along C (DenseNet)"),
+    "cat_rotary": ("torch.cat((x, y), dim=-1)", [(1, 32, 64, 64), (1, 32, 64, 64)],
+                   "cat.out along the last dim (rotary halves)"),
     "batchnorm": ("self.bn(x)", [(1, 256, 28, 28)], "_native_batch_norm_legit_no_training.out"),
     "groupnorm": ("self.gn(x)", [(1, 32, 56, 56)], "native_group_norm.out, 8 groups"),
 }

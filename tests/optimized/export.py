@@ -232,6 +232,46 @@ class ChannelNorm(nn.Module):
                 self.gn(x * 2.0 + 1.0), self.gn(xc), self.gn1(x))
 
 
+class SplitOverThreads(nn.Module):
+    """Maps big enough for max pooling, batch norm, group norm, mean.dim and
+    bilinear upsampling to split over the thread pool, made inside the
+    program from a small input (outputs summed or subsampled: the fixtures stay
+    small; a sum of normalised values would cancel to rounding noise)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Parameter(torch.randn(8, 1000))
+        self.bn = nn.BatchNorm2d(10).eval()
+        self.bn.running_mean.copy_(torch.randn(10))
+        self.bn.running_var.copy_(torch.rand(10) + 0.5)
+        self.gn = nn.GroupNorm(5, 10)
+
+    def forward(self, small):
+        F = torch.nn.functional
+        big = torch.mm(small, self.up).reshape(4, 10, 25, 40)
+        m, i = F.max_pool2d(big, 3, 1, 1, return_indices=True)
+        return (m.sum(dim=(2, 3)), i.sum(dim=(2, 3)), self.bn(big)[:, :, ::5, ::8],
+                self.gn(big)[:, :, ::5, ::8], big.mean(dim=(2, 3)),
+                F.interpolate(big, scale_factor=2.0, mode="bilinear").sum(dim=(2, 3)),
+                torch.sigmoid(big).sum(dim=(2, 3)))
+
+
+class ZeroSize(nn.Module):
+    """Zero-size tensors: an empty batch through the unary, pooling,
+    resampling and norm kernels, and a mean over an empty dim (NaN)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(4).eval()
+
+    def forward(self, x0, e):
+        F = torch.nn.functional
+        return (torch.sigmoid(x0), torch.exp(x0) / 2.0, torch.clamp(x0, 0.0, 1.0),
+                F.max_pool2d(x0, 2), x0.mean(dim=(-2, -1)), self.bn(x0),
+                F.interpolate(x0, scale_factor=2.0, mode="bilinear"), e.mean(dim=-1),
+                x0.pow(2))
+
+
 class Float64(nn.Module):
     """The same operators in float64: kernels_optimized registers none of them
     for this dtype, so kernels_portable must run them."""
@@ -313,6 +353,10 @@ def _programs():
         ("opt_resample", Resampling(),
          (rn(2, 3, 7, 9), rn(1, 4, 6, 5).to(memory_format=torch.channels_last)), [],
          "bilinear (align_corners both ways, up/down) and nearest resampling, channels-last"),
+        ("opt_split", SplitOverThreads(), (rn(40, 8),), [],
+         "pooling, batch / group norm, mean, bilinear on maps that split over threads"),
+        ("opt_zero", ZeroSize(), (rn(0, 4, 6, 5), rn(3, 0)), [],
+         "zero-size tensors: empty batch, mean over an empty dim"),
         ("opt_chnorm", ChannelNorm(),
          (rn(2, 16, 7, 6), rn(2, 16, 5, 4).to(memory_format=torch.channels_last), rn(6, 16),
           rn(3, 16, 10)), [],

@@ -61,8 +61,20 @@ enum class Binary : int32_t { Add, Mul, Div };
 //   Square    x * x                (pow(x, 2): the same correctly rounded value)
 //   Recip     1 / x                (pow(x, -1))
 //   Pow       pow(x, p0), libm's powf element by element
-enum class Unary : int32_t { Exp, Sigmoid, Tanh, GeluErf, GeluTanh, Clamp, Neg, Sqrt, Rsqrt,
-                             Square, Recip, Pow };
+enum class Unary : int32_t {
+  Exp,
+  Sigmoid,
+  Tanh,
+  GeluErf,
+  GeluTanh,
+  Clamp,
+  Neg,
+  Sqrt,
+  Rsqrt,
+  Square,
+  Recip,
+  Pow
+};
 
 // One 2-D max-pooling plane. Input element (h, w) at in[h * is_h + w * is_w],
 // output (oh, ow) at out[oh * os_h + ow * os_w], its index at
