@@ -243,8 +243,9 @@ bool read_constant(pteron_kernel_context* ctx, const fbx::Graph* root, const Blo
   const void* data = nullptr;
   size_t dsize = 0;
   if (pteron_named_data_get(ctx, c->key()->c_str(), &data, &dsize) != PTERON_OK)
-    return fail(err, "value id %u: named data '%s' is not in the program", v.id,
-                printable(c->key()).c_str());
+    return fail(err,
+                "value id %u: named data '%s' is in neither the program nor its data file (.ptd)",
+                v.id, printable(c->key()).c_str());
   if (dsize < want)
     return fail(err, "value id %u: named data '%s' holds %zu bytes, the tensor %s needs %llu", v.id,
                 printable(c->key()).c_str(), dsize, shape_str(v.dims).c_str(),
