@@ -223,4 +223,70 @@ def programs():
             "": case(torch.nonzero, torch.tensor([[0.0, 1.5], [-0.0, 2.0]], dtype=dt)),
         }, **EXACT),
     ]
+
+    # ---- more reductions ------------------------------------------------------------------
+    def distinct(*shape, dtype):
+        n = 1
+        for d in shape:
+            n *= d
+        return ((torch.randperm(n, generator=g) - n // 2).reshape(shape) / 4).to(dtype)
+
+    progs += [
+        per_half("amin_out", "aten::amin.out", lambda dt: {
+            "": case(lambda x: torch.amin(x, dim=-1), r(3, 5, dtype=dt)),
+        }, **EXACT),
+        per_half("argmin_out", "aten::argmin.out", lambda dt: {
+            "": case(lambda x: torch.argmin(x, dim=1), distinct(3, 4, dtype=dt)),
+        }, **EXACT),
+        per_half("min_dim_min", "aten::min.dim_min", lambda dt: {
+            "": case(lambda x: tuple(torch.min(x, dim=0)), distinct(4, 3, dtype=dt)),
+        }, **EXACT),
+        per_half("max_unary_out", "aten::max.unary_out", lambda dt: {
+            "": case(torch.max, r(3, 4, dtype=dt)),
+        }, **EXACT),
+        per_half("min_unary_out", "aten::min.unary_out", lambda dt: {
+            "": case(torch.min, r(3, 4, dtype=dt)),
+        }, **EXACT),
+        per_half("var_correction_out", "aten::var.correction_out", lambda dt: {
+            "dim": case(lambda x: torch.var(x, dim=1), r(3, 6, dtype=dt)),
+        }),
+        per_half("var_mean_correction_out", "aten::var_mean.correction_out", lambda dt: {
+            "": case(lambda x: torch.var_mean(x, dim=-1, correction=0), r(2, 5, dtype=dt)),
+        }, preserve_ops=[aten.var_mean.correction]),
+        per_half("prod_int_out", "aten::prod.int_out", lambda dt: {
+            "": case(lambda x: torch.prod(x, dim=1), r(3, 4, dtype=dt)),
+        }, atol=1e-3),
+        per_half("mean_dtype_out", "aten::mean.dtype_out", lambda dt: {
+            "to_f32": case(lambda x: aten.mean.default(x, dtype=torch.float32), r(3, 4, dtype=dt)),
+        }, preserve_ops=[aten.mean.default], atol=1e-3),
+        per_half("topk_values", "aten::topk.values", lambda dt: {
+            "": case(lambda x: tuple(torch.topk(x, 2, dim=-1)), distinct(3, 5, dtype=dt)),
+        }, **EXACT),
+    ]
+
+    # ---- creation -------------------------------------------------------------------------
+    progs += [
+        per_half("full_out", "aten::full.out", lambda dt: {
+            "": case(lambda: torch.full((2, 3), 0.1, dtype=dt)),
+        }, **EXACT, notes="0.1 rounded to nearest even once"),
+        per_half("ones_out", "aten::ones.out", lambda dt: {
+            "": case(lambda: torch.ones(2, 2, dtype=dt)),
+        }, preserve_ops=[aten.ones.default], **EXACT),
+        per_half("zeros_out", "aten::zeros.out", lambda dt: {
+            "": case(lambda: torch.zeros(3, dtype=dt)),
+        }, preserve_ops=[aten.zeros.default], **EXACT),
+        per_half("scalar_tensor_out", "aten::scalar_tensor.out", lambda dt: {
+            "": case(lambda: torch.scalar_tensor(1.1, dtype=dt)),
+        }, **EXACT),
+        per_half("fill_scalar_out", "aten::fill.Scalar_out", lambda dt: {
+            "": case(lambda x: aten.fill.Scalar(x, -2.3), r(2, 3, dtype=dt)),
+        }, preserve_ops=[aten.fill.Scalar], **EXACT),
+        per_half("masked_fill_scalar_out", "aten::masked_fill.Scalar_out", lambda dt: {
+            "": case(lambda x, m: x.masked_fill(m, 0.7), r(2, 3, dtype=dt),
+                     r(3) > 0),
+        }, preserve_ops=[aten.masked_fill.Scalar], **EXACT),
+        per_half("arange_start_out", "aten::arange.start_out", lambda dt: {
+            "": case(lambda: torch.arange(0, 2, 0.25, dtype=dt)),
+        }, preserve_ops=[aten.arange.start_step], **EXACT),
+    ]
     return progs
