@@ -244,7 +244,8 @@ int32_t masked_fill_scalar_out(pteron_kernel_context* ctx, pteron_value* const* 
                 "%s: value cannot be converted to type %s without overflow", op,
                 dtype_name(self->dtype));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, nd));
-  dispatch_half(self->dtype, [&](auto t) {
+  // float16 / bfloat16 select in float (exact both ways): no map of their own
+  dispatch_compute(self->dtype, [&](auto t) {
     using C = decltype(t);
     const C x = v.to<C>();
     const pteron_tensor* ins[2] = {self, mask};
