@@ -176,8 +176,7 @@ void run_conv(const Geometry& g, const T* in, const T* w, const B* bias, T* out,
 int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::convolution.out"};
   kern::ConvOperands c;
-  PTERON_CHECK_OK(
-      kern::read_convolution(a, /*float32_only=*/false, &c, /*allow_transposed=*/true));
+  PTERON_CHECK_OK(kern::read_convolution(a, /*float32_only=*/false, &c, /*allow_transposed=*/true));
   const pteron_tensor *input = c.input, *weight = c.weight, *bias = c.bias;
   pteron_tensor* out = c.out;
   const Geometry& g = c.g;

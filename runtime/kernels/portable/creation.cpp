@@ -12,6 +12,8 @@
 // value as "nonzero"). empty.out only sizes its out tensor: its contents are
 // unspecified, as in PyTorch. arange sizes its out tensor as PyTorch does:
 // int64 outs count in int64 arithmetic, every other dtype in double.
+// float16 / bfloat16 outs take the value rounded to nearest even (finite
+// values beyond the type's largest finite value overflow, as in PyTorch).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -33,6 +35,13 @@ template <typename T>
 bool value_fits(const Scalar& v) {
   if constexpr (std::is_same_v<T, bool>) {
     return true;
+  } else if constexpr (is_half_v<T>) {
+    if (v.kind != ScalarKind::Float || !std::isfinite(v.d)) return true;
+    // the largest finite values: 65504 (float16), 0x7f7f (bfloat16)
+    const double max = std::is_same_v<T, Half>
+                           ? 65504.0
+                           : static_cast<double>(static_cast<float>(BFloat16::from_bits(0x7f7f)));
+    return !(v.d < -max || v.d > max);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (v.kind != ScalarKind::Float || !std::isfinite(v.d)) return true;
     return !(v.d < -static_cast<double>(std::numeric_limits<T>::max()) ||
@@ -62,7 +71,7 @@ int32_t fill_with(pteron_kernel_context* ctx, const char* op, const char* arg, c
                   pteron_tensor* out, bool check_fits) {
   bool fits = true;
   const int64_t count = numel(out);
-  dispatch(out->dtype, [&](auto t) {
+  dispatch_half(out->dtype, [&](auto t) {
     using T = decltype(t);
     if (check_fits && !value_fits<T>(v)) {
       fits = false;
@@ -99,7 +108,7 @@ int32_t resize_to_size_arg(const Args& a, size_t i, pteron_tensor* out) {
 
 int32_t out_arg(const Args& a, size_t i, pteron_tensor** out) {
   PTERON_CHECK_OK(a.tensor(i, "out", out));
-  return check_supported(a.ctx, a.op, "out", (*out)->dtype);
+  return check_supported_half(a.ctx, a.op, "out", (*out)->dtype);
 }
 
 // full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out)
@@ -161,7 +170,7 @@ int32_t scalar_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args,
 
 // Resizes out like self (checked); out takes self's dtype (can_cast).
 int32_t out_like_self(const Args& a, const pteron_tensor* self, pteron_tensor* out) {
-  PTERON_CHECK_OK(check_supported(a.ctx, a.op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "self", self->dtype));
   PTERON_CHECK_OK(check_tensor(a.ctx, a.op, "self", self));
   if (!can_cast(self->dtype, out->dtype)) return cast_error(a.ctx, a.op, self->dtype, out->dtype);
   return resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim);
@@ -189,7 +198,7 @@ int32_t fill_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
   PTERON_CHECK_OK(a.tensor(1, "value", &value));
   PTERON_CHECK_OK(out_arg(a, 2, &out));
-  PTERON_CHECK_OK(check_supported(ctx, a.op, "value", value->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, a.op, "value", value->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, a.op, "value", value));
   if (value->dim != 0)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -197,7 +206,7 @@ int32_t fill_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, s
                 a.op, value->dim);
   PTERON_CHECK_OK(out_like_self(a, self, out));
   const int64_t count = numel(out);
-  dispatch(out->dtype, [&](auto t) {
+  dispatch_half(out->dtype, [&](auto t) {
     using T = decltype(t);
     const T x = load<T>(value->data, value->dtype, 0);
     for (int64_t i = 0; i < count; ++i) store<T>(out->data, out->dtype, i, x);
@@ -217,7 +226,7 @@ int32_t masked_fill_scalar_out(pteron_kernel_context* ctx, pteron_value* const* 
   PTERON_CHECK_OK(a.tensor(1, "mask", &mask));
   PTERON_CHECK_OK(read_scalar(a, 2, "value", &v));
   PTERON_CHECK_OK(out_arg(a, 3, &out));
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
   if (mask->dtype != PTERON_DTYPE_BOOL)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: only boolean masks are supported, got mask with dtype %s", op,
@@ -229,13 +238,14 @@ int32_t masked_fill_scalar_out(pteron_kernel_context* ctx, pteron_value* const* 
   int32_t nd = 0;
   if (!broadcast_shape(self, mask, shape, &nd)) return broadcast_error(ctx, op, self, mask);
   bool fits = true;
-  dispatch(self->dtype, [&](auto t) { fits = value_fits<decltype(t)>(v); });
+  dispatch_half(self->dtype, [&](auto t) { fits = value_fits<decltype(t)>(v); });
   if (!fits)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: value cannot be converted to type %s without overflow", op,
                 dtype_name(self->dtype));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, nd));
-  dispatch(self->dtype, [&](auto t) {
+  // float16 / bfloat16 select in float (exact both ways): no map of their own
+  dispatch_compute(self->dtype, [&](auto t) {
     using C = decltype(t);
     const C x = v.to<C>();
     const pteron_tensor* ins[2] = {self, mask};

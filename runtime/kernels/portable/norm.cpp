@@ -119,8 +119,9 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx, pteron_value* con
         double* y = static_cast<double*>(out0->data);
         kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) { y[d] = x[s] * scale + shift; });
       } else {  // float16, bfloat16
-        kern::zip_offsets(src, dst,
-                          [&](int64_t s, int64_t d) { store(out0, d, load(input, s) * scale + shift); });
+        kern::zip_offsets(src, dst, [&](int64_t s, int64_t d) {
+          store(out0, d, load(input, s) * scale + shift);
+        });
       }
     }
   }

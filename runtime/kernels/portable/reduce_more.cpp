@@ -29,16 +29,18 @@ namespace {
 
 using namespace pteron::kern;
 
-// The one dtype dispatch of this file (all real dtypes and bool).
+// The one dtype dispatch of this file (all real dtypes and bool, float16 and
+// bfloat16 as storage types: read through float, accumulated in double,
+// rounded once when stored).
 template <typename F>
 bool dispatch_real(int32_t d, F&& f) {
-  return dispatch(d, static_cast<F&&>(f));
+  return dispatch_half(d, static_cast<F&&>(f));
 }
 
 int32_t check_in_out(pteron_kernel_context* ctx, const char* op, const pteron_tensor* self,
                      const pteron_tensor* out, const char* out_name) {
-  PTERON_CHECK_OK(check_supported(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, op, out_name, out->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, out_name, out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
   return reject_alias(ctx, op, out_name, out, self);
 }
@@ -244,7 +246,7 @@ void prod_into(const pteron_tensor* self, pteron_tensor* out, const ReducePlan& 
 int32_t prod_check(pteron_kernel_context* ctx, const char* op, const pteron_tensor* self,
                    int32_t dtype, const pteron_tensor* out) {
   PTERON_CHECK_OK(check_in_out(ctx, op, self, out, "out"));
-  if (dtype >= 0) PTERON_CHECK_OK(check_supported(ctx, op, "dtype", dtype));
+  if (dtype >= 0) PTERON_CHECK_OK(check_supported_half(ctx, op, "dtype", dtype));
   PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
   if (dtype < 0 && is_floating(self->dtype) && !is_floating(out->dtype))
     return cast_error(ctx, op, self->dtype, out->dtype);

@@ -223,4 +223,167 @@ def programs():
             "": case(torch.nonzero, torch.tensor([[0.0, 1.5], [-0.0, 2.0]], dtype=dt)),
         }, **EXACT),
     ]
+
+    # ---- more reductions ------------------------------------------------------------------
+    def distinct(*shape, dtype):
+        n = 1
+        for d in shape:
+            n *= d
+        return ((torch.randperm(n, generator=g) - n // 2).reshape(shape) / 4).to(dtype)
+
+    progs += [
+        per_half("amin_out", "aten::amin.out", lambda dt: {
+            "": case(lambda x: torch.amin(x, dim=-1), r(3, 5, dtype=dt)),
+        }, **EXACT),
+        per_half("argmin_out", "aten::argmin.out", lambda dt: {
+            "": case(lambda x: torch.argmin(x, dim=1), distinct(3, 4, dtype=dt)),
+        }, **EXACT),
+        per_half("min_dim_min", "aten::min.dim_min", lambda dt: {
+            "": case(lambda x: tuple(torch.min(x, dim=0)), distinct(4, 3, dtype=dt)),
+        }, **EXACT),
+        per_half("max_unary_out", "aten::max.unary_out", lambda dt: {
+            "": case(torch.max, r(3, 4, dtype=dt)),
+        }, **EXACT),
+        per_half("min_unary_out", "aten::min.unary_out", lambda dt: {
+            "": case(torch.min, r(3, 4, dtype=dt)),
+        }, **EXACT),
+        per_half("var_correction_out", "aten::var.correction_out", lambda dt: {
+            "dim": case(lambda x: torch.var(x, dim=1), r(3, 6, dtype=dt)),
+        }),
+        per_half("var_mean_correction_out", "aten::var_mean.correction_out", lambda dt: {
+            "": case(lambda x: torch.var_mean(x, dim=-1, correction=0), r(2, 5, dtype=dt)),
+        }, preserve_ops=[aten.var_mean.correction]),
+        per_half("prod_int_out", "aten::prod.int_out", lambda dt: {
+            "": case(lambda x: torch.prod(x, dim=1), r(3, 4, dtype=dt)),
+        }, atol=1e-3),
+        per_half("mean_dtype_out", "aten::mean.dtype_out", lambda dt: {
+            "to_f32": case(lambda x: aten.mean.default(x, dtype=torch.float32), r(3, 4, dtype=dt)),
+        }, preserve_ops=[aten.mean.default], atol=1e-3),
+        per_half("topk_values", "aten::topk.values", lambda dt: {
+            "": case(lambda x: tuple(torch.topk(x, 2, dim=-1)), distinct(3, 5, dtype=dt)),
+        }, **EXACT),
+    ]
+
+    # ---- creation -------------------------------------------------------------------------
+    progs += [
+        per_half("full_out", "aten::full.out", lambda dt: {
+            "": case(lambda: torch.full((2, 3), 0.1, dtype=dt)),
+        }, **EXACT, notes="0.1 rounded to nearest even once"),
+        per_half("ones_out", "aten::ones.out", lambda dt: {
+            "": case(lambda: torch.ones(2, 2, dtype=dt)),
+        }, preserve_ops=[aten.ones.default], **EXACT),
+        per_half("zeros_out", "aten::zeros.out", lambda dt: {
+            "": case(lambda: torch.zeros(3, dtype=dt)),
+        }, preserve_ops=[aten.zeros.default], **EXACT),
+        per_half("scalar_tensor_out", "aten::scalar_tensor.out", lambda dt: {
+            "": case(lambda: torch.scalar_tensor(1.1, dtype=dt)),
+        }, **EXACT),
+        per_half("fill_scalar_out", "aten::fill.Scalar_out", lambda dt: {
+            "": case(lambda x: aten.fill.Scalar(x, -2.3), r(2, 3, dtype=dt)),
+        }, preserve_ops=[aten.fill.Scalar], **EXACT),
+        per_half("masked_fill_scalar_out", "aten::masked_fill.Scalar_out", lambda dt: {
+            "": case(lambda x, m: x.masked_fill(m, 0.7), r(2, 3, dtype=dt),
+                     r(3) > 0),
+        }, preserve_ops=[aten.masked_fill.Scalar], **EXACT),
+        per_half("arange_start_out", "aten::arange.start_out", lambda dt: {
+            "": case(lambda: torch.arange(0, 2, 0.25, dtype=dt)),
+        }, preserve_ops=[aten.arange.start_step], **EXACT),
+    ]
+
+    # ---- the other element-wise operators of the same kernels -------------------------------
+    def unit(*shape, dtype):
+        # values in (-0.9, 0.9): asin, acos, atanh, tan
+        return ((torch.rand(*shape, generator=g) * 1.8) - 0.9).to(dtype)
+
+    def above_one(*shape, dtype):
+        return pos(*shape, dtype=dtype) + 1
+
+    def in_unit(*shape, dtype):
+        # values in (0.05, 0.95): logit
+        return (torch.rand(*shape, generator=g) * 0.9 + 0.05).to(dtype)
+
+    for nm, fn, gen in (("acos", torch.acos, unit), ("asin", torch.asin, unit),
+                        ("atanh", torch.atanh, unit), ("asinh", torch.asinh, r),
+                        ("acosh", torch.acosh, above_one), ("ceil", torch.ceil, r),
+                        ("trunc", torch.trunc, r), ("cosh", torch.cosh, r),
+                        ("sinh", torch.sinh, r), ("tan", torch.tan, unit),
+                        ("log2", torch.log2, pos), ("log10", torch.log10, pos),
+                        ("sign", torch.sign, r)):
+        progs.append(per_half(f"{nm}_out", f"aten::{nm}.out", lambda dt, fn=fn, gen=gen: {
+            "": case(fn, gen(2, 4, dtype=dt)),
+        }, atol=1e-3))
+    progs += [
+        per_half("isnan_out", "aten::isnan.out", lambda dt: {
+            "": case(torch.isnan, torch.tensor([0.0, float("nan"), float("inf"), -1.0], dtype=dt)),
+        }, **EXACT),
+        per_half("isinf_out", "aten::isinf.out", lambda dt: {
+            "": case(torch.isinf, torch.tensor([0.0, float("nan"), float("-inf"), 7.0], dtype=dt)),
+        }, **EXACT),
+        per_half("glu_out", "aten::glu.out", lambda dt: {
+            "": case(lambda x: aten.glu.default(x, -1), r(3, 4, dtype=dt)),
+        }, preserve_ops=[aten.glu.default], atol=1e-3),
+        per_half("logit_out", "aten::logit.out", lambda dt: {
+            "eps": case(lambda x: aten.logit.default(x, 0.1), in_unit(2, 4, dtype=dt)),
+        }, preserve_ops=[aten.logit.default], atol=1e-3),
+        per_half("atan2_out", "aten::atan2.out", lambda dt: {
+            "": case(torch.atan2, r(3, 2, dtype=dt), r(2, dtype=dt)),
+        }, atol=1e-3),
+        per_half("floor_divide_out", "aten::floor_divide.out", lambda dt: {
+            "": case(lambda a, b: aten.floor_divide.default(a, b), r(6, dtype=dt) * 4,
+                     r(6, dtype=dt)),
+        }, preserve_ops=[aten.floor_divide.default], atol=1e-3),
+        per_half("fmod_tensor_out", "aten::fmod.Tensor_out", lambda dt: {
+            "": case(torch.fmod, r(6, dtype=dt) * 4, pos(6, dtype=dt)),
+        }, atol=1e-2),
+        per_half("remainder_tensor_out", "aten::remainder.Tensor_out", lambda dt: {
+            "": case(torch.remainder, r(6, dtype=dt) * 4, pos(6, dtype=dt)),
+        }, atol=1e-2),
+        per_half("logical_and_out", "aten::logical_and.out", lambda dt: {
+            "": case(torch.logical_and, torch.tensor([0.0, 1.0, -0.0, 2.0], dtype=dt),
+                     torch.tensor([1.0, 0.5, 1.0, 0.0], dtype=dt)),
+        }, **EXACT),
+        per_half("rsub_scalar_out", "aten::rsub.Scalar_out", lambda dt: {
+            "": case(lambda x: aten.rsub.Scalar(x, 2.5, 2), r(6, dtype=dt)),
+        }, preserve_ops=[aten.rsub.Scalar], atol=1e-2),
+        per_half("sub_scalar_out", "aten::sub.Scalar_out", lambda dt: {
+            "": case(lambda x: aten.sub.Scalar(x, 0.75), r(6, dtype=dt)),
+        }, preserve_ops=[aten.sub.Scalar], atol=1e-3),
+        per_half("div_scalar_mode_out", "aten::div.Scalar_mode_out", lambda dt: {
+            "floor": case(lambda x: aten.div.Scalar_mode(x, 0.7, rounding_mode="floor"),
+                          r(6, dtype=dt) * 3),
+        }, preserve_ops=[aten.div.Scalar_mode], atol=1e-3),
+    ]
+
+    # ---- the other copies, pads and scatters (exact) ------------------------------------------
+    progs += [
+        per_half("reflection_pad2d_out", "aten::reflection_pad2d.out", lambda dt: {
+            "": case(lambda x: aten.reflection_pad2d(x, [1, 1, 2, 0]), r(1, 2, 3, 3, dtype=dt)),
+        }, preserve_ops=[aten.reflection_pad2d.default], **EXACT),
+        per_half("replication_pad1d_out", "aten::replication_pad1d.out", lambda dt: {
+            "": case(lambda x: aten.replication_pad1d(x, [2, 1]), r(1, 2, 3, dtype=dt)),
+        }, preserve_ops=[aten.replication_pad1d.default], **EXACT),
+        per_half("roll_out", "aten::roll.out", lambda dt: {
+            "": case(lambda x: torch.roll(x, 1, 0), r(3, 2, dtype=dt)),
+        }, preserve_ops=[aten.roll.default], **EXACT),
+        per_half("repeat_out", "aten::repeat.out", lambda dt: {
+            "": case(lambda x: x.repeat(2, 1, 2), r(2, 3, dtype=dt)),
+        }, **EXACT),
+        per_half("pixel_shuffle_out", "aten::pixel_shuffle.out", lambda dt: {
+            "": case(lambda x: torch.pixel_shuffle(x, 2), r(1, 4, 2, 3, dtype=dt)),
+        }, preserve_ops=[aten.pixel_shuffle.default], **EXACT),
+        per_half("tril_out", "aten::tril.out", lambda dt: {
+            "": case(lambda x: torch.tril(x, -1), r(3, 4, dtype=dt)),
+        }, preserve_ops=[aten.tril.default], **EXACT),
+        per_half("unbind_copy_int_out", "aten::unbind_copy.int_out", lambda dt: {
+            "": case(lambda x: tuple(aten.unbind_copy.int(x, 1)), r(2, 3, dtype=dt)),
+        }, preserve_ops=[aten.unbind_copy.int], **EXACT),
+        per_half("slice_scatter_out", "aten::slice_scatter.out", lambda dt: {
+            "": case(lambda x, y: torch.slice_scatter(x, y, 1, 0, 4, 2), r(2, 4, dtype=dt),
+                     r(2, 2, dtype=dt)),
+        }, **EXACT),
+        per_half("scatter_src_out", "aten::scatter.src_out", lambda dt: {
+            "": case(lambda x, i, v: torch.scatter(x, 1, i, v), r(2, 3, dtype=dt),
+                     torch.tensor([[2], [0]]), r(2, 1, dtype=dt)),
+        }, **EXACT),
+    ]
     return progs
