@@ -11,7 +11,8 @@ only inside the builders and the exporter, so tests can read ZOO without them.
 `export` prints, per model, one line `NAME FOLDER` (the model's cache folder).
 
 Every model is built with random weights from a fixed seed (weights=None,
-torch.manual_seed(0)), in eval mode, and fed one random input (1x3x224x224
+torch.manual_seed(0); BatchNorm statistics calibrated on random images, see
+_calibrated), in eval mode, and fed one random input (1x3x224x224
 float32 unless its entry says otherwise). Each is exported twice through
 models/fixture_writer.py (torch.export, then
 to_edge_transform_and_lower(...).to_executorch()): `portable` and `xnnpack`
@@ -81,13 +82,34 @@ def _image(h: int = 224, w: int = 224):
     return (torch.randn(1, 3, h, w),)
 
 
+def _calibrated(m):
+    """The module in eval mode, its BatchNorm running statistics set from one
+    training-mode forward pass on random images (momentum None: the batch's own
+    statistics). torchvision's random initialization leaves mean 0, variance 1,
+    and deep nets then shrink their activations layer after layer (MobileNet v3's
+    logits come out near 1e-15): calibrated, every normalized activation has
+    about unit scale, so the outputs compared are of order 1."""
+    import torch
+    from torch import nn
+
+    bns = [mod for mod in m.modules() if isinstance(mod, nn.modules.batchnorm._BatchNorm)]
+    if bns:
+        for bn in bns:
+            bn.reset_running_stats()
+            bn.momentum = None
+        m.train()
+        with torch.no_grad():
+            m(torch.randn(2, 3, 224, 224))
+    return m.eval()
+
+
 def _classifier(fn_name: str, **kw):
     def build():
         import torch
 
         tv = _torchvision()
         torch.manual_seed(0)
-        m = getattr(tv.models, fn_name)(weights=None, **kw).eval()
+        m = _calibrated(getattr(tv.models, fn_name)(weights=None, **kw))
         return m, _image()
     return build
 
@@ -112,7 +134,7 @@ def _segmentation(fn_name: str):
 
         torch.manual_seed(0)
         inner = getattr(tv.models.segmentation, fn_name)(weights=None, weights_backbone=None)
-        return OutOnly(inner).eval(), _image()
+        return _calibrated(OutOnly(inner)), _image()
     return build
 
 
@@ -124,16 +146,20 @@ def _small_vit():
     m = tv.models.vision_transformer.VisionTransformer(
         image_size=224, patch_size=16, num_layers=4, num_heads=3, hidden_dim=192, mlp_dim=768,
         num_classes=1000).eval()
+    # torchvision zero-initializes the classification head (all logits would be 0):
+    # random weights there too, of the scale of the others.
+    torch.nn.init.normal_(m.heads.head.weight, std=192 ** -0.5)
+    torch.nn.init.normal_(m.heads.head.bias, std=0.1)
     return m, _image()
 
 
 ZOO: List[ZooModel] = [
-    ZooModel("mobilenet_v3_small", "depthwise", _classifier("mobilenet_v3_small"), True),
+    ZooModel("mobilenet_v3_small", "depthwise", _classifier("mobilenet_v3_small"), False),
     ZooModel("resnet18", "residual", _classifier("resnet18"), True),
     ZooModel("shufflenet_v2_x0_5", "channel-shuffle", _classifier("shufflenet_v2_x0_5"), True),
-    ZooModel("efficientnet_b0", "squeeze-excite", _classifier("efficientnet_b0"), False),
+    ZooModel("efficientnet_b0", "squeeze-excite", _classifier("efficientnet_b0"), True),
     ZooModel("densenet121", "dense-concat", _classifier("densenet121"), False),
-    ZooModel("squeezenet1_1", "fire/other", _classifier("squeezenet1_1"), True),
+    ZooModel("squeezenet1_1", "fire/other", _classifier("squeezenet1_1"), False),
     ZooModel("mnasnet0_5", "depthwise", _classifier("mnasnet0_5"), False),
     ZooModel("regnet_y_400mf", "squeeze-excite", _classifier("regnet_y_400mf"), False),
     ZooModel("swin_t", "attention", _classifier("swin_t"), False),

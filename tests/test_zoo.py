@@ -136,3 +136,20 @@ def test_zoo_registry_has_the_families_and_a_ci_set_of_four():
     assert len(classifiers) >= 8
     assert sum(m.ci for m in zoo.ZOO) >= 4
     assert len({m.name for m in zoo.ZOO}) == len(zoo.ZOO)
+
+
+def test_zoo_export_keeps_a_cached_model_instead_of_exporting_it_again(export_python):
+    name = MODELS[0]
+    folder, entries = exported(export_python, name)
+    ptes = {v: folder / e["file"] for v, e in entries.items()}
+    before = {v: p.stat().st_mtime_ns for v, p in ptes.items()}
+    r = run([export_python, REPO / "models" / "zoo.py", "export", name], timeout=EXPORT_TIMEOUT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"{name} {folder}" in r.stdout.splitlines()
+    assert {v: p.stat().st_mtime_ns for v, p in ptes.items()} == before, \
+        f"{name} was exported again although its cache entry matches"
+
+
+def test_zoo_export_of_an_unknown_model_fails_naming_it():
+    r = run([sys.executable, REPO / "models" / "zoo.py", "export", "no_such_net"], timeout=60)
+    assert r.returncode == 2 and "no_such_net" in r.stderr, r
