@@ -81,8 +81,17 @@ def ratio_summary(pteron_rounds, peer_rounds):
     return median(p) / median(q), spread(per_round)
 
 
+SLOW_MS = 2000.0  # a probe slower than this: one execution per process, SLOW_ROUNDS rounds
+SLOW_ROUNDS = 2
+
+
 def plan_iterations(probe_ms, round_seconds):
-    """(warm-up, timed) executions for one process given one probe execution."""
+    """(warm-up, timed) executions for one process given one probe execution.
+    Executions slower than SLOW_MS (upstream's naive portable convolutions on
+    the zoo take seconds to tens of seconds) get no warm-up and one timed
+    execution per process."""
+    if probe_ms > SLOW_MS:
+        return 0, 1
     probe_ms = max(probe_ms, 1e-4)
     iters = int(round_seconds * 1000.0 / probe_ms)
     iters = max(2, min(iters, 2000))
@@ -327,7 +336,8 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout):
             res[side] = {"rounds": [], "probe_ms": r["times_ms"][0], "threads_reported": r["threads"],
                          "out0_sum": r["out0_sum"], "out0_numel": r["out0_numel"],
                          "warmup": plans[side][0], "iterations": plans[side][1]}
-    for _ in range(rounds):
+    slow = any(res[s].get("probe_ms", 0) > SLOW_MS for s in plans)
+    for _ in range(min(rounds, SLOW_ROUNDS) if slow else rounds):
         for side in ("pteron", "peer"):
             if side not in plans:
                 continue

@@ -47,12 +47,17 @@ VARIANTS = ("portable", "xnnpack")
 
 @dataclass(frozen=True)
 class ZooModel:
-    """One zoo entry. `build()` returns (module in eval mode, example inputs)."""
+    """One zoo entry. `build()` returns (module in eval mode, example inputs).
+    `backend_config()`, where set, gives ExecutorchBackendConfig keyword
+    arguments for the export (the decoder's initial-state pass); such a model
+    holds state, so its program is exported from a module fresh from build(),
+    not from the one that eager ran."""
     name: str
     family: str
     build: Callable[[], Tuple[object, tuple]]
     ci: bool
     note: str = ""
+    backend_config: Optional[Callable[[], dict]] = None
 
 
 def _torchvision():
@@ -170,6 +175,21 @@ ZOO: List[ZooModel] = [
 ]
 
 
+def _decoder():
+    sys.path.insert(0, str(HERE))
+    import decoder
+
+    return decoder
+
+
+ZOO.append(ZooModel(
+    "llama_decoder", "decoder", lambda: _decoder().build(), False,
+    note="models/decoder.py: RMSNorm, rotary embedding, causal attention, SwiGLU; KV cache in "
+         "mutable buffers with an initial state; one token per call (tests/test_decoder.py "
+         "checks the tokens over several calls)",
+    backend_config=lambda: _decoder().backend_config()))
+
+
 def by_name(name: str) -> ZooModel:
     for m in ZOO:
         if m.name == name:
@@ -226,7 +246,12 @@ def export_model(model: ZooModel, root: Optional[Path] = None) -> Path:
     entries = []
     for variant, name in zip(VARIANTS, names):
         t0 = time.monotonic()
-        pte = fw.export_program(methods, xnnpack=variant == "xnnpack")
+        if model.backend_config is None:
+            pte = fw.export_program(methods, xnnpack=variant == "xnnpack")
+        else:
+            fresh = {"forward": fw.MethodSpec(model.build()[0], tuple(inputs))}
+            pte = fw.export_program(fresh, xnnpack=variant == "xnnpack",
+                                    backend_config=model.backend_config())
         export_s = time.monotonic() - t0
         entry = fw.write_fixture(out, name, pte, methods, expected)
         t0 = time.monotonic()

@@ -131,8 +131,9 @@ def test_zoo_tolerance_fails_an_output_further_from_eager_than_upstream_allows()
 def test_zoo_registry_has_the_families_and_a_ci_set_of_four():
     fams = {m.family for m in zoo.ZOO}
     assert {"depthwise", "residual", "channel-shuffle", "squeeze-excite", "dense-concat",
-            "attention", "segmentation", "vision-transformer"} <= fams
-    classifiers = [m for m in zoo.ZOO if m.family not in ("segmentation", "vision-transformer")]
+            "attention", "segmentation", "vision-transformer", "decoder"} <= fams
+    classifiers = [m for m in zoo.ZOO
+                   if m.family not in ("segmentation", "vision-transformer", "decoder")]
     assert len(classifiers) >= 8
     assert sum(m.ci for m in zoo.ZOO) >= 4
     assert len({m.name for m in zoo.ZOO}) == len(zoo.ZOO)
