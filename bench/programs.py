@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """Exports the benchmark programs that are too big to commit (run by bench/run.py
-with the benchmark's own virtual environment, which has torch and executorch).
+with the exporter's environment .venv-export, which has torch and executorch).
 
-    bench/.venv/bin/python bench/programs.py OUT_DIR [NAME ...]
+    .venv-export/bin/python bench/programs.py OUT_DIR [NAME ...]
 
 Written through the project's one fixture writer (models/fixture_writer.py):
 OUT_DIR/<name>.pte, OUT_DIR/<name>.forward.input_0.npy, .expected_0.npy and
