@@ -36,9 +36,13 @@ def test_upstream_operator_is_registered_by_kernels_portable(registered, op):
     assert op in registered, f"{op} is in upstream's portable library but not in kernels_portable"
 
 
+@pytest.fixture(scope="module")
+def tested():
+    return op_coverage.tested_operators()
+
+
 @pytest.mark.parametrize("op", REQUIRED)
-def test_upstream_operator_has_per_operator_programs(op):
-    tested = op_coverage.tested_operators()
+def test_upstream_operator_has_per_operator_programs(tested, op):
     assert op in tested, f"{op} has no programs under tests/ops/programs or tests/ops/random"
     assert tested[op]["cases"], f"{op} has a program but no tested case"
 
