@@ -39,6 +39,8 @@ _NP_TO_DTYPE = {
     np.dtype(np.float16): 5,
     np.dtype(np.float32): 6,
     np.dtype(np.float64): 7,
+    np.dtype(np.complex64): 9,
+    np.dtype(np.complex128): 10,
     np.dtype(np.bool_): 11,
 }
 _DTYPE_TO_NP = {v: k for k, v in _NP_TO_DTYPE.items()}

@@ -364,3 +364,46 @@ def test_registry_lists_every_required_operator(runtime):
 
 def test_runtime_reports_no_refused_registrations(runtime):
     assert runtime.registration_errors() == []
+
+
+# ---- complex tensors ----
+
+REFUSED = FIXTURES.parent.parent / "tests" / "ops" / "refused"
+COMPLEX = FIXTURES.parent.parent / "tests" / "ops" / "programs" / "complex"
+
+
+@pytest.mark.parametrize("method,dtype", [("c64", np.complex64), ("c128", np.complex128)])
+def test_complex_input_to_add_fails_naming_the_dtype(runtime, method, dtype):
+    # complex_add.pte (tests/ops/export_refused.py): aten::add.out on two complex
+    # inputs; add takes no complex dtype, so the execute fails naming it.
+    m = runtime.load_file(REFUSED / "complex_add.pte").load_method(method)
+    x = (np.arange(6).reshape(2, 3) * (1 - 1j)).astype(dtype)
+    m.set_input(0, x)
+    m.set_input(1, x)
+    with pytest.raises(capi.PteronError) as e:
+        m.execute()
+    name = np.dtype(dtype).name  # "complex64" / "complex128", as pteron spells them
+    assert f"unsupported dtype {name}" in e.value.message, e.value.message
+    assert "aten::add.out" in e.value.message, e.value.message
+
+
+def test_complex_input_of_the_wrong_width_is_refused_naming_both(runtime):
+    m = runtime.load_file(REFUSED / "complex_add.pte").load_method("c64")
+    with pytest.raises(capi.PteronError) as e:
+        m.set_input(0, np.zeros((2, 3), dtype=np.complex128))
+    assert "complex128" in e.value.message and "complex64" in e.value.message, e.value.message
+
+
+@pytest.mark.parametrize("method,dtype", [("c64_2d", np.complex64), ("c128_3d", np.complex128)])
+def test_pteron_run_reads_complex_npy_and_writes_its_real_view(pteron_run, tmp_path, method,
+                                                               dtype):
+    stem = COMPLEX / f"view_as_real_copy_out.{method}"
+    x = np.load(f"{stem}.input_0.npy")
+    assert x.dtype == dtype
+    r = _run(pteron_run, COMPLEX / "view_as_real_copy_out.pte", "--method", method, "--input",
+             f"{stem}.input_0.npy", "--output-dir", tmp_path)
+    assert r.returncode == 0, r.stderr
+    y = np.load(tmp_path / "output_0.npy")
+    assert y.shape == x.shape + (2,)
+    np.testing.assert_array_equal(y[..., 0], x.real)
+    np.testing.assert_array_equal(y[..., 1], x.imag)

@@ -60,10 +60,11 @@ def _key_fn():
 def test_kernel_key_is_dtype_and_its_number_for_every_defined_dtype():
     key = _key_fn()
     defined = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
-               6: "float32", 7: "float64", 11: "bool", 15: "bfloat16"}
+               6: "float32", 7: "float64", 9: "complex64", 10: "complex128", 11: "bool",
+               15: "bfloat16"}
     for d in defined:
         assert key(d) == f"dtype={d}".encode(), defined[d]
-    for undefined in (-1, 8, 10, 255, 2**31 - 1):
+    for undefined in (-1, 8, 18, 255, 2**31 - 1):  # 8: ComplexHalf, 18: a retired number
         assert key(undefined) is None, undefined
 
 
@@ -75,3 +76,12 @@ def test_optimized_kernels_register_with_the_runtimes_float32_key(runtime):
     optimized = [k for k in rt.kernels() if k["library"] == "kernels_optimized"]
     assert optimized, "kernels_optimized registered nothing"
     assert {k["key"] for k in optimized} == {float32_key}
+
+
+def test_dtype_names_spell_the_complex_dtypes_as_pytorch_does():
+    lib = ctypes.CDLL(str(build_dir() / "libpteron.so"))
+    f = lib.pteron_dtype_name
+    f.restype = ctypes.c_char_p
+    f.argtypes = [ctypes.c_int32]
+    assert f(9) == b"complex64" and f(10) == b"complex128"
+    assert f(8) == b"unknown"  # ComplexHalf: not a pteron dtype

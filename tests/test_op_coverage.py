@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """kernels_portable against upstream ExecuTorch 1.5.1's portable operator list
 (tests/ops/upstream_portable_ops.txt, from its functions.yaml): every operator
-is registered (the device copies et_copy::* aside), and the README's coverage
-table is what tools/op_coverage.py generates from this build and the
-per-operator programs now."""
+is registered (the device copies et_copy::* aside) and has per-operator
+programs, and the README's coverage table is what tools/op_coverage.py
+generates from this build and the per-operator programs now."""
 import sys
 
 import pytest
@@ -34,6 +34,17 @@ def test_upstream_list_is_upstreams_portable_library():
 @pytest.mark.parametrize("op", REQUIRED)
 def test_upstream_operator_is_registered_by_kernels_portable(registered, op):
     assert op in registered, f"{op} is in upstream's portable library but not in kernels_portable"
+
+
+@pytest.fixture(scope="module")
+def tested():
+    return op_coverage.tested_operators()
+
+
+@pytest.mark.parametrize("op", REQUIRED)
+def test_upstream_operator_has_per_operator_programs(tested, op):
+    assert op in tested, f"{op} has no programs under tests/ops/programs or tests/ops/random"
+    assert tested[op]["cases"], f"{op} has a program but no tested case"
 
 
 def test_readme_coverage_table_is_current(registered):

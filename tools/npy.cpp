@@ -20,12 +20,15 @@ struct DescrMap {
   int32_t dtype;
   size_t size;
 };
+// complex64 / complex128 (<c8, <c16) are numpy's interleaved (real,
+// imaginary) pairs, pteron's layout of them (pteron/types.h).
 const DescrMap kDescrs[] = {
-    {"<f4", PTERON_DTYPE_FLOAT32, 4}, {"<f8", PTERON_DTYPE_FLOAT64, 8},
-    {"<i4", PTERON_DTYPE_INT32, 4},   {"<i8", PTERON_DTYPE_INT64, 8},
-    {"<i2", PTERON_DTYPE_INT16, 2},   {"|i1", PTERON_DTYPE_INT8, 1},
-    {"|u1", PTERON_DTYPE_UINT8, 1},   {"|b1", PTERON_DTYPE_BOOL, 1},
-    {"<f2", PTERON_DTYPE_FLOAT16, 2},
+    {"<f4", PTERON_DTYPE_FLOAT32, 4},      {"<f8", PTERON_DTYPE_FLOAT64, 8},
+    {"<i4", PTERON_DTYPE_INT32, 4},        {"<i8", PTERON_DTYPE_INT64, 8},
+    {"<i2", PTERON_DTYPE_INT16, 2},        {"|i1", PTERON_DTYPE_INT8, 1},
+    {"|u1", PTERON_DTYPE_UINT8, 1},        {"|b1", PTERON_DTYPE_BOOL, 1},
+    {"<f2", PTERON_DTYPE_FLOAT16, 2},      {"<c8", PTERON_DTYPE_COMPLEX64, 8},
+    {"<c16", PTERON_DTYPE_COMPLEX128, 16},
 };
 
 // Value of `key` in the header dict text, e.g. 'descr': '<f4' -> <f4.

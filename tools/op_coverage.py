@@ -52,7 +52,7 @@ PORTABLE_LIBRARY = "kernels_portable"
 
 # The order dtypes are listed in.
 DTYPE_ORDER = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
-               "uint8", "bool"]
+               "uint8", "bool", "complex64", "complex128"]
 
 
 # ---- upstream's list ----------------------------------------------------------

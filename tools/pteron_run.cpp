@@ -273,6 +273,9 @@ std::string report_outputs(pteron::Method& m, const std::string& out_dir) {
     switch (info.dtype) {
       case PTERON_DTYPE_FLOAT32: summarize<float>(bytes.data(), n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_FLOAT64: summarize<double>(bytes.data(), n, &mn, &mx, &mean); break;
+      // complex: over the real and imaginary parts together
+      case PTERON_DTYPE_COMPLEX64: summarize<float>(bytes.data(), 2 * n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_COMPLEX128: summarize<double>(bytes.data(), 2 * n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_INT32: summarize<int32_t>(bytes.data(), n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_INT64: summarize<int64_t>(bytes.data(), n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_INT16: summarize<int16_t>(bytes.data(), n, &mn, &mx, &mean); break;

@@ -14,6 +14,7 @@
 // Method is used by one thread at a time.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -236,15 +237,19 @@ class Method {
   pteron_method* get() const { return m_; }
 
   // The pteron_dtype of a C++ element type; -1 for types without one.
+  // std::complex<float> / <double> are complex64 / complex128: the standard
+  // lays them out as pteron does, real part then imaginary part.
   template <typename T>
   static constexpr int32_t dtype_of() {
-    return std::is_same<T, float>::value     ? PTERON_DTYPE_FLOAT32
-           : std::is_same<T, double>::value  ? PTERON_DTYPE_FLOAT64
-           : std::is_same<T, int32_t>::value ? PTERON_DTYPE_INT32
-           : std::is_same<T, int64_t>::value ? PTERON_DTYPE_INT64
-           : std::is_same<T, uint8_t>::value ? PTERON_DTYPE_UINT8
-           : std::is_same<T, bool>::value    ? PTERON_DTYPE_BOOL
-                                             : -1;
+    return std::is_same<T, float>::value                  ? PTERON_DTYPE_FLOAT32
+           : std::is_same<T, double>::value               ? PTERON_DTYPE_FLOAT64
+           : std::is_same<T, std::complex<float>>::value  ? PTERON_DTYPE_COMPLEX64
+           : std::is_same<T, std::complex<double>>::value ? PTERON_DTYPE_COMPLEX128
+           : std::is_same<T, int32_t>::value              ? PTERON_DTYPE_INT32
+           : std::is_same<T, int64_t>::value              ? PTERON_DTYPE_INT64
+           : std::is_same<T, uint8_t>::value              ? PTERON_DTYPE_UINT8
+           : std::is_same<T, bool>::value                 ? PTERON_DTYPE_BOOL
+                                                          : -1;
   }
 
  private:

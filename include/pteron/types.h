@@ -47,7 +47,13 @@ typedef enum pteron_error {
  * format's ScalarType values (runtime/core/schema/program.fbs), so a dtype
  * read from a .pte is used as is. The format also defines sub-byte, bit and
  * float8 types (16, 17, 22..26); a program may declare tensors of them, but
- * no name here covers them and pteron_dtype_name() calls them "unknown". */
+ * no name here covers them and pteron_dtype_name() calls them "unknown".
+ * The two complex dtypes (9, 10; upstream's scalar_type.fbs lists them as
+ * COMPLEXFLOAT and COMPLEXDOUBLE, commented out as not implemented, while its
+ * exporter still writes them) are storage types: inputs, outputs and copies
+ * carry them, and only the kernels that say so take them
+ * (aten::view_as_real_copy.out); every other kernel refuses them with
+ * PTERON_ERROR_UNSUPPORTED_DTYPE naming the dtype. */
 typedef enum pteron_dtype {
   PTERON_DTYPE_UINT8 = 0,   /* ScalarType BYTE */
   PTERON_DTYPE_INT8 = 1,    /* CHAR */
@@ -57,7 +63,12 @@ typedef enum pteron_dtype {
   PTERON_DTYPE_FLOAT16 = 5, /* HALF */
   PTERON_DTYPE_FLOAT32 = 6, /* FLOAT */
   PTERON_DTYPE_FLOAT64 = 7, /* DOUBLE */
-  PTERON_DTYPE_BOOL = 11,   /* one byte per element, 0 or 1 */
+  /* COMPLEXFLOAT: 8 bytes, a float32 real part then a float32 imaginary
+   * part (PyTorch's and numpy's complex64 layout, numpy "<c8") */
+  PTERON_DTYPE_COMPLEX64 = 9,
+  /* COMPLEXDOUBLE: 16 bytes, float64 real then imaginary ("<c16") */
+  PTERON_DTYPE_COMPLEX128 = 10,
+  PTERON_DTYPE_BOOL = 11, /* one byte per element, 0 or 1 */
   PTERON_DTYPE_QINT8 = 12,
   PTERON_DTYPE_QUINT8 = 13,
   PTERON_DTYPE_QINT32 = 14,

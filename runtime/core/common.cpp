@@ -68,7 +68,9 @@ size_t element_size(int32_t d) {
     case T::UINT32: return 4;
     case T::LONG:
     case T::DOUBLE:
+    case T::COMPLEXFLOAT:
     case T::UINT64: return 8;
+    case T::COMPLEXDOUBLE: return 16;
     default: return 0;
   }
 }
@@ -84,6 +86,8 @@ PTERON_SAME_NUMBER(INT64, LONG);
 PTERON_SAME_NUMBER(FLOAT16, HALF);
 PTERON_SAME_NUMBER(FLOAT32, FLOAT);
 PTERON_SAME_NUMBER(FLOAT64, DOUBLE);
+PTERON_SAME_NUMBER(COMPLEX64, COMPLEXFLOAT);
+PTERON_SAME_NUMBER(COMPLEX128, COMPLEXDOUBLE);
 PTERON_SAME_NUMBER(BOOL, BOOL);
 PTERON_SAME_NUMBER(QINT8, QINT8);
 PTERON_SAME_NUMBER(QUINT8, QUINT8);
@@ -124,6 +128,8 @@ extern "C" PTERON_API const char* pteron_dtype_name(int32_t d) {
     case PTERON_DTYPE_FLOAT16: return "float16";
     case PTERON_DTYPE_FLOAT32: return "float32";
     case PTERON_DTYPE_FLOAT64: return "float64";
+    case PTERON_DTYPE_COMPLEX64: return "complex64";
+    case PTERON_DTYPE_COMPLEX128: return "complex128";
     case PTERON_DTYPE_BOOL: return "bool";
     case PTERON_DTYPE_QINT8: return "qint8";
     case PTERON_DTYPE_QUINT8: return "quint8";

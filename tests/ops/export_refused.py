@@ -7,6 +7,9 @@
                       Upstream's exporter emits these only for device backends, so
                       each is exported as relu.out / sigmoid.out (same signature) and
                       renamed with fixture_writer.rewrite_operators.
+    complex_add.pte   methods c64 and c128: aten::add.out on two complex64 / complex128
+                      inputs of shape [2, 3]; add does not take complex tensors, so
+                      it must fail at execute naming the dtype.
 
 tests/test_op_coverage.py loads them. Development-only (needs torch and executorch);
 the programs are committed.
@@ -39,6 +42,24 @@ def main() -> int:
     assert plans["d2h"]["operators"] == ["et_copy::_d2h_copy.out"], plans
     out = HERE / "refused" / "device_copy.pte"
     out.parent.mkdir(exist_ok=True)
+    out.write_bytes(pte)
+    print(f"{out.relative_to(HERE.parent.parent)}: {len(pte)} bytes")
+
+    def c(dtype):
+        return torch.complex(x, -x).to(dtype)
+
+    # The edge verifier refuses add on complex tensors (upstream's portable add
+    # has no complex kernel either), so this one is lowered without it.
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    eps = {m: torch.export.export(case(torch.add, c(d), c(d)).module, (c(d), c(d)))
+           for m, d in (("c64", torch.complex64), ("c128", torch.complex128))}
+    pte = to_edge_transform_and_lower(
+        eps, compile_config=EdgeCompileConfig(_check_ir_validity=False)).to_executorch().buffer
+    _, _, plans = fw.program_info(pte)
+    assert plans["c64"]["operators"] == ["aten::add.out"], plans
+    assert plans["c128"]["operators"] == ["aten::add.out"], plans
+    out = HERE / "refused" / "complex_add.pte"
     out.write_bytes(pte)
     print(f"{out.relative_to(HERE.parent.parent)}: {len(pte)} bytes")
     return 0

@@ -92,7 +92,9 @@ inline int32_t read_opt_scalar(const Args& a, size_t i, const char* name, Scalar
   return read_scalar(a, i, name, s);
 }
 
-// ScalarType? argument: -1 for None, else a dtype the portable kernels know.
+// ScalarType? argument: -1 for None, else a dtype the portable kernels know
+// (a complex one is refused by name: no kernel that reads a dtype argument
+// makes complex tensors).
 inline int32_t read_opt_dtype(const Args& a, size_t i, const char* name, int32_t* out) {
   if (a.is_none(i)) {
     *out = -1;
@@ -100,6 +102,8 @@ inline int32_t read_opt_dtype(const Args& a, size_t i, const char* name, int32_t
   }
   if (i < a.n && a.v[i]->tag == PTERON_VALUE_INT) {
     int64_t d = a.v[i]->u.i;
+    if (d >= 0 && d <= 64 && is_complex(static_cast<int32_t>(d)))
+      return unsupported_dtype(a.ctx, a.op, name, static_cast<int32_t>(d));
     if (d >= 0 && d <= 64 && dtype_size(static_cast<int32_t>(d)) != 0) {
       *out = static_cast<int32_t>(d);
       return PTERON_OK;

@@ -78,9 +78,18 @@ inline size_t dtype_size(int32_t d) {
     case PTERON_DTYPE_UINT32: return 4;
     case PTERON_DTYPE_INT64:
     case PTERON_DTYPE_FLOAT64:
+    case PTERON_DTYPE_COMPLEX64:
     case PTERON_DTYPE_UINT64: return 8;
+    case PTERON_DTYPE_COMPLEX128: return 16;
     default: return 0;
   }
+}
+
+// complex64 / complex128: storage dtypes (pteron/types.h). check_tensor
+// (tensor_checks.h) refuses them by name; a kernel that takes them checks its
+// complex arguments with check_tensor_complex instead.
+inline bool is_complex(int32_t d) {
+  return d == PTERON_DTYPE_COMPLEX64 || d == PTERON_DTYPE_COMPLEX128;
 }
 
 inline bool is_floating(int32_t d) {

@@ -12,12 +12,10 @@
 
 namespace pteron::kern {
 
-// Checks that a tensor's metadata is self-consistent so no kernel can read or
-// write outside its storage: rank in range, a dtype with a known element size
-// (PTERON_ERROR_UNSUPPORTED_DTYPE otherwise), sizes >= 0, no size overflow,
-// strides in bounds of numel, storage present and large enough.
-inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op, const char* name,
-                            const pteron_tensor* t) {
+// check_tensor() that also takes the complex dtypes, for the kernels that
+// handle them (aten::view_as_real_copy.out).
+inline int32_t check_tensor_complex(pteron_kernel_context* ctx, const char* op, const char* name,
+                                    const pteron_tensor* t) {
   if (t->dim < 0 || t->dim > PTERON_MAX_DIM)
     return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: tensor '%s' has invalid rank %d", op, name,
                 t->dim);
@@ -58,6 +56,17 @@ inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op, const ch
                 "%s: tensor '%s' has no storage for %lld elements", op, name,
                 static_cast<long long>(n));
   return PTERON_OK;
+}
+
+// Checks that a tensor's metadata is self-consistent so no kernel can read or
+// write outside its storage: rank in range, a dtype with a known element size
+// and not complex (PTERON_ERROR_UNSUPPORTED_DTYPE naming the dtype
+// otherwise), sizes >= 0, no size overflow, strides in bounds of numel,
+// storage present and large enough.
+inline int32_t check_tensor(pteron_kernel_context* ctx, const char* op, const char* name,
+                            const pteron_tensor* t) {
+  if (is_complex(t->dtype)) return unsupported_dtype(ctx, op, name, t->dtype);
+  return check_tensor_complex(ctx, op, name, t);
 }
 
 // Checks that `d` is one of the dtypes these kernels compute in.

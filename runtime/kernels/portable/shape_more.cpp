@@ -5,7 +5,7 @@
 // t_copy, _to_copy, alias / detach / lift_fresh copies, copy, as_strided_copy,
 // diagonal_copy, narrow_copy, unfold_copy, tril, select_scatter,
 // slice_scatter, repeat_interleave, _empty_dim_order and view_as_real_copy
-// (refused: pteron has no complex dtypes).
+// (complex64 / complex128 in, their component dtype out).
 //
 // A copy reads its input through the input's strides and writes the out
 // tensor in the out's own dim order, so channels-last tensors on either side
@@ -946,18 +946,47 @@ int32_t empty_dim_order_out(pteron_kernel_context* ctx, pteron_value* const* arg
 }
 
 // ---- view_as_real_copy.out(Tensor self, *, Tensor(a!) out) -----------------
+// self complex64 or complex128 [d0, ..., dk-1], any strides; out float32 or
+// float64 (the component type) [d0, ..., dk-1, 2], real part at index 0 of the
+// last dim, imaginary part at 1.
 
 int32_t view_as_real_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::view_as_real_copy.out"};
   PTERON_CHECK_OK(a.arity(2));
-  pteron_tensor* self = nullptr;
+  pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  // pteron's dtype set has no complex dtypes, so no program can hand this
-  // operator a valid input.
-  return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
-              "%s: unsupported dtype %s for argument 'self': view_as_real needs a complex tensor, "
-              "and pteron has no complex dtypes",
-              a.op, kern::dtype_name(self->dtype));
+  PTERON_CHECK_OK(a.tensor(1, "out", &out));
+  PTERON_CHECK_OK(kern::check_tensor_complex(ctx, a.op, "self", self));
+  if (!kern::is_complex(self->dtype))
+    return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
+                "%s: unsupported dtype %s for argument 'self': view_as_real needs complex64 or "
+                "complex128",
+                a.op, kern::dtype_name(self->dtype));
+  const int32_t real =
+      self->dtype == PTERON_DTYPE_COMPLEX64 ? PTERON_DTYPE_FLOAT32 : PTERON_DTYPE_FLOAT64;
+  if (out->dtype != real)
+    return fail(
+        ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out has dtype %s, but a %s input needs a %s out",
+        a.op, kern::dtype_name(out->dtype), kern::dtype_name(self->dtype), kern::dtype_name(real));
+  if (self->dim >= PTERON_MAX_DIM)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: self has rank %d; out would exceed %d", a.op,
+                self->dim, PTERON_MAX_DIM);
+  PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self));
+  // self read as a real tensor: each complex element is two components, one
+  // component apart, and every stride doubles.
+  kern::View src;
+  src.dim = self->dim + 1;
+  int64_t sizes[PTERON_MAX_DIM];
+  for (int32_t d = 0; d < self->dim; ++d) {
+    sizes[d] = src.sizes[d] = self->sizes[d];
+    src.strides[d] = self->strides[d] * 2;
+  }
+  sizes[self->dim] = src.sizes[self->dim] = 2;
+  src.strides[self->dim] = 1;
+  PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, sizes, src.dim));
+  if (!kern::copy_view(self->data, real, src, out->data, real, kern::view_of(out)))
+    return kern::unsupported_dtype(ctx, a.op, "out", real);
+  return PTERON_OK;
 }
 
 }  // namespace
