@@ -3,9 +3,9 @@
 // (aten::max_pool2d_with_indices.out, aten::avg_pool2d.out): input rank,
 // kernel / stride / padding / dilation lists, ATen's output-size rule
 // (pooling_output_shape, with ceil_mode) and the resize of the outs
-// (header-only, private to the kernel libraries). The rules and messages are
-// kernels_portable's pool.cpp, written once here for kernels_optimized (and
-// for portable to adopt).
+// (header-only, private to the kernel libraries). kernels_portable's pool.cpp
+// and kernels_optimized's pool.cpp both read their arguments through it, so
+// they accept the same programs and report the same errors.
 #pragma once
 
 #include <cstdint>
