@@ -134,6 +134,34 @@ int32_t conv_direct_depthwise(const Geometry& g, const float* in, const float* w
   return PTERON_OK;
 }
 
+// The weight's data, or (when !flat) a dense copy of it in `buf`, whose
+// dim-0 stride `packed_rs` is then stored in *rs.
+const float* weight_rows(const pteron_tensor* weight, bool flat, float* buf, int64_t packed_rs,
+                         int64_t* rs) {
+  const float* wp = static_cast<const float*>(weight->data);
+  if (flat) return wp;
+  int64_t dense[PTERON_MAX_DIM];
+  dense_strides(weight->sizes, weight->dim, dense);
+  copy_strided(wp, weight->strides, buf, dense, weight->sizes, weight->dim);
+  *rs = packed_rs;
+  return buf;
+}
+
+// Runs run_chunk over [0, chunks) (inline for one chunk, else on the thread
+// pool); OUT_OF_MEMORY (recorded) when a chunk set `failed`.
+template <typename F>
+int32_t run_chunks(pteron_kernel_context* ctx, const char* op, int64_t chunks,
+                   const std::atomic<bool>& failed, F& run_chunk) {
+  if (chunks == 1)
+    run_chunk(0, 1);
+  else
+    parallel_for(0, chunks, 1, run_chunk);
+  if (failed.load())
+    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the GEMM packing buffers",
+                op);
+  return PTERON_OK;
+}
+
 // How the output planes of one batch entry are addressed as a matrix:
 // [Cout, P] with unit position stride (NCHW), [P, Cout] with unit channel
 // stride (channels-last), or neither (computed in scratch, then scattered).
@@ -199,16 +227,9 @@ void plan_gemm(const Geometry& g, const pteron_tensor* weight, const pteron_tens
 int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g, const GemmPlan& pl,
                   const ScratchPlan& scratch, const pteron_tensor* weight, const float* in,
                   const float* bias, float* out) {
-  const float* wp = static_cast<const float*>(weight->data);
+  // The weight as rows of K (its dim-0 stride, or K once packed).
   int64_t w_rs = g.ws_o;
-  if (!pl.w_flat) {
-    float* d = scratch.get(pl.w_region);
-    int64_t dense[PTERON_MAX_DIM];
-    dense_strides(weight->sizes, weight->dim, dense);
-    copy_strided(wp, weight->strides, d, dense, weight->sizes, weight->dim);
-    wp = d;
-    w_rs = g.K;
-  }
+  const float* wp = weight_rows(weight, pl.w_flat, scratch.get(pl.w_region), g.K, &w_rs);
   float* chunk_mem = scratch.get(pl.chunk_region);
   const int64_t tile = pl.tile, tiles = pl.tiles, tasks = pl.tasks, chunks = pl.chunks;
   const int64_t os_p = pl.os_p, is_p = pl.is_p;
@@ -295,14 +316,7 @@ int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
       }
     }
   };
-  if (chunks == 1)
-    run_chunk(0, 1);
-  else
-    parallel_for(0, chunks, 1, run_chunk);
-  if (failed.load())
-    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the GEMM packing buffers",
-                op);
-  return PTERON_OK;
+  return run_chunks(ctx, op, chunks, failed, run_chunk);
 }
 
 // ---- transposed convolution -------------------------------------------------
@@ -414,16 +428,10 @@ int32_t conv_transposed(pteron_kernel_context* ctx, const char* op, const Geomet
                         const TransPlan& pl, const ScratchPlan& scratch,
                         const pteron_tensor* weight, const float* in, const float* bias,
                         float* out) {
-  const float* wp = static_cast<const float*>(weight->data);
-  int64_t w_rs = g.ws_o;  // stride of an input channel in the weight
-  if (!pl.w_flat) {
-    float* d = scratch.get(pl.w_region);
-    int64_t dense[PTERON_MAX_DIM];
-    dense_strides(weight->sizes, weight->dim, dense);
-    copy_strided(wp, weight->strides, d, dense, weight->sizes, weight->dim);
-    wp = d;
-    w_rs = g.Cout_g * pl.T;
-  }
+  // The weight as rows of (output channel, tap), one per input channel.
+  int64_t w_rs = g.ws_o;
+  const float* wp =
+      weight_rows(weight, pl.w_flat, scratch.get(pl.w_region), g.Cout_g * pl.T, &w_rs);
   float* chunk_mem = scratch.get(pl.chunk_region);
   const int64_t T = pl.T, P = pl.P, tile = pl.tile, tasks = pl.tasks, chunks = pl.chunks;
   const IsaOps& isa = ops();
@@ -487,14 +495,7 @@ int32_t conv_transposed(pteron_kernel_context* ctx, const char* op, const Geomet
       }
     }
   };
-  if (chunks == 1)
-    run_chunk(0, 1);
-  else
-    parallel_for(0, chunks, 1, run_chunk);
-  if (failed.load())
-    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the GEMM packing buffers",
-                op);
-  return PTERON_OK;
+  return run_chunks(ctx, op, chunks, failed, run_chunk);
 }
 
 // convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride,

@@ -50,8 +50,7 @@ int32_t mean_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   if (self->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, op, "self", self->dtype);
   PTERON_CHECK_OK(mean_dtype_check(ctx, op, r));
   ReducePlan p;
-  PTERON_CHECK_OK(
-      make_reduce_plan(ctx, op, self, r.dims, r.ndims, true, r.keepdim, &p));
+  PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, r.dims, r.ndims, true, r.keepdim, &p));
   PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
   const int64_t outputs = numel(out);

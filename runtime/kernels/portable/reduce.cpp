@@ -80,8 +80,7 @@ int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args, siz
   pteron_tensor* out = r.out;
   if (mean) PTERON_CHECK_OK(mean_dtype_check(ctx, op, r));
   ReducePlan p;
-  PTERON_CHECK_OK(
-      plan_and_resize(ctx, op, self, r.dims, r.ndims, true, r.keepdim, out, &p));
+  PTERON_CHECK_OK(plan_and_resize(ctx, op, self, r.dims, r.ndims, true, r.keepdim, out, &p));
   sum_into(self, out, p, mean);
   return PTERON_OK;
 }
