@@ -76,26 +76,12 @@ void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os, int64_t* 
 int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                     size_t n) {
   Args a{ctx, args, n, "aten::max_pool2d_with_indices.out"};
-  PTERON_CHECK_OK(a.arity(8));
-  pteron_tensor *self = nullptr, *out = nullptr, *indices = nullptr;
-  bool ceil_mode = false;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(a.boolean(5, "ceil_mode", &ceil_mode));
-  PTERON_CHECK_OK(a.tensor(6, "out", &out));
-  PTERON_CHECK_OK(a.tensor(7, "indices", &indices));
+  kern::MaxPoolOperands m;
+  PTERON_CHECK_OK(kern::read_max_pool2d(a, /*float32_only=*/false, &m));
+  const pteron_tensor* self = m.self;
+  pteron_tensor *out = m.out, *indices = m.indices;
+  const Pool& P = m.P;
   const int32_t dt = self->dtype;
-  if (!pteron::kern::is_supported_half(dt) || dt == PTERON_DTYPE_BOOL)
-    return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
-  if (out->dtype != dt)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
-                a.op, pteron::kern::dtype_name(out->dtype), pteron::kern::dtype_name(dt));
-  if (indices->dtype != PTERON_DTYPE_INT64)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: indices must be int64, got %s", a.op,
-                pteron::kern::dtype_name(indices->dtype));
-  Pool P;
-  PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, 4, ceil_mode, &P));
-  PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
-  PTERON_CHECK_OK(resize_pooled(a, indices, "indices", P));
   if (P.N == 0) return PTERON_OK;
   const OutStrides os = pool_out_strides(out, P.batched);
   const OutStrides xs = pool_out_strides(indices, P.batched);
