@@ -257,7 +257,8 @@ def test_optimized_wins_in_both_load_orders(default_run, reverse_run, order):
 
 
 # Programs whose every operator kernels_optimized registers (for float32).
-OPTIMIZED_ONLY = ["opt_conv.forward", "opt_conv_nhwc.forward", "opt_norm.forward",
+OPTIMIZED_ONLY = ["opt_conv.forward", "opt_conv_nhwc.forward", "opt_conv_transposed.forward",
+                  "opt_norm.forward",
                   "opt_linear.forward", "opt_resample.forward", "opt_chnorm.forward"]
 
 

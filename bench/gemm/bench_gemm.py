@@ -34,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+from kernel_worker import WORKER_PROLOGUE, run_worker_script  # noqa: E402
 
 M, K, N = 256, 1024, 1024
 GEMM_FLOP = 2.0 * M * K * N
@@ -69,20 +71,7 @@ for name, mod in (("addmm1024", Addmm()), ("mlp1024", mlp)):
     open(f"{out}/{name}.pte", "wb").write(prog.buffer)
 '''
 
-WORKER = r'''
-import json, statistics, sys, time, ctypes
-from pathlib import Path
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import capi
-cfg = json.loads(sys.argv[2])
-rt = capi.Runtime(Path(cfg["build_dir"]), kernel_libs=tuple(cfg["libs"]))
-isa = None
-if "kernels_optimized" in cfg["libs"]:
-    name = "pteron_kernels_optimized.dll" if sys.platform == "win32" else "libpteron_kernels_optimized.so"
-    lib = ctypes.CDLL(str(Path(cfg["build_dir"]) / name))
-    lib.pteron_kernels_optimized_isa.restype = ctypes.c_char_p
-    isa = lib.pteron_kernels_optimized_isa().decode()
+WORKER = WORKER_PROLOGUE + r'''
 m = rt.load_file(cfg["program"]).load_method("forward")
 x = np.random.default_rng(0).standard_normal((256, 1024), dtype=np.float32)
 m.set_input(0, x)
@@ -116,14 +105,7 @@ def cpu_info():
 def run_worker(build_dir: Path, program: Path, libs, env_extra, iterations, warmup=3):
     cfg = {"build_dir": str(build_dir), "program": str(program), "libs": list(libs),
            "iterations": iterations, "warmup": warmup}
-    env = {k: v for k, v in os.environ.items() if k not in ("PTERON_ISA", "PTERON_NUM_THREADS")}
-    env.update(env_extra)
-    r = subprocess.run([sys.executable, "-c", WORKER, str(REPO / "tests"), json.dumps(cfg)],
-                       capture_output=True, text=True, env=env, timeout=3600)
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if r.returncode != 0 or not line:
-        raise SystemExit(f"worker failed:\n{r.stdout}\n{r.stderr}")
-    return json.loads(line[7:])
+    return run_worker_script(WORKER, cfg, env_extra, 3600, f"{program.name} {list(libs)}")
 
 
 def run_pteron_run(build_dir: Path, program: Path, iterations: int):

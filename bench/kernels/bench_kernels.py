@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+from kernel_worker import WORKER_PROLOGUE, run_worker_script  # noqa: E402
 LEVELS = ["baseline", "avx2", "avx512"]
 
 # name: (python expression of the forward body over x (and y), input shapes,
@@ -106,20 +108,7 @@ for name, (expr, shapes, _) in cases.items():
         np.save(f"{out}/{name}.input_{i}.npy", t.numpy())
 '''
 
-WORKER = r'''
-import ctypes, json, statistics, sys, time
-from pathlib import Path
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import capi
-cfg = json.loads(sys.argv[2])
-rt = capi.Runtime(Path(cfg["build_dir"]), kernel_libs=tuple(cfg["libs"]))
-isa = None
-if "kernels_optimized" in cfg["libs"]:
-    name = "pteron_kernels_optimized.dll" if sys.platform == "win32" else "libpteron_kernels_optimized.so"
-    lib = ctypes.CDLL(str(Path(cfg["build_dir"]) / name))
-    lib.pteron_kernels_optimized_isa.restype = ctypes.c_char_p
-    isa = lib.pteron_kernels_optimized_isa().decode()
+WORKER = WORKER_PROLOGUE + r'''
 selected = sorted({k["library"] for k in rt.kernels() if k["selected"] and
                    k["name"] in cfg["ops"]})
 m = rt.load_file(cfg["program"]).load_method("forward")
@@ -172,14 +161,7 @@ def run_worker(bdir: Path, out: Path, name: str, libs, env_extra, iterations, in
     cfg = {"build_dir": str(bdir), "program": str(out / f"{name}.pte"), "inputs": inputs,
            "libs": list(libs), "iterations": iterations, "ops": ops,
            "accuracy_out": str(accuracy_out) if accuracy_out else None}
-    env = {k: v for k, v in os.environ.items() if k not in ("PTERON_ISA", "PTERON_NUM_THREADS")}
-    env.update(env_extra)
-    r = subprocess.run([sys.executable, "-c", WORKER, str(REPO / "tests"), json.dumps(cfg)],
-                       capture_output=True, text=True, env=env, timeout=1800)
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if r.returncode != 0 or not line:
-        raise SystemExit(f"worker {name} {libs} failed:\n{r.stdout}\n{r.stderr}")
-    return json.loads(line[7:])
+    return run_worker_script(WORKER, cfg, env_extra, 1800, f"{name} {libs}")
 
 
 # Accuracy of the vectorised transcendental functions: case -> (input range,

@@ -74,6 +74,22 @@ def case(fn: Callable[..., object], *inputs: torch.Tensor) -> MethodSpec:
     return MethodSpec(Fn(fn), tuple(inputs))
 
 
+def random_maker(g: torch.Generator) -> Callable[..., torch.Tensor]:
+    """r(*shape, dtype=float32) drawing from g: normal floats, 0/1 bools,
+    uint8 in [0, 20), other integers in [-9, 10)."""
+
+    def r(*shape, dtype=torch.float32):
+        if dtype.is_floating_point:
+            return torch.randn(*shape, generator=g).to(dtype)
+        if dtype == torch.bool:
+            return torch.randint(0, 2, shape, generator=g).to(torch.bool)
+        if dtype == torch.uint8:
+            return torch.randint(0, 20, shape, generator=g).to(dtype)
+        return torch.randint(-9, 10, shape, generator=g).to(dtype)
+
+    return r
+
+
 def channels_last(t: torch.Tensor) -> torch.Tensor:
     """`t` (4-D) in channels-last dim order, as the exporter sees it."""
     return t.contiguous(memory_format=torch.channels_last)

@@ -3,7 +3,7 @@
 """Export the small programs tests/test_optimized.py runs on top of the
 fixtures in models/fixtures: the shapes and layouts kernels_optimized handles
 by special paths (parallel GEMM splits, grouped / dilated / depthwise / 1-D /
-3-D / channels-last convolution, element-wise broadcasts, softmax over a
+3-D / channels-last / transposed convolution, element-wise broadcasts, softmax over a
 non-last dim, layer norm over two dims, aten::linear.out, the activations
 with special values, pooling windows, resampling modes, batch and group norm
 in both layouts) and the dtypes it
@@ -92,6 +92,28 @@ class ConvChannelsLast(nn.Module):
     def forward(self, x):
         y = self.c(x)
         return self.dw(self.pw(y)) + y
+
+
+class ConvTransposed(nn.Module):
+    """Transposed convolution (the GEMM + col2im path): stride with output
+    padding, grouped + dilated + asymmetric, 1-D without bias, 3-D,
+    depthwise, channels-last, and one big enough to split over threads."""
+
+    def __init__(self):
+        super().__init__()
+        self.t2d = nn.ConvTranspose2d(6, 8, 3, stride=2, padding=1, output_padding=1)
+        self.grouped = nn.ConvTranspose2d(8, 6, 3, stride=(2, 1), padding=(1, 2), dilation=2,
+                                          groups=2, output_padding=(1, 0))
+        self.t1d = nn.ConvTranspose1d(4, 6, 4, stride=3, groups=2, dilation=2, bias=False,
+                                      output_padding=1)
+        self.t3d = nn.ConvTranspose3d(2, 3, (2, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1))
+        self.dw = nn.ConvTranspose2d(6, 6, 3, stride=2, groups=6)
+        self.nhwc = nn.ConvTranspose2d(5, 7, 3, stride=2, padding=1)
+        self.big = nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+
+    def forward(self, x, s, v, cl, img):
+        return (self.grouped(self.t2d(x)), self.t1d(s), self.t3d(v), self.dw(x), self.nhwc(cl),
+                self.big(img))
 
 
 class Eltwise(nn.Module):
@@ -361,6 +383,11 @@ def _programs():
          (rn(2, 16, 7, 6), rn(2, 16, 5, 4).to(memory_format=torch.channels_last), rn(6, 16),
           rn(3, 16, 10)), [],
          "batch norm (NCHW, channels-last, 2-D, 3-D, no affine) and group norm"),
+        ("opt_conv_transposed", ConvTransposed(),
+         (rn(2, 6, 9, 10), rn(2, 4, 11), rn(1, 2, 4, 5, 6),
+          rn(2, 5, 7, 8).to(memory_format=torch.channels_last), rn(1, 16, 24, 24)), [],
+         "transposed convolution: output padding, groups, dilation, 1-D, 3-D, depthwise, "
+         "channels-last, split over threads"),
     ]
     # (name, module, inputs, preserved operators, what it proves)
     return progs

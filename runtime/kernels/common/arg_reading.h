@@ -141,6 +141,34 @@ inline int32_t read_opt_string(const Args& a, size_t i, const char* name, char* 
               "%s: argument %zu ('%s') is not a string or None", a.op, i, name);
 }
 
+// clamp.out's `Scalar? min, Scalar? max` (arguments 1 and 2): at least one
+// is given, else INVALID_ARGUMENT.
+inline int32_t read_clamp_bounds(const Args& a, Scalar* lo, bool* has_lo, Scalar* hi,
+                                 bool* has_hi) {
+  PTERON_CHECK_OK(read_opt_scalar(a, 1, "min", lo, has_lo));
+  PTERON_CHECK_OK(read_opt_scalar(a, 2, "max", hi, has_hi));
+  if (!*has_lo && !*has_hi)
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: at least one of 'min' or 'max' must not be None", a.op);
+  return PTERON_OK;
+}
+
+// gelu's `str approximate='none'` argument: *tanh true for "tanh", false for
+// "none" (or None); any other string is INVALID_ARGUMENT.
+inline int32_t read_gelu_approximate(const Args& a, size_t i, bool* tanh) {
+  char mode[16];
+  bool present = false;
+  PTERON_CHECK_OK(read_opt_string(a, i, "approximate", mode, sizeof mode, &present));
+  if (!present || std::strcmp(mode, "none") == 0)
+    *tanh = false;
+  else if (std::strcmp(mode, "tanh") == 0)
+    *tanh = true;
+  else
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: approximate must be 'none' or 'tanh', got '%s'", a.op, mode);
+  return PTERON_OK;
+}
+
 // int[]? argument (a bare int counts as a one-element list, stored in
 // *single). *present is false for None.
 inline int32_t read_opt_int_list(const Args& a, size_t i, const char* name, int64_t* single,

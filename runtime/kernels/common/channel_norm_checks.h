@@ -2,9 +2,9 @@
 // channel_norm_checks.h - reading and checking the arguments of
 // aten::_native_batch_norm_legit_no_training.out and
 // aten::native_group_norm.out (header-only, private to the kernel
-// libraries). kernels_optimized reads them here; the checks and messages are
-// those of kernels_portable's norm.cpp / norm_more.cpp, so both libraries
-// accept the same programs and report the same errors.
+// libraries). kernels_portable (norm.cpp, norm_more.cpp) and kernels_optimized
+// (channel_norm.cpp) both read them here, so both libraries accept the same
+// programs and report the same errors.
 //
 // Signatures (PyTorch native_functions.yaml):
 //   _native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight,
@@ -13,15 +13,18 @@
 //   native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias,
 //     SymInt N, SymInt C, SymInt HxW, int group, float eps, *,
 //     Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2)
-// input (N, C, ...) float32 or float64; weight / bias / running stats 1-D of
-// C elements and input's dtype; out0 input's shape; group norm's out1 / out2
-// (mean / rstd) are (N, group); batch norm's out1 / out2 become empty where
-// the program lets them shrink (ATen returns empty saved statistics).
+// input (N, C, ...) float32, float64, float16 or bfloat16 (kernels_optimized
+// registers for float32 only, so it sees float32 inputs alone); weight / bias
+// / running stats 1-D of C elements and input's dtype; out0 input's shape;
+// group norm's out1 / out2 (mean / rstd) are (N, group); batch norm's out1 /
+// out2 become empty where the program lets them shrink (ATen returns empty
+// saved statistics).
 #pragma once
 
 #include <cstdint>
 
 #include "kernel_util.h"
+#include "real_access.h"
 #include "tensor_checks.h"
 
 namespace pteron::kern {
@@ -86,8 +89,7 @@ inline int32_t read_batch_norm_no_training(const Args& a, ChannelNormOperands* p
   PTERON_CHECK_OK(a.tensor(8, "out1", &p->out1));
   PTERON_CHECK_OK(a.tensor(9, "out2", &p->out2));
   const int32_t dt = p->input->dtype;
-  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64)
-    return unsupported_dtype(a.ctx, a.op, "input", dt);
+  if (!real::is_float_half_dtype(dt)) return unsupported_dtype(a.ctx, a.op, "input", dt);
   PTERON_CHECK_OK(norm_same_dtype(a, p->weight, "weight", dt));
   PTERON_CHECK_OK(norm_same_dtype(a, p->bias, "bias", dt));
   PTERON_CHECK_OK(norm_same_dtype(a, p->mean, "running_mean", dt));
@@ -121,8 +123,7 @@ inline int32_t read_group_norm(const Args& a, ChannelNormOperands* p) {
   PTERON_CHECK_OK(a.tensor(10, "out2", &p->out2));
   pteron_tensor* input = p->input;
   const int32_t dt = input->dtype;
-  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64)
-    return unsupported_dtype(a.ctx, a.op, "input", dt);
+  if (!real::is_float_half_dtype(dt)) return unsupported_dtype(a.ctx, a.op, "input", dt);
   PTERON_CHECK_OK(norm_same_dtype(a, p->weight, "weight", dt));
   PTERON_CHECK_OK(norm_same_dtype(a, p->bias, "bias", dt));
   PTERON_CHECK_OK(norm_same_dtype(a, p->out0, "out0", dt));

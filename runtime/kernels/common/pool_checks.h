@@ -3,9 +3,9 @@
 // (aten::max_pool2d_with_indices.out, aten::avg_pool2d.out): input rank,
 // kernel / stride / padding / dilation lists, ATen's output-size rule
 // (pooling_output_shape, with ceil_mode) and the resize of the outs
-// (header-only, private to the kernel libraries). The rules and messages are
-// kernels_portable's pool.cpp, written once here for kernels_optimized (and
-// for portable to adopt).
+// (header-only, private to the kernel libraries). kernels_portable's pool.cpp
+// and kernels_optimized's pool.cpp both read their arguments through it, so
+// they accept the same programs and report the same errors.
 #pragma once
 
 #include <cstdint>
@@ -106,6 +106,39 @@ inline int32_t resize_pooled(const Args& a, pteron_tensor* t, const char* name,
   sizes[k++] = P.Ho;
   sizes[k++] = P.Wo;
   return resize_out(a.ctx, a.op, name, t, sizes, k);
+}
+
+// max_pool2d_with_indices.out(Tensor self, int[2] kernel_size,
+//   int[2] stride=[], int[2] padding=0, int[2] dilation=1,
+//   bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices):
+// reads and checks the arguments (self of a supported dtype but bool, or
+// float32 alone when float32_only; out of self's dtype; indices int64) and
+// resizes out and indices.
+struct MaxPoolOperands {
+  pteron_tensor *self = nullptr, *out = nullptr, *indices = nullptr;
+  PoolGeometry P;
+};
+
+inline int32_t read_max_pool2d(const Args& a, bool float32_only, MaxPoolOperands* m) {
+  PTERON_CHECK_OK(a.arity(8));
+  bool ceil_mode = false;
+  PTERON_CHECK_OK(tensor_arg(a, 0, "self", &m->self));
+  PTERON_CHECK_OK(a.boolean(5, "ceil_mode", &ceil_mode));
+  PTERON_CHECK_OK(a.tensor(6, "out", &m->out));
+  PTERON_CHECK_OK(a.tensor(7, "indices", &m->indices));
+  const int32_t dt = m->self->dtype;
+  if (float32_only ? dt != PTERON_DTYPE_FLOAT32
+                   : (!is_supported_half(dt) || dt == PTERON_DTYPE_BOOL))
+    return unsupported_dtype(a.ctx, a.op, "self", dt);
+  if (m->out->dtype != dt)
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
+                a.op, dtype_name(m->out->dtype), dtype_name(dt));
+  if (m->indices->dtype != PTERON_DTYPE_INT64)
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: indices must be int64, got %s", a.op,
+                dtype_name(m->indices->dtype));
+  PTERON_CHECK_OK(parse_pool(a, m->self, 1, 2, 3, 4, ceil_mode, &m->P));
+  PTERON_CHECK_OK(resize_pooled(a, m->out, "out", m->P));
+  return resize_pooled(a, m->indices, "indices", m->P);
 }
 
 struct PoolOutStrides {

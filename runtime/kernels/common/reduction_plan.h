@@ -6,8 +6,10 @@
 
 #include <cstdint>
 
+#include "arg_reading.h"
 #include "dtype_convert.h"
 #include "kernel_util.h"
+#include "tensor_checks.h"
 
 namespace pteron::kern {
 
@@ -175,6 +177,51 @@ inline int32_t dtype_arg_matches_out(pteron_kernel_context* ctx, const char* op,
     return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
                 "%s: out dtype %s does not match the requested dtype %s", op,
                 dtype_name(out->dtype), dtype_name(dtype));
+  return PTERON_OK;
+}
+
+// The arguments of the dim-list reductions sum.IntList_out and mean.out:
+// (Tensor self, int[1]? dim, bool keepdim, *, ScalarType? dtype, Tensor(a!)
+// out). `dims` is null for None (every dim) and may point at `single`, so
+// the struct is read in place and not copied.
+struct DimListReduction {
+  pteron_tensor *self = nullptr, *out = nullptr;
+  int64_t single = 0;
+  const int64_t* dims = nullptr;
+  size_t ndims = 0;
+  bool keepdim = false;
+  int32_t dtype = -1;  // -1: none
+};
+
+// Reads and checks them (dtypes kernels_portable supports, float16 and
+// bfloat16 included; a given dtype equal to out's).
+inline int32_t read_dim_list_reduction(const Args& a, DimListReduction* r) {
+  pteron_kernel_context* ctx = a.ctx;
+  PTERON_CHECK_OK(a.arity(5));
+  bool has_dims = false;
+  PTERON_CHECK_OK(a.tensor(0, "self", &r->self));
+  PTERON_CHECK_OK(read_opt_int_list(a, 1, "dim", &r->single, &r->dims, &r->ndims, &has_dims));
+  PTERON_CHECK_OK(a.boolean(2, "keepdim", &r->keepdim));
+  PTERON_CHECK_OK(read_opt_dtype(a, 3, "dtype", &r->dtype));
+  PTERON_CHECK_OK(a.tensor(4, "out", &r->out));
+  if (!has_dims) r->dims = nullptr;
+  PTERON_CHECK_OK(check_supported_half(ctx, a.op, "self", r->self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, a.op, "out", r->out->dtype));
+  if (r->dtype >= 0) PTERON_CHECK_OK(check_supported_half(ctx, a.op, "dtype", r->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, a.op, "self", r->self));
+  return dtype_arg_matches_out(ctx, a.op, r->dtype, r->out);
+}
+
+// mean's dtype rule: it computes in `dtype` (else self's), which must be
+// floating and castable to out's dtype.
+inline int32_t mean_dtype_check(pteron_kernel_context* ctx, const char* op,
+                                const DimListReduction& r) {
+  const int32_t in_dt = r.dtype >= 0 ? r.dtype : r.self->dtype;
+  if (!is_floating(in_dt))
+    return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
+                "%s: could not infer output dtype: %s must be a floating point dtype", op,
+                dtype_name(in_dt));
+  if (!can_cast(in_dt, r.out->dtype)) return cast_error(ctx, op, in_dt, r.out->dtype);
   return PTERON_OK;
 }
 

@@ -5,9 +5,9 @@
 // aten::_adaptive_avg_pool2d.out): the
 // input planes, output_size / scale_factors, ATen's source step
 // (area_pixel_compute_scale) and nearest source index (header-only, private
-// to the kernel libraries). The rules and messages are kernels_portable's
-// upsample.cpp, written once here for kernels_optimized (and for portable to
-// adopt).
+// to the kernel libraries). kernels_portable's upsample.cpp and
+// kernels_optimized's resample.cpp both read their arguments through it, so
+// they accept the same programs and report the same errors.
 #pragma once
 
 #include <cmath>

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // conv.cpp - optimized float32 aten::convolution.out (1-D, 2-D and 3-D,
-// grouped, strided, padded, dilated; transposed convolution is refused with
-// NOT_SUPPORTED, as kernels_portable does).
+// grouped, strided, padded, dilated, and transposed with output padding).
 //
-// Two paths:
+// Three paths:
 //  - depthwise-like (one input channel per group, 1-D or 2-D): a direct
 //    kernel per output plane (isa_kernels.cpp, depthwise_plane);
 //  - everything else: im2col + GEMM. For each (batch, group, tile of output
@@ -12,7 +11,14 @@
 //    convolutions, whose input already is that matrix), and
 //    out[group's channels, tile] = W_group @ patches + bias runs on the
 //    ISA-dispatched Eigen GEMM. An NCHW output is written in place; a
-//    channels-last output is written in place as its transpose.
+//    channels-last output is written in place as its transpose;
+//  - transposed: GEMM + col2im. For each (batch, group, block of the
+//    group's output channels, tile of input positions) the product
+//    cols[(oc, tap), tile] = W_group^T @ input[Cin_g, tile] runs on the same
+//    GEMM, and col2im adds every column into the output position its
+//    (input position, tap) reaches. The output channels are filled with the
+//    bias first; a task owns its output channels, so no two tasks add into
+//    the same element.
 // Tasks (batch x group x tile) are spread over the thread pool in as many
 // chunks as there are threads, each chunk with its own patch buffer.
 #include <cstdint>
@@ -128,6 +134,34 @@ int32_t conv_direct_depthwise(const Geometry& g, const float* in, const float* w
   return PTERON_OK;
 }
 
+// The weight's data, or (when !flat) a dense copy of it in `buf`, whose
+// dim-0 stride `packed_rs` is then stored in *rs.
+const float* weight_rows(const pteron_tensor* weight, bool flat, float* buf, int64_t packed_rs,
+                         int64_t* rs) {
+  const float* wp = static_cast<const float*>(weight->data);
+  if (flat) return wp;
+  int64_t dense[PTERON_MAX_DIM];
+  dense_strides(weight->sizes, weight->dim, dense);
+  copy_strided(wp, weight->strides, buf, dense, weight->sizes, weight->dim);
+  *rs = packed_rs;
+  return buf;
+}
+
+// Runs run_chunk over [0, chunks) (inline for one chunk, else on the thread
+// pool); OUT_OF_MEMORY (recorded) when a chunk set `failed`.
+template <typename F>
+int32_t run_chunks(pteron_kernel_context* ctx, const char* op, int64_t chunks,
+                   const std::atomic<bool>& failed, F& run_chunk) {
+  if (chunks == 1)
+    run_chunk(0, 1);
+  else
+    parallel_for(0, chunks, 1, run_chunk);
+  if (failed.load())
+    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the GEMM packing buffers",
+                op);
+  return PTERON_OK;
+}
+
 // How the output planes of one batch entry are addressed as a matrix:
 // [Cout, P] with unit position stride (NCHW), [P, Cout] with unit channel
 // stride (channels-last), or neither (computed in scratch, then scattered).
@@ -193,16 +227,9 @@ void plan_gemm(const Geometry& g, const pteron_tensor* weight, const pteron_tens
 int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g, const GemmPlan& pl,
                   const ScratchPlan& scratch, const pteron_tensor* weight, const float* in,
                   const float* bias, float* out) {
-  const float* wp = static_cast<const float*>(weight->data);
+  // The weight as rows of K (its dim-0 stride, or K once packed).
   int64_t w_rs = g.ws_o;
-  if (!pl.w_flat) {
-    float* d = scratch.get(pl.w_region);
-    int64_t dense[PTERON_MAX_DIM];
-    dense_strides(weight->sizes, weight->dim, dense);
-    copy_strided(wp, weight->strides, d, dense, weight->sizes, weight->dim);
-    wp = d;
-    w_rs = g.K;
-  }
+  const float* wp = weight_rows(weight, pl.w_flat, scratch.get(pl.w_region), g.K, &w_rs);
   float* chunk_mem = scratch.get(pl.chunk_region);
   const int64_t tile = pl.tile, tiles = pl.tiles, tasks = pl.tasks, chunks = pl.chunks;
   const int64_t os_p = pl.os_p, is_p = pl.is_p;
@@ -289,14 +316,186 @@ int32_t conv_gemm(pteron_kernel_context* ctx, const char* op, const Geometry& g,
       }
     }
   };
-  if (chunks == 1)
-    run_chunk(0, 1);
-  else
-    parallel_for(0, chunks, 1, run_chunk);
-  if (failed.load())
-    return fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the GEMM packing buffers",
-                op);
-  return PTERON_OK;
+  return run_chunks(ctx, op, chunks, failed, run_chunk);
+}
+
+// ---- transposed convolution -------------------------------------------------
+
+// The GEMM + col2im path's decisions, made before the one scratch request.
+struct TransPlan {
+  int64_t T = 0;         // kernel taps
+  int64_t P = 0;         // input positions per plane
+  bool w_flat = false;   // weight usable in place: (oc, tap) at unit stride
+  bool in_flat = false;  // input positions collapse to one stride is_p
+  int64_t is_p = 0;
+  int64_t blocks = 1, block = 0;  // output channels of a group per task
+  int64_t tile = 1, tiles = 1, tasks = 0, chunks = 1, per_chunk = 0;
+  size_t w_region = 0, chunk_region = 0;
+};
+
+void plan_transposed(const Geometry& g, const pteron_tensor* weight, const pteron_tensor* input,
+                     ScratchPlan* scratch, TransPlan* p) {
+  p->T = g.k[0] * g.k[1] * g.k[2];
+  p->P = g.in[0] * g.in[1] * g.in[2];
+  int64_t wk = 0, wk_st = 0;
+  p->w_flat = collapse(weight, 1, weight->dim, &wk, &wk_st) && (wk_st == 1 || wk <= 1);
+  int64_t np = 0;
+  p->in_flat = collapse(input, 2, input->dim, &np, &p->is_p) &&
+               (p->is_p == 1 || g.is_c == 1 || p->P <= 1 || g.Cin_g <= 1);
+  const int64_t threads = pteron_parallel_threads();
+  const int64_t ng = g.N * g.groups;
+  p->blocks = 1;
+  if (threads > 1 && ng < threads) p->blocks = ceil_div(threads, ng);
+  if (p->blocks > g.Cout_g) p->blocks = g.Cout_g > 0 ? g.Cout_g : 1;
+  p->block = ceil_div(g.Cout_g, p->blocks);
+  p->blocks = g.Cout_g > 0 ? ceil_div(g.Cout_g, p->block) : 1;
+  // Tile width: a column buffer of about 256 KiB.
+  const int64_t rows = p->block * p->T;
+  int64_t tile = (int64_t{1} << 16) / (rows > 0 ? rows : 1);
+  if (tile < 64) tile = 64;
+  if (tile > p->P) tile = p->P;
+  if (tile < 1) tile = 1;
+  p->tile = tile;
+  p->tiles = ceil_div(p->P, tile);
+  p->tasks = ng * p->blocks;
+  p->chunks = threads > 1 ? (threads < p->tasks ? threads : p->tasks) : 1;
+  if (double(g.N) * double(g.Cout) * double(p->P) * double(g.Cin_g) * double(p->T) < 262144.0)
+    p->chunks = 1;
+  if (p->chunks < 1) p->chunks = 1;
+  p->per_chunk = rows * tile + (p->in_flat ? 0 : g.Cin_g * tile);
+  p->w_region = scratch->add(p->w_flat ? 0 : g.C * g.Cout_g * p->T);
+  p->chunk_region = scratch->add(p->per_chunk * p->chunks);
+}
+
+// Copies input positions [p0, p1) of Cin_g channels (from `in`, the group's
+// first channel of one batch entry) into buf as [Cin_g, p1 - p0].
+void gather_positions(const Geometry& g, const float* in, int64_t p0, int64_t p1, float* buf) {
+  const int64_t width = p1 - p0;
+  for (int64_t icg = 0; icg < g.Cin_g; ++icg) {
+    const float* in_c = in + icg * g.is_c;
+    float* d = buf + icg * width;
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t iw = p % g.in[2], rest = p / g.in[2];
+      const int64_t ih = rest % g.in[1], id = rest / g.in[1];
+      d[p - p0] = in_c[id * g.is_s[0] + ih * g.is_s[1] + iw * g.is_s[2]];
+    }
+  }
+}
+
+// Adds cols[(oc, tap), p - p0] (oc in [0, noc), relative to `out`, the
+// block's first output channel of one batch entry) into the output position
+// that input position p and the tap reach.
+void col2im_add(const Geometry& g, int64_t T, const float* cols, int64_t noc, int64_t p0,
+                int64_t p1, float* out) {
+  const int64_t width = p1 - p0;
+  for (int64_t oc = 0; oc < noc; ++oc) {
+    float* out_c = out + oc * g.os_c;
+    int64_t t = 0;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, ++t) {
+          const float* src = cols + (oc * T + t) * width;
+          // Input columns iw with 0 <= iw * stride - pad + kw * dil < out.
+          const int64_t shift = kw * g.dil[2] - g.pad[2];
+          int64_t lo = 0;
+          if (shift < 0) lo = (-shift + g.stride[2] - 1) / g.stride[2];
+          int64_t hi = g.out[2] - shift <= 0 ? 0 : (g.out[2] - shift - 1) / g.stride[2] + 1;
+          if (hi > g.in[2]) hi = g.in[2];
+          int64_t p = p0;
+          while (p < p1) {
+            const int64_t iw0 = p % g.in[2], rest = p / g.in[2];
+            const int64_t ih = rest % g.in[1], id = rest / g.in[1];
+            int64_t seg = g.in[2] - iw0;
+            if (seg > p1 - p) seg = p1 - p;
+            const int64_t od = id * g.stride[0] - g.pad[0] + kd * g.dil[0];
+            const int64_t oh = ih * g.stride[1] - g.pad[1] + kh * g.dil[1];
+            if (od >= 0 && od < g.out[0] && oh >= 0 && oh < g.out[1]) {
+              float* row = out_c + od * g.os_s[0] + oh * g.os_s[1];
+              const int64_t a = lo > iw0 ? lo : iw0;
+              const int64_t b = hi < iw0 + seg ? hi : iw0 + seg;
+              const float* s = src + (p - p0) - iw0;
+              const int64_t step = g.stride[2] * g.os_s[2];
+              int64_t off = (a * g.stride[2] + shift) * g.os_s[2];
+              for (int64_t iw = a; iw < b; ++iw, off += step) row[off] += s[iw];
+            }
+            p += seg;
+          }
+        }
+  }
+}
+
+int32_t conv_transposed(pteron_kernel_context* ctx, const char* op, const Geometry& g,
+                        const TransPlan& pl, const ScratchPlan& scratch,
+                        const pteron_tensor* weight, const float* in, const float* bias,
+                        float* out) {
+  // The weight as rows of (output channel, tap), one per input channel.
+  int64_t w_rs = g.ws_o;
+  const float* wp =
+      weight_rows(weight, pl.w_flat, scratch.get(pl.w_region), g.Cout_g * pl.T, &w_rs);
+  float* chunk_mem = scratch.get(pl.chunk_region);
+  const int64_t T = pl.T, P = pl.P, tile = pl.tile, tasks = pl.tasks, chunks = pl.chunks;
+  const IsaOps& isa = ops();
+  std::atomic<bool> failed{false};
+  auto run_chunk = [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      float* cols = chunk_mem + c * pl.per_chunk;
+      float* ibuf = cols + pl.block * T * tile;
+      const int64_t t0 = c * tasks / chunks, t1 = (c + 1) * tasks / chunks;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / (g.groups * pl.blocks);
+        const int64_t grp = (t / pl.blocks) % g.groups;
+        const int64_t oc0 = (t % pl.blocks) * pl.block;
+        const int64_t oc1 = oc0 + pl.block < g.Cout_g ? oc0 + pl.block : g.Cout_g;
+        if (oc1 <= oc0) continue;
+        float* o = out + n * g.os_n + (grp * g.Cout_g + oc0) * g.os_c;
+        // The block's output channels start at their bias (or zero).
+        for (int64_t oc = oc0; oc < oc1; ++oc) {
+          const float b0 = bias ? bias[grp * g.Cout_g + oc] : 0.0f;
+          float* oc_p = o + (oc - oc0) * g.os_c;
+          for (int64_t od = 0; od < g.out[0]; ++od)
+            for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+              float* row = oc_p + od * g.os_s[0] + oh * g.os_s[1];
+              for (int64_t ow = 0; ow < g.out[2]; ++ow) row[ow * g.os_s[2]] = b0;
+            }
+        }
+        const float* in_g = in + n * g.is_n + grp * g.Cin_g * g.is_c;
+        for (int64_t p0 = 0; p0 < P; p0 += tile) {
+          const int64_t p1 = p0 + tile < P ? p0 + tile : P;
+          const int64_t width = p1 - p0;
+          Operand x;  // [Cin_g, width]
+          if (!pl.in_flat ||
+              !as_operand(in_g + p0 * pl.is_p, g.Cin_g, width, g.is_c, pl.is_p, &x)) {
+            gather_positions(g, in_g, p0, p1, ibuf);
+            x.p = ibuf;
+            x.ld = width;
+            x.trans = false;
+          }
+          // A = W_group^T restricted to the block: [(oc1 - oc0) * T, Cin_g],
+          // element (r, ic) at wp[(grp * Cin_g + ic) * w_rs + oc0 * T + r].
+          Gemm gm;
+          gm.m = (oc1 - oc0) * T;
+          gm.n = width;
+          gm.k = g.Cin_g;
+          gm.a = wp + grp * g.Cin_g * w_rs + oc0 * T;
+          gm.lda = g.Cin_g <= 1 ? gm.m : w_rs;
+          gm.a_trans = true;
+          gm.b = x.p;
+          gm.ldb = x.ld;
+          gm.b_trans = x.trans;
+          gm.c = cols;
+          gm.ldc = width;
+          gm.alpha = 1.0f;
+          gm.beta = 0.0f;
+          if (!isa.sgemm(gm)) {
+            failed.store(true, std::memory_order_relaxed);
+            return;
+          }
+          col2im_add(g, T, cols, oc1 - oc0, p0, p1, o);
+        }
+      }
+    }
+  };
+  return run_chunks(ctx, op, chunks, failed, run_chunk);
 }
 
 // convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride,
@@ -306,7 +505,7 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   static const char* op = "aten::convolution.out";
   Args a{ctx, args, n, op};
   ConvOperands c;
-  PTERON_CHECK_OK(read_convolution(a, /*float32_only=*/true, &c));
+  PTERON_CHECK_OK(read_convolution(a, /*float32_only=*/true, &c, /*allow_transposed=*/true));
   const pteron_tensor *input = c.input, *weight = c.weight, *bias = c.bias;
   pteron_tensor* out = c.out;
   Geometry g;
@@ -319,7 +518,7 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   const float* in = static_cast<const float*>(input->data);
   const float* w = static_cast<const float*>(weight->data);
   float* o = static_cast<float*>(out->data);
-  const bool direct = g.Cin_g == 1 && S <= 2;
+  const bool direct = !g.transposed && g.Cin_g == 1 && S <= 2;
   // One scratch request: the bias as dense float32 when it is float64 or
   // strided, and the GEMM path's weight copy and patch buffers.
   ScratchPlan scratch;
@@ -327,7 +526,11 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, s
       bias && !(bias->dtype == PTERON_DTYPE_FLOAT32 && (bias->strides[0] == 1 || g.Cout <= 1));
   const size_t ib = scratch.add(bias_copy ? g.Cout : 0);
   GemmPlan plan;
-  if (!direct) plan_gemm(g, weight, input, out, &scratch, &plan);
+  TransPlan tplan;
+  if (g.transposed)
+    plan_transposed(g, weight, input, &scratch, &tplan);
+  else if (!direct)
+    plan_gemm(g, weight, input, out, &scratch, &plan);
   if (!scratch.acquire(ctx)) return PTERON_ERROR_OUT_OF_MEMORY;
   const float* bv = bias ? static_cast<const float*>(bias->data) : nullptr;
   if (bias_copy) {
@@ -336,6 +539,7 @@ int32_t convolution_out(pteron_kernel_context* ctx, pteron_value* const* args, s
       d[c] = load<float>(bias->data, bias->dtype, c * bias->strides[0]);
     bv = d;
   }
+  if (g.transposed) return conv_transposed(ctx, op, g, tplan, scratch, weight, in, bv, o);
   if (direct) return conv_direct_depthwise(g, in, w, bv, o);
   return conv_gemm(ctx, op, g, plan, scratch, weight, in, bv, o);
 }

@@ -54,26 +54,12 @@ void for_planes(const PoolGeometry& P, F&& f) {
 int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                     size_t n) {
   Args a{ctx, args, n, "aten::max_pool2d_with_indices.out"};
-  PTERON_CHECK_OK(a.arity(8));
-  pteron_tensor *self = nullptr, *out = nullptr, *indices = nullptr;
-  bool ceil_mode = false;
-  PTERON_CHECK_OK(tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(a.boolean(5, "ceil_mode", &ceil_mode));
-  PTERON_CHECK_OK(a.tensor(6, "out", &out));
-  PTERON_CHECK_OK(a.tensor(7, "indices", &indices));
-  const int32_t dt = self->dtype;
+  MaxPoolOperands m;
   // Registered for float32 (PTERON_OPT_KEY); every other dtype is portable's.
-  if (dt != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, a.op, "self", dt);
-  if (out->dtype != dt)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
-                a.op, dtype_name(out->dtype), dtype_name(dt));
-  if (indices->dtype != PTERON_DTYPE_INT64)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: indices must be int64, got %s", a.op,
-                dtype_name(indices->dtype));
-  PoolGeometry P;
-  PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, 4, ceil_mode, &P));
-  PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
-  PTERON_CHECK_OK(resize_pooled(a, indices, "indices", P));
+  PTERON_CHECK_OK(read_max_pool2d(a, /*float32_only=*/true, &m));
+  const pteron_tensor* self = m.self;
+  pteron_tensor *out = m.out, *indices = m.indices;
+  const PoolGeometry& P = m.P;
   if (P.N == 0) return PTERON_OK;
   // The ISA loop keeps plane indices in int32.
   if (P.H > std::numeric_limits<int32_t>::max() / P.W)

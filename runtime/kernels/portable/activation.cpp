@@ -116,11 +116,7 @@ int32_t clamp_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
   Scalar lo, hi;
   bool has_lo = false, has_hi = false;
-  PTERON_CHECK_OK(read_opt_scalar(a, 1, "min", &lo, &has_lo));
-  PTERON_CHECK_OK(read_opt_scalar(a, 2, "max", &hi, &has_hi));
-  if (!has_lo && !has_hi)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: at least one of 'min' or 'max' must not be None", a.op);
+  PTERON_CHECK_OK(read_clamp_bounds(a, &lo, &has_lo, &hi, &has_hi));
   return clamp_scalar_impl(a, self, has_lo, lo, has_hi, hi, true, out);
 }
 
@@ -244,17 +240,9 @@ int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   Args a{ctx, args, n, "aten::gelu.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(unary_args(a, 3, &self, &out));
-  char mode[16];
-  bool present = false;
-  PTERON_CHECK_OK(read_opt_string(a, 1, "approximate", mode, sizeof mode, &present));
-  Fn f;
-  if (!present || std::strcmp(mode, "none") == 0)
-    f = Fn::GeluErf;
-  else if (std::strcmp(mode, "tanh") == 0)
-    f = Fn::GeluTanh;
-  else
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: approximate must be 'none' or 'tanh', got '%s'", a.op, mode);
+  bool use_tanh = false;
+  PTERON_CHECK_OK(read_gelu_approximate(a, 1, &use_tanh));
+  const Fn f = use_tanh ? Fn::GeluTanh : Fn::GeluErf;
   return float_unary(a, self, out, f, false);
 }
 

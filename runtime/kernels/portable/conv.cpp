@@ -51,6 +51,28 @@ inline T narrow(Acc<T> v) {
     return static_cast<T>(static_cast<int64_t>(v));
 }
 
+// Output channel oc's bias in the accumulator type (zero without bias).
+template <typename T, typename B>
+Acc<T> bias_value(const Geometry& g, const B* bias, int64_t oc) {
+  if (!bias) return Acc<T>{};
+  if constexpr (kern::is_float_type_v<T>)
+    return static_cast<double>(bias[oc * g.bs]);
+  else
+    return widen<T>(static_cast<T>(bias[oc * g.bs]));
+}
+
+// Rounds one output plane's accumulators (dense, D x H x W) into `o`, the
+// plane's first element in the output, along the output's strides.
+template <typename T>
+void store_plane(const Geometry& g, const Acc<T>* acc, T* o) {
+  for (int64_t od = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const Acc<T>* arow = acc + (od * g.out[1] + oh) * g.out[2];
+      T* orow = o + od * g.os_s[0] + oh * g.os_s[1];
+      for (int64_t ow = 0; ow < g.out[2]; ++ow) orow[ow * g.os_s[2]] = narrow<T>(arow[ow]);
+    }
+}
+
 template <typename T, typename B>
 void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias, T* out, Acc<T>* acc) {
   const int64_t plane = g.out[0] * g.out[1] * g.out[2];
@@ -58,13 +80,7 @@ void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias, T* ou
   for (int64_t n = 0; n < g.N; ++n) {
     for (int64_t oc = 0; oc < g.Cout; ++oc) {
       const int64_t grp = oc / cout_g;
-      Acc<T> b0{};
-      if (bias) {
-        if constexpr (kern::is_float_type_v<T>)
-          b0 = static_cast<double>(bias[oc * g.bs]);
-        else
-          b0 = widen<T>(static_cast<T>(bias[oc * g.bs]));
-      }
+      const Acc<T> b0 = bias_value<T, B>(g, bias, oc);
       for (int64_t i = 0; i < plane; ++i) acc[i] = b0;
       for (int64_t icg = 0; icg < g.Cin_g; ++icg) {
         const int64_t ic = grp * g.Cin_g + icg;
@@ -97,13 +113,7 @@ void conv_typed(const Geometry& g, const T* in, const T* w, const B* bias, T* ou
               }
             }
       }
-      T* o = out + n * g.os_n + oc * g.os_c;
-      for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          const Acc<T>* arow = acc + (od * g.out[1] + oh) * g.out[2];
-          T* orow = o + od * g.os_s[0] + oh * g.os_s[1];
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) orow[ow * g.os_s[2]] = narrow<T>(arow[ow]);
-        }
+      store_plane<T>(g, acc, out + n * g.os_n + oc * g.os_c);
     }
   }
 }
@@ -118,13 +128,7 @@ void conv_transposed_typed(const Geometry& g, const T* in, const T* w, const B* 
   for (int64_t n = 0; n < g.N; ++n) {
     for (int64_t oc = 0; oc < g.Cout; ++oc) {
       const int64_t grp = oc / g.Cout_g, ocg = oc % g.Cout_g;
-      Acc<T> b0{};
-      if (bias) {
-        if constexpr (kern::is_float_type_v<T>)
-          b0 = static_cast<double>(bias[oc * g.bs]);
-        else
-          b0 = widen<T>(static_cast<T>(bias[oc * g.bs]));
-      }
+      const Acc<T> b0 = bias_value<T, B>(g, bias, oc);
       for (int64_t i = 0; i < plane; ++i) acc[i] = b0;
       for (int64_t icg = 0; icg < g.Cin_g; ++icg) {
         const int64_t ic = grp * g.Cin_g + icg;
@@ -151,13 +155,7 @@ void conv_transposed_typed(const Geometry& g, const T* in, const T* w, const B* 
               }
             }
       }
-      T* o = out + n * g.os_n + oc * g.os_c;
-      for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          const Acc<T>* arow = acc + (od * g.out[1] + oh) * g.out[2];
-          T* orow = o + od * g.os_s[0] + oh * g.os_s[1];
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) orow[ow * g.os_s[2]] = narrow<T>(arow[ow]);
-        }
+      store_plane<T>(g, acc, out + n * g.os_n + oc * g.os_c);
     }
   }
 }

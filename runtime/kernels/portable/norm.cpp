@@ -13,6 +13,7 @@
 #include "norm_checks.h"
 #include "tensor_checks.h"
 #include "arg_reading.h"
+#include "channel_norm_checks.h"
 
 #include "real_access.h"
 
@@ -23,79 +24,26 @@ using pteron::kern::fail;
 namespace kern = pteron::kern;
 
 // float32, float64, float16 or bfloat16, computed in double (real_access.h).
-using pteron::kern::real::is_float_half_dtype;
 using pteron::kern::real::load;
 using pteron::kern::real::store;
 
-int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name, int32_t dt) {
-  if (t && t->dtype != dt)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: '%s' has dtype %s but input has dtype %s (mixed dtypes "
-                "are not supported)",
-                a.op, name, pteron::kern::dtype_name(t->dtype), pteron::kern::dtype_name(dt));
-  return PTERON_OK;
-}
-
 // ---- _native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight,
 //   Tensor? bias, Tensor running_mean, Tensor running_var, float momentum,
-//   float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) --------
-
-int32_t per_channel(const Args& a, const pteron_tensor* t, const char* name, int64_t C) {
-  if (t && (t->dim != 1 || t->sizes[0] != C))
-    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: '%s' should be 1-D with %lld elements (the channel count)", a.op, name,
-                (long long)C);
-  return PTERON_OK;
-}
-
-// ATen returns empty save_mean / save_invstd in inference mode. A tensor the
-// program lets shrink becomes empty; a static one stays as declared.
-int32_t empty_if_allowed(const Args& a, pteron_tensor* t, const char* name) {
-  if (t->dynamism == PTERON_SHAPE_STATIC || t->dim == 0) return PTERON_OK;
-  if (pteron::kern::numel(t) == 0) return PTERON_OK;
-  int64_t sizes[PTERON_MAX_DIM];
-  for (int32_t i = 0; i < t->dim; ++i) sizes[i] = t->sizes[i];
-  sizes[0] = 0;
-  return kern::resize_out(a.ctx, a.op, name, t, sizes, t->dim);
-}
+//   float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2): the
+//   arguments are read and checked by channel_norm_checks.h; ATen returns
+//   empty save_mean / save_invstd in inference mode ----------------------------
 
 int32_t batch_norm_no_training_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                    size_t n) {
   Args a{ctx, args, n, "aten::_native_batch_norm_legit_no_training.out"};
-  PTERON_CHECK_OK(a.arity(10));
-  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
-  pteron_tensor *mean = nullptr, *var = nullptr;
-  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
-  double momentum = 0, eps = 0;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &input));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 1, "weight", &weight));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 2, "bias", &bias));
-  PTERON_CHECK_OK(kern::tensor_arg(a, 3, "running_mean", &mean));
-  PTERON_CHECK_OK(kern::tensor_arg(a, 4, "running_var", &var));
-  PTERON_CHECK_OK(a.real(5, "momentum", &momentum));
-  PTERON_CHECK_OK(a.real(6, "eps", &eps));
-  PTERON_CHECK_OK(a.tensor(7, "out0", &out0));
-  PTERON_CHECK_OK(a.tensor(8, "out1", &out1));
-  PTERON_CHECK_OK(a.tensor(9, "out2", &out2));
+  kern::ChannelNormOperands p;
+  PTERON_CHECK_OK(kern::read_batch_norm_no_training(a, &p));
+  const pteron_tensor *input = p.input, *weight = p.weight, *bias = p.bias;
+  const pteron_tensor *mean = p.mean, *var = p.var;
+  pteron_tensor* out0 = p.out0;
   const int32_t dt = input->dtype;
-  if (!is_float_half_dtype(dt)) return pteron::kern::unsupported_dtype(ctx, a.op, "input", dt);
-  PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
-  PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
-  PTERON_CHECK_OK(same_dtype(a, mean, "running_mean", dt));
-  PTERON_CHECK_OK(same_dtype(a, var, "running_var", dt));
-  PTERON_CHECK_OK(same_dtype(a, out0, "out0", dt));
-  if (input->dim < 2)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: input must have at least 2 dims (N, C, ...), got rank %d", a.op,
-                (int)input->dim);
-  const int64_t N = input->sizes[0], C = input->sizes[1];
-  PTERON_CHECK_OK(per_channel(a, weight, "weight", C));
-  PTERON_CHECK_OK(per_channel(a, bias, "bias", C));
-  PTERON_CHECK_OK(per_channel(a, mean, "running_mean", C));
-  PTERON_CHECK_OK(per_channel(a, var, "running_var", C));
-  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out0", out0, input->sizes, input->dim));
-  PTERON_CHECK_OK(empty_if_allowed(a, out1, "out1"));
-  PTERON_CHECK_OK(empty_if_allowed(a, out2, "out2"));
+  const int64_t N = p.N, C = p.C;
+  const double eps = p.eps;
   if (pteron::kern::numel(input) == 0) return PTERON_OK;
   for (int64_t c = 0; c < C; ++c) {
     const double invstd = 1.0 / std::sqrt(load(var, c * var->strides[0]) + eps);
@@ -125,7 +73,6 @@ int32_t batch_norm_no_training_out(pteron_kernel_context* ctx, pteron_value* con
       }
     }
   }
-  (void)momentum;  // only used when training
   return PTERON_OK;
 }
 

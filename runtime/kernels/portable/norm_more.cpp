@@ -17,6 +17,7 @@
 #include "strided_views.h"
 #include "tensor_checks.h"
 #include "arg_reading.h"
+#include "channel_norm_checks.h"
 
 #include "real_access.h"
 
@@ -31,21 +32,9 @@ using pteron::kern::real::load;
 using pteron::kern::real::store;
 bool is_norm_dtype(int32_t d) { return pteron::kern::real::is_float_half_dtype(d); }
 
-int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name, int32_t dt) {
-  if (t && t->dtype != dt)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: '%s' has dtype %s but input has dtype %s (mixed dtypes are not supported)",
-                a.op, name, kern::dtype_name(t->dtype), kern::dtype_name(dt));
-  return PTERON_OK;
-}
-
-int32_t per_channel(const Args& a, const pteron_tensor* t, const char* name, int64_t C) {
-  if (t && (t->dim != 1 || t->sizes[0] != C))
-    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: '%s' should be 1-D with %lld elements (the channel count)", a.op, name,
-                (long long)C);
-  return PTERON_OK;
-}
+// The shared checks (channel_norm_checks.h).
+using kern::norm_per_channel;
+using kern::norm_same_dtype;
 
 // Sum and sum of squared deviations of the (n, c) planes of `x` for n in
 // [0, N), c in [c0, c1): two passes, in double.
@@ -90,50 +79,12 @@ void affine_plane(const pteron_tensor* x, pteron_tensor* y, int64_t n, int64_t c
 
 int32_t group_norm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::native_group_norm.out"};
-  PTERON_CHECK_OK(a.arity(11));
-  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr;
-  pteron_tensor *out0 = nullptr, *out1 = nullptr, *out2 = nullptr;
-  int64_t N = 0, C = 0, HxW = 0, G = 0;
-  double eps = 0;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &input));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 1, "weight", &weight));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 2, "bias", &bias));
-  PTERON_CHECK_OK(a.integer(3, "N", &N));
-  PTERON_CHECK_OK(a.integer(4, "C", &C));
-  PTERON_CHECK_OK(a.integer(5, "HxW", &HxW));
-  PTERON_CHECK_OK(a.integer(6, "group", &G));
-  PTERON_CHECK_OK(a.real(7, "eps", &eps));
-  PTERON_CHECK_OK(a.tensor(8, "out0", &out0));
-  PTERON_CHECK_OK(a.tensor(9, "out1", &out1));
-  PTERON_CHECK_OK(a.tensor(10, "out2", &out2));
-  const int32_t dt = input->dtype;
-  if (!is_norm_dtype(dt)) return kern::unsupported_dtype(ctx, a.op, "input", dt);
-  PTERON_CHECK_OK(same_dtype(a, weight, "weight", dt));
-  PTERON_CHECK_OK(same_dtype(a, bias, "bias", dt));
-  PTERON_CHECK_OK(same_dtype(a, out0, "out0", dt));
-  PTERON_CHECK_OK(same_dtype(a, out1, "out1", dt));
-  PTERON_CHECK_OK(same_dtype(a, out2, "out2", dt));
-  if (input->dim < 2)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: input must have at least 2 dims (N, C, ...), got rank %d", a.op,
-                (int)input->dim);
-  int64_t spatial = 1;
-  for (int32_t i = 2; i < input->dim; ++i) spatial *= input->sizes[i];
-  if (input->sizes[0] != N || input->sizes[1] != C || spatial != HxW)
-    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: N=%lld, C=%lld, HxW=%lld do not match the input's shape", a.op, (long long)N,
-                (long long)C, (long long)HxW);
-  if (G <= 0 || C % G != 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: expected the number of channels (%lld) to be divisible by group (%lld)", a.op,
-                (long long)C, (long long)G);
-  PTERON_CHECK_OK(per_channel(a, weight, "weight", C));
-  PTERON_CHECK_OK(per_channel(a, bias, "bias", C));
-  PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out0", out0, input));
-  PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out0", out0, input->sizes, input->dim));
-  const int64_t stat_sizes[2] = {N, G};
-  PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out1", out1, stat_sizes, 2));
-  PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out2", out2, stat_sizes, 2));
+  kern::ChannelNormOperands p;
+  PTERON_CHECK_OK(kern::read_group_norm(a, &p));
+  const pteron_tensor *input = p.input, *weight = p.weight, *bias = p.bias;
+  pteron_tensor *out0 = p.out0, *out1 = p.out1, *out2 = p.out2;
+  const int64_t N = p.N, C = p.C, G = p.group;
+  const double eps = p.eps;
   const int64_t D = C / G;
   for (int64_t b = 0; b < N; ++b)
     for (int64_t g = 0; g < G; ++g) {
@@ -166,22 +117,22 @@ struct BatchNorm {
 int32_t batch_norm_run(const Args& a, BatchNorm& B) {
   const int32_t dt = B.input->dtype;
   if (!is_norm_dtype(dt)) return kern::unsupported_dtype(a.ctx, a.op, "input", dt);
-  PTERON_CHECK_OK(same_dtype(a, B.weight, "weight", dt));
-  PTERON_CHECK_OK(same_dtype(a, B.bias, "bias", dt));
-  PTERON_CHECK_OK(same_dtype(a, B.rmean, "running_mean", dt));
-  PTERON_CHECK_OK(same_dtype(a, B.rvar, "running_var", dt));
-  PTERON_CHECK_OK(same_dtype(a, B.out, "out", dt));
-  PTERON_CHECK_OK(same_dtype(a, B.save_mean, "save_mean", dt));
-  PTERON_CHECK_OK(same_dtype(a, B.save_invstd, "save_invstd", dt));
+  PTERON_CHECK_OK(norm_same_dtype(a, B.weight, "weight", dt));
+  PTERON_CHECK_OK(norm_same_dtype(a, B.bias, "bias", dt));
+  PTERON_CHECK_OK(norm_same_dtype(a, B.rmean, "running_mean", dt));
+  PTERON_CHECK_OK(norm_same_dtype(a, B.rvar, "running_var", dt));
+  PTERON_CHECK_OK(norm_same_dtype(a, B.out, "out", dt));
+  PTERON_CHECK_OK(norm_same_dtype(a, B.save_mean, "save_mean", dt));
+  PTERON_CHECK_OK(norm_same_dtype(a, B.save_invstd, "save_invstd", dt));
   const pteron_tensor* x = B.input;
   if (x->dim < 2)
     return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
                 "%s: input must have at least 2 dims (N, C, ...), got rank %d", a.op, (int)x->dim);
   const int64_t N = x->sizes[0], C = x->sizes[1];
-  PTERON_CHECK_OK(per_channel(a, B.weight, "weight", C));
-  PTERON_CHECK_OK(per_channel(a, B.bias, "bias", C));
-  PTERON_CHECK_OK(per_channel(a, B.rmean, "running_mean", C));
-  PTERON_CHECK_OK(per_channel(a, B.rvar, "running_var", C));
+  PTERON_CHECK_OK(norm_per_channel(a, B.weight, "weight", C));
+  PTERON_CHECK_OK(norm_per_channel(a, B.bias, "bias", C));
+  PTERON_CHECK_OK(norm_per_channel(a, B.rmean, "running_mean", C));
+  PTERON_CHECK_OK(norm_per_channel(a, B.rvar, "running_var", C));
   if (!B.training && !B.rmean)
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: inference without running statistics has nothing to normalise with", a.op);

@@ -17,6 +17,7 @@
 #include "strided_views.h"
 #include "tensor_checks.h"
 #include "arg_reading.h"
+#include "pool_checks.h"
 
 namespace {
 
@@ -24,103 +25,12 @@ using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
 
-struct Pool {
-  int64_t N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0;
-  int64_t k[2], s[2], p[2], d[2];
-  int64_t is_n = 0, is_c = 0, is_h = 0, is_w = 0;
-  bool batched = false;
-};
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-// ATen's pooling_output_shape.
-int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil,
-                    bool ceil_mode) {
-  int64_t out =
-      floor_div(in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
-// Parses the common arguments. `dilation_index` < 0: no dilation argument.
-int32_t parse_pool(const Args& a, const pteron_tensor* self, size_t ks_i, size_t stride_i,
-                   size_t pad_i, int64_t dilation_index, bool ceil_mode, Pool* P) {
-  if (self->dim != 3 && self->dim != 4)
-    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: expected a 3-D or 4-D (batch mode) input, got rank %d", a.op, (int)self->dim);
-  P->batched = self->dim == 4;
-  const int32_t o = P->batched ? 1 : 0;
-  P->N = P->batched ? self->sizes[0] : 1;
-  P->C = self->sizes[o];
-  P->H = self->sizes[o + 1];
-  P->W = self->sizes[o + 2];
-  if (P->C == 0 || P->H == 0 || P->W == 0)
-    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: input may be empty only in its batch dim, got sizes "
-                "C=%lld H=%lld W=%lld",
-                a.op, (long long)P->C, (long long)P->H, (long long)P->W);
-  P->is_n = P->batched ? self->strides[0] : 0;
-  P->is_c = self->strides[o];
-  P->is_h = self->strides[o + 1];
-  P->is_w = self->strides[o + 2];
-
-  PTERON_CHECK_OK(kern::spatial_params(a, ks_i, "kernel_size", 2, 1, P->k));
-  {
-    const int64_t* sd = nullptr;
-    size_t sn = 0;
-    PTERON_CHECK_OK(a.int_list(stride_i, "stride", &sd, &sn));
-    if (sn == 0) {
-      P->s[0] = P->k[0];
-      P->s[1] = P->k[1];
-    } else {
-      PTERON_CHECK_OK(kern::spatial_params(a, stride_i, "stride", 2, 1, P->s));
-    }
-  }
-  PTERON_CHECK_OK(kern::spatial_params(a, pad_i, "padding", 2, 0, P->p));
-  if (dilation_index >= 0) {
-    PTERON_CHECK_OK(
-        kern::spatial_params(a, static_cast<size_t>(dilation_index), "dilation", 2, 1, P->d));
-  } else {
-    P->d[0] = P->d[1] = 1;
-  }
-  for (int i = 0; i < 2; ++i)
-    if (P->p[i] > P->k[i] / 2)
-      return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: pad should be at most half of kernel size, but got "
-                  "pad=%lld and kernel_size=%lld",
-                  a.op, (long long)P->p[i], (long long)P->k[i]);
-  P->Ho = pooled_size(P->H, P->k[0], P->p[0], P->s[0], P->d[0], ceil_mode);
-  P->Wo = pooled_size(P->W, P->k[1], P->p[1], P->s[1], P->d[1], ceil_mode);
-  if (P->Ho < 1 || P->Wo < 1)
-    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                "%s: given input size %lldx%lldx%lld, the calculated output "
-                "size %lldx%lldx%lld is too small",
-                a.op, (long long)P->C, (long long)P->H, (long long)P->W, (long long)P->C,
-                (long long)P->Ho, (long long)P->Wo);
-  return PTERON_OK;
-}
-
-int32_t resize_pooled(const Args& a, pteron_tensor* t, const char* name, const Pool& P) {
-  int64_t sizes[4];
-  int32_t k = 0;
-  if (P.batched) sizes[k++] = P.N;
-  sizes[k++] = P.C;
-  sizes[k++] = P.Ho;
-  sizes[k++] = P.Wo;
-  return kern::resize_out(a.ctx, a.op, name, t, sizes, k);
-}
-
-struct OutStrides {
-  int64_t n = 0, c = 0, h = 0, w = 0;
-};
-OutStrides out_strides(const pteron_tensor* t, bool batched) {
-  const int32_t o = batched ? 1 : 0;
-  return {batched ? t->strides[0] : 0, t->strides[o], t->strides[o + 1], t->strides[o + 2]};
-}
+// The shared argument reading and output-size rule (pool_checks.h).
+using Pool = kern::PoolGeometry;
+using OutStrides = kern::PoolOutStrides;
+using kern::parse_pool;
+using kern::pool_out_strides;
+using kern::resize_pooled;
 
 template <typename T>
 void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os, int64_t* idx,
@@ -166,29 +76,15 @@ void max_pool_typed(const Pool& P, const T* in, T* out, OutStrides os, int64_t* 
 int32_t max_pool2d_with_indices_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                     size_t n) {
   Args a{ctx, args, n, "aten::max_pool2d_with_indices.out"};
-  PTERON_CHECK_OK(a.arity(8));
-  pteron_tensor *self = nullptr, *out = nullptr, *indices = nullptr;
-  bool ceil_mode = false;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(a.boolean(5, "ceil_mode", &ceil_mode));
-  PTERON_CHECK_OK(a.tensor(6, "out", &out));
-  PTERON_CHECK_OK(a.tensor(7, "indices", &indices));
+  kern::MaxPoolOperands m;
+  PTERON_CHECK_OK(kern::read_max_pool2d(a, /*float32_only=*/false, &m));
+  const pteron_tensor* self = m.self;
+  pteron_tensor *out = m.out, *indices = m.indices;
+  const Pool& P = m.P;
   const int32_t dt = self->dtype;
-  if (!pteron::kern::is_supported_half(dt) || dt == PTERON_DTYPE_BOOL)
-    return pteron::kern::unsupported_dtype(ctx, a.op, "self", dt);
-  if (out->dtype != dt)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out dtype %s differs from self dtype %s",
-                a.op, pteron::kern::dtype_name(out->dtype), pteron::kern::dtype_name(dt));
-  if (indices->dtype != PTERON_DTYPE_INT64)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: indices must be int64, got %s", a.op,
-                pteron::kern::dtype_name(indices->dtype));
-  Pool P;
-  PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, 4, ceil_mode, &P));
-  PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
-  PTERON_CHECK_OK(resize_pooled(a, indices, "indices", P));
   if (P.N == 0) return PTERON_OK;
-  const OutStrides os = out_strides(out, P.batched);
-  const OutStrides xs = out_strides(indices, P.batched);
+  const OutStrides os = pool_out_strides(out, P.batched);
+  const OutStrides xs = pool_out_strides(indices, P.batched);
   pteron::kern::dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>)
@@ -270,7 +166,7 @@ int32_t avg_pool2d_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   PTERON_CHECK_OK(parse_pool(a, self, 1, 2, 3, -1, ceil_mode, &P));
   PTERON_CHECK_OK(resize_pooled(a, out, "out", P));
   if (P.N == 0) return PTERON_OK;
-  const OutStrides os = out_strides(out, P.batched);
+  const OutStrides os = pool_out_strides(out, P.batched);
   pteron::kern::dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (kern::is_float_type_v<T> || std::is_same_v<T, int64_t>)

@@ -74,35 +74,13 @@ void sum_into(const pteron_tensor* self, pteron_tensor* out, const ReducePlan& p
 int32_t sum_mean_dims(pteron_kernel_context* ctx, pteron_value* const* args, size_t n,
                       const char* op, bool mean) {
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(5));
-  pteron_tensor *self = nullptr, *out = nullptr;
-  int64_t single = 0;
-  const int64_t* dims = nullptr;
-  size_t ndims = 0;
-  bool has_dims = false, keepdim = false;
-  int32_t dtype = -1;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(read_opt_int_list(a, 1, "dim", &single, &dims, &ndims, &has_dims));
-  PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
-  PTERON_CHECK_OK(read_opt_dtype(a, 3, "dtype", &dtype));
-  PTERON_CHECK_OK(a.tensor(4, "out", &out));
-  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
-  if (dtype >= 0) PTERON_CHECK_OK(check_supported_half(ctx, op, "dtype", dtype));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
-  if (mean) {
-    const int32_t in_dt = dtype >= 0 ? dtype : self->dtype;
-    if (!is_floating(in_dt))
-      return fail(ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
-                  "%s: could not infer output dtype: %s must be a floating "
-                  "point dtype",
-                  op, dtype_name(in_dt));
-    if (!can_cast(in_dt, out->dtype)) return cast_error(ctx, op, in_dt, out->dtype);
-  }
+  DimListReduction r;
+  PTERON_CHECK_OK(read_dim_list_reduction(a, &r));
+  const pteron_tensor* self = r.self;
+  pteron_tensor* out = r.out;
+  if (mean) PTERON_CHECK_OK(mean_dtype_check(ctx, op, r));
   ReducePlan p;
-  PTERON_CHECK_OK(
-      plan_and_resize(ctx, op, self, has_dims ? dims : nullptr, ndims, true, keepdim, out, &p));
+  PTERON_CHECK_OK(plan_and_resize(ctx, op, self, r.dims, r.ndims, true, r.keepdim, out, &p));
   sum_into(self, out, p, mean);
   return PTERON_OK;
 }

@@ -20,6 +20,7 @@
 
 #include "kernel_util.h"
 #include "arg_reading.h"
+#include "resample_checks.h"
 #include "tensor_checks.h"
 
 namespace {
@@ -46,142 +47,18 @@ bool dispatch_resample(int32_t dt, F&& f) {
   }
 }
 
-// A 4-D (or 3-D, N = 1) input and output as sizes plus element strides.
-struct Planes {
-  int64_t N = 1, C = 0, H = 0, W = 0, Ho = 0, Wo = 0;
-  int64_t is[4] = {0, 0, 0, 0};  // n, c, h, w strides of the input
-  int64_t os[4] = {0, 0, 0, 0};  // of the output
-  bool batched = true;
-};
-
-int32_t read_planes(const Args& a, const pteron_tensor* in, bool allow_3d, Planes* P) {
-  if (in->dim != 4 && !(allow_3d && in->dim == 3))
-    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: expected a %s input, got rank %d", a.op,
-                allow_3d ? "3-D or 4-D" : "4-D (N, C, H, W)", (int)in->dim);
-  P->batched = in->dim == 4;
-  const int32_t o = P->batched ? 1 : 0;
-  P->N = P->batched ? in->sizes[0] : 1;
-  P->C = in->sizes[o];
-  P->H = in->sizes[o + 1];
-  P->W = in->sizes[o + 2];
-  P->is[0] = P->batched ? in->strides[0] : 0;
-  for (int k = 0; k < 3; ++k) P->is[k + 1] = in->strides[o + k];
-  return PTERON_OK;
-}
-
-int32_t resize_planes(const Args& a, pteron_tensor* out, Planes* P) {
-  if (P->Ho > (int64_t{1} << 31) || P->Wo > (int64_t{1} << 31))
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: output size %lldx%lld is too large",
-                a.op, (long long)P->Ho, (long long)P->Wo);
-  int64_t sizes[4];
-  int32_t k = 0;
-  if (P->batched) sizes[k++] = P->N;
-  sizes[k++] = P->C;
-  sizes[k++] = P->Ho;
-  sizes[k++] = P->Wo;
-  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, k));
-  const int32_t o = P->batched ? 1 : 0;
-  P->os[0] = P->batched ? out->strides[0] : 0;
-  for (int j = 0; j < 3; ++j) P->os[j + 1] = out->strides[o + j];
-  return PTERON_OK;
-}
-
-int32_t same_dtype_out(const Args& a, const pteron_tensor* in, const pteron_tensor* out) {
-  if (out->dtype != in->dtype)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: out dtype %s differs from input dtype %s", a.op, kern::dtype_name(out->dtype),
-                kern::dtype_name(in->dtype));
-  return PTERON_OK;
-}
-
-// float[]? argument: *present false for None; else exactly `count` values.
-int32_t opt_double_list(const Args& a, size_t i, const char* name, size_t count, double* out,
-                        bool* present) {
-  if (a.is_none(i)) {
-    *present = false;
-    return PTERON_OK;
-  }
-  if (i >= a.n || a.v[i]->tag != PTERON_VALUE_DOUBLE_LIST)
-    return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM,
-                "%s: argument %zu ('%s') is not a float list or None", a.op, i, name);
-  const size_t sz = a.v[i]->u.double_list.size;
-  if (sz != count || !a.v[i]->u.double_list.data)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: %s must have %zu values, got %zu", a.op,
-                name, count, sz);
-  for (size_t k = 0; k < count; ++k) out[k] = a.v[i]->u.double_list.data[k];
-  *present = true;
-  return PTERON_OK;
-}
-
-// float? argument: *present false for None.
-int32_t opt_double(const Args& a, size_t i, const char* name, double* out, bool* present) {
-  *present = !a.is_none(i);
-  if (!*present) return PTERON_OK;
-  return a.real(i, name, out);
-}
-
-// The (output_size, scale_factors) pair of the .vec overloads: exactly one
-// is given. Sets P->Ho/Wo and scales[] (0 where no scale factor applies).
-int32_t vec_output_size(const Args& a, size_t size_i, size_t scale_i, Planes* P, double scales[2]) {
-  const int64_t* os = nullptr;
-  size_t on = 0;
-  bool has_size = false, has_scales = false;
-  PTERON_CHECK_OK(kern::opt_int_list(a, size_i, "output_size", &os, &on, &has_size));
-  PTERON_CHECK_OK(opt_double_list(a, scale_i, "scale_factors", 2, scales, &has_scales));
-  if (has_size == has_scales)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: must specify exactly one of output_size and scale_factors", a.op);
-  if (has_size) {
-    if (on != 2 || !os)
-      return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: output_size must have 2 values, got %zu", a.op, on);
-    P->Ho = os[0];
-    P->Wo = os[1];
-    scales[0] = scales[1] = 0;
-  } else {
-    const int64_t in[2] = {P->H, P->W};
-    int64_t out[2];
-    for (int k = 0; k < 2; ++k) {
-      const double v = static_cast<double>(in[k]) * scales[k];
-      if (!(scales[k] > 0) || !(v < 2147483648.0))
-        return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                    "%s: scale_factors[%d] = %g is not a usable positive scale", a.op, k,
-                    scales[k]);
-      out[k] = static_cast<int64_t>(v);
-    }
-    P->Ho = out[0];
-    P->Wo = out[1];
-  }
-  if (P->Ho <= 0 || P->Wo <= 0)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: output size %lldx%lld should be greater than 0", a.op, (long long)P->Ho,
-                (long long)P->Wo);
-  if (P->H <= 0 || P->W <= 0)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: input spatial size %lldx%lld should be greater than 0", a.op, (long long)P->H,
-                (long long)P->W);
-  return PTERON_OK;
-}
-
-// ATen's area_pixel_compute_scale: source step per output pixel.
-template <typename A>
-A source_step(int64_t in, int64_t out, bool align_corners, double scale) {
-  if (align_corners) return out > 1 ? static_cast<A>(in - 1) / static_cast<A>(out - 1) : A(0);
-  if (scale > 0) return static_cast<A>(1.0 / scale);
-  return static_cast<A>(in) / static_cast<A>(out);
-}
+// The shared reading and index rules (resample_checks.h).
+using Planes = kern::ResamplePlanes;
+using kern::nearest_source;
+using kern::opt_double;
+using kern::read_planes;
+using kern::resize_planes;
+using kern::same_dtype_out;
+using kern::source_step;
+using kern::vec_output_size;
 
 // ---- upsample_nearest2d.vec_out(Tensor input, SymInt[]? output_size,
 //   float[]? scale_factors, *, Tensor(a!) out) -------------------------------
-
-int64_t nearest_source(int64_t dst, int64_t in, int64_t out, double scale) {
-  if (in == out) return dst;
-  if (out == 2 * in) return dst >> 1;
-  const float step = scale > 0 ? static_cast<float>(1.0 / scale)
-                               : static_cast<float>(in) / static_cast<float>(out);
-  const int64_t s = static_cast<int64_t>(std::floor(static_cast<float>(dst) * step));
-  return std::min(s, in - 1);
-}
 
 int32_t upsample_nearest2d_vec_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                    size_t n) {

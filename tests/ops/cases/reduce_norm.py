@@ -6,22 +6,14 @@ pooling) of kernels_portable (tests/ops/opcase.py)."""
 import torch
 import torch.nn.functional as F
 
-from opcase import OpProgram, case, channels_last
+from opcase import OpProgram, case, channels_last, random_maker
 
 aten = torch.ops.aten
 
 
 def programs():
     g = torch.Generator().manual_seed(12)
-
-    def r(*shape, dtype=torch.float32):
-        if dtype.is_floating_point:
-            return torch.randn(*shape, generator=g).to(dtype)
-        if dtype == torch.bool:
-            return torch.randint(0, 2, shape, generator=g).to(torch.bool)
-        if dtype == torch.uint8:
-            return torch.randint(0, 20, shape, generator=g).to(dtype)
-        return torch.randint(-9, 10, shape, generator=g).to(dtype)
+    r = random_maker(g)
 
     def distinct(*shape, dtype=torch.float32):
         """No ties, so index outputs (argmin, topk) are unambiguous."""

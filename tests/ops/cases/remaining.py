@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fixture_writer import MethodSpec
-from opcase import OpProgram, case, channels_last
+from opcase import OpProgram, case, channels_last, random_maker
 
 aten = torch.ops.aten
 F64, I32, I64 = torch.float64, torch.int32, torch.int64
@@ -80,15 +80,7 @@ class SqueezeDimProgram(OpProgram):
 
 def programs():
     g = torch.Generator().manual_seed(13)
-
-    def r(*shape, dtype=torch.float32):
-        if dtype.is_floating_point:
-            return torch.randn(*shape, generator=g).to(dtype)
-        if dtype == torch.bool:
-            return torch.randint(0, 2, shape, generator=g).to(torch.bool)
-        if dtype == torch.uint8:
-            return torch.randint(0, 20, shape, generator=g).to(dtype)
-        return torch.randint(-9, 10, shape, generator=g).to(dtype)
+    r = random_maker(g)
 
     progs = []
 
