@@ -90,6 +90,21 @@ def random_maker(g: torch.Generator) -> Callable[..., torch.Tensor]:
     return r
 
 
+HALVES = (("f16", torch.float16), ("bf16", torch.bfloat16))
+
+
+def per_half(name: str, operator: str, make: Callable[[torch.dtype], Dict[str, MethodSpec]],
+             **kw) -> OpProgram:
+    """One program of float16 and bfloat16 cases: make(dtype) -> {case suffix:
+    MethodSpec}, called for each half type; the cases are named TAG_SUFFIX (TAG
+    alone for an empty suffix), TAG being f16 or bf16. kw: OpProgram's fields."""
+    cases = {}
+    for tag, dt in HALVES:
+        for suffix, spec in make(dt).items():
+            cases[f"{tag}_{suffix}" if suffix else tag] = spec
+    return OpProgram(name, operator, cases, **kw)
+
+
 def channels_last(t: torch.Tensor) -> torch.Tensor:
     """`t` (4-D) in channels-last dim order, as the exporter sees it."""
     return t.contiguous(memory_format=torch.channels_last)

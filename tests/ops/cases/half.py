@@ -9,10 +9,10 @@ at the rounding edges (ties, subnormals, overflow, NaN, infinities) and random
 float32 bit patterns to both types."""
 import torch
 
+import opcase
 from opcase import OpProgram, case, channels_last
 
 F16, BF16 = torch.float16, torch.bfloat16
-HALVES = (("f16", F16), ("bf16", BF16))
 aten = torch.ops.aten
 
 # Results are computed in float and rounded once, as eager PyTorch does; an
@@ -32,14 +32,9 @@ def programs():
         return (torch.randint(-3, 4, shape, generator=g).to(torch.float32) / 2).to(dtype)
 
     def per_half(name, operator, make, **kw):
-        """One program: make(dtype) -> {case suffix: MethodSpec}, for each half type."""
-        cases = {}
-        for tag, dt in HALVES:
-            for suffix, spec in make(dt).items():
-                cases[f"{tag}_{suffix}" if suffix else tag] = spec
         kw.setdefault("rtol", RTOL)
         kw.setdefault("atol", ATOL)
-        return OpProgram(name, operator, cases, **kw)
+        return opcase.per_half(name, operator, make, **kw)
 
     progs = []
 

@@ -15,10 +15,10 @@ rounding apart as well, which near zero needs an absolute bound (ATOL)."""
 import torch
 import torch.nn.functional as F
 
+import opcase
 from opcase import OpProgram, case, channels_last
 
 F16, BF16 = torch.float16, torch.bfloat16
-HALVES = (("f16", F16), ("bf16", BF16))
 aten = torch.ops.aten
 
 RTOL, ATOL = 1e-2, 1e-2
@@ -36,16 +36,11 @@ def programs():
         return (torch.rand(*shape, generator=g) * 4 + 0.05).to(dtype)
 
     def per_half(name, operator, make, **kw):
-        """One program: make(dtype) -> {case suffix: MethodSpec}, for each half type."""
-        cases = {}
-        for tag, dt in HALVES:
-            for suffix, spec in make(dt).items():
-                cases[f"{tag}_{suffix}" if suffix else tag] = spec
         kw.setdefault("rtol", RTOL)
         kw.setdefault("atol", ATOL)
         kw.setdefault("notes", "float16 and bfloat16, computed in float and rounded once "
                                "(eager's rule); rtol/atol: one rounding of the 16-bit type")
-        return OpProgram(name, operator, cases, **kw)
+        return opcase.per_half(name, operator, make, **kw)
 
     progs = []
 
