@@ -291,6 +291,8 @@ def main(argv=None) -> int:
             for r in rows:
                 print(f"{r['name']:28} {r['family']:20} {'ci' if r['ci'] else '  '} {r['note']}")
         return 0
+    if args.all + args.ci + bool(args.names) > 1:
+        ap.error("name models, or give --ci, or --all: one of the three")
     if args.all:
         models = list(ZOO)
     elif args.ci:

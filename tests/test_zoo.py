@@ -154,3 +154,9 @@ def test_zoo_export_keeps_a_cached_model_instead_of_exporting_it_again(export_py
 def test_zoo_export_of_an_unknown_model_fails_naming_it():
     r = run([sys.executable, REPO / "models" / "zoo.py", "export", "no_such_net"], timeout=60)
     assert r.returncode == 2 and "no_such_net" in r.stderr, r
+
+
+@pytest.mark.parametrize("args", [["--all", "--ci"], ["--all", "resnet18"], ["--ci", "no_such_net"]])
+def test_zoo_export_refuses_a_model_list_given_two_ways(args):
+    r = run([sys.executable, REPO / "models" / "zoo.py", "export", *args], timeout=60)
+    assert r.returncode == 2 and "one of the three" in r.stderr, r
