@@ -121,6 +121,16 @@ inline int32_t resize_out(pteron_kernel_context* ctx, const char* op, const char
   return check_tensor(ctx, op, name, t);
 }
 
+// Refuses tensor `name` unless its dtype is `dt` (kernels that take no mixed
+// dtypes: every tensor must have the first input's dtype).
+inline int32_t expect_dtype(pteron_kernel_context* ctx, const char* op, const pteron_tensor* t,
+                            const char* name, int32_t dt) {
+  if (t->dtype != dt)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: '%s' has dtype %s but expected %s", op,
+                name, dtype_name(t->dtype), dtype_name(dt));
+  return PTERON_OK;
+}
+
 // Refuses an out argument that is the same tensor as an input, for kernels
 // whose out shape differs from that input's (a resize would change the
 // input's sizes under the kernel) or that read inputs after writing out.

@@ -29,13 +29,6 @@ using pteron::kern::real::is_float_dtype;
 using pteron::kern::real::load;
 using pteron::kern::real::store;
 
-int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name, int32_t dt) {
-  if (t->dtype != dt)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: '%s' has dtype %s but expected %s", a.op,
-                name, kern::dtype_name(t->dtype), kern::dtype_name(dt));
-  return PTERON_OK;
-}
-
 // Sets every element of t to zero (any dim order).
 void zero(pteron_tensor* t) {
   kern::for_each_offset(kern::view_of(t), [&](int64_t off) { store(t, off, 0.0); });
@@ -80,8 +73,8 @@ int32_t max_pool2d_backward(pteron_kernel_context* ctx, pteron_value* const* arg
   PTERON_CHECK_OK(a.tensor(8, "grad_input", &gi));
   const int32_t dt = self->dtype;
   if (!is_float_dtype(dt)) return kern::unsupported_dtype(ctx, a.op, "self", dt);
-  PTERON_CHECK_OK(same_dtype(a, go, "grad_output", dt));
-  PTERON_CHECK_OK(same_dtype(a, gi, "grad_input", dt));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, go, "grad_output", dt));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, gi, "grad_input", dt));
   if (indices->dtype != PTERON_DTYPE_INT64)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: indices must be int64, got %s", a.op,
                 kern::dtype_name(indices->dtype));
@@ -158,11 +151,11 @@ int32_t convolution_backward_out(pteron_kernel_context* ctx, pteron_value* const
                 "%s: the gradient of a transposed convolution is not supported", a.op);
   const int32_t dt = x->dtype;
   if (!is_float_dtype(dt)) return kern::unsupported_dtype(ctx, a.op, "input", dt);
-  PTERON_CHECK_OK(same_dtype(a, go, "grad_output", dt));
-  PTERON_CHECK_OK(same_dtype(a, wt, "weight", dt));
-  if (mask[0]) PTERON_CHECK_OK(same_dtype(a, gi, "out0", dt));
-  if (mask[1]) PTERON_CHECK_OK(same_dtype(a, gw, "out1", dt));
-  if (mask[2]) PTERON_CHECK_OK(same_dtype(a, gb, "out2", dt));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, go, "grad_output", dt));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, wt, "weight", dt));
+  if (mask[0]) PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, gi, "out0", dt));
+  if (mask[1]) PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, gw, "out1", dt));
+  if (mask[2]) PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, gb, "out2", dt));
   const int32_t rank = x->dim;
   if (rank < 3 || rank > 5 || wt->dim != rank || go->dim != rank)
     return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,

@@ -32,13 +32,6 @@ using pteron::kern::real::is_float_dtype;
 using pteron::kern::real::load;
 using pteron::kern::real::store;
 
-int32_t same_dtype(const Args& a, const pteron_tensor* t, const char* name, int32_t dt) {
-  if (t->dtype != dt)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: '%s' has dtype %s but expected %s", a.op,
-                name, kern::dtype_name(t->dtype), kern::dtype_name(dt));
-  return PTERON_OK;
-}
-
 // ---- grid_sampler_2d.out(Tensor input, Tensor grid, int interpolation_mode,
 //   int padding_mode, bool align_corners, *, Tensor(a!) out) ----------------
 
@@ -88,8 +81,8 @@ int32_t grid_sampler_2d_out(pteron_kernel_context* ctx, pteron_value* const* arg
   PTERON_CHECK_OK(a.boolean(4, "align_corners", &align));
   PTERON_CHECK_OK(a.tensor(5, "out", &out));
   if (!is_float_dtype(in->dtype)) return kern::unsupported_dtype(ctx, a.op, "input", in->dtype);
-  PTERON_CHECK_OK(same_dtype(a, grid, "grid", in->dtype));
-  PTERON_CHECK_OK(same_dtype(a, out, "out", in->dtype));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, grid, "grid", in->dtype));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, out, "out", in->dtype));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, in, grid));
   if (mode < 0 || mode > 2)
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -203,8 +196,8 @@ int32_t cdist_forward_out(pteron_kernel_context* ctx, pteron_value* const* args,
   }
   PTERON_CHECK_OK(a.tensor(4, "out", &out));
   if (!is_float_dtype(x1->dtype)) return kern::unsupported_dtype(ctx, a.op, "x1", x1->dtype);
-  PTERON_CHECK_OK(same_dtype(a, x2, "x2", x1->dtype));
-  PTERON_CHECK_OK(same_dtype(a, out, "out", x1->dtype));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, x2, "x2", x1->dtype));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, out, "out", x1->dtype));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, x1, x2));
   if (!(p >= 0))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: p must be a non-negative value, got %g",
@@ -265,7 +258,7 @@ int32_t pdist_forward_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(a.real(1, "p", &p));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
   if (!is_float_dtype(x->dtype)) return kern::unsupported_dtype(ctx, a.op, "self", x->dtype);
-  PTERON_CHECK_OK(same_dtype(a, out, "out", x->dtype));
+  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, out, "out", x->dtype));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, x));
   if (!(p >= 0))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: p must be a non-negative value, got %g",

@@ -186,37 +186,7 @@ int32_t max_dim_max(pteron_kernel_context* ctx, pteron_value* const* args, size_
 }
 
 int32_t argmax_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
-  static const char* op = "aten::argmax.out";
-  Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(4));
-  pteron_tensor *self = nullptr, *out = nullptr;
-  int64_t dim = 0;
-  bool keepdim = false;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  const bool has_dim = !a.is_none(1);
-  if (has_dim) PTERON_CHECK_OK(a.integer(1, "dim", &dim));
-  PTERON_CHECK_OK(a.boolean(2, "keepdim", &keepdim));
-  PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
-  if (self->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, op, "self", self->dtype);
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  if (out->dtype != PTERON_DTYPE_INT64)
-    return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s: out must be int64, got %s", op,
-                dtype_name(out->dtype));
-  ReducePlan p;
-  if (has_dim) {
-    PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, &dim, 1, false, keepdim, &p));
-    PTERON_CHECK_OK(zero_size_reduce_check(ctx, op, self, p));
-  } else {
-    if (numel(self) == 0)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: expected a dim to be given for an empty input", op);
-    PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, nullptr, 0, true, keepdim, &p));
-  }
-  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, self));
-  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, p.out_sizes, p.out_dim));
-  extreme_with_index<true>(self, p, nullptr, out);
-  return PTERON_OK;
+  return arg_extreme_out<true>(ctx, args, n, "aten::argmax.out");
 }
 
 // ---- cumsum -----------------------------------------------------------------
