@@ -143,7 +143,16 @@ struct Delegate {
   std::vector<uint32_t> alias_of;
   std::vector<std::unique_ptr<Variant>> variants;  // most recently used last
   std::vector<float*> ptr;                         // scratch for execute
+  std::vector<const OwnKernel*> kernel;            // per node: pteron's kernel, if pteron runs it
+  std::vector<std::unique_ptr<NodeState>> state;   // per node: what its kernel prepared
 };
+
+// PTERON_XNNPACK_USE_LIBRARY=none: pteron's own kernel for every node, the
+// linked XNNPACK library for none (unset: the library where it can).
+bool library_allowed() {
+  const char* v = std::getenv("PTERON_XNNPACK_USE_LIBRARY");
+  return !(v && std::strcmp(v, "none") == 0);
+}
 
 template <typename... A>
 int32_t failf(pteron_kernel_context* ctx, int32_t code, const char* fmt, A... a) {
@@ -225,15 +234,16 @@ bool classify_nodes(const Graph& g, PlanFacts& f, std::string* err) {
   const size_t nn = g.nodes.size();
   std::vector<char>& native = f.native;
   native.assign(nn, 0);
+  const bool library = library_allowed();
   for (size_t k = 0; k < nn; ++k) {
     const Node& n = g.nodes[k];
     if (n.outputs.size() != 1)
       native[k] = 2;  // multi-output nodes: none supported
-    else if (native_supported(n))
+    else if (library && native_supported(n))
       native[k] = 1;
     else {
       std::string why;
-      if (!own_supports(n, &why)) native[k] = 2;
+      if (!own_kernel(n, &why)) native[k] = 2;
       if (native[k] == 2 && !why.empty()) {
         *err = "node " + std::to_string(k) + " (" + op_name(n.op) + "): " + why;
         return false;
@@ -412,6 +422,22 @@ bool plan(Delegate& d, std::string* err) {
   place_values(d, f);
   alias_reshapes(d, f);
   find_boundaries(d, f);
+  // pteron's kernels for the nodes it runs, prepared once (packed weights).
+  d.kernel.assign(d.g.nodes.size(), nullptr);
+  d.state.resize(d.g.nodes.size());
+  for (const Step& s : d.steps) {
+    if (s.native) continue;
+    const uint32_t k = s.nodes[0];
+    const Node& n = d.g.nodes[k];
+    std::string why;
+    d.kernel[k] = own_kernel(n, &why);
+    if (!d.kernel[k]) {
+      *err = "node " + std::to_string(n.index) + " (" + op_name(n.op) +
+             "): " + (why.empty() ? std::string("pteron has no kernel for it") : why);
+      return false;
+    }
+    if (d.kernel[k]->prepare && !d.kernel[k]->prepare(d.g, n, &d.state[k], err)) return false;
+  }
   return true;
 }
 
@@ -915,7 +941,8 @@ int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
       const Node& n = g.nodes[s.nodes[0]];
       if (n.op == Op::StaticReshape && d.ptr[n.inputs[0]] == d.ptr[n.outputs[0]])
         continue;  // a view: nothing to do
-      if (!run_own(n, var.shapes, d.ptr, &err))
+      const uint32_t k = s.nodes[0];
+      if (!d.kernel[k]->run(n, d.state[k].get(), var.shapes, d.ptr, &err))
         return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: %s", kId, err.c_str());
       continue;
     }

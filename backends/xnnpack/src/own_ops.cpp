@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// own_ops.cpp - the node types pteron runs itself between XNNPACK segments:
-// those the linked XNNPACK cannot express (static transpose, concatenate,
-// slice, batch matrix multiply, GELU and other unary functions, convert and
-// copy). float32, dense row-major buffers in XNNPACK's own layout (NHWC for
-// image tensors), shapes already inferred (graph.cpp).
+// own_ops.cpp - own_kernel() (the lookup over the kernel families of
+// own_ops.h) and the layout kernels: static transpose, reshape, slice,
+// concatenate, copy and convert. float32, dense row-major buffers in
+// XNNPACK's own layout (NHWC for image tensors), shapes already inferred
+// (graph.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -15,34 +15,6 @@
 
 namespace pteron {
 namespace xnnpack {
-
-bool own_supports(const Node& n, std::string* why) {
-  switch (n.op) {
-    case Op::StaticTranspose:
-    case Op::StaticReshape:
-    case Op::StaticSlice:
-    case Op::Concatenate2:
-    case Op::Concatenate3:
-    case Op::Concatenate4:
-    case Op::Concatenate5:
-    case Op::Gelu:
-    case Op::Tanh:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::ReciprocalSquareRoot:
-    case Op::Copy:
-    case Op::Convert: return true;
-    case Op::BatchMatMul:
-      if (n.flags & ~1u) {
-        *why = "batch matrix multiply flags " + std::to_string(n.flags) + " are not understood";
-        return false;
-      }
-      return true;
-    default: return false;
-  }
-}
 
 namespace {
 
@@ -108,44 +80,8 @@ void transpose(const float* in, const Shape& is, const std::vector<size_t>& perm
   }
 }
 
-void batch_matmul(const float* a, const Shape& as, const float* b, const Shape& bs, bool tb,
-                  float* c, const Shape& cs) {
-  const size_t m = as[as.size() - 2], k = as[as.size() - 1];
-  const size_t n = cs[cs.size() - 1];
-  const size_t batch = numel(cs) / std::max<size_t>(m * n, 1);
-  const size_t abatch = numel(as) / std::max<size_t>(m * k, 1);
-  const size_t bbatch = numel(bs) / std::max<size_t>(k * n, 1);
-  // Batch dims broadcast only as "equal" or "one side has a single matrix"
-  // (what the exporter emits); infer_shape has checked they broadcast.
-  for (size_t bi = 0; bi < batch; ++bi) {
-    const float* A = a + (abatch == 1 ? 0 : bi) * m * k;
-    const float* B = b + (bbatch == 1 ? 0 : bi) * k * n;
-    float* C = c + bi * m * n;
-    for (size_t i = 0; i < m; ++i) {
-      float* row = C + i * n;
-      for (size_t j = 0; j < n; ++j) row[j] = 0.0f;
-      for (size_t p = 0; p < k; ++p) {
-        const float av = A[i * k + p];
-        if (tb) {
-          for (size_t j = 0; j < n; ++j) row[j] += av * B[j * k + p];
-        } else {
-          const float* brow = B + p * n;
-          for (size_t j = 0; j < n; ++j) row[j] += av * brow[j];
-        }
-      }
-    }
-  }
-}
-
-template <typename F>
-void unary(const float* in, float* out, size_t n, F f) {
-  for (size_t i = 0; i < n; ++i) out[i] = f(in[i]);
-}
-
-}  // namespace
-
-bool run_own(const Node& n, const std::vector<Shape>& shapes, const std::vector<float*>& ptr,
-             std::string* err) {
+bool run_layout(const Node& n, NodeState*, const std::vector<Shape>& shapes,
+                const std::vector<float*>& ptr, std::string* err) {
   const Shape& is = shapes[n.inputs[0]];
   const Shape& os = shapes[n.outputs[0]];
   const float* in = ptr[n.inputs[0]];
@@ -172,30 +108,48 @@ bool run_own(const Node& n, const std::vector<Shape>& shapes, const std::vector<
       }
       break;
     }
-    case Op::BatchMatMul:
-      batch_matmul(in, is, ptr[n.inputs[1]], shapes[n.inputs[1]], n.flags & 1u, out, os);
-      break;
-    case Op::Gelu:
-      unary(in, out, count,
-            [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); });
-      break;
-    case Op::Tanh: unary(in, out, count, [](float x) { return std::tanh(x); }); break;
-    case Op::Exp: unary(in, out, count, [](float x) { return std::exp(x); }); break;
-    case Op::Log: unary(in, out, count, [](float x) { return std::log(x); }); break;
-    case Op::Sin: unary(in, out, count, [](float x) { return std::sin(x); }); break;
-    case Op::Cos: unary(in, out, count, [](float x) { return std::cos(x); }); break;
-    case Op::ReciprocalSquareRoot:
-      unary(in, out, count, [](float x) { return 1.0f / std::sqrt(x); });
-      break;
     default:
       *err = std::string("node ") + std::to_string(n.index) + " (" + op_name(n.op) +
-             ") has no pteron implementation";
+             ") is not a layout node";
       return false;
   }
-  if (n.has_range()) {
-    for (size_t i = 0; i < count; ++i) out[i] = std::fmin(std::fmax(out[i], n.out_min), n.out_max);
-  }
+  if (n.has_range()) apply_range(out, count, n.out_min, n.out_max);
   return true;
+}
+
+const OwnKernel kLayout = {nullptr, &run_layout};
+
+}  // namespace
+
+const OwnKernel* layout_kernel(const Node& n, std::string*) {
+  switch (n.op) {
+    case Op::StaticTranspose:
+    case Op::StaticReshape:
+    case Op::StaticSlice:
+    case Op::Concatenate2:
+    case Op::Concatenate3:
+    case Op::Concatenate4:
+    case Op::Concatenate5:
+    case Op::Copy:
+    case Op::Convert: return &kLayout;
+    default: return nullptr;
+  }
+}
+
+const OwnKernel* own_kernel(const Node& n, std::string* why) {
+  why->clear();
+  if (const OwnKernel* k = layout_kernel(n, why)) return k;
+  if (!why->empty()) return nullptr;
+  if (const OwnKernel* k = linear_kernel(n, why)) return k;
+  if (!why->empty()) return nullptr;
+  return elementwise_kernel(n, why);
+}
+
+void apply_range(float* out, size_t count, float lo, float hi) {
+  for (size_t i = 0; i < count; ++i) {
+    const float x = out[i];
+    out[i] = x < lo ? lo : (x > hi ? hi : x);  // NaN fails both tests: kept
+  }
 }
 
 }  // namespace xnnpack

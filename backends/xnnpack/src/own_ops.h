@@ -1,8 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// own_ops.h - node types pteron executes itself between XNNPACK segments.
+// own_ops.h - pteron's own kernels for XNNPACK node types.
+//
+// Every node type has (or will have) a kernel here, so the delegate runs with
+// no XNNPACK library at all. Buffers are float32, dense and row-major in
+// XNNPACK's own layout (NHWC for image tensors); shapes are already inferred
+// (graph.cpp, infer_shape). The kernels are split by family, one file each:
+//   own_ops.cpp         layout: transpose, reshape, slice, concatenate, copy,
+//                       convert, constant pad; and own_kernel() itself;
+//   own_linear.cpp      fully connected, convolution (dense, depthwise,
+//                       transposed), batch matrix multiply;
+//   own_elementwise.cpp binary and unary element-wise nodes, pooling,
+//                       softmax, resize.
 #ifndef PTERON_XNNPACK_OWN_OPS_H
 #define PTERON_XNNPACK_OWN_OPS_H
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,15 +23,40 @@
 namespace pteron {
 namespace xnnpack {
 
-// True if pteron's own code can run node `n`; otherwise false, with `why`
-// set when the node type is known but its parameters are not.
-bool own_supports(const Node& n, std::string* why);
+// What a kernel prepares once per node at method load (packed weights,
+// tables, scratch it reuses). Owned by the delegate.
+struct NodeState {
+  virtual ~NodeState() = default;
+};
 
-// Runs node `n` on float32 buffers: ptr[v] is value v's storage, shapes[v]
-// its current shape. Applies the node's output range. False with `err` set
-// on failure.
-bool run_own(const Node& n, const std::vector<Shape>& shapes, const std::vector<float*>& ptr,
-             std::string* err);
+struct OwnKernel {
+  // Null, or called once per node at method load, before any run: `g` holds
+  // the constants (g.values[v].constant, shape g.values[v].dims). May leave
+  // *state null. False with *err set fails method load.
+  bool (*prepare)(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
+                  std::string* err);
+  // Runs node `n`: ptr[v] is value v's storage, shapes[v] its shape in this
+  // call; `state` is what prepare made (or null). Applies the node's output
+  // range. May split its work with pteron_parallel_for; never called
+  // concurrently for one node. False with *err set (naming the node) on
+  // failure.
+  bool (*run)(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
+              const std::vector<float*>& ptr, std::string* err);
+};
+
+// The kernel for node `n`, or null: then *why says why when the node type is
+// known but its parameters are not supported (empty: no kernel for the type).
+const OwnKernel* own_kernel(const Node& n, std::string* why);
+
+// The families own_kernel() asks in turn; each returns null for node types
+// that are not its own.
+const OwnKernel* layout_kernel(const Node& n, std::string* why);
+const OwnKernel* linear_kernel(const Node& n, std::string* why);
+const OwnKernel* elementwise_kernel(const Node& n, std::string* why);
+
+// out[i] = min(max(out[i], lo), hi) for i < count, NaN kept (XNNPACK's
+// clamp of a NaN is not specified; pteron keeps PyTorch's NaN).
+void apply_range(float* out, size_t count, float lo, float hi);
 
 }  // namespace xnnpack
 }  // namespace pteron

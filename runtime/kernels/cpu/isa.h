@@ -163,6 +163,10 @@ const IsaOps* isa_ops_avx512();
 // once, on first use; never wider than the CPU supports.
 const IsaOps& ops();
 
+// The level that choice made: 0 baseline, 1 AVX2+FMA, 2 AVX-512. The other
+// per-level tables of this library (gemm.h, nhwc.h) follow it.
+int isa_level();
+
 // [lo, hi): the output positions o (of `out`) whose input position
 // o * s + shift lies in [0, in), for a convolution or pooling window tap
 // with stride s. Used by the operator code (conv.cpp) and by the ISA
