@@ -13,6 +13,11 @@ The two programs are exported on first use with /opt/pteron-dev/bin/python
   addmm1024.pte  one aten::addmm.out: x[256,1024] @ w[1024,1024] + b
   mlp1024.pte    nn.Linear(1024,1024) -> ReLU -> nn.Linear(1024,1024) at batch 256,
                  as upstream's portable program (permute_copy + addmm per layer)
+  fc1024_xnnpack.pte, mlp1024_xnnpack.pte
+                 one Linear(1024, 1024) and the MLP, lowered to XNNPACK (upstream
+                 XnnpackPartitioner): the delegate's FullyConnected node, run by pteron's own
+                 packed GEMM (runtime/kernels/cpu/gemm.h, PTERON_XNNPACK_USE_LIBRARY=none) and
+                 by the linked XNNPACK library, at 1 and 2 threads
 
 Each measurement runs in its own process (ctypes, tests/capi.py) with only
 the kernel libraries it names, PTERON_ISA set to the level, and no thread
@@ -65,9 +70,13 @@ class Addmm(nn.Module):
         return torch.addmm(self.b, x, self.w)
 mlp = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024))
 x = (torch.randn(256, 1024),)
-for name, mod in (("addmm1024", Addmm()), ("mlp1024", mlp)):
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+fc = nn.Linear(1024, 1024)
+for name, mod, part in (("addmm1024", Addmm(), None), ("mlp1024", mlp, None),
+                        ("fc1024_xnnpack", fc, [XnnpackPartitioner()]),
+                        ("mlp1024_xnnpack", mlp, [XnnpackPartitioner()])):
     mod.eval()
-    prog = to_edge_transform_and_lower(export(mod, x)).to_executorch()
+    prog = to_edge_transform_and_lower(export(mod, x), partitioner=part).to_executorch()
     open(f"{out}/{name}.pte", "wb").write(prog.buffer)
 '''
 
@@ -125,6 +134,35 @@ def run_pteron_run(build_dir: Path, program: Path, iterations: int):
     return {"median_s": v}
 
 
+def bench_xnnpack(bdir, levels, ghz, iterations, results, fc_x, mlp_x):
+    print(f"XNNPACK FullyConnected [{M},{K}] x [{K},{N}] + bias ({GEMM_FLOP / 1e9:.3f} GFLOP) and "
+          f"the XNNPACK-lowered MLP ({2 * GEMM_FLOP / 1e9:.3f} GFLOP):")
+    print(f"  {'program':18s} {'kernel':22s} {'threads':>7s} {'wall ms':>8s} {'cpu ms':>8s} "
+          f"{'GFLOP/s':>8s} {'% of core peak':>15s}")
+    results["xnnpack"] = {}
+    has_pool = (bdir / ("pteron_threadpool.dll" if sys.platform == "win32"
+                        else "libpteron_threadpool.so")).exists()
+    sides = [(f"pteron gemm {lvl}", {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": lvl},
+              lvl) for lvl in levels] + [("XNNPACK library", {}, levels[-1])]
+    for prog, flop in ((fc_x, GEMM_FLOP), (mlp_x, 2 * GEMM_FLOP)):
+        for label, env, lvl in sides:
+            for threads in ((1, 2) if has_pool else (1,)):
+                libs = ["kernels_portable", "kernels_optimized", "backend_xnnpack"]
+                if has_pool:
+                    libs.append("threadpool")
+                e = dict(env, PTERON_NUM_THREADS=str(threads))
+                r = run_worker(bdir, prog, libs, e, iterations)
+                g = flop / r["median_s"] / 1e9
+                peak = ghz * FLOPS_PER_CYCLE[lvl] * threads if ghz else float("nan")
+                results["xnnpack"][f"{prog.stem} {label} {threads}t"] = {
+                    "wall_ms": r["median_s"] * 1e3, "cpu_ms": r["cpu_s"] * 1e3,
+                    "gflops_wall": g, "peak_gflops": peak}
+                print(f"  {prog.stem:18s} {label:22s} {threads:7d} {r['median_s'] * 1e3:8.2f} "
+                      f"{r['cpu_s'] * 1e3:8.2f} {g:8.1f} {100 * g / peak:14.1f}%")
+    print("  (GFLOP/s from wall time; peak of the threads used at that ISA level)")
+    print()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -138,12 +176,15 @@ def main() -> int:
                     help="core clock for the peak (default: /proc/cpuinfo 'cpu MHz', which in a "
                          "VM is usually the nominal clock, not the turbo clock the core runs at)")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--xnnpack-only", action="store_true",
+                    help="only the XNNPACK-lowered programs (pteron's GEMM vs the library)")
     args = ap.parse_args()
     bdir = args.build_dir.resolve()
     out = bdir / "bench" / "gemm"
     out.mkdir(parents=True, exist_ok=True)
     addmm, mlp = out / "addmm1024.pte", out / "mlp1024.pte"
-    if not (addmm.exists() and mlp.exists()):
+    fc_x, mlp_x = out / "fc1024_xnnpack.pte", out / "mlp1024_xnnpack.pte"
+    if not all(p.exists() for p in (addmm, mlp, fc_x, mlp_x)):
         print(f"exporting the benchmark programs into {out} with {args.exporter} ...", flush=True)
         subprocess.run([args.exporter, "-c", EXPORT_SCRIPT, str(out)], check=True,
                        capture_output=True, timeout=1800)
@@ -159,6 +200,11 @@ def main() -> int:
           f"units assumed); whole-chip peak = that x {cpu['cores']}")
     print()
     results = {"cpu": {k: v for k, v in cpu.items() if k != "flags"}, "addmm": {}, "mlp": {}}
+    if args.xnnpack_only:
+        bench_xnnpack(bdir, levels, ghz, args.iterations, results, fc_x, mlp_x)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2) + "\n")
+        return 0
     print(f"addmm [{M},{K}] x [{K},{N}] + bias, one thread ({GEMM_FLOP / 1e9:.3f} GFLOP per call):")
     print(f"  {'ISA':9s} {'wall ms':>8s} {'cpu ms':>8s} {'GFLOP/s':>8s} {'(by cpu)':>9s} "
           f"{'core peak':>10s} {'% of core':>10s} {'% of chip':>10s}")
@@ -178,6 +224,7 @@ def main() -> int:
     print("  (% of peak from the CPU-time figure: the process's own CPU time per execution,"
           " which a busy machine does not inflate)")
     print()
+    bench_xnnpack(bdir, levels, ghz, args.iterations, results, fc_x, mlp_x)
     mlp_flop = 2 * GEMM_FLOP
     print(f"2 x Linear(1024) MLP, batch 256 (portable program: permute_copy + addmm per layer, relu; "
           f"{mlp_flop / 1e9:.3f} GFLOP):")

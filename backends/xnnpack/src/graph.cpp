@@ -765,6 +765,27 @@ bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& 
       out = {x[0], oh, ow, c};
       return true;
     }
+    case Op::ConvTranspose2d: {
+      // XNNPACK's deconvolution: output = stride * (input - 1) + adjustment +
+      // dilation * (kernel - 1) + 1 - padding (both sides); filter OHWI
+      // (groups * group_output_channels, kernel_h, kernel_w, group_input_channels).
+      const Shape& x = in(0);
+      if (x.size() != 4) return bad("input must be 4-D NHWC");
+      if (x[1] == 0 || x[2] == 0) return bad("input has no pixels");
+      const size_t fh = size_t(n.p[6]) * (x[1] - 1) + n.p[13] + size_t(n.p[8]) * (n.p[4] - 1) + 1;
+      const size_t fw = size_t(n.p[7]) * (x[2] - 1) + n.p[14] + size_t(n.p[9]) * (n.p[5] - 1) + 1;
+      if (fh <= size_t(n.p[0]) + n.p[2] || fw <= size_t(n.p[3]) + n.p[1])
+        return bad("padding removes the whole output");
+      const size_t c = size_t(n.p[12]) * n.p[11];
+      if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
+      const Shape want{c, n.p[4], n.p[5], n.p[10]};
+      if (n.inputs.size() < 2 || in(1) != want)
+        return bad("weight shape does not match the node's parameters " + shape_str(want));
+      if (n.inputs.size() > 2 && numel(in(2)) != c)
+        return bad("bias does not have " + std::to_string(c) + " elements");
+      out = {x[0], fh - n.p[0] - n.p[2], fw - n.p[3] - n.p[1], c};
+      return true;
+    }
     case Op::AvgPool2d:
     case Op::MaxPool2d: {
       const Shape& x = in(0);

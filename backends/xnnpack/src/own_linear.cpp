@@ -1,66 +1,500 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// own_linear.cpp - pteron's kernels for the linear node types (own_ops.h):
-// fully connected, convolution (dense, depthwise, transposed) and batch
-// matrix multiply. float32, NHWC for image tensors.
+// own_linear.cpp - pteron's kernels for the linear node types (own_ops.h): fully connected,
+// dense convolution, transposed convolution and batch matrix multiply, on the packed-weight
+// GEMM of pteron_cpu
+// (runtime/kernels/cpu/gemm.h). float32, NHWC for image tensors. Every kernel applies the
+// node's output range inside the GEMM (fused clamp, NaN kept).
+//
+// Parameter meaning (graph.cpp parse, backend.cpp define_node, XNNPACK's xnnpack.h):
+//  - FullyConnected: input [..., K] (leading dims flattened to M rows), filter [N, K], or
+//    [K, N] with flags bit 0 (XNN_FLAG_TRANSPOSE_WEIGHTS), optional bias [N].
+//  - Conv2d: input NHWC [B, H, W, groups * group_input_channels], filter OHWI
+//    [groups * group_output_channels, kh, kw, group_input_channels], optional bias; n.p holds
+//    pad top, right, bottom, left, kernel h, w, stride h, w, dilation h, w, group input
+//    channels, group output channels, groups (graph.cpp check_params' order).
+//  - ConvTranspose2d (XNNPACK's deconvolution): the same parameters as Conv2d plus the
+//    adjustment h, w in n.p[13], n.p[14]; the same OHWI filter layout.
+//  - BatchMatMul: A [..., M, K] x B [..., K, N] (flags bit 0: B is [..., N, K]); batch dims
+//    equal or one side a single matrix (infer_shape).
+// Filters of FullyConnected and Conv2d that are constants are packed once at method load; a
+// non-constant FullyConnected filter is packed at every run. Convolutions need constant filters.
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "gemm.h"
 #include "graph.h"
 #include "own_ops.h"
+#include "pteron/kernel.h"
+#include "pteron/types.h"
 
 namespace pteron {
 namespace xnnpack {
 namespace {
 
-void batch_matmul(const float* a, const Shape& as, const float* b, const Shape& bs, bool tb,
-                  float* c, const Shape& cs) {
-  const size_t m = as[as.size() - 2], k = as[as.size() - 1];
-  const size_t n = cs[cs.size() - 1];
-  const size_t batch = numel(cs) / std::max<size_t>(m * n, 1);
-  const size_t abatch = numel(as) / std::max<size_t>(m * k, 1);
-  const size_t bbatch = numel(bs) / std::max<size_t>(k * n, 1);
-  // Batch dims broadcast only as "equal" or "one side has a single matrix"
-  // (what the exporter emits); infer_shape has checked they broadcast.
-  for (size_t bi = 0; bi < batch; ++bi) {
-    const float* A = a + (abatch == 1 ? 0 : bi) * m * k;
-    const float* B = b + (bbatch == 1 ? 0 : bi) * k * n;
-    float* C = c + bi * m * n;
-    for (size_t i = 0; i < m; ++i) {
-      float* row = C + i * n;
-      for (size_t j = 0; j < n; ++j) row[j] = 0.0f;
-      for (size_t p = 0; p < k; ++p) {
-        const float av = A[i * k + p];
-        if (tb) {
-          for (size_t j = 0; j < n; ++j) row[j] += av * B[j * k + p];
-        } else {
-          const float* brow = B + p * n;
-          for (size_t j = 0; j < n; ++j) row[j] += av * brow[j];
+using pteron_opt::PackedWeights;
+
+std::string node_name(const Node& n) {
+  return "node " + std::to_string(n.index) + " (" + op_name(n.op) + ")";
+}
+
+bool out_of_memory(const Node& n, std::string* err) {
+  *err = node_name(n) + ": out of memory packing weights";
+  return false;
+}
+
+const float* constant_or_null(const Graph& g, const Node& n, size_t i) {
+  return i < n.inputs.size() ? g.values[n.inputs[i]].constant : nullptr;
+}
+
+// ---- fully connected ----------------------------------------------------------------------
+
+struct FcState : NodeState {
+  PackedWeights w;
+  bool packed = false;  // at prepare (constant filter and bias)
+};
+
+// K and N of a fully connected filter of shape ws.
+void fc_dims(const Node& n, const Shape& ws, int64_t* k, int64_t* oc) {
+  const bool kn = n.flags & 1u;
+  *k = int64_t(kn ? ws[0] : ws[1]);
+  *oc = int64_t(kn ? ws[1] : ws[0]);
+}
+
+bool prepare_fc(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
+                std::string* err) {
+  std::unique_ptr<FcState> s(new FcState);
+  const float* w = constant_or_null(g, n, 1);
+  const bool has_bias = n.inputs.size() > 2;
+  const float* b = has_bias ? constant_or_null(g, n, 2) : nullptr;
+  const Shape& ws = g.values[n.inputs[1]].dims;
+  if (ws.size() != 2) {
+    *err = node_name(n) + ": filter " + shape_str(ws) + " is not 2-D";
+    return false;
+  }
+  if (w && (!has_bias || b)) {
+    int64_t k, oc;
+    fc_dims(n, ws, &k, &oc);
+    if (has_bias && numel(g.values[n.inputs[2]].dims) != size_t(oc)) {
+      *err = node_name(n) + ": bias " + shape_str(g.values[n.inputs[2]].dims) + " does not have " +
+             std::to_string(oc) + " elements";
+      return false;
+    }
+    if (!s->w.pack(k, oc, w, n.flags & 1u ? oc : k, !(n.flags & 1u), b))
+      return out_of_memory(n, err);
+    s->packed = true;
+  }
+  *state = std::move(s);
+  return true;
+}
+
+bool run_fc(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
+            const std::vector<float*>& ptr, std::string* err) {
+  FcState& s = *static_cast<FcState*>(state);
+  const Shape& xs = shapes[n.inputs[0]];
+  const Shape& ws = shapes[n.inputs[1]];
+  int64_t k, oc;
+  fc_dims(n, ws, &k, &oc);
+  if (!s.packed && !s.w.pack(k, oc, ptr[n.inputs[1]], n.flags & 1u ? oc : k, !(n.flags & 1u),
+                             n.inputs.size() > 2 ? ptr[n.inputs[2]] : nullptr))
+    return out_of_memory(n, err);
+  int64_t m = 1;
+  for (size_t d = 0; d + 1 < xs.size(); ++d) m *= int64_t(xs[d]);
+  pteron_opt::gemm_packed(m, ptr[n.inputs[0]], k, s.w, ptr[n.outputs[0]], oc, n.out_min, n.out_max);
+  return true;
+}
+
+const OwnKernel kFullyConnected = {&prepare_fc, &run_fc};
+
+// ---- convolution --------------------------------------------------------------------------
+
+struct ConvParams {
+  int64_t pt, pr, pb, pl, kh, kw, sh, sw, dh, dw, cin_g, cout_g, groups;
+};
+
+ConvParams conv_params(const Node& n) {
+  return {n.p[0], n.p[1], n.p[2], n.p[3],  n.p[4],  n.p[5], n.p[6],
+          n.p[7], n.p[8], n.p[9], n.p[10], n.p[11], n.p[12]};
+}
+
+struct ConvState : NodeState {
+  std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
+  std::vector<float> cols;       // im2col rows of one chunk of output pixels
+};
+
+bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
+                  std::string* err) {
+  const float* w = constant_or_null(g, n, 1);
+  const bool has_bias = n.inputs.size() > 2;
+  const float* b = has_bias ? constant_or_null(g, n, 2) : nullptr;
+  if (!w || (has_bias && !b)) {
+    *err = node_name(n) + ": filter and bias must be constants (pteron packs them at load)";
+    return false;
+  }
+  const ConvParams p = conv_params(n);
+  const Shape want{size_t(p.groups * p.cout_g), size_t(p.kh), size_t(p.kw), size_t(p.cin_g)};
+  if (g.values[n.inputs[1]].dims != want) {
+    *err = node_name(n) + ": filter " + shape_str(g.values[n.inputs[1]].dims) +
+           " does not match the node's parameters " + shape_str(want);
+    return false;
+  }
+  if (has_bias && numel(g.values[n.inputs[2]].dims) != want[0]) {
+    *err = node_name(n) + ": bias " + shape_str(g.values[n.inputs[2]].dims) + " does not have " +
+           std::to_string(want[0]) + " elements";
+    return false;
+  }
+  std::unique_ptr<ConvState> s(new ConvState);
+  const int64_t kg = p.kh * p.kw * p.cin_g;
+  s->w.resize(size_t(p.groups));
+  for (int64_t gi = 0; gi < p.groups; ++gi)
+    if (!s->w[size_t(gi)].pack(kg, p.cout_g, w + gi * p.cout_g * kg, kg, true,
+                               b ? b + gi * p.cout_g : nullptr))
+      return out_of_memory(n, err);
+  *state = std::move(s);
+  return true;
+}
+
+struct Im2col {
+  const ConvParams* p;
+  const float* x;
+  int64_t h, w, c;  // input
+  int64_t oh, ow;   // output
+  int64_t row0;     // first output pixel of the chunk (b * oh * ow + y * ow + x)
+  float* cols;      // rows of K = groups * kh * kw * cin_g, laid out [group][kh][kw][cin_g]
+};
+
+void im2col_rows(void* user, int64_t begin, int64_t end) {
+  const Im2col& t = *static_cast<const Im2col*>(user);
+  const ConvParams& p = *t.p;
+  const int64_t kg = p.kh * p.kw * p.cin_g, ktot = kg * p.groups;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t pix = t.row0 + r;
+    const int64_t b = pix / (t.oh * t.ow), rem = pix % (t.oh * t.ow);
+    const int64_t oy = rem / t.ow, ox = rem % t.ow;
+    float* dst = t.cols + r * ktot;
+    for (int64_t i = 0; i < p.kh; ++i) {
+      const int64_t iy = oy * p.sh - p.pt + i * p.dh;
+      for (int64_t j = 0; j < p.kw; ++j) {
+        const int64_t ix = ox * p.sw - p.pl + j * p.dw;
+        const int64_t tap = (i * p.kw + j) * p.cin_g;
+        const bool inside = iy >= 0 && iy < t.h && ix >= 0 && ix < t.w;
+        const float* src = inside ? t.x + ((b * t.h + iy) * t.w + ix) * t.c : nullptr;
+        if (p.groups == 1) {
+          if (inside)
+            std::memcpy(dst + tap, src, sizeof(float) * size_t(p.cin_g));
+          else
+            std::memset(dst + tap, 0, sizeof(float) * size_t(p.cin_g));
+          continue;
+        }
+        for (int64_t gi = 0; gi < p.groups; ++gi) {
+          float* d = dst + gi * kg + tap;
+          if (inside)
+            std::memcpy(d, src + gi * p.cin_g, sizeof(float) * size_t(p.cin_g));
+          else
+            std::memset(d, 0, sizeof(float) * size_t(p.cin_g));
         }
       }
     }
   }
 }
 
-bool run_batch_matmul(const Node& n, NodeState*, const std::vector<Shape>& shapes,
-                      const std::vector<float*>& ptr, std::string*) {
-  float* out = ptr[n.outputs[0]];
+bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
+              const std::vector<float*>& ptr, std::string* err) {
+  ConvState& s = *static_cast<ConvState*>(state);
+  const ConvParams p = conv_params(n);
+  const Shape& xs = shapes[n.inputs[0]];
   const Shape& os = shapes[n.outputs[0]];
-  batch_matmul(ptr[n.inputs[0]], shapes[n.inputs[0]], ptr[n.inputs[1]], shapes[n.inputs[1]],
-               n.flags & 1u, out, os);
-  if (n.has_range()) apply_range(out, numel(os), n.out_min, n.out_max);
+  const int64_t bsz = int64_t(xs[0]), h = int64_t(xs[1]), w = int64_t(xs[2]), c = int64_t(xs[3]);
+  const int64_t oh = int64_t(os[1]), ow = int64_t(os[2]), oc = int64_t(os[3]);
+  const int64_t m = bsz * oh * ow;
+  const float* x = ptr[n.inputs[0]];
+  float* out = ptr[n.outputs[0]];
+  if (m == 0 || oc == 0) return true;
+  const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
+                      oh == h && ow == w;
+  if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
+    for (int64_t gi = 0; gi < p.groups; ++gi)
+      pteron_opt::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, oc,
+                              n.out_min, n.out_max);
+    return true;
+  }
+  const int64_t ktot = p.groups * p.kh * p.kw * p.cin_g;
+  // Chunks of output pixels whose im2col rows take about 2 MB (at least 64 rows).
+  const int64_t chunk =
+      std::min(m, std::max<int64_t>(64, (int64_t(1) << 19) / std::max<int64_t>(ktot, 1)));
+  const size_t need = size_t(chunk) * size_t(ktot);
+  if (s.cols.size() < need) {
+    try {
+      s.cols.resize(need);
+    } catch (...) {
+      *err = node_name(n) + ": out of memory for the im2col scratch";
+      return false;
+    }
+  }
+  for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+    const int64_t rows = std::min(chunk, m - r0);
+    Im2col t{&p, x, h, w, c, oh, ow, r0, s.cols.data()};
+    pteron_parallel_for(0, rows, 16, &im2col_rows, &t);
+    for (int64_t gi = 0; gi < p.groups; ++gi)
+      pteron_opt::gemm_packed(rows, s.cols.data() + gi * p.kh * p.kw * p.cin_g, ktot,
+                              s.w[size_t(gi)], out + r0 * oc + gi * p.cout_g, oc, n.out_min,
+                              n.out_max);
+  }
   return true;
 }
 
-const OwnKernel kBatchMatMul = {nullptr, &run_batch_matmul};
+const OwnKernel kConv2d = {&prepare_conv, &run_conv};
+
+// ---- transposed convolution (XNNPACK's deconvolution) ---------------------------------------
+//
+// Per group, one GEMM over every input pixel: cols[pixel, (kh, kw, oc)] = x[pixel, ic] x W, with
+// W[ic, (kh, kw, oc)] the filter taps; then each tap's oc values are added at its output pixel
+// (oy = iy * stride - pad_top + kh * dilation, likewise ox), then bias and the output range.
+// n.p[13], n.p[14]: the adjustment (extra rows / columns at the bottom / right).
+
+struct DeconvState : NodeState {
+  std::vector<PackedWeights> w;  // per group: K = cin_g, N = kh * kw * cout_g
+  std::vector<float> bias;       // groups * cout_g (zeros without one)
+  std::vector<float> cols;
+};
+
+bool prepare_deconv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
+                    std::string* err) {
+  const float* w = constant_or_null(g, n, 1);
+  const bool has_bias = n.inputs.size() > 2;
+  const float* b = has_bias ? constant_or_null(g, n, 2) : nullptr;
+  if (!w || (has_bias && !b)) {
+    *err = node_name(n) + ": filter and bias must be constants (pteron packs them at load)";
+    return false;
+  }
+  const ConvParams p = conv_params(n);
+  const Shape want{size_t(p.groups * p.cout_g), size_t(p.kh), size_t(p.kw), size_t(p.cin_g)};
+  if (g.values[n.inputs[1]].dims != want) {
+    *err = node_name(n) + ": filter " + shape_str(g.values[n.inputs[1]].dims) +
+           " does not match the node's parameters " + shape_str(want);
+    return false;
+  }
+  if (has_bias && numel(g.values[n.inputs[2]].dims) != want[0]) {
+    *err = node_name(n) + ": bias " + shape_str(g.values[n.inputs[2]].dims) + " does not have " +
+           std::to_string(want[0]) + " elements";
+    return false;
+  }
+  std::unique_ptr<DeconvState> s(new DeconvState);
+  const int64_t taps = p.kh * p.kw, ntot = taps * p.cout_g;
+  s->w.resize(size_t(p.groups));
+  std::vector<float> t(size_t(ntot * p.cin_g));  // [kh][kw][oc][ic] of one group
+  for (int64_t gi = 0; gi < p.groups; ++gi) {
+    for (int64_t o = 0; o < p.cout_g; ++o)
+      for (int64_t tap = 0; tap < taps; ++tap)
+        std::memcpy(&t[size_t((tap * p.cout_g + o) * p.cin_g)],
+                    w + ((gi * p.cout_g + o) * taps + tap) * p.cin_g,
+                    sizeof(float) * size_t(p.cin_g));
+    if (!s->w[size_t(gi)].pack(p.cin_g, ntot, t.data(), p.cin_g, true, nullptr))
+      return out_of_memory(n, err);
+  }
+  s->bias.assign(size_t(p.groups * p.cout_g), 0.0f);
+  if (b) std::memcpy(s->bias.data(), b, sizeof(float) * s->bias.size());
+  *state = std::move(s);
+  return true;
+}
+
+struct Scatter {
+  const ConvParams* p;
+  const float* cols;  // [pixel][group][tap][cout_g]
+  const float* bias;
+  float* out;
+  int64_t h, w, oh, ow, oc;
+  float lo, hi;
+};
+
+// Output rows [begin, end) of all images (row = b * oh + oy): gathers, for each output pixel,
+// the taps of the input pixels that reach it.
+void deconv_rows(void* user, int64_t begin, int64_t end) {
+  const Scatter& s = *static_cast<const Scatter*>(user);
+  const ConvParams& p = *s.p;
+  const int64_t taps = p.kh * p.kw, per_pixel = p.groups * taps * p.cout_g;
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t b = row / s.oh, oy = row % s.oh;
+    float* orow = s.out + row * s.ow * s.oc;
+    for (int64_t ox = 0; ox < s.ow; ++ox)
+      std::memcpy(orow + ox * s.oc, s.bias, sizeof(float) * size_t(s.oc));
+    for (int64_t i = 0; i < p.kh; ++i) {
+      const int64_t ty = oy + p.pt - i * p.dh;  // = iy * sh
+      if (ty < 0 || ty % p.sh != 0 || ty / p.sh >= s.h) continue;
+      const int64_t iy = ty / p.sh;
+      for (int64_t ox = 0; ox < s.ow; ++ox) {
+        float* o = orow + ox * s.oc;
+        for (int64_t j = 0; j < p.kw; ++j) {
+          const int64_t tx = ox + p.pl - j * p.dw;
+          if (tx < 0 || tx % p.sw != 0 || tx / p.sw >= s.w) continue;
+          const float* c = s.cols + ((b * s.h + iy) * s.w + tx / p.sw) * per_pixel;
+          for (int64_t gi = 0; gi < p.groups; ++gi) {
+            const float* src = c + (gi * taps + i * p.kw + j) * p.cout_g;
+            float* dst = o + gi * p.cout_g;
+            for (int64_t k = 0; k < p.cout_g; ++k) dst[k] += src[k];
+          }
+        }
+      }
+    }
+    for (int64_t e = 0; e < s.ow * s.oc; ++e) {
+      const float x = orow[e];
+      orow[e] = x < s.lo ? s.lo : (x > s.hi ? s.hi : x);  // NaN kept
+    }
+  }
+}
+
+bool run_deconv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
+                const std::vector<float*>& ptr, std::string* err) {
+  DeconvState& s = *static_cast<DeconvState*>(state);
+  const ConvParams p = conv_params(n);
+  const Shape& xs = shapes[n.inputs[0]];
+  const Shape& os = shapes[n.outputs[0]];
+  const int64_t bsz = int64_t(xs[0]), h = int64_t(xs[1]), w = int64_t(xs[2]), c = int64_t(xs[3]);
+  const int64_t oh = int64_t(os[1]), ow = int64_t(os[2]), oc = int64_t(os[3]);
+  const int64_t m = bsz * h * w, taps = p.kh * p.kw, per_pixel = p.groups * taps * p.cout_g;
+  if (bsz * oh * ow == 0 || oc == 0) return true;
+  const size_t need = size_t(m) * size_t(per_pixel);
+  if (s.cols.size() < need) {
+    try {
+      s.cols.resize(need);
+    } catch (...) {
+      *err = node_name(n) + ": out of memory for the deconvolution scratch";
+      return false;
+    }
+  }
+  const float* x = ptr[n.inputs[0]];
+  for (int64_t gi = 0; gi < p.groups; ++gi)
+    pteron_opt::gemm_packed(
+        m, x + gi * p.cin_g, c, s.w[size_t(gi)], s.cols.data() + gi * taps * p.cout_g, per_pixel,
+        -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity());
+  Scatter sc{&p, s.cols.data(), s.bias.data(), ptr[n.outputs[0]], h, w, oh, ow,
+             oc, n.out_min,     n.out_max};
+  pteron_parallel_for(0, bsz * oh, 1, &deconv_rows, &sc);
+  return true;
+}
+
+const OwnKernel kDeconv = {&prepare_deconv, &run_deconv};
+
+// ---- batch matrix multiply ----------------------------------------------------------------
+
+struct BmmState : NodeState {
+  std::vector<PackedWeights> w;  // per B matrix (or per task)
+};
+
+struct BmmJob {
+  const float *a, *b;
+  float* c;
+  int64_t m, k, nn, abatch, bbatch;
+  bool tb;
+  float lo, hi;
+  PackedWeights* w;  // one per batch
+  std::atomic<bool> oom{false};
+};
+
+void bmm_batches(void* user, int64_t begin, int64_t end) {
+  BmmJob& j = *static_cast<BmmJob*>(user);
+  for (int64_t bi = begin; bi < end; ++bi) {
+    const float* B = j.b + (j.bbatch == 1 ? 0 : bi) * j.k * j.nn;
+    PackedWeights& w = j.w[bi];
+    if (!w.pack(j.k, j.nn, B, j.tb ? j.k : j.nn, j.tb, nullptr)) {
+      j.oom = true;
+      return;
+    }
+    pteron_opt::gemm_packed_serial(j.m, j.a + (j.abatch == 1 ? 0 : bi) * j.m * j.k, j.k, w,
+                                   j.c + bi * j.m * j.nn, j.nn, j.lo, j.hi);
+  }
+}
+
+bool prepare_bmm(const Graph&, const Node&, std::unique_ptr<NodeState>* state, std::string*) {
+  state->reset(new BmmState);
+  return true;
+}
+
+bool run_bmm(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
+             const std::vector<float*>& ptr, std::string* err) {
+  BmmState& s = *static_cast<BmmState*>(state);
+  const Shape& as = shapes[n.inputs[0]];
+  const Shape& bs = shapes[n.inputs[1]];
+  const Shape& cs = shapes[n.outputs[0]];
+  const bool tb = n.flags & 1u;
+  const int64_t m = int64_t(as[as.size() - 2]), k = int64_t(as[as.size() - 1]);
+  const int64_t nn = int64_t(cs[cs.size() - 1]);
+  const int64_t batch = int64_t(numel(cs)) / std::max<int64_t>(m * nn, 1);
+  if (m == 0 || nn == 0 || batch == 0) return true;
+  BmmJob j;
+  j.a = ptr[n.inputs[0]], j.b = ptr[n.inputs[1]], j.c = ptr[n.outputs[0]];
+  j.m = m, j.k = k, j.nn = nn, j.tb = tb, j.lo = n.out_min, j.hi = n.out_max;
+  j.abatch = int64_t(numel(as)) / std::max<int64_t>(m * k, 1);
+  j.bbatch = int64_t(numel(bs)) / std::max<int64_t>(k * nn, 1);
+  if (k == 0) j.abatch = j.bbatch = batch;  // no elements to index: any offset is 0
+  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
+  if (batch >= 2 * threads || threads == 1) {
+    // One task per matrix pair: pack B, multiply on that thread.
+    if (s.w.size() < size_t(batch)) s.w.resize(size_t(batch));
+    j.w = s.w.data();
+    pteron_parallel_for(0, batch, 1, &bmm_batches, &j);
+  } else {
+    // Few large pairs: each GEMM splits itself.
+    if (s.w.empty()) s.w.resize(1);
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      if (bi == 0 || j.bbatch != 1)
+        if (!s.w[0].pack(k, nn, j.b + (j.bbatch == 1 ? 0 : bi) * k * nn, tb ? k : nn, tb,
+                         nullptr)) {
+          j.oom = true;
+          break;
+        }
+      pteron_opt::gemm_packed(m, j.a + (j.abatch == 1 ? 0 : bi) * m * k, k, s.w[0],
+                              j.c + bi * m * nn, nn, j.lo, j.hi);
+    }
+  }
+  if (j.oom) return out_of_memory(n, err);
+  return true;
+}
+
+const OwnKernel kBatchMatMul = {&prepare_bmm, &run_bmm};
 
 }  // namespace
 
 const OwnKernel* linear_kernel(const Node& n, std::string* why) {
   switch (n.op) {
+    case Op::FullyConnected:
+      if (n.flags & ~1u) {
+        *why = "flags " + std::to_string(n.flags) +
+               " are not understood (only bit 0, XNN_FLAG_TRANSPOSE_WEIGHTS)";
+        return nullptr;
+      }
+      return &kFullyConnected;
+    case Op::Conv2d:
+      if (n.flags != 0) {
+        *why = "flags " + std::to_string(n.flags) + " are not understood (expected 0)";
+        return nullptr;
+      }
+      if (n.inputs.size() < 2) {
+        *why = "no filter";
+        return nullptr;
+      }
+      return &kConv2d;
+    case Op::ConvTranspose2d:
+      if (n.flags != 0) {
+        *why = "flags " + std::to_string(n.flags) + " are not understood (expected 0)";
+        return nullptr;
+      }
+      if (n.inputs.size() < 2) {
+        *why = "no filter";
+        return nullptr;
+      }
+      if (n.p[13] >= std::max(n.p[6], n.p[8]) || n.p[14] >= std::max(n.p[7], n.p[9])) {
+        *why = "adjustment " + std::to_string(n.p[13]) + "x" + std::to_string(n.p[14]) +
+               " is not below the stride or dilation";
+        return nullptr;
+      }
+      return &kDeconv;
     case Op::BatchMatMul:
       if (n.flags & ~1u) {
-        *why = "batch matrix multiply flags " + std::to_string(n.flags) + " are not understood";
+        *why = "flags " + std::to_string(n.flags) + " are not understood (only bit 0, transpose B)";
         return nullptr;
       }
       return &kBatchMatMul;

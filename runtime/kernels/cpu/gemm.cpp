@@ -1,5 +1,171 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gemm.cpp - the driver of gemm.h, compiled at the baseline ISA.
+// gemm.cpp - the driver of gemm.h, compiled at the baseline ISA: weight packing, the choice
+// of microkernel table, the tile split over pteron_parallel_for.
 #include "gemm.h"
 
-namespace pteron_opt {}  // namespace pteron_opt
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "isa.h"
+#include "pteron/kernel.h"
+#include "pteron/types.h"
+
+namespace pteron_opt {
+
+// ---- PackedWeights ----------------------------------------------------------------------------
+
+PackedWeights::PackedWeights(PackedWeights&& o) noexcept { *this = std::move(o); }
+
+PackedWeights& PackedWeights::operator=(PackedWeights&& o) noexcept {
+  if (this != &o) {
+    release();
+    k_ = o.k_, n_ = o.n_, capacity_ = o.capacity_, data_ = o.data_, block_ = o.block_;
+    o.k_ = o.n_ = 0, o.capacity_ = 0, o.data_ = nullptr, o.block_ = nullptr;
+  }
+  return *this;
+}
+
+PackedWeights::~PackedWeights() { release(); }
+
+void PackedWeights::release() {
+  std::free(block_);
+  block_ = nullptr, data_ = nullptr, capacity_ = 0, k_ = n_ = 0;
+}
+
+bool PackedWeights::pack(int64_t k, int64_t n, const float* b, int64_t ldb, bool nk,
+                         const float* bias) {
+  if (k < 0 || n < 0) return false;
+  const int64_t panels = (n + kGemmNr - 1) / kGemmNr;
+  const size_t need = size_t(panels) * size_t(k + 1) * size_t(kGemmNr);
+  if (need > capacity_ || data_ == nullptr) {
+    release();
+    // 64-byte aligned inside a malloc block (std::aligned_alloc is missing on MinGW / MSVC).
+    void* block = std::malloc(std::max<size_t>(need, 1) * sizeof(float) + 64);
+    if (!block) return false;
+    block_ = block;
+    data_ = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(block) + 63) & ~uintptr_t(63));
+    capacity_ = std::max<size_t>(need, 1);
+  }
+  k_ = k, n_ = n;
+  for (int64_t q = 0; q < panels; ++q) {
+    float* out = data_ + q * (k + 1) * kGemmNr;
+    const int64_t j0 = q * kGemmNr, nc = std::min(kGemmNr, n - j0);
+    std::memset(out, 0, sizeof(float) * size_t(kGemmNr));
+    if (bias) std::memcpy(out, bias + j0, sizeof(float) * size_t(nc));
+    out += kGemmNr;
+    if (!nk) {
+      for (int64_t p = 0; p < k; ++p, out += kGemmNr) {
+        std::memcpy(out, b + p * ldb + j0, sizeof(float) * size_t(nc));
+        for (int64_t j = nc; j < kGemmNr; ++j) out[j] = 0.0f;
+      }
+    } else {
+      for (int64_t p = 0; p < k; ++p, out += kGemmNr) {
+        for (int64_t j = 0; j < nc; ++j) out[j] = b[(j0 + j) * ldb + p];
+        for (int64_t j = nc; j < kGemmNr; ++j) out[j] = 0.0f;
+      }
+    }
+  }
+  return true;
+}
+
+// ---- kernels ------------------------------------------------------------------------------------
+
+namespace {
+
+const GemmKernels* table_for(int level) {
+#if defined(PTERON_OPT_HAVE_X86_ISAS)
+  if (level >= 2) return isa_avx512::gemm_kernels();
+  if (level == 1) return isa_avx2::gemm_kernels();
+#endif
+  (void)level;
+  return isa_baseline::gemm_kernels();
+}
+
+struct Job {
+  const GemmKernels* kt;
+  int64_t m;
+  const float* a;
+  int64_t lda;
+  const PackedWeights* w;
+  float* c;
+  int64_t ldc;
+  float minmax[2];
+  int64_t mt, nt;  // tile: rows (a multiple of kt->mr), panels
+  int64_t ntiles;  // tiles along N
+};
+
+// Rows [i0, i1) x panels [q0, q1): panel outer, so one packed panel (k x 16 floats) serves
+// every row block of the tile while it is in cache.
+void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
+  const int64_t mr = j.kt->mr, n = j.w->n(), k = j.w->k();
+  for (int64_t q = q0; q < q1; ++q) {
+    const float* panel = j.w->panel(q);
+    const int64_t nc = std::min(kGemmNr, n - q * kGemmNr);
+    for (int64_t i = i0; i < i1; i += mr)
+      j.kt->ukernel(std::min(mr, i1 - i), nc, k, j.a + i * j.lda, j.lda, panel,
+                    j.c + i * j.ldc + q * kGemmNr, j.ldc, j.minmax);
+  }
+}
+
+void run_tiles(void* user, int64_t begin, int64_t end) {
+  const Job& j = *static_cast<const Job*>(user);
+  const int64_t panels = (j.w->n() + kGemmNr - 1) / kGemmNr;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t i0 = (t / j.ntiles) * j.mt, q0 = (t % j.ntiles) * j.nt;
+    run_tile(j, i0, std::min(j.m, i0 + j.mt), q0, std::min(panels, q0 + j.nt));
+  }
+}
+
+Job make_job(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
+             float lo, float hi) {
+  Job j{};
+  j.kt = &gemm_kernels();
+  j.m = m, j.a = a, j.lda = lda, j.w = &w, j.c = c, j.ldc = ldc;
+  j.minmax[0] = lo, j.minmax[1] = hi;
+  return j;
+}
+
+}  // namespace
+
+const GemmKernels& gemm_kernels() {
+  static const GemmKernels* chosen = table_for(isa_level());
+  return *chosen;
+}
+
+void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
+                        int64_t ldc, float lo, float hi) {
+  if (m <= 0 || w.n() <= 0 || w.empty()) return;
+  const Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
+  run_tile(j, 0, m, 0, (w.n() + kGemmNr - 1) / kGemmNr);
+}
+
+void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
+                 int64_t ldc, float lo, float hi) {
+  if (m <= 0 || w.n() <= 0 || w.empty()) return;
+  Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
+  const int64_t mr = j.kt->mr, panels = (w.n() + kGemmNr - 1) / kGemmNr;
+  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
+  // Small problems (under ~64 K multiply-adds) and one thread: one tile, no split.
+  if (threads == 1 || m * w.n() * std::max<int64_t>(w.k(), 1) < (int64_t(1) << 16)) {
+    run_tile(j, 0, m, 0, panels);
+    return;
+  }
+  // Tiles of up to 8 row blocks x 8 panels; shrink along the long side until there are about
+  // four tiles per thread (N split when M is one block, M split when N is one panel).
+  const int64_t want = 4 * threads;
+  const int64_t mblocks = (m + mr - 1) / mr;
+  int64_t mb = std::min<int64_t>(mblocks, 8), nt = std::min<int64_t>(panels, 8);
+  auto tiles = [&] { return ((mblocks + mb - 1) / mb) * ((panels + nt - 1) / nt); };
+  while (tiles() < want && (mb > 1 || nt > 1)) {
+    if (nt > 1 && (nt >= mb || mb == 1))
+      nt = (nt + 1) / 2;
+    else
+      mb = (mb + 1) / 2;
+  }
+  j.mt = mb * mr, j.nt = nt;
+  j.ntiles = (panels + nt - 1) / nt;
+  pteron_parallel_for(0, tiles(), 1, &run_tiles, &j);
+}
+
+}  // namespace pteron_opt

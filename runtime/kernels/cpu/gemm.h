@@ -2,7 +2,105 @@
 // gemm.h - packed-weight GEMM (fully connected, convolution as GEMM, batch matmul): weight packing,
 // register-blocked microkernels per ISA level, the parallel driver. Part of pteron_cpu
 // (runtime/kernels/cpu/CMakeLists.txt); the per-ISA hot loops are in gemm_kernels.cpp, the driver
-// in gemm.cpp.
+// and the packing in gemm.cpp.
+//
+// What it computes (float32 throughout, all sizes and strides in elements, never bytes):
+//
+//   C[i, j] = clamp(bias[j] + sum over p < K of A[i, p] * B[p, j], lo, hi)
+//   for i < M, j < N; A[i, p] at a[i * lda + p]; C[i, j] at c[i * ldc + j].
+//
+// B and the bias are packed once (PackedWeights::pack) into panels of kGemmNr columns:
+// panel q holds columns [q * kGemmNr, q * kGemmNr + kGemmNr), first the kGemmNr bias values,
+// then for each p < K the kGemmNr values B[p, j], columns past N (and a missing bias) as zeros.
+// One layout for every ISA level, so packed weights stay valid whichever level runs.
+//
+// clamp(x, lo, hi) = min(max(x, lo), hi) with NaN kept (a NaN sum stays NaN, as PyTorch's
+// relu / hardtanh do); lo = -inf, hi = +inf is no clamp. The sums are float32 with FMA at the
+// AVX2 and AVX-512 levels, separate multiply and add at the baseline: results differ from a
+// naive loop by rounding only (the order of the K sum is sequential per output).
 #pragma once
 
-namespace pteron_opt {}  // namespace pteron_opt
+#include <cstddef>
+#include <cstdint>
+
+namespace pteron_opt {
+
+constexpr int64_t kGemmNr = 16;  // columns per packed panel (all ISA levels)
+
+// Packed B (K x N) and bias. Owns 64-byte aligned memory; movable, not copyable.
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+  PackedWeights(const PackedWeights&) = delete;
+  PackedWeights& operator=(const PackedWeights&) = delete;
+  PackedWeights(PackedWeights&& o) noexcept;
+  PackedWeights& operator=(PackedWeights&& o) noexcept;
+  ~PackedWeights();
+
+  // Packs B and bias. B's element (p, j), p < k, j < n, is at
+  //   b[p * ldb + j]   when nk == false (B stored K x N: XNNPACK's fully connected with
+  //                    XNN_FLAG_TRANSPOSE_WEIGHTS, a batch matmul's plain B),
+  //   b[j * ldb + p]   when nk == true  (B stored N x K: PyTorch's Linear weight, XNNPACK's
+  //                    default fully connected filter [output_channels, input_channels], a
+  //                    convolution's OHWI filter with K = kh * kw * group_input_channels).
+  // bias: n values or null (zeros). Reuses its memory when it is large enough (a batch matmul
+  // packs at every run). False only when memory cannot be had (then empty()).
+  bool pack(int64_t k, int64_t n, const float* b, int64_t ldb, bool nk, const float* bias);
+
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+  bool empty() const { return data_ == nullptr; }
+  // Panel q (q < ceil(n / kGemmNr)): kGemmNr bias values, then k rows of kGemmNr values.
+  const float* panel(int64_t q) const { return data_ + q * (k_ + 1) * kGemmNr; }
+
+ private:
+  void release();
+  int64_t k_ = 0, n_ = 0;
+  size_t capacity_ = 0;  // floats
+  float* data_ = nullptr;
+  void* block_ = nullptr;  // what malloc returned (data_ is aligned inside it)
+};
+
+// C = clamp(A x B + bias, lo, hi) as above, M x w.n(), K = w.k(). lda >= K, ldc >= N (or any
+// strides when M <= 1). Work is split in tiles of (rows x panels) over pteron_parallel_for
+// (pteron/kernel.h), rows when N is small, columns when M is small, so every thread has work.
+// Uses the microkernels of pteron_opt::isa_level(). Never fails; C must not overlap A.
+void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
+                 int64_t ldc, float lo, float hi);
+
+// The same on the calling thread only (a caller that splits the work itself).
+void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
+                        int64_t ldc, float lo, float hi);
+
+// ---- between gemm.cpp and gemm_kernels.cpp (not for callers) ------------------------------
+
+// One microkernel call: rows i < mr (1 <= mr <= GemmKernels::mr) and columns j < nc
+// (1 <= nc <= kGemmNr) of C from A rows a + i * lda, K = kc, one packed panel w;
+// minmax = {lo, hi}.
+using GemmUkernel = void (*)(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda,
+                             const float* w, float* c, int64_t ldc, const float* minmax);
+
+struct GemmKernels {
+  const char* name;  // "baseline", "avx2" or "avx512"
+  int64_t mr;        // rows per microkernel call
+  GemmUkernel ukernel;
+};
+
+// One table per level, each defined in its own object of gemm_kernels.cpp (the ODR rule of
+// isa_kernels.cpp: the getters differ by namespace, everything else is internal).
+namespace isa_baseline {
+const GemmKernels* gemm_kernels();
+}
+#if defined(PTERON_OPT_HAVE_X86_ISAS)
+namespace isa_avx2 {
+const GemmKernels* gemm_kernels();
+}
+namespace isa_avx512 {
+const GemmKernels* gemm_kernels();
+}
+#endif
+
+// The table of pteron_opt::isa_level().
+const GemmKernels& gemm_kernels();
+
+}  // namespace pteron_opt

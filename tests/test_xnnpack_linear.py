@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""pteron's own kernels for the XNNPACK linear node types (backends/xnnpack/src/own_linear.cpp on
+the packed GEMM of runtime/kernels/cpu/gemm.h): FullyConnected, Conv2d and BatchMatMul.
+
+Each small program of tests/xnnpack_nodes/linear.json (exported by export_linear.py, inputs and
+eager PyTorch outputs in its .npz) runs through pteron-run with PTERON_XNNPACK_USE_LIBRARY=none,
+so every node runs on pteron's side (the debug line must show no XNNPACK segment and name the
+node type under test), and matches eager at every GEMM microkernel level (PTERON_ISA=baseline,
+avx2, avx512; a level the CPU lacks is skipped, saying so) and at 1 and 3 threads (3 on a 2-core
+machine also exercises uneven tile splits).
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, assert_matches, build_dir
+
+BUILD = build_dir()
+NODES = REPO / "tests" / "xnnpack_nodes"
+MANIFEST = json.loads((NODES / "linear.json").read_text())
+CASES = sorted(MANIFEST["cases"])
+
+
+def _cpu_flags():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+FLAGS = _cpu_flags()
+ISA_NEEDS = {"baseline": set(), "avx2": {"avx2", "fma"},
+             "avx512": {"avx512f", "avx512bw", "avx512dq", "avx512vl"}}
+
+
+def _need_isa(isa):
+    missing = ISA_NEEDS[isa] - FLAGS
+    if missing:
+        pytest.skip(f"this CPU lacks {sorted(missing)}: the {isa} microkernels cannot run here")
+
+
+def _run(case, tmp_path, isa, threads):
+    spec = MANIFEST["cases"][case]
+    data = np.load(NODES / spec["npz"])
+    cmd = [str(BUILD / "pteron-run"), str(NODES / spec["pte"]), "--output-dir", str(tmp_path)]
+    for i in range(spec["inputs"]):
+        p = tmp_path / f"input_{i}.npy"
+        np.save(p, data[f"input_{i}"])
+        cmd += ["--input", str(p)]
+    env = dict(os.environ, PTERON_XNNPACK_USE_LIBRARY="none", PTERON_XNNPACK_DEBUG="1",
+               PTERON_ISA=isa, PTERON_NUM_THREADS=str(threads))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    return spec, data, r
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+@pytest.mark.parametrize("case", CASES)
+def test_linear_node_runs_on_pterons_side_and_matches_eager(tmp_path, case, isa):
+    _need_isa(isa)
+    for threads in (1, 3):
+        out = tmp_path / f"t{threads}"
+        out.mkdir()
+        spec, data, r = _run(case, out, isa, threads)
+        what = f"{case} at PTERON_ISA={isa}, {threads} thread(s)"
+        assert r.returncode == 0, f"{what}: {r.stderr}"
+        plans = [ln for ln in r.stderr.splitlines() if ln.startswith("pteron XnnpackBackend:")]
+        assert plans, f"{what}: no delegate debug line: {r.stderr}"
+        for ln in plans:
+            assert " 0 XNNPACK segment(s)" in ln, f"{what}: {ln}"
+        own = ",".join(ln.split("pteron runs: ")[1].split(";")[0] for ln in plans).split(",")
+        for node in spec["nodes"]:
+            assert node in own, f"{what}: {node} not run by pteron: {plans}"
+        for i in range(spec["outputs"]):
+            assert_matches(np.load(out / f"output_{i}.npy"), data[f"expected_{i}"], spec["rtol"],
+                           spec["atol"], f"{what}, output {i}")
+
+
+def test_programs_stay_small():
+    for case in CASES:
+        spec = MANIFEST["cases"][case]
+        for key in ("pte", "npz"):
+            size = (NODES / spec[key]).stat().st_size
+            assert size < 200_000, f"{spec[key]} is {size} bytes"
