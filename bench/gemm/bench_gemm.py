@@ -80,9 +80,41 @@ for name, mod, part in (("addmm1024", Addmm(), None), ("mlp1024", mlp, None),
     open(f"{out}/{name}.pte", "wb").write(prog.buffer)
 '''
 
+# resnet18's 3x3 and 7x7 convolutions in a chain (conv + folded batch norm + ReLU, fused into
+# the XNNPACK Conv2d's output range): the stem on a 112x112 input (so its 56x56 output feeds
+# layer1 without the max pool), then layer1..layer4's 3x3 convolutions with their strides; the
+# residual adds and the 1x1 downsample convolutions are left out (element-wise nodes are not
+# this benchmark's subject). Input [1, 3, 112, 112].
+RESNET_SCRIPT = r'''
+import sys, torch
+from torch import nn
+from torch.export import export
+from executorch.exir import to_edge_transform_and_lower
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+torch.manual_seed(0)
+layers = [nn.Conv2d(3, 64, 7, 2, 3), nn.ReLU()]
+cin = 64
+for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+    for i in range(4):
+        layers += [nn.Conv2d(cin, cout, 3, stride if i == 0 else 1, 1), nn.ReLU()]
+        cin = cout
+m = nn.Sequential(*layers).eval()
+x = (torch.randn(1, 3, 112, 112),)
+prog = to_edge_transform_and_lower(export(m, x), partitioner=[XnnpackPartitioner()]).to_executorch()
+open(sys.argv[1], "wb").write(prog.buffer)
+flops = 0
+h = w = 112
+for l in layers:
+    if isinstance(l, nn.Conv2d):
+        h = (h + 2 * l.padding[0] - l.kernel_size[0]) // l.stride[0] + 1
+        w = (w + 2 * l.padding[1] - l.kernel_size[1]) // l.stride[1] + 1
+        flops += 2 * h * w * l.out_channels * l.in_channels * l.kernel_size[0] * l.kernel_size[1]
+print(flops)
+'''
+
 WORKER = WORKER_PROLOGUE + r'''
 m = rt.load_file(cfg["program"]).load_method("forward")
-x = np.random.default_rng(0).standard_normal((256, 1024), dtype=np.float32)
+x = np.random.default_rng(0).standard_normal(cfg.get("shape", (256, 1024))).astype(np.float32)
 m.set_input(0, x)
 for _ in range(cfg["warmup"]):
     m.execute()
@@ -111,9 +143,10 @@ def cpu_info():
     }
 
 
-def run_worker(build_dir: Path, program: Path, libs, env_extra, iterations, warmup=3):
+def run_worker(build_dir: Path, program: Path, libs, env_extra, iterations, warmup=3,
+               shape=(M, K)):
     cfg = {"build_dir": str(build_dir), "program": str(program), "libs": list(libs),
-           "iterations": iterations, "warmup": warmup}
+           "iterations": iterations, "warmup": warmup, "shape": list(shape)}
     return run_worker_script(WORKER, cfg, env_extra, 3600, f"{program.name} {list(libs)}")
 
 
@@ -134,32 +167,42 @@ def run_pteron_run(build_dir: Path, program: Path, iterations: int):
     return {"median_s": v}
 
 
-def bench_xnnpack(bdir, levels, ghz, iterations, results, fc_x, mlp_x):
+def bench_xnnpack(bdir, levels, ghz, iterations, results, fc_x, mlp_x, resnet=None,
+                  only_levels=None):
     print(f"XNNPACK FullyConnected [{M},{K}] x [{K},{N}] + bias ({GEMM_FLOP / 1e9:.3f} GFLOP) and "
           f"the XNNPACK-lowered MLP ({2 * GEMM_FLOP / 1e9:.3f} GFLOP):")
     print(f"  {'program':18s} {'kernel':22s} {'threads':>7s} {'wall ms':>8s} {'cpu ms':>8s} "
-          f"{'GFLOP/s':>8s} {'% of core peak':>15s}")
+          f"{'GFLOP/s':>8s} {'GFLOP/cpu-s':>12s} {'% of core peak':>15s}")
     results["xnnpack"] = {}
     has_pool = (bdir / ("pteron_threadpool.dll" if sys.platform == "win32"
                         else "libpteron_threadpool.so")).exists()
+    if only_levels:
+        levels = [lvl for lvl in levels if lvl in only_levels]
     sides = [(f"pteron gemm {lvl}", {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": lvl},
               lvl) for lvl in levels] + [("XNNPACK library", {}, levels[-1])]
-    for prog, flop in ((fc_x, GEMM_FLOP), (mlp_x, 2 * GEMM_FLOP)):
+    progs = [(fc_x, GEMM_FLOP, (M, K)), (mlp_x, 2 * GEMM_FLOP, (M, K))]
+    if resnet:
+        progs.append((resnet[0], resnet[1], (1, 3, 112, 112)))
+    for prog, flop, shape in progs:
         for label, env, lvl in sides:
             for threads in ((1, 2) if has_pool else (1,)):
                 libs = ["kernels_portable", "kernels_optimized", "backend_xnnpack"]
                 if has_pool:
                     libs.append("threadpool")
                 e = dict(env, PTERON_NUM_THREADS=str(threads))
-                r = run_worker(bdir, prog, libs, e, iterations)
+                r = run_worker(bdir, prog, libs, e, iterations, shape=shape)
                 g = flop / r["median_s"] / 1e9
                 peak = ghz * FLOPS_PER_CYCLE[lvl] * threads if ghz else float("nan")
                 results["xnnpack"][f"{prog.stem} {label} {threads}t"] = {
                     "wall_ms": r["median_s"] * 1e3, "cpu_ms": r["cpu_s"] * 1e3,
                     "gflops_wall": g, "peak_gflops": peak}
+                gc = flop / r["cpu_s"] / 1e9 if r["cpu_s"] > 0 else float("nan")
+                results["xnnpack"][f"{prog.stem} {label} {threads}t"]["gflops_per_cpu_s"] = gc
                 print(f"  {prog.stem:18s} {label:22s} {threads:7d} {r['median_s'] * 1e3:8.2f} "
-                      f"{r['cpu_s'] * 1e3:8.2f} {g:8.1f} {100 * g / peak:14.1f}%")
-    print("  (GFLOP/s from wall time; peak of the threads used at that ISA level)")
+                      f"{r['cpu_s'] * 1e3:8.2f} {g:8.1f} {gc:12.1f} {100 * g / peak:14.1f}%")
+    print("  (GFLOP/s from wall time, % of the peak of the threads used at that ISA level;"
+          " GFLOP/cpu-s per CPU-second of the process, all threads: what a busy machine does"
+          " not inflate)")
     print()
 
 
@@ -176,6 +219,9 @@ def main() -> int:
                     help="core clock for the peak (default: /proc/cpuinfo 'cpu MHz', which in a "
                          "VM is usually the nominal clock, not the turbo clock the core runs at)")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--levels", nargs="*", help="only these ISA levels of pteron's GEMM")
+    ap.add_argument("--resnet-convs", action="store_true",
+                    help="also resnet18's 3x3 / 7x7 convolutions as one XNNPACK-lowered chain")
     ap.add_argument("--xnnpack-only", action="store_true",
                     help="only the XNNPACK-lowered programs (pteron's GEMM vs the library)")
     args = ap.parse_args()
@@ -200,8 +246,18 @@ def main() -> int:
           f"units assumed); whole-chip peak = that x {cpu['cores']}")
     print()
     results = {"cpu": {k: v for k, v in cpu.items() if k != "flags"}, "addmm": {}, "mlp": {}}
+    resnet = None
+    if args.resnet_convs:
+        rpath = out / "resnet18_convs_xnnpack.pte"
+        flop_file = out / "resnet18_convs_xnnpack.flops"
+        if not (rpath.exists() and flop_file.exists()):
+            r = subprocess.run([args.exporter, "-c", RESNET_SCRIPT, str(rpath)], check=True,
+                               capture_output=True, text=True, timeout=1800)
+            flop_file.write_text(r.stdout.strip().splitlines()[-1] + "\n")
+        resnet = (rpath, float(flop_file.read_text()))
     if args.xnnpack_only:
-        bench_xnnpack(bdir, levels, ghz, args.iterations, results, fc_x, mlp_x)
+        bench_xnnpack(bdir, levels, ghz, args.iterations, results, fc_x, mlp_x, resnet,
+                      args.levels)
         if args.json:
             args.json.write_text(json.dumps(results, indent=2) + "\n")
         return 0
@@ -224,7 +280,7 @@ def main() -> int:
     print("  (% of peak from the CPU-time figure: the process's own CPU time per execution,"
           " which a busy machine does not inflate)")
     print()
-    bench_xnnpack(bdir, levels, ghz, args.iterations, results, fc_x, mlp_x)
+    bench_xnnpack(bdir, levels, ghz, args.iterations, results, fc_x, mlp_x, resnet)
     mlp_flop = 2 * GEMM_FLOP
     print(f"2 x Linear(1024) MLP, batch 256 (portable program: permute_copy + addmm per layer, relu; "
           f"{mlp_flop / 1e9:.3f} GFLOP):")

@@ -133,30 +133,18 @@ const GemmKernels& gemm_kernels() {
   return *chosen;
 }
 
-void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
-                        int64_t ldc, float lo, float hi) {
-  if (m <= 0 || w.n() <= 0 || w.empty()) return;
-  const Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
-  run_tile(j, 0, m, 0, (w.n() + kGemmNr - 1) / kGemmNr);
-}
+namespace {
 
-void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
-                 int64_t ldc, float lo, float hi) {
-  if (m <= 0 || w.n() <= 0 || w.empty()) return;
-  Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
-  const int64_t mr = j.kt->mr, panels = (w.n() + kGemmNr - 1) / kGemmNr;
-  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
-  // Small problems (under ~64 K multiply-adds) and one thread: one tile, no split.
-  if (threads == 1 || m * w.n() * std::max<int64_t>(w.k(), 1) < (int64_t(1) << 16)) {
-    run_tile(j, 0, m, 0, panels);
-    return;
-  }
-  // Tiles of up to 8 row blocks x 8 panels; shrink along the long side until there are about
-  // four tiles per thread (N split when M is one block, M split when N is one panel).
-  const int64_t want = 4 * threads;
-  const int64_t mblocks = (m + mr - 1) / mr;
+// The tile split of an M x N problem for `threads` threads: tiles of up to 8 row blocks x 8
+// panels (a tile's A rows and one packed panel stay in L2 while the tile runs), shrunk along
+// the long side until there are about four tiles per thread (N split when M is one block, M
+// split when N is one panel). Returns the number of tiles.
+int64_t split(Job& j, int64_t threads) {
+  const int64_t mr = j.kt->mr, panels = (j.w->n() + kGemmNr - 1) / kGemmNr;
+  const int64_t mblocks = (j.m + mr - 1) / mr;
   int64_t mb = std::min<int64_t>(mblocks, 8), nt = std::min<int64_t>(panels, 8);
   auto tiles = [&] { return ((mblocks + mb - 1) / mb) * ((panels + nt - 1) / nt); };
+  const int64_t want = threads > 1 ? 4 * threads : 1;
   while (tiles() < want && (mb > 1 || nt > 1)) {
     if (nt > 1 && (nt >= mb || mb == 1))
       nt = (nt + 1) / 2;
@@ -165,7 +153,30 @@ void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w,
   }
   j.mt = mb * mr, j.nt = nt;
   j.ntiles = (panels + nt - 1) / nt;
-  pteron_parallel_for(0, tiles(), 1, &run_tiles, &j);
+  return tiles();
+}
+
+}  // namespace
+
+void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
+                        int64_t ldc, float lo, float hi) {
+  if (m <= 0 || w.n() <= 0 || w.empty()) return;
+  Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
+  run_tiles(&j, 0, split(j, 1));
+}
+
+void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
+                 int64_t ldc, float lo, float hi) {
+  if (m <= 0 || w.n() <= 0 || w.empty()) return;
+  Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
+  int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
+  // Small problems (under ~64 K multiply-adds) stay on the calling thread.
+  if (m * w.n() * std::max<int64_t>(w.k(), 1) < (int64_t(1) << 16)) threads = 1;
+  const int64_t tiles = split(j, threads);
+  if (threads == 1)
+    run_tiles(&j, 0, tiles);
+  else
+    pteron_parallel_for(0, tiles, 1, &run_tiles, &j);
 }
 
 }  // namespace pteron_opt
