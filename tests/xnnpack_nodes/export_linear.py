@@ -104,6 +104,10 @@ def cases():
         "conv1x1": (Conv(8, 20, 1), [r(1, 8, 6, 5)], ["Conv2d"]),
         "conv1x1_big": (Conv(32, 48, 1), [r(1, 32, 12, 12)], ["Conv2d"]),
         "conv3x3_16to32": (Conv(16, 32, 3, 1, 1, act=nn.ReLU()), [r(1, 16, 16, 16)], ["Conv2d"]),
+        # Over 12 x 48 output pixels: the fused im2col + GEMM tasks at 3 threads too.
+        "conv3x3_many_pixels": (Conv(4, 8, 3, padding=1), [r(1, 4, 28, 28)], ["Conv2d"]),
+        "conv_groups2_many_pixels": (Conv(8, 6, 3, 1, 1, groups=2, act=nn.ReLU()),
+                                     [r(1, 8, 24, 26)], ["Conv2d"]),
         "conv1x1_s2": (Conv(8, 4, 1, stride=2), [r(1, 8, 7, 5)], ["Conv2d"]),
         "conv7x7_s2p3": (Conv(3, 16, 7, 2, 3), [r(1, 3, 20, 18)], ["Conv2d"]),
         "conv_groups2": (Conv(8, 12, 3, 1, 1, groups=2), [r(1, 8, 7, 6)], ["Conv2d"]),

@@ -201,6 +201,29 @@ void im2col_rows(void* user, int64_t begin, int64_t end) {
   }
 }
 
+struct ConvTasks {
+  Im2col cols;  // the chunk's im2col (row0: the chunk's first output pixel)
+  const ConvState* s;
+  int64_t rows, rows_per_task, ktot;
+  float* out;  // the chunk's first output pixel
+  int64_t oc;
+  float lo, hi;
+};
+
+// Tasks [begin, end) of a chunk: rows [t * rows_per_task, ...) packed, then multiplied.
+void conv_tasks(void* user, int64_t begin, int64_t end) {
+  const ConvTasks& t = *static_cast<const ConvTasks*>(user);
+  const ConvParams& p = *t.cols.p;
+  for (int64_t task = begin; task < end; ++task) {
+    const int64_t r0 = task * t.rows_per_task, r1 = std::min(t.rows, r0 + t.rows_per_task);
+    im2col_rows(const_cast<Im2col*>(&t.cols), r0, r1);
+    for (int64_t gi = 0; gi < p.groups; ++gi)
+      pteron_opt::gemm_packed_serial(
+          r1 - r0, t.cols.cols + r0 * t.ktot + gi * p.kh * p.kw * p.cin_g, t.ktot,
+          t.s->w[size_t(gi)], t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi);
+  }
+}
+
 bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
               const std::vector<float*>& ptr, std::string* err) {
   ConvState& s = *static_cast<ConvState*>(state);
@@ -234,8 +257,27 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       return false;
     }
   }
+  // Enough row blocks for every thread: each task packs its own rows (im2col) and multiplies
+  // them at once, while they are in cache (one dispatch per chunk). Otherwise (few output
+  // pixels: the late layers of a CNN) im2col the chunk, then a GEMM that splits N too.
+  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
+  const int64_t rows_per_task = 8 * pteron_opt::gemm_kernels().mr;
+  const bool fused = threads == 1 || (m + rows_per_task - 1) / rows_per_task >= 4 * threads;
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
     const int64_t rows = std::min(chunk, m - r0);
+    if (fused) {
+      ConvTasks t{{&p, x, h, w, c, oh, ow, r0, s.cols.data()},
+                  &s,
+                  rows,
+                  rows_per_task,
+                  ktot,
+                  out + r0 * oc,
+                  oc,
+                  n.out_min,
+                  n.out_max};
+      pteron_parallel_for(0, (rows + rows_per_task - 1) / rows_per_task, 1, &conv_tasks, &t);
+      continue;
+    }
     Im2col t{&p, x, h, w, c, oh, ow, r0, s.cols.data()};
     pteron_parallel_for(0, rows, 16, &im2col_rows, &t);
     for (int64_t gi = 0; gi < p.groups; ++gi)
