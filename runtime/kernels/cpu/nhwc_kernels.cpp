@@ -367,27 +367,70 @@ void dw_row(const DwRow& r) {
 
 // ---- pooling ----------------------------------------------------------------------------------
 
+// The window columns kx in [*k0, *k1) of output column ox that lie inside
+// the row.
+inline void valid_taps(const PoolRow& r, int64_t ox, int64_t* k0, int64_t* k1) {
+  const int64_t ix0 = ox * r.sw - r.pl;
+  *k0 = ix0 >= 0 ? 0 : (-ix0 + r.dw - 1) / r.dw;
+  *k1 = r.iw - ix0 <= 0 ? 0 : imin(r.kw, (r.iw - ix0 - 1) / r.dw + 1);
+  if (*k1 < *k0) *k1 = *k0;
+}
+
+// Max over the valid taps, one channel block in registers: max(acc, v)
+// takes v when either is NaN (maxps), and an accumulator once NaN stays NaN.
+template <bool Full>
+inline void max_block(const PoolRow& r, int64_t ix0, int64_t k0, int64_t k1, int64_t c0, int64_t n,
+                      float* o) {
+  const int64_t c = r.c;
+  V acc = vset(-std::numeric_limits<float>::infinity());
+  for (int64_t ky = 0; ky < r.kh; ++ky) {
+    if (!r.rows[ky]) continue;
+    const float* ip = r.rows[ky] + ix0 * c + c0;
+    for (int64_t kx = k0; kx < k1; ++kx) {
+      const float* x = ip + kx * r.dw * c;
+      const V v = Full ? vload(x) : vloadp(x, n);
+      acc = vkeep_nan(acc, vmax(acc, v));
+    }
+  }
+  if (r.clamp) acc = vclamp(acc, vset(r.lo), vset(r.hi));
+  if (Full)
+    vstore(o + c0, acc);
+  else
+    vstorep(o + c0, acc, n);
+}
+
 void max_pool_row(const PoolRow& r) {
   const int64_t c = r.c;
-  const float ninf = -std::numeric_limits<float>::infinity();
   for (int64_t ox = 0; ox < r.ow; ++ox) {
-    float* __restrict o = r.out + ox * c;
-    for (int64_t j = 0; j < c; ++j) o[j] = ninf;
-    for (int64_t ky = 0; ky < r.kh; ++ky) {
-      if (!r.rows[ky]) continue;
-      for (int64_t kx = 0; kx < r.kw; ++kx) {
-        const int64_t ix = ox * r.sw - r.pl + kx * r.dw;
-        if (ix < 0 || ix >= r.iw) continue;
-        const float* __restrict s = r.rows[ky] + ix * c;
-        for (int64_t j = 0; j < c; ++j) {
-          const float a = o[j], v = s[j];
-          o[j] = (v > a || v != v) ? v : a;  // NaN propagates (PyTorch's)
-        }
-      }
-    }
-    if (r.clamp)
-      for (int64_t j = 0; j < c; ++j) o[j] = clampf(o[j], r.lo, r.hi);
+    int64_t k0, k1;
+    valid_taps(r, ox, &k0, &k1);
+    const int64_t ix0 = ox * r.sw - r.pl;
+    float* o = r.out + ox * c;
+    int64_t c0 = 0;
+    for (; c0 + L <= c; c0 += L) max_block<true>(r, ix0, k0, k1, c0, L, o);
+    if (c0 < c) max_block<false>(r, ix0, k0, k1, c0, c - c0, o);
   }
+}
+
+template <bool Full>
+inline void avg_block(const PoolRow& r, int64_t ix0, int64_t k0, int64_t k1, V scale, int64_t c0,
+                      int64_t n, float* o) {
+  const int64_t c = r.c;
+  V acc = vset(0.0f);
+  for (int64_t ky = 0; ky < r.kh; ++ky) {
+    if (!r.rows[ky]) continue;
+    const float* ip = r.rows[ky] + ix0 * c + c0;
+    for (int64_t kx = k0; kx < k1; ++kx) {
+      const float* x = ip + kx * r.dw * c;
+      acc = vadd(acc, Full ? vload(x) : vloadp(x, n));
+    }
+  }
+  acc = vmul(acc, scale);
+  if (r.clamp) acc = vclamp(acc, vset(r.lo), vset(r.hi));
+  if (Full)
+    vstore(o + c0, acc);
+  else
+    vstorep(o + c0, acc, n);
 }
 
 void avg_pool_row(const PoolRow& r) {
@@ -395,27 +438,15 @@ void avg_pool_row(const PoolRow& r) {
   int64_t rows = 0;
   for (int64_t ky = 0; ky < r.kh; ++ky) rows += r.rows[ky] != nullptr;
   for (int64_t ox = 0; ox < r.ow; ++ox) {
-    float* __restrict o = r.out + ox * c;
-    for (int64_t j = 0; j < c; ++j) o[j] = 0.0f;
-    int64_t cols = 0;
-    for (int64_t kx = 0; kx < r.kw; ++kx) {
-      const int64_t ix = ox * r.sw - r.pl + kx * r.dw;
-      cols += ix >= 0 && ix < r.iw;
-    }
-    for (int64_t ky = 0; ky < r.kh; ++ky) {
-      if (!r.rows[ky]) continue;
-      for (int64_t kx = 0; kx < r.kw; ++kx) {
-        const int64_t ix = ox * r.sw - r.pl + kx * r.dw;
-        if (ix < 0 || ix >= r.iw) continue;
-        const float* __restrict s = r.rows[ky] + ix * c;
-        for (int64_t j = 0; j < c; ++j) o[j] += s[j];
-      }
-    }
-    const int64_t count = rows * cols;
-    const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
-    for (int64_t j = 0; j < c; ++j) o[j] *= scale;
-    if (r.clamp)
-      for (int64_t j = 0; j < c; ++j) o[j] = clampf(o[j], r.lo, r.hi);
+    int64_t k0, k1;
+    valid_taps(r, ox, &k0, &k1);
+    const int64_t ix0 = ox * r.sw - r.pl;
+    const int64_t count = rows * (k1 - k0);
+    const V scale = vset(count > 0 ? 1.0f / static_cast<float>(count) : 0.0f);
+    float* o = r.out + ox * c;
+    int64_t c0 = 0;
+    for (; c0 + L <= c; c0 += L) avg_block<true>(r, ix0, k0, k1, scale, c0, L, o);
+    if (c0 < c) avg_block<false>(r, ix0, k0, k1, scale, c0, c - c0, o);
   }
 }
 
