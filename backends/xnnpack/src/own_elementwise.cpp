@@ -208,6 +208,10 @@ bool resize_run(const Node& n, NodeState* state, const std::vector<Shape>& shape
   const Shape& x = shapes[n.inputs[0]];
   const Shape& y = shapes[n.outputs[0]];
   float* out = ptr[n.outputs[0]];
+  if ((x[1] == 0 || x[2] == 0) && numel(y) != 0) {
+    *err = node_str(n) + ": input " + shape_str(x) + " has no pixels to resize to " + shape_str(y);
+    return false;
+  }
   try {
     s.index.resize(2 * y[2]);
     s.weight.resize(y[2]);
@@ -240,11 +244,12 @@ bool binary_run(const Node& n, NodeState*, const std::vector<Shape>& shapes,
   const Shape& as = shapes[n.inputs[0]];
   const Shape& bs = shapes[n.inputs[1]];
   const Shape& os = shapes[n.outputs[0]];
-  if (os.size() > 8) {
-    *err = node_str(n) + ": output of rank " + std::to_string(os.size()) + " (at most 8)";
+  if (os.size() > size_t(cpu::kMaxRank)) {  // graph.cpp keeps ranks within PTERON_MAX_DIM
+    *err = node_str(n) + ": output of rank " + std::to_string(os.size()) + " (at most " +
+           std::to_string(cpu::kMaxRank) + ")";
     return false;
   }
-  int64_t a[8], b[8], o[8];
+  int64_t a[cpu::kMaxRank], b[cpu::kMaxRank], o[cpu::kMaxRank];
   for (size_t i = 0; i < as.size(); ++i) a[i] = int64_t(as[i]);
   for (size_t i = 0; i < bs.size(); ++i) b[i] = int64_t(bs[i]);
   for (size_t i = 0; i < os.size(); ++i) o[i] = int64_t(os[i]);

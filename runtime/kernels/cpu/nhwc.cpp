@@ -283,7 +283,7 @@ void binary_broadcast(NBinary op, const float* a, const int64_t* as, int ar, con
   // General: dims aligned from the right, each side's stride 0 where it broadcasts; adjacent
   // dims merged where both sides keep their pattern; the innermost merged dim is the run of one
   // kernel call (VV, VS or SV), the rest walked as rows.
-  constexpr int kMax = 8;
+  constexpr int kMax = kMaxRank;
   int64_t dim[kMax], sa[kMax], sb[kMax];
   int nd = 0;
   {

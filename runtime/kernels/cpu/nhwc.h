@@ -174,8 +174,9 @@ void resize_bilinear(int64_t n, int64_t ih, int64_t iw, int64_t c, int64_t oh, i
 
 // Binary operator with NumPy broadcasting from the right (XNNPACK's): a of shape as[0..ar),
 // b of shape bs[0..br), out of the broadcast shape os[0..orank) (orank = max(ar, br), at most
-// 8). Fast paths: same shape, one side one element, one side repeated along leading dims (a
+// kMaxRank). Fast paths: same shape, one side one element, one side repeated along leading dims (a
 // per-channel vector in NHWC); the rest walks the output rows.
+constexpr int kMaxRank = 16;  // PTERON_MAX_DIM
 void binary_broadcast(NBinary op, const float* a, const int64_t* as, int ar, const float* b,
                       const int64_t* bs, int br, float* out, const int64_t* os, int orank, float lo,
                       float hi);
