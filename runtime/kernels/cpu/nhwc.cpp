@@ -328,6 +328,8 @@ void binary_broadcast(NBinary op, const float* a, const int64_t* as, int ar, con
   if (sa[0] == 0 && sb[0] != 0) mode = NMode::SV;
   if (sb[0] == 0 && sa[0] != 0) mode = NMode::VS;
   const int64_t rows = total / run;
+  // Rows walk dims 1.. (dim 1 the fastest): each stretch of rows along dim 1 is one
+  // binary_rows call with that dim's strides.
   auto body = [&](int64_t s, int64_t e) {
     int64_t idx[kMax] = {0};
     int64_t r = s;
@@ -338,9 +340,24 @@ void binary_broadcast(NBinary op, const float* a, const int64_t* as, int ar, con
       oa += idx[d] * sa[d];
       ob += idx[d] * sb[d];
     }
-    for (int64_t row = s; row < e; ++row) {
-      k.binary(op, mode, a + oa, b + ob, out + row * run, run, lo, hi, clamp);
-      for (int d = 1; d < nd; ++d) {
+    const int64_t d1 = nd > 1 ? dim[1] : 1;
+    const int64_t sa1 = nd > 1 ? sa[1] : 0, sb1 = nd > 1 ? sb[1] : 0;
+    int64_t row = s;
+    while (row < e) {
+      const int64_t i1 = nd > 1 ? idx[1] : 0;
+      const int64_t len = e - row < d1 - i1 ? e - row : d1 - i1;
+      k.binary_rows(op, mode, a + oa, sa1, b + ob, sb1, out + row * run, len, run, lo, hi, clamp);
+      row += len;
+      if (nd <= 1) break;
+      // Advance dim 1 by len (to its end or to e), carrying into the outer dims.
+      oa += len * sa1;
+      ob += len * sb1;
+      idx[1] += len;
+      if (idx[1] < d1) continue;
+      oa -= sa1 * d1;
+      ob -= sb1 * d1;
+      idx[1] = 0;
+      for (int d = 2; d < nd; ++d) {
         oa += sa[d];
         ob += sb[d];
         if (++idx[d] < dim[d]) break;

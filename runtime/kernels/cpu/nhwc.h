@@ -115,6 +115,12 @@ struct NhwcOps {
   // [lo, hi] when `clamp`. out may alias a vector operand.
   void (*binary)(NBinary op, NMode mode, const float* a, const float* b, float* out, int64_t n,
                  float lo, float hi, bool clamp);
+  // binary over `rows` rows of `run` elements: row r reads a + r * a_rs and b + r * b_rs (a
+  // row stride of 0 repeats one row, e.g. a per-channel vector) the way `mode` says, and writes
+  // out + r * run.
+  void (*binary_rows)(NBinary op, NMode mode, const float* a, int64_t a_rs, const float* b,
+                      int64_t b_rs, float* out, int64_t rows, int64_t run, float lo, float hi,
+                      bool clamp);
   // out[p][j] = x[p][j] > 0 ? x : x * slope[j] (PReLU), for `pixels` pixels of c channels.
   void (*prelu)(const float* x, const float* slope, float* out, int64_t pixels, int64_t c, float lo,
                 float hi, bool clamp);

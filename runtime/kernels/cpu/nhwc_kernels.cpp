@@ -73,6 +73,7 @@ inline V vpow2(V n) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(i, 23));
 }
 inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
 inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
 inline V vabs(V a) { return _mm512_abs_ps(a); }
@@ -108,6 +109,7 @@ inline V vpow2(V n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(i, 23));
 }
 inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
 inline V vabs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
@@ -146,6 +148,7 @@ inline V vpow2(V n) {
   return _mm_castsi128_ps(_mm_slli_epi32(i, 23));
 }
 inline V vmax(V a, V b) { return _mm_max_ps(a, b); }
+inline V vmin(V a, V b) { return _mm_min_ps(a, b); }
 inline V vsub(V a, V b) { return _mm_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm_mul_ps(a, b); }
 inline V vabs(V a) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), a); }
@@ -175,6 +178,7 @@ inline V vset(float x) { return x; }
 inline V vround(V a) { return std::nearbyint(a); }
 inline V vpow2(V n) { return std::ldexp(1.0f, static_cast<int>(n)); }
 inline V vmax(V a, V b) { return a > b ? a : b; }
+inline V vmin(V a, V b) { return a < b ? a : b; }
 inline V vsub(V a, V b) { return a - b; }
 inline V vmul(V a, V b) { return a * b; }
 inline V vabs(V a) { return std::fabs(a); }
@@ -515,6 +519,50 @@ void binary_loop(const float* a, const float* b, float* out, int64_t n, float lo
   }
 }
 
+template <NBinary Op, NMode M, bool Clamp>
+void binary_rows_loop(const float* a, int64_t a_rs, const float* b, int64_t b_rs, float* out,
+                      int64_t rows, int64_t run, float lo, float hi) {
+  for (int64_t r = 0; r < rows; ++r)
+    binary_loop<Op, M, Clamp>(a + r * a_rs, b + r * b_rs, out + r * run, run, lo, hi);
+}
+
+template <NBinary Op>
+void binary_rows_op(NMode mode, const float* a, int64_t a_rs, const float* b, int64_t b_rs,
+                    float* out, int64_t rows, int64_t run, float lo, float hi, bool clamp) {
+  switch (mode) {
+    case NMode::VV:
+      return clamp
+                 ? binary_rows_loop<Op, NMode::VV, true>(a, a_rs, b, b_rs, out, rows, run, lo, hi)
+                 : binary_rows_loop<Op, NMode::VV, false>(a, a_rs, b, b_rs, out, rows, run, lo, hi);
+    case NMode::VS:
+      return clamp
+                 ? binary_rows_loop<Op, NMode::VS, true>(a, a_rs, b, b_rs, out, rows, run, lo, hi)
+                 : binary_rows_loop<Op, NMode::VS, false>(a, a_rs, b, b_rs, out, rows, run, lo, hi);
+    case NMode::SV:
+      return clamp
+                 ? binary_rows_loop<Op, NMode::SV, true>(a, a_rs, b, b_rs, out, rows, run, lo, hi)
+                 : binary_rows_loop<Op, NMode::SV, false>(a, a_rs, b, b_rs, out, rows, run, lo, hi);
+  }
+}
+
+void binary_rows(NBinary op, NMode mode, const float* a, int64_t a_rs, const float* b, int64_t b_rs,
+                 float* out, int64_t rows, int64_t run, float lo, float hi, bool clamp) {
+  switch (op) {
+    case NBinary::Add:
+      return binary_rows_op<NBinary::Add>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Sub:
+      return binary_rows_op<NBinary::Sub>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Mul:
+      return binary_rows_op<NBinary::Mul>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Div:
+      return binary_rows_op<NBinary::Div>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Min:
+      return binary_rows_op<NBinary::Min>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Max:
+      return binary_rows_op<NBinary::Max>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+  }
+}
+
 template <NBinary Op>
 void binary_mode(NMode mode, const float* a, const float* b, float* out, int64_t n, float lo,
                  float hi, bool clamp) {
@@ -561,14 +609,15 @@ void prelu(const float* x, const float* slope, float* out, int64_t pixels, int64
 using Arr = Eigen::Array<float, Eigen::Dynamic, 1>;
 using Eigen::Map;
 
-// e^t for t <= 0 (t below -87 is taken as -87: about 1.6e-38, so the
-// result never leaves the normal range): t = n ln 2 + r with n integral and
-// |r| <= ln(2) / 2 (ln 2 in two parts), e^r by a polynomial of degree 6
-// (fitted by least squares on Chebyshev nodes of that interval: relative
-// error 2e-9 before float rounding), times 2^n built in the exponent bits. NaN in gives an
-// unspecified value (callers put NaN back).
-inline V vexp_nonpos(V t) {
-  t = vmax(t, vset(-87.0f));
+// e^t, t taken within [-87, 87] (so 2^n stays a normal number: e^-87 is about
+// 1.6e-38, e^87 about 6e37): t = n ln 2 + r with n integral and |r| <=
+// ln(2) / 2 (ln 2 in two parts), e^r by a polynomial of degree 6 (fitted by
+// least squares on Chebyshev nodes of that interval: relative error 2e-9
+// before float rounding), times 2^n built in the exponent bits. The clamp
+// is written max(-87, t) / min(87, t): maxps / minps return their second
+// operand when either is NaN, so a NaN t stays NaN through to the result.
+inline V vexp_clamped(V t) {
+  t = vmin(vset(87.0f), vmax(vset(-87.0f), t));
   const V n = vround(vmul(t, vset(1.44269504088896341f)));
   V r = vfma(n, vset(-0.693145751953125f), t);    // ln 2, high part (exact in n * hi)
   r = vfma(n, vset(-1.428606765330187e-06f), r);  // ln 2, low part
@@ -582,17 +631,15 @@ inline V vexp_nonpos(V t) {
   return vmul(p, vpow2(n));
 }
 
-// sigmoid(x) = e / (1 + e) with e = e^-|x|, mirrored for x > 0 (1 - that):
-// no cancellation for large |x|. The division is a reciprocal estimate
-// refined by one Newton step (a few ulp).
+// sigmoid(x) = 1 / (1 + e^-x): for x > 0 the sum is near 1, for x < 0 near
+// e^-x, so there is no cancellation either way. The division is a
+// reciprocal estimate refined by one Newton step (a few ulp); NaN stays NaN
+// (through vexp_clamped, then the reciprocal).
 inline V vsigmoid(V x) {
   const V one = vset(1.0f);
-  const V e = vexp_nonpos(vsub(vset(0.0f), vabs(x)));
-  const V d = vadd(one, e);
-  V r = vrcp(d);
-  r = vmul(r, vsub(vset(2.0f), vmul(d, r)));
-  const V f = vmul(e, r);
-  return vkeep_nan(x, vsel_pos(x, vsub(one, f), f));
+  const V d = vadd(one, vexp_clamped(vsub(vset(0.0f), x)));
+  const V r = vrcp(d);
+  return vfma(r, vsub(one, vmul(d, r)), r);
 }
 
 void sigmoid(const float* x, float* out, int64_t n) {
@@ -697,6 +744,7 @@ const NhwcOps kNhwcOps = {
     sum_pixels,
     bilinear_row,
     binary,
+    binary_rows,
     prelu,
     unary,
     clamp,
