@@ -5,13 +5,16 @@
 // table getter nhwc_ops_<level>(); the only templates it instantiates are
 // its own (internal) and Eigen's, which the build renames per level).
 //
-// The depthwise rows use explicit vectors of the level (SSE 4 lanes,
-// AVX2+FMA 8, AVX-512 16; one lane elsewhere), channels in the lanes: for
-// each block of channels the kh * kw weight vectors stay in registers while
-// the row's output pixels are computed, the interior columns without any
-// test and the border columns with one per tap. The other loops are written
-// over the channels (or elements), contiguous, so the compiler vectorises
-// them at the level's width.
+// The depthwise rows, the pooling rows and sigmoid use explicit vectors of
+// the level (SSE 4 lanes, AVX2+FMA 8, AVX-512 16; one lane elsewhere),
+// channels in the lanes. Depthwise: for each block of channels the kh * kw
+// weight vectors stay in registers while the row's output pixels are
+// computed, 4 (3x3) or 2 (5x5) pixels at a time sharing their input column
+// loads, the interior columns without any test and the border columns over
+// their valid taps only. Pooling: a channel block accumulates in a register
+// over the valid taps. The binary, bilinear, PReLU and simple unary loops
+// are written over contiguous elements so the compiler vectorises them at
+// the level's width; exp, log, sin, cos, tanh and erf are Eigen's.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
