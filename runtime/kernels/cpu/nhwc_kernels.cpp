@@ -1,6 +1,763 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // nhwc_kernels.cpp - the hot loops of nhwc.h, compiled once per ISA level
-// (PTERON_OPT_ISA, as isa_kernels.cpp).
+// (PTERON_OPT_ISA, as isa_kernels.cpp, whose ODR rule this file follows:
+// everything has internal linkage inside pteron_opt::isa_<level> except the
+// table getter nhwc_ops_<level>(); the only templates it instantiates are
+// its own (internal) and Eigen's, which the build renames per level).
+//
+// The depthwise rows, the pooling rows and sigmoid use explicit vectors of
+// the level (SSE 4 lanes, AVX2+FMA 8, AVX-512 16; one lane elsewhere),
+// channels in the lanes. Depthwise: for each block of channels the kh * kw
+// weight vectors stay in registers while the row's output pixels are
+// computed, 4 (3x3) or 2 (5x5) pixels at a time sharing their input column
+// loads, the interior columns without any test and the border columns over
+// their valid taps only. Pooling: a channel block accumulates in a register
+// over the valid taps. The binary, bilinear, PReLU and simple unary loops
+// are written over contiguous elements so the compiler vectorises them at
+// the level's width; exp, log, sin, cos, tanh and erf are Eigen's.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#if defined(__GNUC__) && !defined(__clang__)
+// gcc 12's AVX-512 headers, inlined into Eigen's sin / cos, read an
+// intentionally undefined register (_mm512_undefined_epi32).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <Eigen/Core>
+#include <unsupported/Eigen/SpecialFunctions>  // the vectorised erf (Gelu)
+
+#if defined(__SSE2__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
+
 #include "nhwc.h"
 
-namespace pteron_opt {}  // namespace pteron_opt
+#ifndef PTERON_OPT_ISA
+#error "PTERON_OPT_ISA must name the ISA level (baseline, avx2 or avx512)"
+#endif
+
+#define PTERON_NHWC_STR2_(x) #x
+#define PTERON_NHWC_STR_(x) PTERON_NHWC_STR2_(x)
+#define PTERON_NHWC_CAT2_(a, b) a##b
+#define PTERON_NHWC_CAT_(a, b) PTERON_NHWC_CAT2_(a, b)
+
+#define PTERON_NHWC_NAMESPACE PTERON_NHWC_CAT_(isa_, PTERON_OPT_ISA)
+
+namespace pteron_opt {
+namespace PTERON_NHWC_NAMESPACE {
+namespace {
+
+// ---- vectors of the level ---------------------------------------------------------------------
+
+#if defined(__AVX512F__)
+constexpr int64_t L = 16;
+using V = __m512;
+inline V vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+inline __mmask16 lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+inline V vloadp(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(lanes(n), p); }
+inline void vstorep(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, lanes(n), v); }
+// min(max(v, lo), hi) with NaN kept: blend where v < lo / v > hi (false for NaN).
+inline V vclamp(V v, V lo, V hi) {
+  v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), v, lo);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), v, hi);
+}
+inline V vset(float x) { return _mm512_set1_ps(x); }
+inline V vround(V a) {
+  return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+// 2^n for integral n in [-126, 127].
+inline V vpow2(V n) {
+  const __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(i, 23));
+}
+inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
+inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+inline V vabs(V a) { return _mm512_abs_ps(a); }
+inline V vrcp(V a) { return _mm512_rcp14_ps(a); }
+// x > 0 ? a : b; and x where x is NaN, else v.
+inline V vsel_pos(V x, V a, V b) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), b, a);
+}
+inline V vkeep_nan(V x, V v) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr int64_t L = 8;
+using V = __m256;
+inline V vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+alignas(32) const int32_t kLaneMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+inline __m256i lanes(int64_t n) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLaneMask + 8 - n));
+}
+inline V vloadp(const float* p, int64_t n) { return _mm256_maskload_ps(p, lanes(n)); }
+inline void vstorep(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, lanes(n), v); }
+inline V vclamp(V v, V lo, V hi) {
+  v = _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+  return _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+}
+inline V vset(float x) { return _mm256_set1_ps(x); }
+inline V vround(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline V vpow2(V n) {
+  const __m256i i = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(i, 23));
+}
+inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
+inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline V vabs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+inline V vrcp(V a) { return _mm256_rcp_ps(a); }
+inline V vsel_pos(V x, V a, V b) {
+  return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
+inline V vkeep_nan(V x, V v) { return _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+#elif defined(__SSE2__) || defined(_M_X64)
+constexpr int64_t L = 4;
+using V = __m128;
+inline V vload(const float* p) { return _mm_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm_storeu_ps(p, v); }
+inline V vfma(V a, V b, V c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+inline V vadd(V a, V b) { return _mm_add_ps(a, b); }
+inline V vloadp(const float* p, int64_t n) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t i = 0; i < n; ++i) t[i] = p[i];
+  return _mm_loadu_ps(t);
+}
+inline void vstorep(float* p, V v, int64_t n) {
+  float t[4];
+  _mm_storeu_ps(t, v);
+  for (int64_t i = 0; i < n; ++i) p[i] = t[i];
+}
+inline V vclamp(V v, V lo, V hi) {
+  const V a = _mm_cmplt_ps(v, lo);
+  v = _mm_or_ps(_mm_and_ps(a, lo), _mm_andnot_ps(a, v));
+  const V b = _mm_cmpgt_ps(v, hi);
+  return _mm_or_ps(_mm_and_ps(b, hi), _mm_andnot_ps(b, v));
+}
+inline V vset(float x) { return _mm_set1_ps(x); }
+inline V vround(V a) { return _mm_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline V vpow2(V n) {
+  const __m128i i = _mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127));
+  return _mm_castsi128_ps(_mm_slli_epi32(i, 23));
+}
+inline V vmax(V a, V b) { return _mm_max_ps(a, b); }
+inline V vmin(V a, V b) { return _mm_min_ps(a, b); }
+inline V vsub(V a, V b) { return _mm_sub_ps(a, b); }
+inline V vmul(V a, V b) { return _mm_mul_ps(a, b); }
+inline V vabs(V a) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), a); }
+inline V vrcp(V a) { return _mm_rcp_ps(a); }
+inline V vsel_pos(V x, V a, V b) {
+  const V m = _mm_cmpgt_ps(x, _mm_setzero_ps());
+  return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
+}
+inline V vkeep_nan(V x, V v) {
+  const V m = _mm_cmpunord_ps(x, x);
+  return _mm_or_ps(_mm_and_ps(m, x), _mm_andnot_ps(m, v));
+}
+#else
+constexpr int64_t L = 1;
+using V = float;
+inline V vload(const float* p) { return *p; }
+inline void vstore(float* p, V v) { *p = v; }
+inline V vfma(V a, V b, V c) { return a * b + c; }
+inline V vadd(V a, V b) { return a + b; }
+inline V vloadp(const float* p, int64_t) { return *p; }
+inline void vstorep(float* p, V v, int64_t) { *p = v; }
+inline V vclamp(V v, V lo, V hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+inline V vset(float x) { return x; }
+inline V vround(V a) { return std::nearbyint(a); }
+inline V vpow2(V n) { return std::ldexp(1.0f, static_cast<int>(n)); }
+inline V vmax(V a, V b) { return a > b ? a : b; }
+inline V vmin(V a, V b) { return a < b ? a : b; }
+inline V vsub(V a, V b) { return a - b; }
+inline V vmul(V a, V b) { return a * b; }
+inline V vabs(V a) { return std::fabs(a); }
+inline V vrcp(V a) { return 1.0f / a; }
+inline V vsel_pos(V x, V a, V b) { return x > 0.0f ? a : b; }
+inline V vkeep_nan(V x, V v) { return x != x ? x : v; }
+#endif
+
+inline float clampf(float v, float lo, float hi) {
+  v = v < lo ? lo : v;  // NaN fails both tests: kept
+  return v > hi ? hi : v;
+}
+
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// The output columns [lo, hi) whose whole window (kw taps, dilation dw) lies inside the row.
+void interior(const DwRow& r, int64_t* lo, int64_t* hi) {
+  const int64_t span = (r.kw - 1) * r.dw;
+  int64_t l = (r.pl + r.sw - 1) / r.sw;
+  int64_t h = r.iw - span + r.pl <= 0 ? 0 : (r.iw - span + r.pl - 1) / r.sw + 1;
+  h = imin(h, r.ow);
+  l = imin(l, r.ow);
+  *lo = l;
+  *hi = imax(h, l);
+}
+
+// ---- depthwise convolution --------------------------------------------------------------------
+
+// Channel blocks [c0, c0 + B * L) of one output pixel, taps kx in [k0, k1):
+// B accumulators, so B independent FMA chains.
+template <int B>
+inline void dw_pixel_blocks(const DwRow& r, int64_t ix0, int64_t k0, int64_t k1, int64_t c0,
+                            float* o) {
+  const int64_t c = r.c;
+  V acc[B];
+  for (int j = 0; j < B; ++j) acc[j] = vload(r.bias + c0 + j * L);
+  for (int64_t ky = 0; ky < r.kh; ++ky) {
+    const float* ip = r.rows[ky] + ix0 * c + c0;
+    const float* wp = r.w + ky * r.kw * c + c0;
+    for (int64_t kx = k0; kx < k1; ++kx) {
+      const float* x = ip + kx * r.dw * c;
+      const float* w = wp + kx * c;
+      for (int j = 0; j < B; ++j) acc[j] = vfma(vload(w + j * L), vload(x + j * L), acc[j]);
+    }
+  }
+  const V lo = vset(r.lo), hi = vset(r.hi);
+  for (int j = 0; j < B; ++j) {
+    V v = acc[j];
+    if (r.clamp) v = vclamp(v, lo, hi);
+    vstore(o + c0 + j * L, v);
+  }
+}
+
+// One output pixel, every channel: only the taps inside the row (the column
+// range is found once per pixel), for the border columns and generic windows.
+void dw_pixel(const DwRow& r, int64_t ox) {
+  const int64_t c = r.c;
+  const int64_t ix0 = ox * r.sw - r.pl;
+  // kx in [k0, k1): 0 <= ix0 + kx * dw < iw.
+  const int64_t k0 = ix0 >= 0 ? 0 : (-ix0 + r.dw - 1) / r.dw;
+  const int64_t k1 = r.iw - ix0 <= 0 ? 0 : imin(r.kw, (r.iw - ix0 - 1) / r.dw + 1);
+  float* o = r.out + ox * c;
+  int64_t c0 = 0;
+  for (; c0 + 4 * L <= c; c0 += 4 * L) dw_pixel_blocks<4>(r, ix0, k0, k1, c0, o);
+  for (; c0 + L <= c; c0 += L) dw_pixel_blocks<1>(r, ix0, k0, k1, c0, o);
+  if (c0 < c) {
+    const int64_t n = c - c0;
+    V acc = vloadp(r.bias + c0, n);
+    for (int64_t ky = 0; ky < r.kh; ++ky) {
+      const float* ip = r.rows[ky] + ix0 * c + c0;
+      const float* wp = r.w + ky * r.kw * c + c0;
+      for (int64_t kx = k0; kx < k1; ++kx)
+        acc = vfma(vloadp(wp + kx * c, n), vloadp(ip + kx * r.dw * c, n), acc);
+    }
+    if (r.clamp) acc = vclamp(acc, vset(r.lo), vset(r.hi));
+    vstorep(o + c0, acc, n);
+  }
+}
+
+// Interior columns of a K x K window at stride S (dilation 1), one channel
+// block, P output pixels at a time: the K * K weight vectors are loaded once
+// per block, and each input column vector once per group of P pixels (the
+// windows of neighbouring pixels overlap), feeding P independent
+// accumulators.
+template <int K, int S, int P, bool Full>
+inline int64_t dw_block_fixed(const DwRow& r, const V* w, V b, int64_t c0, int64_t n, int64_t lo,
+                              int64_t hi) {
+  constexpr int kCols = (P - 1) * S + K;
+  const int64_t c = r.c;
+  const V vlo = vset(r.lo), vhi = vset(r.hi);
+  const float* rp[K];
+  for (int ky = 0; ky < K; ++ky) rp[ky] = r.rows[ky] + c0;
+  float* o = r.out + c0;
+  int64_t ox = lo;
+  for (; ox + P <= hi; ox += P) {
+    const int64_t ix = (ox * S - r.pl) * c;
+    V acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = b;
+    for (int ky = 0; ky < K; ++ky) {
+      const float* ip = rp[ky] + ix;
+      for (int col = 0; col < kCols; ++col) {
+        const V x = Full ? vload(ip + col * c) : vloadp(ip + col * c, n);
+        for (int p = 0; p < P; ++p) {
+          const int kx = col - p * S;
+          if (kx >= 0 && kx < K) acc[p] = vfma(w[ky * K + kx], x, acc[p]);
+        }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      V v = acc[p];
+      if (r.clamp) v = vclamp(v, vlo, vhi);
+      if (Full)
+        vstore(o + (ox + p) * c, v);
+      else
+        vstorep(o + (ox + p) * c, v, n);
+    }
+  }
+  return ox;
+}
+
+template <int K, int S, bool Full>
+inline void dw_block(const DwRow& r, int64_t c0, int64_t n, int64_t lo, int64_t hi) {
+  const int64_t c = r.c;
+  V w[K * K];
+  for (int t = 0; t < K * K; ++t)
+    w[t] = Full ? vload(r.w + t * c + c0) : vloadp(r.w + t * c + c0, n);
+  const V b = Full ? vload(r.bias + c0) : vloadp(r.bias + c0, n);
+  // 3x3: 4 pixels a group (4 accumulators + 9 weights + 1 input fit 16
+  // registers); 5x5: 2 pixels.
+  constexpr int P = K == 3 ? 4 : 2;
+  int64_t ox = dw_block_fixed<K, S, P, Full>(r, w, b, c0, n, lo, hi);
+  dw_block_fixed<K, S, 1, Full>(r, w, b, c0, n, ox, hi);
+}
+
+template <int K, int S>
+void dw_row_fixed(const DwRow& r) {
+  int64_t lo, hi;
+  interior(r, &lo, &hi);
+  for (int64_t ox = 0; ox < lo; ++ox) dw_pixel(r, ox);
+  const int64_t c = r.c;
+  int64_t c0 = 0;
+  for (; c0 + L <= c; c0 += L) dw_block<K, S, true>(r, c0, L, lo, hi);
+  if (c0 < c) dw_block<K, S, false>(r, c0, c - c0, lo, hi);
+  for (int64_t ox = hi; ox < r.ow; ++ox) dw_pixel(r, ox);
+}
+
+// Any window: interior columns without tests (weights read per tap), borders per pixel.
+void dw_row_generic(const DwRow& r) {
+  int64_t lo, hi;
+  interior(r, &lo, &hi);
+  for (int64_t ox = 0; ox < lo; ++ox) dw_pixel(r, ox);
+  const int64_t c = r.c;
+  const V vlo = vset(r.lo), vhi = vset(r.hi);
+  for (int64_t ox = lo; ox < hi; ++ox) {
+    const int64_t ix0 = ox * r.sw - r.pl;
+    float* o = r.out + ox * c;
+    for (int64_t c0 = 0; c0 < c; c0 += L) {
+      const int64_t n = imin(L, c - c0);
+      const bool full = n == L;
+      V acc = full ? vload(r.bias + c0) : vloadp(r.bias + c0, n);
+      for (int64_t ky = 0; ky < r.kh; ++ky) {
+        const float* ip = r.rows[ky] + ix0 * c + c0;
+        const float* wp = r.w + ky * r.kw * c + c0;
+        for (int64_t kx = 0; kx < r.kw; ++kx) {
+          const float* x = ip + kx * r.dw * c;
+          const float* w = wp + kx * c;
+          acc = full ? vfma(vload(w), vload(x), acc) : vfma(vloadp(w, n), vloadp(x, n), acc);
+        }
+      }
+      if (r.clamp) acc = vclamp(acc, vlo, vhi);
+      if (full)
+        vstore(o + c0, acc);
+      else
+        vstorep(o + c0, acc, n);
+    }
+  }
+  for (int64_t ox = hi; ox < r.ow; ++ox) dw_pixel(r, ox);
+}
+
+void dw_row(const DwRow& r) {
+  if (r.kh == r.kw && r.dw == 1) {
+    if (r.kh == 3 && r.sw == 1) return dw_row_fixed<3, 1>(r);
+    if (r.kh == 3 && r.sw == 2) return dw_row_fixed<3, 2>(r);
+    if (r.kh == 5 && r.sw == 1) return dw_row_fixed<5, 1>(r);
+    if (r.kh == 5 && r.sw == 2) return dw_row_fixed<5, 2>(r);
+  }
+  dw_row_generic(r);
+}
+
+// ---- pooling ----------------------------------------------------------------------------------
+
+// The window columns kx in [*k0, *k1) of output column ox that lie inside
+// the row.
+inline void valid_taps(const PoolRow& r, int64_t ox, int64_t* k0, int64_t* k1) {
+  const int64_t ix0 = ox * r.sw - r.pl;
+  *k0 = ix0 >= 0 ? 0 : (-ix0 + r.dw - 1) / r.dw;
+  *k1 = r.iw - ix0 <= 0 ? 0 : imin(r.kw, (r.iw - ix0 - 1) / r.dw + 1);
+  if (*k1 < *k0) *k1 = *k0;
+}
+
+// Max over the valid taps, one channel block in registers: max(acc, v)
+// takes v when either is NaN (maxps), and an accumulator once NaN stays NaN.
+template <bool Full>
+inline void max_block(const PoolRow& r, int64_t ix0, int64_t k0, int64_t k1, int64_t c0, int64_t n,
+                      float* o) {
+  const int64_t c = r.c;
+  V acc = vset(-std::numeric_limits<float>::infinity());
+  for (int64_t ky = 0; ky < r.kh; ++ky) {
+    if (!r.rows[ky]) continue;
+    const float* ip = r.rows[ky] + ix0 * c + c0;
+    for (int64_t kx = k0; kx < k1; ++kx) {
+      const float* x = ip + kx * r.dw * c;
+      const V v = Full ? vload(x) : vloadp(x, n);
+      acc = vkeep_nan(acc, vmax(acc, v));
+    }
+  }
+  if (r.clamp) acc = vclamp(acc, vset(r.lo), vset(r.hi));
+  if (Full)
+    vstore(o + c0, acc);
+  else
+    vstorep(o + c0, acc, n);
+}
+
+void max_pool_row(const PoolRow& r) {
+  const int64_t c = r.c;
+  for (int64_t ox = 0; ox < r.ow; ++ox) {
+    int64_t k0, k1;
+    valid_taps(r, ox, &k0, &k1);
+    const int64_t ix0 = ox * r.sw - r.pl;
+    float* o = r.out + ox * c;
+    int64_t c0 = 0;
+    for (; c0 + L <= c; c0 += L) max_block<true>(r, ix0, k0, k1, c0, L, o);
+    if (c0 < c) max_block<false>(r, ix0, k0, k1, c0, c - c0, o);
+  }
+}
+
+template <bool Full>
+inline void avg_block(const PoolRow& r, int64_t ix0, int64_t k0, int64_t k1, V scale, int64_t c0,
+                      int64_t n, float* o) {
+  const int64_t c = r.c;
+  V acc = vset(0.0f);
+  for (int64_t ky = 0; ky < r.kh; ++ky) {
+    if (!r.rows[ky]) continue;
+    const float* ip = r.rows[ky] + ix0 * c + c0;
+    for (int64_t kx = k0; kx < k1; ++kx) {
+      const float* x = ip + kx * r.dw * c;
+      acc = vadd(acc, Full ? vload(x) : vloadp(x, n));
+    }
+  }
+  acc = vmul(acc, scale);
+  if (r.clamp) acc = vclamp(acc, vset(r.lo), vset(r.hi));
+  if (Full)
+    vstore(o + c0, acc);
+  else
+    vstorep(o + c0, acc, n);
+}
+
+void avg_pool_row(const PoolRow& r) {
+  const int64_t c = r.c;
+  int64_t rows = 0;
+  for (int64_t ky = 0; ky < r.kh; ++ky) rows += r.rows[ky] != nullptr;
+  for (int64_t ox = 0; ox < r.ow; ++ox) {
+    int64_t k0, k1;
+    valid_taps(r, ox, &k0, &k1);
+    const int64_t ix0 = ox * r.sw - r.pl;
+    const int64_t count = rows * (k1 - k0);
+    const V scale = vset(count > 0 ? 1.0f / static_cast<float>(count) : 0.0f);
+    float* o = r.out + ox * c;
+    int64_t c0 = 0;
+    for (; c0 + L <= c; c0 += L) avg_block<true>(r, ix0, k0, k1, scale, c0, L, o);
+    if (c0 < c) avg_block<false>(r, ix0, k0, k1, scale, c0, c - c0, o);
+  }
+}
+
+void sum_pixels(const float* in, int64_t pixels, int64_t stride, int64_t c, float* acc) {
+  float* __restrict a = acc;
+  for (int64_t p = 0; p < pixels; ++p) {
+    const float* __restrict s = in + p * stride;
+    for (int64_t j = 0; j < c; ++j) a[j] += s[j];
+  }
+}
+
+// ---- bilinear ---------------------------------------------------------------------------------
+
+void bilinear_row(const BilinearRow& r) {
+  const int64_t c = r.c;
+  const float l1 = r.ly, l0 = 1.0f - r.ly;
+  for (int64_t ox = 0; ox < r.ow; ++ox) {
+    const float w1 = r.lx[ox], w0 = 1.0f - w1;
+    const float* __restrict a0 = r.r0 + r.x0[ox] * c;
+    const float* __restrict a1 = r.r0 + r.x1[ox] * c;
+    const float* __restrict b0 = r.r1 + r.x0[ox] * c;
+    const float* __restrict b1 = r.r1 + r.x1[ox] * c;
+    float* __restrict o = r.out + ox * c;
+    for (int64_t j = 0; j < c; ++j)
+      o[j] = l0 * (w0 * a0[j] + w1 * a1[j]) + l1 * (w0 * b0[j] + w1 * b1[j]);
+  }
+}
+
+// ---- binary -----------------------------------------------------------------------------------
+
+template <NBinary Op>
+inline float bop(float a, float b) {
+  if constexpr (Op == NBinary::Add)
+    return a + b;
+  else if constexpr (Op == NBinary::Sub)
+    return a - b;
+  else if constexpr (Op == NBinary::Mul)
+    return a * b;
+  else if constexpr (Op == NBinary::Div)
+    return a / b;
+  else if constexpr (Op == NBinary::Min)
+    return (a < b || a != a) ? a : b;  // NaN on either side wins
+  else
+    return (a > b || a != a) ? a : b;
+}
+
+template <NBinary Op, NMode M, bool Clamp>
+void binary_loop(const float* a, const float* b, float* out, int64_t n, float lo, float hi) {
+  if constexpr (M == NMode::VV) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = bop<Op>(a[i], b[i]);
+      out[i] = Clamp ? clampf(v, lo, hi) : v;
+    }
+  } else if constexpr (M == NMode::VS) {
+    const float s = b[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = bop<Op>(a[i], s);
+      out[i] = Clamp ? clampf(v, lo, hi) : v;
+    }
+  } else {
+    const float s = a[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = bop<Op>(s, b[i]);
+      out[i] = Clamp ? clampf(v, lo, hi) : v;
+    }
+  }
+}
+
+template <NBinary Op, NMode M, bool Clamp>
+void binary_rows_loop(const float* a, int64_t a_rs, const float* b, int64_t b_rs, float* out,
+                      int64_t rows, int64_t run, float lo, float hi) {
+  for (int64_t r = 0; r < rows; ++r)
+    binary_loop<Op, M, Clamp>(a + r * a_rs, b + r * b_rs, out + r * run, run, lo, hi);
+}
+
+template <NBinary Op>
+void binary_rows_op(NMode mode, const float* a, int64_t a_rs, const float* b, int64_t b_rs,
+                    float* out, int64_t rows, int64_t run, float lo, float hi, bool clamp) {
+  switch (mode) {
+    case NMode::VV:
+      return clamp
+                 ? binary_rows_loop<Op, NMode::VV, true>(a, a_rs, b, b_rs, out, rows, run, lo, hi)
+                 : binary_rows_loop<Op, NMode::VV, false>(a, a_rs, b, b_rs, out, rows, run, lo, hi);
+    case NMode::VS:
+      return clamp
+                 ? binary_rows_loop<Op, NMode::VS, true>(a, a_rs, b, b_rs, out, rows, run, lo, hi)
+                 : binary_rows_loop<Op, NMode::VS, false>(a, a_rs, b, b_rs, out, rows, run, lo, hi);
+    case NMode::SV:
+      return clamp
+                 ? binary_rows_loop<Op, NMode::SV, true>(a, a_rs, b, b_rs, out, rows, run, lo, hi)
+                 : binary_rows_loop<Op, NMode::SV, false>(a, a_rs, b, b_rs, out, rows, run, lo, hi);
+  }
+}
+
+void binary_rows(NBinary op, NMode mode, const float* a, int64_t a_rs, const float* b, int64_t b_rs,
+                 float* out, int64_t rows, int64_t run, float lo, float hi, bool clamp) {
+  switch (op) {
+    case NBinary::Add:
+      return binary_rows_op<NBinary::Add>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Sub:
+      return binary_rows_op<NBinary::Sub>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Mul:
+      return binary_rows_op<NBinary::Mul>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Div:
+      return binary_rows_op<NBinary::Div>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Min:
+      return binary_rows_op<NBinary::Min>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+    case NBinary::Max:
+      return binary_rows_op<NBinary::Max>(mode, a, a_rs, b, b_rs, out, rows, run, lo, hi, clamp);
+  }
+}
+
+template <NBinary Op>
+void binary_mode(NMode mode, const float* a, const float* b, float* out, int64_t n, float lo,
+                 float hi, bool clamp) {
+  switch (mode) {
+    case NMode::VV:
+      return clamp ? binary_loop<Op, NMode::VV, true>(a, b, out, n, lo, hi)
+                   : binary_loop<Op, NMode::VV, false>(a, b, out, n, lo, hi);
+    case NMode::VS:
+      return clamp ? binary_loop<Op, NMode::VS, true>(a, b, out, n, lo, hi)
+                   : binary_loop<Op, NMode::VS, false>(a, b, out, n, lo, hi);
+    case NMode::SV:
+      return clamp ? binary_loop<Op, NMode::SV, true>(a, b, out, n, lo, hi)
+                   : binary_loop<Op, NMode::SV, false>(a, b, out, n, lo, hi);
+  }
+}
+
+void binary(NBinary op, NMode mode, const float* a, const float* b, float* out, int64_t n, float lo,
+            float hi, bool clamp) {
+  switch (op) {
+    case NBinary::Add: return binary_mode<NBinary::Add>(mode, a, b, out, n, lo, hi, clamp);
+    case NBinary::Sub: return binary_mode<NBinary::Sub>(mode, a, b, out, n, lo, hi, clamp);
+    case NBinary::Mul: return binary_mode<NBinary::Mul>(mode, a, b, out, n, lo, hi, clamp);
+    case NBinary::Div: return binary_mode<NBinary::Div>(mode, a, b, out, n, lo, hi, clamp);
+    case NBinary::Min: return binary_mode<NBinary::Min>(mode, a, b, out, n, lo, hi, clamp);
+    case NBinary::Max: return binary_mode<NBinary::Max>(mode, a, b, out, n, lo, hi, clamp);
+  }
+}
+
+void prelu(const float* x, const float* slope, float* out, int64_t pixels, int64_t c, float lo,
+           float hi, bool clamp) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    const float* __restrict s = x + p * c;
+    float* o = out + p * c;
+    for (int64_t j = 0; j < c; ++j) {
+      const float v = s[j];
+      const float y = v > 0.0f ? v : v * slope[j];  // NaN: NaN * slope
+      o[j] = clamp ? clampf(y, lo, hi) : y;
+    }
+  }
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+
+using Arr = Eigen::Array<float, Eigen::Dynamic, 1>;
+using Eigen::Map;
+
+// e^t, t taken within [-87, 87] (so 2^n stays a normal number: e^-87 is about
+// 1.6e-38, e^87 about 6e37): t = n ln 2 + r with n integral and |r| <=
+// ln(2) / 2 (ln 2 in two parts), e^r by a polynomial of degree 6 (fitted by
+// least squares on Chebyshev nodes of that interval: relative error 2e-9
+// before float rounding), times 2^n built in the exponent bits. The clamp
+// is written max(-87, t) / min(87, t): maxps / minps return their second
+// operand when either is NaN, so a NaN t stays NaN through to the result.
+inline V vexp_clamped(V t) {
+  t = vmin(vset(87.0f), vmax(vset(-87.0f), t));
+  const V n = vround(vmul(t, vset(1.44269504088896341f)));
+  V r = vfma(n, vset(-0.693145751953125f), t);    // ln 2, high part (exact in n * hi)
+  r = vfma(n, vset(-1.428606765330187e-06f), r);  // ln 2, low part
+  V p = vset(1.3829420786350965e-3f);
+  p = vfma(p, r, vset(8.374771103262901e-3f));
+  p = vfma(p, r, vset(4.16683591902256e-2f));
+  p = vfma(p, r, vset(1.666642129421234e-1f));
+  p = vfma(p, r, vset(4.9999991059303284e-1f));
+  p = vfma(p, r, vset(1.0f));
+  p = vfma(p, r, vset(1.0f));
+  return vmul(p, vpow2(n));
+}
+
+// sigmoid(x) = 1 / (1 + e^-x): for x > 0 the sum is near 1, for x < 0 near
+// e^-x, so there is no cancellation either way. The division is a
+// reciprocal estimate refined by one Newton step (a few ulp); NaN stays NaN
+// (through vexp_clamped, then the reciprocal).
+inline V vsigmoid(V x) {
+  const V one = vset(1.0f);
+  const V d = vadd(one, vexp_clamped(vsub(vset(0.0f), x)));
+  const V r = vrcp(d);
+  return vfma(r, vsub(one, vmul(d, r)), r);
+}
+
+void sigmoid(const float* x, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + L <= n; i += L) vstore(out + i, vsigmoid(vload(x + i)));
+  if (i < n) vstorep(out + i, vsigmoid(vloadp(x + i, n - i)), n - i);
+}
+
+// Eigen's vectorised functions, on blocks through a buffer on the stack: a NaN input is
+// put back afterwards (Eigen's polynomial paths clamp their argument), which also lets out
+// alias x.
+void unary_eigen(NUnary op, const float* x, float* out, int64_t n) {
+  constexpr int64_t kBlock = 256;
+  alignas(64) float buf[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = imin(kBlock, n - b);
+    Map<const Arr> a(x + b, len);
+    Map<Arr> y(buf, len);
+    switch (op) {
+      case NUnary::Exp: y = a.exp(); break;
+      case NUnary::Log: y = a.log(); break;
+      case NUnary::Sin: y = a.sin(); break;
+      case NUnary::Cos: y = a.cos(); break;
+      case NUnary::Tanh: y = a.tanh(); break;
+      default: y = 0.5f * a * ((a * 0.70710678118654752440f).erf() + 1.0f); break;  // Gelu
+    }
+    const float* xs = x + b;
+    float* o = out + b;
+    for (int64_t i = 0; i < len; ++i) o[i] = xs[i] != xs[i] ? xs[i] : buf[i];
+  }
+}
+
+void unary(NUnary op, const float* x, float* out, int64_t n, float p0, float p1) {
+  if (n <= 0) return;
+  switch (op) {
+    case NUnary::Abs:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::fabs(x[i]);
+      break;
+    case NUnary::Neg:
+      for (int64_t i = 0; i < n; ++i) out[i] = -x[i];
+      break;
+    case NUnary::Floor:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::floor(x[i]);
+      break;
+    case NUnary::Ceil:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::ceil(x[i]);
+      break;
+    case NUnary::Square:
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] * x[i];
+      break;
+    // std::sqrt, not Eigen's (rsqrt-based under fast math: NaN for +inf); sqrtps with
+    // -fno-math-errno.
+    case NUnary::Sqrt:
+      for (int64_t i = 0; i < n; ++i) out[i] = std::sqrt(x[i]);
+      break;
+    case NUnary::Rsqrt:
+      for (int64_t i = 0; i < n; ++i) out[i] = 1.0f / std::sqrt(x[i]);
+      break;
+    case NUnary::Exp:
+    case NUnary::Log:
+    case NUnary::Sin:
+    case NUnary::Cos:
+    case NUnary::Tanh:
+    case NUnary::Gelu: unary_eigen(op, x, out, n); break;
+    case NUnary::Sigmoid: sigmoid(x, out, n); break;
+    case NUnary::Hardswish:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        float t = v + 3.0f;
+        t = t < 0.0f ? 0.0f : t;
+        t = t > 6.0f ? 6.0f : t;
+        out[i] = v * t / 6.0f;
+      }
+      break;
+    case NUnary::Elu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        out[i] = v > 0.0f ? v : p0 * std::expm1(v);
+      }
+      break;
+    case NUnary::LeakyRelu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        out[i] = v > 0.0f ? v : v * p0;
+      }
+      break;
+    case NUnary::Clamp:
+      for (int64_t i = 0; i < n; ++i) out[i] = clampf(x[i], p0, p1);
+      break;
+  }
+}
+
+void clamp(float* x, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) x[i] = clampf(x[i], lo, hi);
+}
+
+const NhwcOps kNhwcOps = {
+    PTERON_NHWC_STR_(PTERON_OPT_ISA),
+    dw_row,
+    max_pool_row,
+    avg_pool_row,
+    sum_pixels,
+    bilinear_row,
+    binary,
+    binary_rows,
+    prelu,
+    unary,
+    clamp,
+};
+
+}  // namespace
+}  // namespace PTERON_NHWC_NAMESPACE
+
+const NhwcOps* PTERON_NHWC_CAT_(nhwc_ops_, PTERON_OPT_ISA)() {
+  return &PTERON_NHWC_NAMESPACE::kNhwcOps;
+}
+
+}  // namespace pteron_opt
