@@ -102,8 +102,8 @@ class PteronConan(ConanFile):
         offline MinGW cross build; XNNPACK comes from Conan only with
         xnnpack_library=conan."""
         mingw = self.settings.os == "Windows" and self.settings.compiler == "gcc"
-        if third_party == "xnnpack":
-            return self._xnnpack_library() == "conan"
+        if third_party == "xnnpack":  # (validate() refuses conan without pthreadpool)
+            return self._xnnpack_library() == "conan" and self._available("pthreadpool")
         return not (mingw and third_party == "pthreadpool")
 
     def _xnnpack_library(self):
