@@ -25,6 +25,7 @@
 // where the process pool is not a pthreadpool, they run on the calling thread.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,14 +70,15 @@ struct Variant {
   std::vector<size_t> offset;    // Buffer values: offset in `arena`
   size_t arena_bytes = 0;        // planned (values with disjoint lifetimes share bytes)
   size_t unshared_bytes = 0;     // what one buffer per value would take
-  void* arena = nullptr;
-  std::vector<void*> runtimes;  // per step (null for own steps)
-  std::vector<char> empty;      // per step: every value it writes has no elements
-  void* pool = nullptr;         // pthreadpool the runtimes were made with
+  void* arena = nullptr;         // kAlign-aligned, inside arena_raw
+  void* arena_raw = nullptr;     // what malloc gave (MinGW has no std::aligned_alloc)
+  std::vector<void*> runtimes;   // per step (null for own steps)
+  std::vector<char> empty;       // per step: every value it writes has no elements
+  void* pool = nullptr;          // pthreadpool the runtimes were made with
   ~Variant() {
     for (void* r : runtimes)
       if (r) delete_runtime(r);
-    std::free(arena);
+    std::free(arena_raw);
   }
 };
 
@@ -1059,7 +1061,11 @@ std::unique_ptr<Variant> make_variant(const Delegate& d, const std::vector<Shape
   if (!mark_empty_steps(d, *var, err)) return nullptr;
   const size_t total = plan_arena(d, *var);
   if (total) {
-    var->arena = std::aligned_alloc(kAlign, total);
+    var->arena_raw = std::malloc(total + kAlign);
+    if (var->arena_raw) {
+      const uintptr_t at = reinterpret_cast<uintptr_t>(var->arena_raw);
+      var->arena = reinterpret_cast<void*>((at + kAlign - 1) / kAlign * kAlign);
+    }
     if (!var->arena) {
       size_t largest = 0;
       uint32_t largest_value = 0;
