@@ -162,7 +162,7 @@ def test_mingw_package_ships_the_xnnpack_delegate_linking_no_xnnpack_library(pre
     dll = prefix / "bin" / "pteron_backend_xnnpack.dll"
     assert dll.is_file(), sorted(p.name for p in (prefix / "bin").iterdir())
     deps = imports(dll)
-    assert "pteron.dll" in deps and "pteron_threadpool.dll" in deps, deps
+    assert "pteron.dll" in deps, deps
     assert not [d for d in deps if "xnnpack" in d.lower() or "pthreadpool" in d.lower()], deps
     text = (prefix / "lib" / "cmake" / "pteron" / "pteron-components.cmake").read_text()
     assert 'set(PTERON_backend_xnnpack_XNNPACK_LIBRARY "none")' in text, text
@@ -202,11 +202,12 @@ def _run_batch(prefix, wine_env, tmp_path, programs):
     bat.write_text("\r\n".join(lines) + "\r\n")
     r = wine_run(wine_env, "cmd", "/c", winpath(bat), cwd=tmp_path, timeout=600,
                  extra_env={"PTERON_XNNPACK_DEBUG": "1"})
-    assert r.returncode == 0, str(r)
+    # (cmd's own exit code is the last program's: each one's is in its rc.txt.)
     res = {}
     for name, _, _ in programs:
         out = tmp_path / name
-        rc = int((out / "rc.txt").read_text().strip()) if (out / "rc.txt").exists() else -1
+        assert (out / "rc.txt").exists(), f"the batch did not run {name}: {r}"
+        rc = int((out / "rc.txt").read_text().strip())
         log = (out / "log.txt").read_text(errors="replace") if (out / "log.txt").exists() else ""
         res[name] = (rc, log.replace("\r\n", "\n"), out)
     return res

@@ -730,7 +730,7 @@ bool choose_sides(Delegate& d, PlanFacts& f, std::string* err) {
     } else {
       *err = "node " + std::to_string(n.index) + " has type " + op_name(n.op) +
              ", which delegate " + kId + " cannot run: the XNNPACK library (" +
-             PTERON_XNN_DESCRIPTION + ") has no such node and pteron has no implementation of it";
+             PTERON_XNN_DESCRIPTION + ") cannot define it and pteron has no kernel for it";
       return false;
     }
   }
