@@ -9,8 +9,10 @@
 #   - the MinGW-w64 release package (Windows DLLs, run under Wine), the same way
 #     into build-conan/windows-mingw-release;
 #   - the ASan+UBSan build (build-asan/) of the core, the thread pool and the
-#     XNNPACK delegate, for the malformed-input tests (pteron-fuzz runs the
-#     delegated fixtures through XnnpackBackend) and the thread pool's contract;
+#     XNNPACK delegate with no XNNPACK library (-DPTERON_XNNPACK_LIBRARY=OFF:
+#     the Linux library-free build; every node on pteron's own kernels), for
+#     the malformed-input tests (pteron-fuzz runs the delegated fixtures
+#     through XnnpackBackend) and the thread pool's contract;
 # then pteron-verify on both packages, then pytest.
 # --slow also runs the slower targets outside CI: scripts/slow.sh (the Linux
 # debug package and pteron-verify on it, and every model of the zoo).
@@ -32,10 +34,11 @@ export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_B
 pteron_conan_package windows-mingw-release "$REPO/build-conan/windows-mingw-release"
 export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD" \
   PTERON_MINGW_REF="$PTERON_PKG_REF"
-echo "==> building build-asan/ (ASan+UBSan: the core, threadpool, backend_xnnpack)"
+echo "==> building build-asan/ (ASan+UBSan: the core, threadpool, backend_xnnpack without an XNNPACK library)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
-  -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_WITH_THREADPOOL=ON -DPTERON_WITH_XNNPACK=ON
+  -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_WITH_THREADPOOL=ON -DPTERON_WITH_XNNPACK=ON \
+  -DPTERON_XNNPACK_LIBRARY=OFF
 export PTERON_ASAN_BUILD_DIR="$REPO/build-asan"
 echo "==> builds took $(( $(date +%s) - start )) s"
 

@@ -44,6 +44,12 @@ int main(int argc, char** argv) {
     for (const std::string& l : libraries) names += " " + l;
     std::printf("pteron %s: %zu registered operators from%s\n", pteron_version(), kernels.size(),
                 names.empty() ? " no library" : names.c_str());
+    // Delegates the package registers (the Windows package too: XnnpackBackend
+    // from pteron_backend_xnnpack.dll, on pteron's own kernels there).
+    std::string backends;
+    for (const pteron::BackendInfo& b : pteron::registered_backends())
+      backends += " " + b.id + " (" + b.library + ")";
+    std::printf("backends:%s\n", backends.empty() ? " none" : backends.c_str());
     pteron::Program program = pteron::Program::load_file(argv[1]);
     pteron::Method m = program.load_method("forward");
     m.set_input<float>(0, {4, 16}, std::vector<float>(kInput, kInput + 64));

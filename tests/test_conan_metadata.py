@@ -71,7 +71,12 @@ def data_file(home, tmp_path, profile, build_type):
     return f.read_text()
 
 
-REGISTRATION_ONLY = ["kernels_portable", "kernels_optimized", "threadpool"]
+REGISTRATION_ONLY = ["kernels_portable", "kernels_optimized", "threadpool", "backend_xnnpack"]
+# Every component is on by default for Windows too (backend_xnnpack with no
+# XNNPACK library: xnnpack_library=none).
+WINDOWS_LIBS = {"runtime": ["pteron"], "kernels_portable": ["pteron_kernels_portable"],
+                "kernels_optimized": ["pteron_kernels_optimized"],
+                "threadpool": ["pteron_threadpool"], "backend_xnnpack": ["pteron_backend_xnnpack"]}
 
 
 def component_libs(text):
@@ -87,9 +92,7 @@ def test_msvc_release_metadata(home, tmp_path):
     assert "/INCLUDE:pteron_anchor_runtime" not in text
     assert "PTERON_PREBUILT_RELEASE_CRT" in text and "PTERON_PREBUILT_DEBUG_CRT" not in text
     # Import libraries pteron.lib, pteron_<component>.lib: no "lib" prefix, no postfix.
-    assert component_libs(text) == {
-        "runtime": ["pteron"], "kernels_portable": ["pteron_kernels_portable"],
-        "kernels_optimized": ["pteron_kernels_optimized"], "threadpool": ["pteron_threadpool"]}
+    assert component_libs(text) == WINDOWS_LIBS
     assert "--no-as-needed" not in text and "--undefined" not in text
 
 
@@ -105,9 +108,7 @@ def test_mingw_metadata_uses_undefined(home, tmp_path):
         assert f"-Wl,--undefined=pteron_anchor_{c}" in text, c
     assert "/INCLUDE" not in text
     # libpteron*.dll.a import libraries, found by the linker from these names.
-    assert component_libs(text) == {
-        "runtime": ["pteron"], "kernels_portable": ["pteron_kernels_portable"],
-        "kernels_optimized": ["pteron_kernels_optimized"], "threadpool": ["pteron_threadpool"]}
+    assert component_libs(text) == WINDOWS_LIBS
 
 
 def test_linux_metadata_wraps_kernel_libraries_in_no_as_needed(home, tmp_path):
@@ -117,16 +118,15 @@ def test_linux_metadata_wraps_kernel_libraries_in_no_as_needed(home, tmp_path):
         assert f"/libpteron_{c}.so,--pop-state" in text, c
     assert text.count("-Wl,--push-state,--no-as-needed,") >= 2 * len(REGISTRATION_ONLY)
     assert "--undefined" not in text  # does not survive --as-needed on ELF
-    # The Linux profiles turn the XNNPACK delegate on; it is registration-only too.
-    assert "/libpteron_backend_xnnpack.so,--pop-state" in text
 
 
 @pytest.mark.parametrize("profile,options,expected", [
     ("linux-release", ["-o", "pteron/*:with_xnnpack=True", "-o", "pteron/*:with_threadpool=False"],
      "with_xnnpack=True needs with_threadpool=True: component backend_xnnpack requires "
      "component threadpool"),
-    ("windows-mingw-release", ["-o", "pteron/*:with_xnnpack=True"],
-     "with_xnnpack=True is not available for MinGW builds (no xnnpack there)"),
+    ("windows-mingw-release", ["-o", "pteron/*:xnnpack_library=conan"],
+     "xnnpack_library=conan is not available for MinGW builds (no pthreadpool there, which "
+     "XNNPACK needs); use xnnpack_library=none"),
     ("linux-release", ["-s", "compiler.cppstd=14"], "Current cppstd (14) is lower than the required"),
     ("linux-release", ["-s", "os=Macos"], "Linux and Windows only"),
     ("linux-release", ["-s", "arch=armv8"], "x86_64 only"),
@@ -143,14 +143,33 @@ def test_options_are_the_optional_components_of_components_json(home):
     gives for the host OS; no option for a component that does not exist."""
     listing = json.loads((REPO / "cmake" / "components.json").read_text())["components"]
     want = {c["option"]: c["default"] for c in listing if c["option"]}
+    # And which XNNPACK library backend_xnnpack links, per OS.
+    library = {"Linux": "system", "Windows": "none"}
     for os_name, profile in [("Linux", "linux-release"), ("Windows", "windows-mingw-release")]:
         r = conan(home, "graph", "info", REPO, "-pr:h", REPO / "profiles" / profile,
                   "-pr:b", REPO / "profiles" / "linux-release", "--format=json")
         assert r.returncode == 0, r.stdout + r.stderr
         node = json.loads(r.stdout)["graph"]["nodes"]["0"]
-        assert set(node["options_definitions"]) == set(want), node["options_definitions"]
-        got = {k: v == "True" for k, v in node["options"].items()}
+        assert set(node["options_definitions"]) == set(want) | {"xnnpack_library"}, \
+            node["options_definitions"]
+        assert node["options_definitions"]["xnnpack_library"] == ["none", "conan", "system"]
+        options = dict(node["options"])
+        assert options.pop("xnnpack_library") == library[os_name], (profile, node["options"])
+        got = {k: v == "True" for k, v in options.items()}
         expected = {o: d.get(os_name, d.get("*")) for o, d in want.items()}
-        if profile == "linux-release":
-            expected["with_xnnpack"] = True  # the Linux profiles turn it on
         assert got == expected, (profile, got)
+
+
+@pytest.mark.parametrize("profile,library", [("linux-release", "system"),
+                                             ("windows-mingw-release", "none")])
+def test_package_states_which_xnnpack_library_it_links(home, tmp_path, profile, library):
+    """Component backend_xnnpack's property pteron_xnnpack_library (what
+    package_info() sets from option xnnpack_library)."""
+    r = conan(home, "graph", "info", REPO, "-pr:h", REPO / "profiles" / profile,
+              "-pr:b", REPO / "profiles" / "linux-release", "--format=json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    node = json.loads(r.stdout)["graph"]["nodes"]["0"]
+    assert node["options"]["xnnpack_library"] == library
+    # No Conan requirement on xnnpack unless xnnpack_library=conan.
+    refs = [d["ref"] for d in node["dependencies"].values()]
+    assert not any(str(x).startswith("xnnpack/") for x in refs), refs

@@ -18,10 +18,11 @@ delegate blob (class flip_blob). Without it they end in missing_delegate.
 A few checks on the Release build, through the C API binding tests/capi.py,
 make sure the errors say what is wrong (the identifier, the truncation).
 
-The ASan build is the one the test command makes:
+The ASan build is the one the test command makes (with no XNNPACK library:
+the delegate runs on pteron's own kernels, the code that most needs ASan):
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
-        -DPTERON_WITH_OPTIMIZED=OFF
+        -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_XNNPACK_LIBRARY=OFF
   ninja -C build-asan pteron-fuzz
 (PTERON_ASAN_BUILD_DIR overrides its location; PTERON_BUILD_DIR the Release one,
 as tests/conftest.py reads it.)
@@ -52,7 +53,7 @@ BUILD_HINT = (
     "run the test command (scripts/test.sh), which builds it, or build it with: "
     "cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "
     "-DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF "
-    "-DPTERON_WITH_OPTIMIZED=OFF && ninja -C build-asan pteron-fuzz"
+    "-DPTERON_WITH_OPTIMIZED=OFF -DPTERON_XNNPACK_LIBRARY=OFF && ninja -C build-asan pteron-fuzz"
 )
 
 # allocator_may_return_null: a corrupt planned-buffer size must become an
@@ -119,12 +120,12 @@ def _runs_delegates(exe: Path, fx) -> bool:
     return set(fx.get("delegates") or ()) <= _fuzz_backends(exe)
 
 
-def _fixture_args(fx, exe: Path) -> list[str]:
-    args = [str(FIXTURES / fx["file"])]
+def _fixture_args(fx, exe: Path, folder: Path = FIXTURES) -> list[str]:
+    args = [str(folder / fx["file"])]
     for method, spec in fx["methods"].items():
         args += ["--method", method]
         for inp in spec["inputs"]:
-            args += ["--input", str(FIXTURES / inp)]
+            args += ["--input", str(folder / inp)]
     if not _runs_delegates(exe, fx):
         # A delegate pteron-fuzz does not register: every method fails at
         # load (missing delegate), so there is nothing to execute. The
@@ -161,23 +162,26 @@ class FuzzRun:
                 f"--- stderr ---\n{excerpt}")
 
 
-_runs: dict[tuple[str, int], FuzzRun] = {}
+_runs: dict[tuple, FuzzRun] = {}
 
 
-def _run_fuzz(exe: Path, fx, flips: int = FLIPS) -> FuzzRun:
+def _run_fuzz(exe: Path, fx, flips: int = FLIPS, folder: Path = FIXTURES,
+              env_extra: dict | None = None) -> FuzzRun:
     name = fx["name"]
-    if (name, flips) not in _runs:
-        cmd = [str(exe)] + _fixture_args(fx, exe) + [
+    key = (name, flips, tuple(sorted((env_extra or {}).items())))
+    if key not in _runs:
+        cmd = [str(exe)] + _fixture_args(fx, exe, folder) + [
             "--flips", str(flips), "--fields", str(FIELDS if flips else 0), "--seed", str(SEED),
             "--timeout-s", str(VARIANT_TIMEOUT_S)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                                  env=_env(), timeout=PROCESS_TIMEOUT_S)
+                                  env=dict(_env(), **(env_extra or {})),
+                                  timeout=PROCESS_TIMEOUT_S)
         except subprocess.TimeoutExpired as e:
             pytest.fail(f"pteron-fuzz on {name} did not finish in {PROCESS_TIMEOUT_S} s "
                         f"(the per-variant watchdog should have ended it): {e}")
-        _runs[(name, flips)] = FuzzRun(proc, cmd)
-    return _runs[(name, flips)]
+        _runs[key] = FuzzRun(proc, cmd)
+    return _runs[key]
 
 
 @pytest.mark.parametrize("fx", FIXTURE_LIST, ids=FIXTURE_IDS)
@@ -252,15 +256,67 @@ def test_delegated_fixture_fails_cleanly_without_a_backend(fuzz_exe):
 XNN_FIXTURES = [fx for fx in FIXTURE_LIST if "XnnpackBackend" in (fx.get("delegates") or ())]
 
 
+# pteron's own kernels alone: what CI's build-asan runs (it links no XNNPACK
+# library, -DPTERON_XNNPACK_LIBRARY=OFF); PTERON_XNNPACK_USE_LIBRARY=none
+# makes a build with a library do the same.
+LIBRARY_FREE = {"PTERON_XNNPACK_USE_LIBRARY": "none"}
+XNN_DIR = REPO / "tests" / "xnnpack"
+NO_OWN_KERNEL = "pteron has no kernel for it"
+
+
+def _library_free_env():
+    """{} where build-asan links no XNNPACK library (CI), else LIBRARY_FREE
+    (one fuzz run per fixture either way: the key of _runs is the env)."""
+    cfg = _asan_dir() / "backends" / "xnnpack" / "generated" / "xnn_config.h"
+    linked = not cfg.exists() or "#define PTERON_XNN_LINKED 0" not in cfg.read_text()
+    return LIBRARY_FREE if linked else None
+
+
+def _skip_without_own_kernels(fx, folder=FIXTURES):
+    """Skips, naming the node, while a node type of `fx` has no pteron kernel
+    (the Release pteron-run, on pteron's kernels alone, says which)."""
+    from conftest import build_dir
+    exe = build_dir() / "pteron-run"
+    if not exe.exists():
+        return
+    cmd = [str(exe), str(folder / fx["file"]), "--iterations", "1"]
+    for inp in fx["methods"]["forward"]["inputs"]:
+        cmd += ["--input", str(folder / inp)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **LIBRARY_FREE))
+    if r.returncode != 0 and NO_OWN_KERNEL in r.stderr:
+        pytest.skip(next(l for l in r.stderr.splitlines() if NO_OWN_KERNEL in l))
+
+
 @pytest.mark.parametrize("fx", XNN_FIXTURES, ids=[fx["name"] for fx in XNN_FIXTURES])
 def test_delegated_fixtures_are_fuzzed_through_the_delegate(fuzz_exe, fx):
     """CI's build-asan has backend_xnnpack: the unmodified program executes
     through XnnpackBackend, and byte flips inside its blob reach the
-    delegate's checks (some fail at method load, where the blob is parsed)."""
+    delegate's checks (some fail at method load, where the blob is parsed).
+    The build has no XNNPACK library (or PTERON_XNNPACK_USE_LIBRARY=none is
+    set): pteron's own kernels run every node."""
     if not _runs_delegates(fuzz_exe, fx):
         pytest.fail(f"{_fuzz_exe()} does not register XnnpackBackend, so the XNNPACK delegate "
                     f"is never fuzzed: {BUILD_HINT} -DPTERON_WITH_XNNPACK=ON", pytrace=False)
-    run = _run_fuzz(fuzz_exe, fx)
+    _skip_without_own_kernels(fx)
+    run = _run_fuzz(fuzz_exe, fx, env_extra=_library_free_env())
+    assert run.rc == 0, run.describe()
+    assert run.classes["original"]["ok"] == 1, run.describe()
+    blob = run.classes.get("flip_blob")
+    assert blob and blob["variants"] == FLIPS // 4, run.describe()
+    assert blob["method_errors"] > 0, run.describe()
+
+
+def test_layout_program_is_fuzzed_on_pterons_own_kernels(fuzz_exe):
+    """tests/xnnpack/layout_xnnpack (every layout node type, the transpose
+    round trip removed at load, the shared arena) under ASan+UBSan: the
+    original runs, flips in the blob end in errors or results, never a
+    sanitizer report."""
+    import json
+    fx = json.loads((XNN_DIR / "manifest.json").read_text())["fixtures"][0]
+    if not _runs_delegates(fuzz_exe, fx):
+        pytest.fail(f"{_fuzz_exe()} does not register XnnpackBackend: {BUILD_HINT}", pytrace=False)
+    run = _run_fuzz(fuzz_exe, fx, folder=XNN_DIR, env_extra=_library_free_env())
     assert run.rc == 0, run.describe()
     assert run.classes["original"]["ok"] == 1, run.describe()
     blob = run.classes.get("flip_blob")

@@ -336,6 +336,10 @@ def test_pip_install_gives_a_pteron_verify_console_script_versioned_from_VERSION
 
 def test_mingw_package_passes_every_check(mingw_package):
     r, data = verify_json(mingw_package)
+    # With the XNNPACK delegate, which links no XNNPACK library there.
+    assert "backend_xnnpack" in data["components"], data["components"]
+    assert any(row["check"] == "dependencies" and "pteron_backend_xnnpack.dll" in row["binary"]
+               and "XNNPACK library: none" in row["detail"] for row in data["results"])
     assert data["format"] == "PE"
     assert data["failed"] == [] and r.returncode == 0, \
         "pteron-verify fails the MinGW package:\n" + r.stderr
@@ -453,6 +457,32 @@ def test_real_backend_xnnpack_imports_registry_and_pool_from_their_owners(linux_
     assert "pthreadpool.so" not in dep["detail"].replace("libpteron_threadpool", "")
     [own] = [row for row in data["results"] if row["check"] == "single-owner" and row["binary"] == loc]
     assert "imports pteron_register_backend from libpteron.so" in own["detail"]
+
+
+def _state_xnnpack_library(pkg, value):
+    cm = pkg / "lib" / "cmake" / "pteron" / "pteron-components.cmake"
+    text = "\n".join(l for l in cm.read_text().splitlines()
+                     if not l.startswith("set(PTERON_backend_xnnpack_XNNPACK_LIBRARY"))
+    cm.write_text(text + f'\nset(PTERON_backend_xnnpack_XNNPACK_LIBRARY "{value}")\n')
+
+
+def test_backend_xnnpack_using_xnnpack_where_the_package_states_none_fails(pkg, tmp_path):
+    loc = add_backend_xnnpack(pkg, tmp_path)
+    _state_xnnpack_library(pkg, "none")
+    r, data = verify_json(pkg)
+    assert r.returncode == 1
+    [dep] = [row for row in data["results"] if row["check"] == "dependencies" and row["binary"] == loc]
+    assert dep["result"] == "FAIL"
+    assert "libXNNPACK.so.0" in dep["detail"] and "states it links no XNNPACK library" in dep["detail"]
+
+
+def test_backend_xnnpack_linking_the_xnnpack_library_it_states_passes(pkg, tmp_path):
+    loc = add_backend_xnnpack(pkg, tmp_path)
+    _state_xnnpack_library(pkg, "libXNNPACK.so")
+    r, data = verify_json(pkg)
+    [dep] = [row for row in data["results"] if row["check"] == "dependencies" and row["binary"] == loc]
+    assert dep["result"] == "PASS", dep
+    assert "XNNPACK library: libXNNPACK.so" in dep["detail"]
 
 
 def test_backend_xnnpack_with_declared_xnnpack_and_pthreadpool_passes(pkg, tmp_path):

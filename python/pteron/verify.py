@@ -30,7 +30,10 @@ The checks (docs/architecture.md, "Windows (PE) and its ELF counterpart"):
                    shared libpthreadpool the threadpool component depends on
   dependencies     every recorded dependency is a bare file name and is a pteron
                    component the component requires, the toolchain or OS
-                   runtime, or a declared third-party or system library; ELF
+                   runtime, or a declared third-party or system library;
+                   backend_xnnpack links the XNNPACK library the package
+                   states (PTERON_backend_xnnpack_XNNPACK_LIBRARY: none, or
+                   the library; conaninfo's xnnpack_library agrees); ELF
                    RUNPATH is $ORIGIN ($ORIGIN/../lib for bin/ programs), no
                    RPATH, no absolute or build-tree path
   platform         ELF e_machine / PE machine matches the arch
@@ -192,6 +195,10 @@ class Package:
         self.fmt = "pe" if windows else "elf"
         self.os = "Windows" if windows else "Linux"
         self.conaninfo = read_conaninfo(os.path.join(self.root, "conaninfo.txt"))
+        # The XNNPACK library backend_xnnpack links, as the build recorded it
+        # ("none", or the library's file or target name); None in a package
+        # that predates the record.
+        self.xnnpack_library = values.get("PTERON_backend_xnnpack_XNNPACK_LIBRARY")
 
     def requires_closure(self, name):
         seen, todo = set(), [name]
@@ -684,6 +691,8 @@ def check_dependencies(pkg, binaries, report):
             problems.append(f"undeclared dependency {dep}: not a pteron component, the "
                             f"toolchain/OS runtime, or a third_party/system_libs entry of {who} "
                             "in components.json")
+        if comp and comp.name == "backend_xnnpack":
+            _check_xnnpack_library(pkg, b, problems, seen)
         # Search paths.
         if b.fmt == "elf":
             if b.rpath:
@@ -713,6 +722,38 @@ def check_dependencies(pkg, binaries, report):
         report.add("dependencies", b.rel, not problems,
                    "; ".join(dict.fromkeys(problems)) if problems else
                    (", ".join(seen) or "no dependencies"))
+
+
+def _check_xnnpack_library(pkg, b, problems, seen):
+    """backend_xnnpack links the XNNPACK library the package states: none (then
+    no XNNPACK file and no xnn_* import), or one; and Conan's option
+    xnnpack_library agrees."""
+    stated = pkg.xnnpack_library
+    option = pkg.conaninfo.get("options", {}).get("xnnpack_library")
+    if stated is None:
+        if option is not None:
+            problems.append("pteron-components.cmake does not state which XNNPACK library "
+                            f"backend_xnnpack links (option xnnpack_library={option})")
+        return
+    files = [d for d in b.needed if _match(d, THIRD_PARTY_FILES["xnnpack"][b.fmt], b.fmt)]
+    imports_xnn = [s for s in b.undefined if s.startswith("xnn_")]
+    if stated == "none":
+        if files or imports_xnn:
+            what = files or imports_xnn[:3]
+            problems.append(f"uses XNNPACK ({', '.join(what)}), but the package states it links "
+                            "no XNNPACK library (PTERON_backend_xnnpack_XNNPACK_LIBRARY none)")
+        if option not in (None, "none"):
+            problems.append(f"option xnnpack_library={option}, but the package states none")
+        if not (files or imports_xnn):
+            seen.append("XNNPACK library: none (pteron's kernels only)")
+        return
+    shared = not stated.endswith((".a", ".lib"))
+    if shared and not files and b.fmt == "elf" and not imports_xnn:
+        problems.append(f"the package states XNNPACK library {stated}, but backend_xnnpack "
+                        "neither depends on it nor imports xnn_*")
+    if option == "none":
+        problems.append(f"option xnnpack_library=none, but the package states {stated}")
+    seen.append(f"XNNPACK library: {stated}")
 
 
 def check_platform(pkg, arch, binaries, report):
