@@ -55,10 +55,19 @@ using Clock = std::chrono::steady_clock;
 
 // How long an idle worker polls for the next job before it sleeps, and how
 // long of that it spins on the pause hint before it starts yielding its core.
-constexpr std::chrono::microseconds kSpin{50};
-constexpr std::chrono::microseconds kSpinPauseOnly{10};
+#ifndef PTERON_POOL_SPIN_US
+#define PTERON_POOL_SPIN_US 50
+#endif
+#ifndef PTERON_POOL_SPIN_PAUSE_US
+#define PTERON_POOL_SPIN_PAUSE_US 10
+#endif
+#ifndef PTERON_POOL_CALLER_SPIN_US
+#define PTERON_POOL_CALLER_SPIN_US 20
+#endif
+constexpr std::chrono::microseconds kSpin{PTERON_POOL_SPIN_US};
+constexpr std::chrono::microseconds kSpinPauseOnly{PTERON_POOL_SPIN_PAUSE_US};
 // How long the caller polls for workers still inside its job before sleeping.
-constexpr std::chrono::microseconds kCallerSpin{20};
+constexpr std::chrono::microseconds kCallerSpin{PTERON_POOL_CALLER_SPIN_US};
 
 // One parallel job; lives on the caller's stack for the duration of run().
 struct Job {
