@@ -494,12 +494,17 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout, pteron_en
             budget = round_seconds if r["times_ms"][0] >= 1.0 else round_seconds / 3
             plans[side] = plan_iterations(r["times_ms"][0], budget)
             res[side] = {"rounds": [], "probe_ms": r["times_ms"][0], "threads_reported": r["threads"],
+                         "_probe": r,
                          "out0_sum": r["out0_sum"], "out0_numel": r["out0_numel"],
                          "warmup": plans[side][0], "iterations": plans[side][1]}
             for k in ("isa", "threadpool"):  # pteron-bench says which ISA path and pool ran
                 if k in r:
                     res[side][k] = r[k]
     slow = any(res[s].get("probe_ms", 0) > SLOW_MS for s in plans)
+    if "pteron" not in plans and "peer" in plans:
+        # pteron cannot run it: no ratio to give, so the peer's probe is its only sample.
+        plans.clear()
+        res["peer"]["rounds"] = [res["peer"]["_probe"]]
     for _ in range(min(rounds, SLOW_ROUNDS) if slow else rounds):
         for side in ("pteron", "peer"):
             if side not in plans:
@@ -513,7 +518,8 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout, pteron_en
                 continue
             res[side]["rounds"].append(r)
     for side in ("pteron", "peer"):
-        if "rounds" in res[side]:
+        res[side].pop("_probe", None)
+        if res[side].get("rounds"):
             res[side].update(side_summary(res[side]["rounds"]))
     if "rounds" in res["pteron"] and "rounds" in res["peer"]:
         res["ratio"], res["ratio_spread"] = ratio_summary(res["pteron"]["rounds"],

@@ -15,10 +15,10 @@
 //    closed) and goes back to waiting. The caller waits only for workers that
 //    are inside the job (spinning briefly, then sleeping on a condition
 //    variable so a descheduled worker can have its core);
-//  - an idle worker spins for at most kSpin (with the CPU's pause hint),
-//    yielding after the first part of it, then sleeps on a condition variable.
-//    A spinning worker picks up the next call without a wake-up; a sleeping
-//    one costs the caller one notify (only when some worker sleeps).
+//  - an idle worker polls for at most kSpin (with the CPU's pause hint), then
+//    sleeps on a condition variable. A polling worker picks up the next call
+//    without a wake-up; a sleeping one costs the caller one notify (only when
+//    some worker sleeps).
 // Why: Debian's 2021 pthreadpool makes the caller wait, in every call, until
 // every worker has woken up and checked in, even when the caller has done all
 // the work itself; with two busy processes on 2 cores a woken worker may wait
@@ -53,20 +53,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long an idle worker polls for the next job before it sleeps, and how
-// long of that it spins on the pause hint before it starts yielding its core.
+// How long an idle worker polls for the next job (with the CPU's pause hint)
+// before it sleeps, and how long the caller polls for workers still inside its
+// job before it sleeps. Measured on a shared 2-core VM (bench/README.md,
+// "Thread pool"): polling lets a worker join back-to-back calls of tens of
+// microseconds (a futex wake-up took longer than that there), while longer
+// polling, or yielding the core while polling, made 2-thread runs slower when
+// the cores were oversubscribed. Build-time macros, for such measurements.
 #ifndef PTERON_POOL_SPIN_US
-#define PTERON_POOL_SPIN_US 50
-#endif
-#ifndef PTERON_POOL_SPIN_PAUSE_US
-#define PTERON_POOL_SPIN_PAUSE_US 10
+#define PTERON_POOL_SPIN_US 20
 #endif
 #ifndef PTERON_POOL_CALLER_SPIN_US
-#define PTERON_POOL_CALLER_SPIN_US 20
+#define PTERON_POOL_CALLER_SPIN_US 10
 #endif
 constexpr std::chrono::microseconds kSpin{PTERON_POOL_SPIN_US};
-constexpr std::chrono::microseconds kSpinPauseOnly{PTERON_POOL_SPIN_PAUSE_US};
-// How long the caller polls for workers still inside its job before sleeping.
 constexpr std::chrono::microseconds kCallerSpin{PTERON_POOL_CALLER_SPIN_US};
 
 // One parallel job; lives on the caller's stack for the duration of run().
@@ -85,21 +85,14 @@ void work_on(Job& job) noexcept {
   }
 }
 
-// Polls `done` until it returns true or `limit` has passed: pause hints for
-// the first `pause_only`, then yields. Returns done()'s last value.
+// Polls `done` with the pause hint until it returns true or `limit` has
+// passed. Returns done()'s last value.
 template <typename Done>
-bool poll(Done done, std::chrono::microseconds limit, std::chrono::microseconds pause_only) {
+bool poll(Done done, std::chrono::microseconds limit) {
   const Clock::time_point start = Clock::now();
   for (unsigned i = 1;; ++i) {
     if (done()) return true;
-    if (i % 64 == 0) {
-      const Clock::duration spent = Clock::now() - start;
-      if (spent >= limit) return done();
-      if (spent >= pause_only) {
-        std::this_thread::yield();
-        continue;
-      }
-    }
+    if (i % 64 == 0 && Clock::now() - start >= limit) return done();
     PTERON_POOL_PAUSE();
   }
 }
@@ -155,9 +148,7 @@ class StdPool final : public Pool {
     // bumps active_ before reading job_, the caller clears job_ before reading
     // active_, so one of the two sees the other.
     job_.store(nullptr, std::memory_order_seq_cst);
-    if (poll([this] { return active_.load(std::memory_order_seq_cst) == 0; }, kCallerSpin,
-             kCallerSpin))
-      return;
+    if (poll([this] { return active_.load(std::memory_order_seq_cst) == 0; }, kCallerSpin)) return;
     std::unique_lock<std::mutex> lock(mu_);
     caller_waiting_.store(true, std::memory_order_seq_cst);
     done_.wait(lock, [this] { return active_.load(std::memory_order_seq_cst) == 0; });
@@ -174,7 +165,7 @@ class StdPool final : public Pool {
       return generation_.load(std::memory_order_seq_cst) != seen ||
              stopping_.load(std::memory_order_relaxed);
     };
-    if (!poll(changed, kSpin, kSpinPauseOnly)) {
+    if (!poll(changed, kSpin)) {
       std::unique_lock<std::mutex> lock(mu_);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       wake_.wait(lock, changed);
