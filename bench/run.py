@@ -320,7 +320,15 @@ def build(args):
     print("==> programs (bench/programs.py -> bench/.programs)", flush=True)
     run([str(py), str(BENCH / "programs.py"), str(PROGRAMS)], 3600)
     zoo = []
-    if args.zoo is not None:
+    if args.zoo is not None and args.zoo_dir:
+        root = Path(args.zoo_dir)
+        print(f"==> the model zoo, already exported in {root} (--zoo-dir)", flush=True)
+        zoo = sorted(d for d in root.iterdir() if (d / "manifest.json").exists()
+                     and (not args.zoo or d.name in args.zoo))
+        missing = sorted(set(args.zoo) - {d.name for d in zoo})
+        if missing:
+            raise SystemExit(f"bench/run.py: {root} has no exported {', '.join(missing)}")
+    elif args.zoo is not None:
         print("==> the model zoo (models/zoo.py export, cached)", flush=True)
         which = args.zoo or ["--all"]
         _, out = run([str(py), str(REPO / "models" / "zoo.py"), "export", *which], 3 * 3600)
@@ -926,7 +934,10 @@ def summary_table(data):
         rs = row.get("ratio_spread")
         ratio = f"{row['ratio']:.3g} [{rs[0]:.3g}-{rs[1]:.3g}]" if row.get("ratio") else "-"
         th = f"{row['threads']}" + (f" + {row['busy']} busy" if row.get("busy") else "")
-        L.append(f"| {row['name']} | {th} | {cells[0]} | {cells[1]} | {ratio} |")
+        setting = row.get("xnnpack_library")
+        name = row["name"] + (f" (`PTERON_XNNPACK_USE_LIBRARY={setting}`)"
+                              if setting not in (None, "default") else "")
+        L.append(f"| {name} | {th} | {cells[0]} | {cells[1]} | {ratio} |")
     return "\n".join(L)
 
 
@@ -1028,6 +1039,9 @@ def main(argv=None):
                     help="zoo models to export and measure (default: all of models/zoo.py)")
     zg.add_argument("--no-zoo", dest="zoo", action="store_const", const=None,
                     help="leave the zoo out")
+    ap.add_argument("--zoo-dir", metavar="DIR",
+                    help="a folder of already exported zoo models (one folder per model with its "
+                         "manifest.json, e.g. one key folder of the zoo cache): no export")
     ap.add_argument("--zoo-variants", nargs="+", default=["xnnpack"],
                     choices=["xnnpack", "portable"],
                     help="which of each zoo model's programs (default: xnnpack; upstream's "
