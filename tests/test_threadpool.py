@@ -320,7 +320,7 @@ def test_the_build_uses_the_std_pool_by_default():
     assert _implementation_of_build() == "std"
 
 
-@pytest.mark.parametrize("variant", ["build", "pthreadpool"])
+@pytest.mark.parametrize("variant", ["build"])
 def test_parallel_for_covers_every_index_once_while_other_threads_hog_the_cpus(
         variants, variant, tmp_path):
     """As many threads as there are cores spin in the same process, beside the
@@ -358,7 +358,7 @@ def test_contract_against_the_asan_build(tmp_path):
 
 # ---- clean exit --------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", ["build", "std", "pthreadpool"])
+@pytest.mark.parametrize("variant", ["build", "std"])
 def test_application_using_the_pool_exits_cleanly_20_times(variants, variant, tmp_path):
     v = _variant(variants, variant)
     exe = v.link([NATIVE / "threadpool_exit.cpp", REPO / "tools" / "npy.cpp"],
