@@ -7,7 +7,9 @@ with the exporter's environment .venv-export, which has torch and executorch).
 
 Written through the project's one fixture writer (models/fixture_writer.py):
 OUT_DIR/<name>.pte, OUT_DIR/<name>.forward.input_0.npy, .expected_0.npy and
-OUT_DIR/manifest.json, whose entries add to the writer's the description, the
+OUT_DIR/manifest.json (2 x Linear(1024), a MobileNet-v1-like CNN, both
+portable and XNNPACK-lowered; torchvision's MobileNetV2 XNNPACK-lowered),
+whose entries add to the writer's the description, the
 FLOPs per execution and the eager output's sum. A program whose file exists and
 whose entry was made by this same exporter version and the same text of this
 script and of the writer is kept. NAMEs limit the export to those programs.
@@ -93,6 +95,13 @@ def make(name: str):
         m = MLP1024().eval()
         x = torch.randn(256, 1024)
         desc = "2 x Linear(1024) + ReLU, batch 256"
+    elif name.startswith("mobilenet_v2"):
+        # torchvision's MobileNetV2 (the first program), its own
+        # initialisation (offline: no pretrained weights), 1x3x224x224.
+        from zoo import _torchvision  # models/zoo.py: torchvision without its compiled ops
+        m = _torchvision().models.mobilenet_v2(weights=None).eval()
+        x = torch.randn(1, 3, 224, 224)
+        desc = "torchvision MobileNetV2 (random weights), 1x3x224x224"
     else:
         m = MobileNetLike().eval()
         for mod in m.modules():
@@ -106,7 +115,9 @@ def make(name: str):
     return m, x, desc
 
 
-NAMES = ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack"]
+# mobilenet_v2 only XNNPACK-lowered: upstream's portable convolutions take seconds.
+NAMES = ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack",
+         "mobilenet_v2_xnnpack"]
 
 
 def export_one(name: str, out: Path) -> dict:

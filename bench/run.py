@@ -3,20 +3,27 @@
 """pteron against upstream ExecuTorch, side by side, in one command:
 
     python3 bench/run.py [--quick] [--only NAME ...] [--threads N ...] [--zoo NAME ... | --no-zoo]
+                         [--contention N] [--xnnpack-library SETTING ...] [--no-wine]
 
 1. builds what it needs: the project's tools (scripts/setup.sh), the pteron
    package through Conan (the repository's own Conan home, the offline profile
-   profiles/linux-release) and pteron-bench against it, the exporter's virtual
-   environment .venv-export (scripts/setup.sh pteron_install_export_venv: torch,
-   executorch 1.5.1, torchvision, numpy; plus matplotlib for the chart) and
+   profiles/linux-release) and pteron-bench against it (or, with
+   --pteron-build DIR, pteron-bench against a CMake build tree), the
+   exporter's virtual environment .venv-export (scripts/setup.sh
+   pteron_install_export_venv; --export-python names another one) and
    peer-bench against the wheel's shared libraries;
 2. exports the big programs on demand into bench/.programs (bench/programs.py)
-   and the model zoo into its cache (models/zoo.py export: every model,
-   portable and XNNPACK-lowered);
-3. runs pteron-bench and peer-bench alternately on each program (the big ones,
-   the zoo and models/fixtures), at 1 thread and at all cores, stdout and
-   stderr of both going to a pipe;
-4. writes bench/results/<date>.md, .json and .png (ratio chart).
+   and the model zoo into its cache (models/zoo.py export; its XNNPACK-lowered
+   programs unless --zoo-variants says otherwise);
+3. runs pteron-bench and peer-bench alternately on each program, at 1 thread
+   and at all cores, then the XNNPACK programs again at 2 threads with
+   --contention busy processes (default 2) started before and stopped after
+   (always: also on an error or Ctrl-C); stdout and stderr of both sides go to
+   a pipe;
+4. runs the MinGW build's pteron-run.exe under Wine on the XNNPACK programs
+   (a separate section: not comparable to native times), when a MinGW build
+   with the delegate DLL exists;
+5. writes bench/results/<date>.md, .json and .png (ratio chart).
 
 A side that cannot run a program is reported as "not runnable: <its error>".
 Every time is a median over several processes ("rounds") of several
@@ -31,6 +38,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,6 +71,9 @@ def side_summary(rounds):
     loads = [r["load_ms"] for r in rounds]
     return {
         "median_ms": median(times), "spread_ms": spread(times), "samples": len(times),
+        # The mean shows what a median hides: a few executions that waited
+        # milliseconds for a descheduled thread (the contention run).
+        "mean_ms": statistics.fmean(times) if times else None,
         "processes": len(rounds),
         "load_ms": median(loads), "load_spread_ms": spread(loads),
         "peak_rss_mb": max(r["maxrss_kb"] for r in rounds) / 1024.0 if rounds else None,
@@ -99,29 +110,69 @@ def plan_iterations(probe_ms, round_seconds):
     return warmup, iters
 
 
+def fma_units(vendor, family, model, flags):
+    """(FMA units per core, why): the number of vector FMA pipes assumed for
+    the peak. From the vendors' optimisation guides: AMD Zen 2/3/4/5 (family
+    0x17 model >= 0x30, 0x19, 0x1A) have two 256-bit FMA pipes, Zen 1 two
+    128-bit ones (counted as one 256-bit unit); Intel cores since Haswell have
+    two 256-bit FMA ports, and Xeons with AVX-512 one or two 512-bit units
+    (two assumed: the Gold 6xxx / Platinum parts these machines have)."""
+    if vendor == "AuthenticAMD":
+        if family == 0x17 and model < 0x30:
+            return 1, "AMD Zen 1: two 128-bit FMA pipes = one 256-bit unit"
+        return 2, f"AMD family {family:#x} (Zen 2 or later): two 256-bit FMA pipes"
+    if "avx512f" in flags:
+        return 2, "Intel with AVX-512: two 512-bit FMA units assumed"
+    return 2, "Intel (Haswell or later): two 256-bit FMA ports"
+
+
 def cpu_info():
+    """The CPU model, its ISA, the ISA paths pteron can and cannot run here,
+    and the fp32 peak per core = lanes x FMA units x 2 (multiply + add) x MHz,
+    with `cpu MHz` from /proc/cpuinfo (a VM may show less than the clock the
+    core really runs at)."""
     model, mhz, flags = platform.processor() or "unknown", None, set()
+    vendor, family, cpu_model = "", 0, 0
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             k, _, v = line.partition(":")
-            k = k.strip()
+            k, v = k.strip(), v.strip()
             if k == "model name" and model in ("unknown", "", "x86_64"):
-                model = v.strip()
+                model = v
             elif k == "cpu MHz" and mhz is None:
                 mhz = float(v)
             elif k == "flags" and not flags:
                 flags = set(v.split())
-    except OSError:
+            elif k == "vendor_id" and not vendor:
+                vendor = v
+            elif k == "cpu family" and not family:
+                family = int(v)
+            elif k == "model" and not cpu_model:
+                cpu_model = int(v)
+    except (OSError, ValueError):
         pass
-    if {"avx512f"} <= flags:
-        per_cycle, isa = 64, "AVX-512 (16 fp32 lanes x FMA x 2 units)"
-    elif {"avx2", "fma"} <= flags:
-        per_cycle, isa = 32, "AVX2+FMA (8 lanes x FMA x 2 units)"
+    avx512 = {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+    avx2 = {"avx2", "fma"} <= flags
+    units, units_why = fma_units(vendor, family, cpu_model, flags)
+    if avx512:
+        lanes, fma, isa = 16, True, "AVX-512 F/BW/DQ/VL + AVX2 + FMA"
+    elif avx2:
+        lanes, fma, isa = 8, True, "AVX2 + FMA, no AVX-512"
     else:
-        per_cycle, isa = 8, "SSE (4 lanes, separate multiply and add)"
+        lanes, fma, isa = 4, False, "SSE only (no AVX2/FMA)"
+    per_cycle = lanes * units * 2 if fma else lanes * 2
+    # pteron's ISA paths (pteron/kernels_optimized.h: PTERON_ISA=baseline|avx2|avx512).
+    paths = {"baseline": True, "avx2": avx2, "avx512": avx512}
     ghz = (mhz or 0) / 1000.0
-    return {"model": model, "logical_cpus": os.cpu_count() or 1, "mhz": mhz, "isa": isa,
-            "flops_per_cycle": per_cycle, "core_peak_gflops": ghz * per_cycle}
+    return {"model": model, "vendor": vendor, "family": family, "cpu_model": cpu_model,
+            "logical_cpus": os.cpu_count() or 1, "mhz": mhz, "isa": isa,
+            "isa_paths_runnable": [k for k, ok in paths.items() if ok],
+            "isa_paths_not_runnable": [k for k, ok in paths.items() if not ok],
+            "flops_per_cycle": per_cycle,
+            "peak_assumptions": f"{lanes} fp32 lanes x {units if fma else 1} FMA unit(s) x 2 "
+                                f"FLOP ({units_why if fma else 'separate multiply and add'}) "
+                                f"x `cpu MHz` {mhz}",
+            "core_peak_gflops": ghz * per_cycle}
 
 
 # ---------------------------------------------------------------- processes
@@ -178,6 +229,49 @@ def measure(cmd, env, timeout):
     return {"error": error_message(err, p.returncode)}
 
 
+class BusyProcesses:
+    """`n` processes that only burn CPU (`yes > /dev/null`, or a Python loop
+    where `yes` is missing), started on entry and stopped on exit, whatever
+    the exit: an exception, Ctrl-C (KeyboardInterrupt) or SIGTERM (turned into
+    SystemExit by main()). Each is its own process group, killed as a group."""
+
+    def __init__(self, n):
+        self.n, self.procs = n, []
+
+    def __enter__(self):
+        yes = shutil.which("yes")
+        cmd = [yes] if yes else [sys.executable, "-c", "while True: pass"]
+        try:
+            for _ in range(self.n):
+                self.procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL,
+                                                   stdin=subprocess.DEVNULL,
+                                                   start_new_session=True))
+        except BaseException:
+            self.stop()
+            raise
+        time.sleep(0.2)  # let them reach the scheduler's steady state
+        return self
+
+    def stop(self):
+        for pr in self.procs:
+            if pr.poll() is None:
+                try:
+                    os.killpg(pr.pid, 9)
+                except (ProcessLookupError, PermissionError):
+                    pr.kill()
+        for pr in self.procs:
+            try:
+                pr.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.procs = []
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
 def error_message(stderr, rc):
     lines = [l.strip() for l in stderr.splitlines() if l.strip()]
     main = [l for l in lines if re.match(r"^(pteron|peer)-bench: ", l)]
@@ -199,17 +293,77 @@ def build(args):
     tools = REPO / ".venv" / "bin"
     env = dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}", CONAN_HOME=str(REPO / ".conan2"))
 
-    print("==> .venv-export (scripts/setup.sh pteron_install_export_venv) + matplotlib", flush=True)
-    run(["bash", "-c", "source scripts/setup.sh && pteron_install_export_venv"], 1800, cwd=REPO)
-    py = EXPORT_VENV / "bin" / "python"
-    if run([str(py), "-c", "import matplotlib"], 300, check=False)[0]:
+    if args.export_python:
+        py = Path(args.export_python)
+        print(f"==> exporter: {py} (--export-python)", flush=True)
+    else:
+        print("==> .venv-export (scripts/setup.sh pteron_install_export_venv) + matplotlib",
+              flush=True)
+        run(["bash", "-c", "source scripts/setup.sh && pteron_install_export_venv"], 1800, cwd=REPO)
+        py = EXPORT_VENV / "bin" / "python"
+    if not args.export_python and run([str(py), "-c", "import matplotlib"], 300, check=False)[0]:
         run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "matplotlib"],
             1800)
     site = run([str(py), "-c", "import executorch, os; print(list(executorch.__path__)[0])"],
                300)[1].strip().splitlines()[-1]
 
-    print("==> pteron package (conan, profiles/linux-release)", flush=True)
     BUILD.mkdir(parents=True, exist_ok=True)
+    if args.pteron_build:
+        pteron_bin, xnnpack_option = build_against_tree(Path(args.pteron_build).resolve())
+    else:
+        pteron_bin, xnnpack_option = build_package(env, tools, jobs)
+    cm = str(tools / "cmake")
+    run([cm, "-S", str(BENCH / "peer"), "-B", str(BUILD / "peer"), "-G", "Ninja",
+         "-DCMAKE_BUILD_TYPE=Release", f"-Dexecutorch_DIR={site}/share/cmake"], 600, env=env)
+    run([cm, "--build", str(BUILD / "peer"), "-j", jobs], 1200, env=env)
+
+    print("==> programs (bench/programs.py -> bench/.programs)", flush=True)
+    run([str(py), str(BENCH / "programs.py"), str(PROGRAMS)], 3600)
+    zoo = []
+    if args.zoo is not None and args.zoo_dir:
+        root = Path(args.zoo_dir)
+        print(f"==> the model zoo, already exported in {root} (--zoo-dir)", flush=True)
+        zoo = sorted(d for d in root.iterdir() if (d / "manifest.json").exists()
+                     and (not args.zoo or d.name in args.zoo))
+        missing = sorted(set(args.zoo) - {d.name for d in zoo})
+        if missing:
+            raise SystemExit(f"bench/run.py: {root} has no exported {', '.join(missing)}")
+    elif args.zoo is not None:
+        print("==> the model zoo (models/zoo.py export, cached)", flush=True)
+        which = args.zoo or ["--all"]
+        _, out = run([str(py), str(REPO / "models" / "zoo.py"), "export", *which], 3 * 3600)
+        zoo = [Path(line.split(maxsplit=1)[1]) for line in out.splitlines()
+               if len(line.split(maxsplit=1)) == 2 and Path(line.split(maxsplit=1)[1]).is_dir()]
+    print(f"    built in {time.time() - t0:.0f} s", flush=True)
+    return {"zoo": zoo, "pteron": pteron_bin, "peer": BUILD / "peer" / "peer-bench",
+            "xnnpack_option": xnnpack_option, "executorch_dir": site, "python": py}
+
+
+def build_against_tree(tree):
+    """pteron-bench compiled against a CMake build tree of pteron (--pteron-build;
+    for development: the Conan package is what users get). Returns (binary,
+    whether the tree has the XNNPACK delegate)."""
+    print(f"==> pteron-bench against the build tree {tree} (--pteron-build)", flush=True)
+    if not (tree / "libpteron.so").exists():
+        raise SystemExit(f"bench/run.py: {tree} has no libpteron.so: build it first")
+    libs = ["kernels_portable", "kernels_optimized", "threadpool"]
+    has_xnnpack = (tree / "libpteron_backend_xnnpack.so").exists()
+    if has_xnnpack:
+        libs.append("backend_xnnpack")
+    out = BUILD / "pteron-tree" / "pteron-bench"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cxx = os.environ.get("CXX") or "g++"
+    run([cxx, "-std=c++17", "-O2", "-I", str(REPO / "include"), str(BENCH / "pteron" /
+         "pteron_bench.cpp"), "-o", str(out), f"-L{tree}", "-Wl,--push-state,--no-as-needed",
+         *[f"-lpteron_{x}" for x in libs], "-Wl,--pop-state", "-lpteron", f"-Wl,-rpath,{tree}",
+         "-pthread"], 600)
+    return out, has_xnnpack
+
+
+def build_package(env, tools, jobs):
+    """The pteron Conan package and pteron-bench against it. Returns (binary,
+    whether the package has the XNNPACK delegate)."""
+    print("==> pteron package (conan, profiles/linux-release)", flush=True)
     rc, out = run(["conan", "remote", "list"], 120, env=env, check=False)
     if re.search(r"conancenter.*Enabled: True", out):
         run(["conan", "remote", "disable", "conancenter"], 120, env=env)
@@ -235,23 +389,7 @@ def build(args):
          "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_TOOLCHAIN_FILE={deps / 'conan_toolchain.cmake'}"],
         600, env=env)
     run([cm, "--build", str(BUILD / "pteron"), "-j", jobs], 1200, env=env)
-    run([cm, "-S", str(BENCH / "peer"), "-B", str(BUILD / "peer"), "-G", "Ninja",
-         "-DCMAKE_BUILD_TYPE=Release", f"-Dexecutorch_DIR={site}/share/cmake"], 600, env=env)
-    run([cm, "--build", str(BUILD / "peer"), "-j", jobs], 1200, env=env)
-
-    print("==> programs (bench/programs.py -> bench/.programs)", flush=True)
-    run([str(py), str(BENCH / "programs.py"), str(PROGRAMS)], 3600)
-    zoo = []
-    if args.zoo is not None:
-        print("==> the model zoo (models/zoo.py export, cached)", flush=True)
-        which = args.zoo or ["--all"]
-        _, out = run([str(py), str(REPO / "models" / "zoo.py"), "export", *which], 3 * 3600)
-        zoo = [Path(line.split(maxsplit=1)[1]) for line in out.splitlines()
-               if len(line.split(maxsplit=1)) == 2 and Path(line.split(maxsplit=1)[1]).is_dir()]
-    print(f"    built in {time.time() - t0:.0f} s", flush=True)
-    return {"zoo": zoo, "pteron": BUILD / "pteron" / "pteron-bench",
-            "peer": BUILD / "peer" / "peer-bench",
-            "xnnpack_option": xnnpack_option, "executorch_dir": site}
+    return BUILD / "pteron" / "pteron-bench", xnnpack_option
 
 
 def library_sizes(binary, marker):
@@ -290,39 +428,69 @@ def zoo_programs(folders):
     return progs
 
 
-def program_list(only, zoo_folders=()):
+BIG_PROGRAMS = ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack",
+                "mobilenet_v2_xnnpack"]
+
+
+def program_list(only, zoo_folders=(), fixtures=False, zoo_variants=("xnnpack",)):
+    """The programs to measure. "xnnpack": whether it is XNNPACK-lowered (the
+    contention run, the delegate settings and Wine take only those)."""
     progs = []
     # bench/programs.py writes the same manifest format as models/export.py.
     index = {e["name"]: e for e in json.loads((PROGRAMS / "manifest.json").read_text())["fixtures"]}
-    for name in ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack"]:
-        e = index[name]
+    for name in BIG_PROGRAMS:
+        e = index.get(name)
+        if e is None:
+            continue
         progs.append({"name": name, "pte": PROGRAMS / e["file"], "method": "forward",
                       "inputs": [PROGRAMS / f for f in e["methods"]["forward"]["inputs"]],
-                      "flops": e["flops"],
+                      "flops": e["flops"], "xnnpack": name.endswith("_xnnpack"),
                       "description": e["description"], "eager_out0_sum": e["eager_out0_sum"],
                       "size_bytes": e["size_bytes"]})
-    manifest = json.loads((FIXTURES / "manifest.json").read_text())
-    for f in manifest["fixtures"]:
-        for mname, m in f["methods"].items():
-            name = f["name"] if mname == "forward" else f"{f['name']}.{mname}"
-            progs.append({"name": name, "pte": FIXTURES / f["file"], "method": mname,
-                          "inputs": [FIXTURES / i for i in m["inputs"]], "flops": None,
-                          "description": "fixture: " + f["proves"],
-                          "expected_out0": FIXTURES / m["expected"][0],
-                          "size_bytes": f["size_bytes"]})
-    progs += zoo_programs(zoo_folders)
+    if fixtures:
+        manifest = json.loads((FIXTURES / "manifest.json").read_text())
+        for f in manifest["fixtures"]:
+            for mname, m in f["methods"].items():
+                name = f["name"] if mname == "forward" else f"{f['name']}.{mname}"
+                progs.append({"name": name, "pte": FIXTURES / f["file"], "method": mname,
+                              "inputs": [FIXTURES / i for i in m["inputs"]], "flops": None,
+                              "xnnpack": bool(f.get("delegates")),
+                              "description": "fixture: " + f["proves"],
+                              "expected_out0": FIXTURES / m["expected"][0],
+                              "size_bytes": f["size_bytes"]})
+    for z in zoo_programs(zoo_folders):
+        variant = z["name"].rpartition("_")[2]
+        if variant in zoo_variants:
+            progs.append(dict(z, xnnpack=variant == "xnnpack"))
     if only:
         progs = [p for p in progs if p["name"] in only]
     return progs
 
 
-def bench_program(prog, threads, bins, round_seconds, rounds, timeout):
-    """Alternates pteron and peer processes on one program at one thread count."""
-    res = {}
+def side_envs(threads, pteron_env=None):
+    """The environments of the two sides; pteron_env adds to pteron's (a None
+    value removes the variable)."""
+    pt = dict(os.environ, PTERON_NUM_THREADS=str(threads))
+    for k, v in (pteron_env or {}).items():
+        if v is None:
+            pt.pop(k, None)
+        else:
+            pt[k] = v
+    return {"pteron": pt, "peer": dict(os.environ)}
+
+
+def program_args(prog):
     common = [str(prog["pte"]), "--method", prog["method"]]
     for i in prog["inputs"]:
         common += ["--input", str(i)]
-    envs = {"pteron": dict(os.environ, PTERON_NUM_THREADS=str(threads)), "peer": dict(os.environ)}
+    return common
+
+
+def bench_program(prog, threads, bins, round_seconds, rounds, timeout, pteron_env=None):
+    """Alternates pteron and peer processes on one program at one thread count."""
+    res = {}
+    common = program_args(prog)
+    envs = side_envs(threads, pteron_env)
     plans = {}
     for side in ("pteron", "peer"):
         r = measure([str(bins[side]), *common, "--warmup", "0", "--iterations", "1",
@@ -334,9 +502,17 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout):
             budget = round_seconds if r["times_ms"][0] >= 1.0 else round_seconds / 3
             plans[side] = plan_iterations(r["times_ms"][0], budget)
             res[side] = {"rounds": [], "probe_ms": r["times_ms"][0], "threads_reported": r["threads"],
+                         "_probe": r,
                          "out0_sum": r["out0_sum"], "out0_numel": r["out0_numel"],
                          "warmup": plans[side][0], "iterations": plans[side][1]}
+            for k in ("isa", "threadpool"):  # pteron-bench says which ISA path and pool ran
+                if k in r:
+                    res[side][k] = r[k]
     slow = any(res[s].get("probe_ms", 0) > SLOW_MS for s in plans)
+    if "pteron" not in plans and "peer" in plans:
+        # pteron cannot run it: no ratio to give, so the peer's probe is its only sample.
+        plans.clear()
+        res["peer"]["rounds"] = [res["peer"]["_probe"]]
     for _ in range(min(rounds, SLOW_ROUNDS) if slow else rounds):
         for side in ("pteron", "peer"):
             if side not in plans:
@@ -350,12 +526,57 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout):
                 continue
             res[side]["rounds"].append(r)
     for side in ("pteron", "peer"):
-        if "rounds" in res[side]:
+        res[side].pop("_probe", None)
+        if res[side].get("rounds"):
             res[side].update(side_summary(res[side]["rounds"]))
     if "rounds" in res["pteron"] and "rounds" in res["peer"]:
         res["ratio"], res["ratio_spread"] = ratio_summary(res["pteron"]["rounds"],
                                                           res["peer"]["rounds"])
     return res
+
+
+def delegate_plan(prog, bins, threads, pteron_env, timeout):
+    """What PTERON_XNNPACK_DEBUG=1 says about each delegate call of the
+    program on pteron's side (which nodes pteron ran, how many XNNPACK
+    library segments): the lines as printed, deduplicated, or an error."""
+    env = side_envs(threads, dict(pteron_env or {}, PTERON_XNNPACK_DEBUG="1"))["pteron"]
+    try:
+        r = subprocess.run([str(bins["pteron"]), *program_args(prog), "--warmup", "0",
+                            "--iterations", "1"], env=env, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = []
+    for line in r.stderr.splitlines():
+        line = line.strip()
+        if line.startswith("pteron XnnpackBackend") and line not in lines:
+            lines.append(line)
+    if r.returncode != 0 and not lines:
+        return {"error": error_message(r.stderr, r.returncode)}
+    return {"lines": lines}
+
+
+def plan_summary(plan):
+    """One cell: the delegate's own split as PTERON_XNNPACK_DEBUG printed it."""
+    if not plan:
+        return "-"
+    if "error" in plan:
+        return "not runnable"
+    if not plan["lines"]:
+        return "no delegate line"
+    segs, own, nodes = 0, [], 0
+    for line in plan["lines"]:
+        m_seg = re.search(r"(\d+) XNNPACK segment", line)
+        m_nodes = re.search(r"(\d+) nodes", line)
+        m_own = re.search(r"pteron runs: ([^;]*)", line)
+        segs += int(m_seg.group(1)) if m_seg else 0
+        nodes += int(m_nodes.group(1)) if m_nodes else 0
+        for t in (m_own.group(1).split(",") if m_own else []):
+            t = t.strip()
+            if t and t != "(none)" and t not in own:
+                own.append(t)
+    return (f"{len(plan['lines'])} distinct delegate plan(s), {nodes} nodes; XNNPACK library: "
+            f"{segs} segment(s); pteron's kernels: {', '.join(own) or 'none'}")
 
 
 def out0_reference(prog):
@@ -374,6 +595,85 @@ def agrees(value, ref, numel):
     return abs(value - ref) <= 1e-3 * max(1.0, abs(ref)) + 1e-4 * max(1, numel or 1)
 
 
+# ---------------------------------------------------------------- Wine
+
+def winpath(path):
+    """A Linux path as Wine's Z: drive names it."""
+    return "Z:" + str(Path(path).resolve()).replace("/", "\\")
+
+
+def find_mingw_runner(folder):
+    for cand in (Path(folder) / "pteron-run.exe", Path(folder) / "bin" / "pteron-run.exe"):
+        if cand.exists():
+            return cand
+    return None
+
+
+def wine_run_once(exe, args, env, timeout):
+    """(rc, stdout, stderr) of one Wine process; output to files, not pipes
+    (a Wine service started on the way would hold a pipe open)."""
+    import tempfile
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pr = subprocess.Popen(["wine", str(exe), *map(str, args)], stdin=subprocess.DEVNULL,
+                              stdout=out, stderr=err, env=env, cwd=str(Path(exe).parent))
+        try:
+            rc = pr.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            pr.wait()
+            rc = 124
+        out.seek(0)
+        err.seek(0)
+        dec = lambda f: f.read().decode("utf-8", "replace").replace("\r\n", "\n")  # noqa: E731
+        return rc, dec(out), dec(err)
+
+
+def wine_section(progs, mingw_dir, threads, timeout):
+    """The MinGW build's pteron-run.exe under Wine on the XNNPACK programs:
+    per program one probe execution, then one process of about a second of
+    executions; the median pteron-run reports. Returns {"skipped": why} or
+    {"runner", "threads", "rows"}."""
+    if not shutil.which("wine"):
+        return {"skipped": "wine is not installed (scripts/setup.sh installs wine64)"}
+    runner = find_mingw_runner(mingw_dir) if mingw_dir else None
+    if not runner:
+        return {"skipped": f"no pteron-run.exe in {mingw_dir} or its bin/ (MinGW build: cmake -S . "
+                           "-B build-mingw -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-mingw-w64."
+                           "cmake -DCMAKE_BUILD_TYPE=Release && ninja -C build-mingw; then "
+                           "--mingw-build build-mingw)"}
+    if not (runner.parent / "pteron_backend_xnnpack.dll").exists():
+        return {"skipped": f"{runner.parent} has no pteron_backend_xnnpack.dll: this MinGW build "
+                           "has no XNNPACK delegate, so it cannot run XNNPACK-lowered programs"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WINEPATH", "DISPLAY", "WAYLAND_DISPLAY", "WINELOADER", "WINESERVER")}
+    env.update(WINEPREFIX=str(BUILD / "wineprefix"), WINEDEBUG="-all",
+               WINEDLLOVERRIDES="mscoree,mshtml=", PTERON_NUM_THREADS=str(threads))
+    BUILD.mkdir(parents=True, exist_ok=True)
+    run(["wine", "wineboot", "--init"], 300, env=env, check=False)
+    rows = []
+    for prog in progs:
+        args = [winpath(prog["pte"]), "--method", prog["method"]]
+        for i in prog["inputs"]:
+            args += ["--input", winpath(i)]
+        row = {"name": prog["name"], "threads": threads}
+        rc, out, err = wine_run_once(runner, args + ["--iterations", "1"], env, timeout)
+        m = re.search(r"median time per execution: ([0-9.]+) ms", out)
+        if rc != 0 or not m:
+            row["error"] = error_message(err, rc) if rc != 124 else f"timed out after {timeout} s"
+            rows.append(row)
+            continue
+        iters = max(3, min(200, int(1000.0 / max(float(m.group(1)), 0.01))))
+        rc, out, err = wine_run_once(runner, args + ["--iterations", str(iters)], env, timeout)
+        m = re.search(r"median time per execution: ([0-9.]+) ms over (\d+)", out)
+        if rc != 0 or not m:
+            row["error"] = error_message(err, rc) if rc != 124 else f"timed out after {timeout} s"
+        else:
+            row.update(median_ms=float(m.group(1)), iterations=int(m.group(2)))
+        rows.append(row)
+    subprocess.run(["wineserver", "-k"], env=env, timeout=60, capture_output=True)
+    return {"runner": str(runner), "threads": threads, "rows": rows}
+
+
 # ---------------------------------------------------------------- report
 
 def fmt_ms(x):
@@ -382,77 +682,184 @@ def fmt_ms(x):
     return f"{x:.4g}" if x < 1000 else f"{x:.0f}"
 
 
-def write_report(data, stamp):
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{stamp}.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+def side_cell(s):
+    if "error" in s:
+        return f"not runnable: {s['error']}"
+    return f"{fmt_ms(s['median_ms'])} [{fmt_ms(s['spread_ms'][0])}-{fmt_ms(s['spread_ms'][1])}] " \
+           f"(n={s['samples']})"
+
+
+def ratio_cell(row, bold=True):
+    if row.get("ratio") is None:
+        return "-"
+    rs = row.get("ratio_spread")
+    r = f"**{row['ratio']:.3g}**" if bold else f"{row['ratio']:.3g}"
+    return f"{r} [{rs[0]:.3g}-{rs[1]:.3g}]" if rs else r
+
+
+def delegate_cell(row):
+    if not row.get("xnnpack"):
+        return "-"
+    return f"`{row.get('xnnpack_library') or 'default'}`"
+
+
+def write_report(data, stamp, results=RESULTS):
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{stamp}.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     cpu = data["cpu"]
+    st = data["settings"]
     L = []
     L.append(f"# pteron vs upstream ExecuTorch 1.5.1, {data['date']}")
     L.append("")
-    L.append(f"Command: `{data['command']}` (on {data['host']['os']}; built in this run).")
-    L.append(f"CPU: {cpu['model']}, {cpu['logical_cpus']} logical CPUs, `cpu MHz` {cpu['mhz']}, "
-             f"{cpu['isa']}.")
+    L.append(f"Command: `{data['command']}` (on {data['host']['os']}; built in this run). "
+             f"It took {st.get('seconds_total', '?')} s: building {st.get('seconds_building', '?')}"
+             f" s, measuring {st.get('seconds_measuring', '?')} s, contention "
+             f"{st.get('seconds_contention', '?')} s, Wine {st.get('seconds_wine', '?')} s.")
+    L.append(f"CPU: {cpu['model']} (vendor {cpu.get('vendor') or '?'}, family "
+             f"{cpu.get('family', '?')}, model {cpu.get('cpu_model', '?')}), "
+             f"{cpu['logical_cpus']} logical CPUs, `cpu MHz` {cpu['mhz']}; ISA: {cpu['isa']}.")
+    ran = ", ".join(data.get("pteron_isa_ran") or []) or "unknown (pteron ran nothing)"
+    L.append(f"pteron's ISA paths (`PTERON_ISA`, pteron/kernels_optimized.h): ran **{ran}** "
+             f"(`pteron_kernels_optimized_isa()`; PTERON_ISA="
+             f"{data.get('pteron_isa_env') or 'unset'}); runnable on this CPU: "
+             f"{', '.join(cpu.get('isa_paths_runnable', []))}; **cannot run here: "
+             f"{', '.join(cpu.get('isa_paths_not_runnable', [])) or 'none'}** (compiled, but "
+             "the CPU or the OS lacks the instructions, so they are not measured). The "
+             "delegate's own kernels share pteron_cpu's dispatch, which reads the same "
+             "CPUID and PTERON_ISA.")
+    L.append(f"pteron's thread pool: {', '.join(data.get('pteron_threadpool') or []) or '?'} "
+             "(`pteron_threadpool_implementation()`).")
     L.append(f"Load: loadavg {data['load']['start']} at start, {data['load']['end']} at the end "
              f"(1/5/15 min); {data['load']['note']}")
     L.append("")
     L.append("Method: each program runs in separate processes, pteron-bench and peer-bench "
              "alternately (a probe execution each, then "
-             f"{data['settings']['rounds']} rounds of warm-up + timed executions per side, "
-             f"about {data['settings']['round_seconds']} s of timed work per process for slow "
+             f"{st['rounds']} rounds of warm-up + timed executions per side, "
+             f"about {st['round_seconds']} s of timed work per process for slow "
              "programs). stdout and stderr of both sides go to a pipe. Times are medians of all "
              "timed executions (min-max in brackets); the ratio is pteron/peer of those medians, "
              "with the min-max of the per-round ratios; below 1 means pteron is faster. "
              "Load = program load + method load (delegate init), in process. Peak RSS is each "
              "process's VmHWM (max over its processes). Inputs are set before every "
              "execution, outside the timed region, on both sides. `out0` says whether each "
-             "side's first output sums to the eager PyTorch value.")
+             "side's first output sums to the eager PyTorch value. `delegate` is pteron's "
+             "`PTERON_XNNPACK_USE_LIBRARY` setting for XNNPACK-lowered programs (`default`: "
+             "unset, the delegate's own per-node choice; `none`: pteron's kernels only); "
+             "which side ran which nodes is in \"Delegate sides\" below.")
     L.append("")
-    L.append("| program | threads | pteron ms | upstream (peer) ms | ratio pteron/peer | "
+    L.append("| program | threads | delegate | pteron ms | upstream (peer) ms | ratio pteron/peer | "
              "pteron load ms | peer load ms | pteron RSS MB | peer RSS MB | out0 pteron/peer |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in data["rows"]:
+        if row.get("busy"):
+            continue
         p, q = row["pteron"], row["peer"]
-
-        def cell(s):
-            if "error" in s:
-                return f"not runnable: {s['error']}"
-            return f"{fmt_ms(s['median_ms'])} [{fmt_ms(s['spread_ms'][0])}-{fmt_ms(s['spread_ms'][1])}] " \
-                   f"(n={s['samples']})"
-        ratio = "-"
-        if row.get("ratio") is not None:
-            rs = row["ratio_spread"]
-            ratio = f"**{row['ratio']:.3g}** [{rs[0]:.3g}-{rs[1]:.3g}]" if rs else f"{row['ratio']:.3g}"
         ok = "/".join({True: "ok", False: "DIFF", None: "-"}[row["out0_ok"][s]]
                       for s in ("pteron", "peer"))
-        L.append(f"| {row['name']} | {row['threads']} | {cell(p)} | {cell(q)} | {ratio} | "
+        L.append(f"| {row['name']} | {row['threads']} | {delegate_cell(row)} | {side_cell(p)} | "
+                 f"{side_cell(q)} | {ratio_cell(row)} | "
                  f"{fmt_ms(p.get('load_ms'))} | {fmt_ms(q.get('load_ms'))} | "
                  f"{p.get('peak_rss_mb') and round(p['peak_rss_mb'], 1) or '-'} | "
                  f"{q.get('peak_rss_mb') and round(q['peak_rss_mb'], 1) or '-'} | {ok} |")
     L += zoo_table(data["rows"])
+    busy_rows = [r for r in data["rows"] if r.get("busy")]
+    if busy_rows:
+        n = busy_rows[0]["busy"]
+        L += ["", f"## Under contention: {busy_rows[0]['threads']} threads, {n} busy processes", "",
+              f"{n} processes that only burn CPU (`yes > /dev/null`) ran during these "
+              f"measurements (started by the benchmark, stopped after), on "
+              f"{cpu['logical_cpus']} logical CPUs. Both sides ran with "
+              f"{busy_rows[0]['threads']} threads. The uncontended ratio at the same thread "
+              "count is beside it.", "",
+              "| program | delegate | pteron ms | upstream (peer) ms | ratio pteron/peer | "
+              "mean ms pteron / peer | uncontended ratio | pteron contended/uncontended |",
+              "|---|---|---|---|---|---|---|---|"]
+        calm = {(r["name"], r.get("xnnpack_library"), r["threads"]): r
+                for r in data["rows"] if not r.get("busy")}
+        for row in busy_rows:
+            c = calm.get((row["name"], row.get("xnnpack_library"), row["threads"]))
+            slow = "-"
+            if c and c["pteron"].get("median_ms") and row["pteron"].get("median_ms"):
+                slow = f"{row['pteron']['median_ms'] / c['pteron']['median_ms']:.2f}x"
+            means = " / ".join(fmt_ms(row[sd].get("mean_ms")) for sd in ("pteron", "peer"))
+            L.append(f"| {row['name']} | {delegate_cell(row)} | {side_cell(row['pteron'])} | "
+                     f"{side_cell(row['peer'])} | {ratio_cell(row)} | {means} | "
+                     f"{ratio_cell(c, bold=False) if c else '-'} | {slow} |")
     L.append("")
     L.append("## GFLOP/s of the GEMM-heavy programs")
     L.append("")
-    L.append(f"Peak = `cpu MHz` x {cpu['flops_per_cycle']} fp32 FLOP/cycle/core ({cpu['isa']}) x "
-             f"threads = {cpu['core_peak_gflops']:.1f} GFLOP/s per core. FLOPs = 2 x the "
-             "multiply-accumulates of every convolution and linear layer. A VM's `cpu MHz` may "
-             "be below the clock the core really runs at (bench/gemm measured about 2.96 GHz "
-             "here), so the true peak may be up to ~30 % higher than this figure.")
+    L.append(f"Peak per core = {cpu.get('peak_assumptions', cpu['isa'])} = "
+             f"{cpu['flops_per_cycle']} fp32 FLOP/cycle = {cpu['core_peak_gflops']:.1f} GFLOP/s; "
+             "x threads for more threads. FLOPs = 2 x the multiply-accumulates of every "
+             "convolution and linear layer (the MLP: 2 x M x N x K x layers = 2 x 256 x 1024 x "
+             "1024 x 2). Assumed: every core sustains its FMA units' full rate at `cpu MHz`. A "
+             "VM's `cpu MHz` may be below the clock the core really runs at (bench/gemm "
+             "measured about 2.96 GHz on a 2.6 GHz-reporting VM), so the true peak may be up to "
+             "~15-30 % higher than this figure.")
     L.append("")
-    L.append("| program | threads | GFLOP | pteron GFLOP/s | % of peak | peer GFLOP/s | % of peak |")
-    L.append("|---|---|---|---|---|---|---|")
     for row in data["rows"]:
-        if not row.get("flops"):
+        if row["name"] == "mlp1024_xnnpack" and row["threads"] == 1 and not row.get("busy"):
+            peak = cpu["core_peak_gflops"]
+            cells = []
+            for s, label in (("pteron", "pteron"), ("peer", "upstream")):
+                g = row[s].get("gflops")
+                cells.append(f"{label} {g:.1f} GFLOP/s ({100 * g / peak:.0f} % of peak)"
+                             if g and peak else f"{label} -")
+            L.append(f"**MLP (2 x Linear(1024), batch 256, XNNPACK-lowered, delegate "
+                     f"{delegate_cell(row)}), 1 thread: {'; '.join(cells)}; peak "
+                     f"{peak:.1f} GFLOP/s.**")
+            L.append("")
+    L.append("| program | threads | delegate | GFLOP | pteron GFLOP/s | % of peak | peer GFLOP/s "
+             "| % of peak |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    for row in data["rows"]:
+        if not row.get("flops") or row.get("busy"):
             continue
         peak = cpu["core_peak_gflops"] * row["threads"]
         cells = []
         for s in ("pteron", "peer"):
             g = row[s].get("gflops")
             cells += [f"{g:.1f}" if g else "-", f"{100 * g / peak:.1f} %" if g and peak else "-"]
-        L.append(f"| {row['name']} | {row['threads']} | {row['flops'] / 1e9:.3f} | " + " | ".join(cells) + " |")
+        L.append(f"| {row['name']} | {row['threads']} | {delegate_cell(row)} | "
+                 f"{row['flops'] / 1e9:.3f} | " + " | ".join(cells) + " |")
+    plans = data.get("delegate_plans") or {}
+    if plans:
+        L += ["", "## Delegate sides (PTERON_XNNPACK_DEBUG=1)", "",
+              "Per XNNPACK program and `PTERON_XNNPACK_USE_LIBRARY` setting, what pteron's "
+              "delegate printed at method load: how many segments the XNNPACK library ran and "
+              "which node types pteron's own kernels ran (one entry per delegate call).", "",
+              "| program | delegate | sides |", "|---|---|---|"]
+        for key, plan in plans.items():
+            name, _, setting = key.partition("|")
+            cell = plan_summary(plan) if "error" not in plan else \
+                f"not runnable: {plan['error']}"
+            L.append(f"| {name} | `{setting if setting != 'None' else 'default'}` | {cell} |")
+    wine = data.get("wine") or {}
+    L += ["", "## Windows build under Wine", ""]
+    if "skipped" in wine:
+        L.append(f"Skipped: {wine['skipped']}.")
+    else:
+        L.append(f"`{wine['runner']}` (the MinGW build's runner, with its DLLs beside it) under "
+                 f"Wine, {wine['threads']} threads (PTERON_NUM_THREADS), one probe execution "
+                 "then one process of about a second of executions; the median pteron-run "
+                 "reports. Wine's timings are not comparable to the native ones above (another "
+                 "C runtime, thread and memory layers); they show that the Windows DLLs are "
+                 "not pathologically slow. Native pteron at the same thread count is beside it.")
+        L += ["", "| program | Wine ms | native pteron ms | Wine/native |", "|---|---|---|---|"]
+        native = {(r["name"], r["threads"]): r for r in data["rows"]
+                  if not r.get("busy") and (r.get("xnnpack_library") in (None, "default"))}
+        for r in wine["rows"]:
+            nat = native.get((r["name"], r["threads"]), {}).get("pteron", {}).get("median_ms")
+            if "error" in r:
+                L.append(f"| {r['name']} | not runnable: {r['error']} | {fmt_ms(nat)} | - |")
+            else:
+                rel = f"{r['median_ms'] / nat:.2f}" if nat else "-"
+                L.append(f"| {r['name']} | {fmt_ms(r['median_ms'])} (n={r['iterations']}) | "
+                         f"{fmt_ms(nat)} | {rel} |")
     L.append("")
     L.append("## Shared libraries on disk")
     L.append("")
-    for side, label in (("pteron", "pteron (Conan package)"), ("peer", "upstream (executorch wheel)")):
+    for side, label in (("pteron", "pteron"), ("peer", "upstream (executorch wheel)")):
         ls = data["libraries"][side]
         names = ", ".join(f"{l['name']} {l['bytes'] / 1e6:.2f} MB" for l in ls["libraries"])
         L.append(f"- {label}: **{ls['total_bytes'] / 1e6:.2f} MB** ({names})")
@@ -466,12 +873,19 @@ def write_report(data, stamp):
         L.append("## Notes")
         L.append("")
         L += [f"- {n}" for n in data["notes"]]
-    (RESULTS / f"{stamp}.md").write_text("\n".join(L) + "\n")
-    # matplotlib lives in .venv-export; the chart is drawn there.
-    rc, out = run([str(EXPORT_VENV / "bin" / "python"), str(Path(__file__).resolve()), "--chart",
-                   str(RESULTS / f"{stamp}.json"), str(RESULTS / f"{stamp}.png")], 300, check=False)
+    (results / f"{stamp}.md").write_text("\n".join(L) + "\n")
+    # matplotlib lives in the exporter's environment; the chart is drawn there.
+    py = data.get("exporter_python") or str(EXPORT_VENV / "bin" / "python")
+    rc, out = run([py, str(Path(__file__).resolve()), "--chart",
+                   str(results / f"{stamp}.json"), str(results / f"{stamp}.png")], 300, check=False)
     if rc:
         print(f"bench/run.py: no chart: {out[-500:]}", file=sys.stderr)
+
+
+def run_label(variant, setting, busy, threads):
+    """A column label such as "xnnpack 2t", "xnnpack[none] 1t", "xnnpack 2t+2 busy"."""
+    tag = f"[{setting}]" if setting and setting != "default" else ""
+    return f"{variant}{tag} {threads}t" + (f"+{busy} busy" if busy else "")
 
 
 def zoo_table(rows):
@@ -481,7 +895,8 @@ def zoo_table(rows):
         if not row["name"].startswith("zoo/"):
             continue
         model, _, variant = row["name"][4:].rpartition("_")
-        zoo.setdefault(model, {})[(variant, row["threads"])] = row
+        setting = row.get("xnnpack_library") or ""
+        zoo.setdefault(model, {})[(variant, setting, row.get("busy", 0), row["threads"])] = row
     if not zoo:
         return []
     keys = sorted({k for v in zoo.values() for k in v}, key=lambda k: (k[0] != "portable", k))
@@ -489,7 +904,7 @@ def zoo_table(rows):
          "Ratio pteron/upstream (median, [min-max of per-round ratios]) per variant and thread "
          "count; the portable programs run on pteron's kernels_portable + kernels_optimized and "
          "on upstream's optimized + portable kernel libraries.", "",
-         "| model | " + " | ".join(f"{v} {t}t" for v, t in keys) + " |",
+         "| model | " + " | ".join(run_label(v, st, b, t) for v, st, b, t in keys) + " |",
          "|---|" + "---|" * len(keys)]
     for model in sorted(zoo):
         cells = []
@@ -518,7 +933,11 @@ def summary_table(data):
             cells.append("not runnable" if "error" in x else fmt_ms(x["median_ms"]))
         rs = row.get("ratio_spread")
         ratio = f"{row['ratio']:.3g} [{rs[0]:.3g}-{rs[1]:.3g}]" if row.get("ratio") else "-"
-        L.append(f"| {row['name']} | {row['threads']} | {cells[0]} | {cells[1]} | {ratio} |")
+        th = f"{row['threads']}" + (f" + {row['busy']} busy" if row.get("busy") else "")
+        setting = row.get("xnnpack_library")
+        name = row["name"] + (f" (`PTERON_XNNPACK_USE_LIBRARY={setting}`)"
+                              if setting not in (None, "default") else "")
+        L.append(f"| {name} | {th} | {cells[0]} | {cells[1]} | {ratio} |")
     return "\n".join(L)
 
 
@@ -527,7 +946,8 @@ def chart(data, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = [r for r in data["rows"] if r.get("ratio")]
-    labels = [f"{r['name']} ({r['threads']}t)" for r in rows]
+    labels = [f"{r['name']} ({r['threads']}t{'+%d busy' % r['busy'] if r.get('busy') else ''})"
+              for r in rows]
     vals = [r["ratio"] for r in rows]
     # The pooled median need not lie inside the per-round range: clip at 0.
     lo = [max(0.0, r["ratio"] - r["ratio_spread"][0]) for r in rows]
@@ -551,7 +971,11 @@ def thread_notes(rows):
     notes = []
     by_name = {}
     for row in rows:
-        by_name.setdefault(row["name"], {})[row["threads"]] = row
+        if row.get("busy"):
+            continue  # the contention rows have their own table
+        key = row["name"] + (f" [{row['xnnpack_library']}]" if row.get("xnnpack_library") not in
+                             (None, "default") else "")
+        by_name.setdefault(key, {})[row["threads"]] = row
     for side, label in (("pteron", "pteron"), ("peer", "upstream")):
         for name, per in by_name.items():
             one = per.get(1, {}).get(side, {}).get("median_ms")
@@ -572,6 +996,36 @@ def thread_notes(rows):
 
 # ---------------------------------------------------------------- main
 
+def setting_env(setting):
+    """pteron's environment for a PTERON_XNNPACK_USE_LIBRARY setting ("default": unset)."""
+    return {"PTERON_XNNPACK_USE_LIBRARY": None if setting == "default" else setting}
+
+
+def measure_row(prog, th, bins, round_seconds, rounds, timeout, ref, setting=None, busy=0):
+    r = bench_program(prog, th, bins, round_seconds, rounds, timeout,
+                      setting_env(setting) if setting else None)
+    row = {"name": prog["name"], "threads": th, "busy": busy, "flops": prog["flops"],
+           "xnnpack": prog.get("xnnpack", False), "xnnpack_library": setting,
+           "description": prog["description"], "size_bytes": prog["size_bytes"], **r}
+    row["out0_ok"] = {s: agrees(r[s].get("out0_sum"), ref, r[s].get("out0_numel"))
+                      if "error" not in r[s] else None for s in ("pteron", "peer")}
+    for s in ("pteron", "peer"):
+        # The JSON keeps each process's summary, not every execution time.
+        for rr in r[s].get("rounds", []):
+            rr.pop("runner", None)
+            t = rr.pop("times_ms")
+            rr.update(n=len(t), median_ms=median(t), min_ms=min(t), max_ms=max(t))
+        if prog["flops"] and r[s].get("median_ms"):
+            r[s]["gflops"] = prog["flops"] / (r[s]["median_ms"] * 1e6)
+    p, q = r["pteron"], r["peer"]
+    label = prog["name"] + (f" [{setting}]" if setting and setting != "default" else "")
+    print(f"{label:>30} {th}t{f'+{busy}busy' if busy else ''}  pteron "
+          f"{fmt_ms(p.get('median_ms')) if 'error' not in p else 'not runnable'} ms  peer "
+          f"{fmt_ms(q.get('median_ms')) if 'error' not in q else 'not runnable'} ms  ratio "
+          f"{'%.3g' % r['ratio'] if r.get('ratio') else '-'}", flush=True)
+    return row
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short rounds (development; not for results)")
@@ -585,7 +1039,35 @@ def main(argv=None):
                     help="zoo models to export and measure (default: all of models/zoo.py)")
     zg.add_argument("--no-zoo", dest="zoo", action="store_const", const=None,
                     help="leave the zoo out")
+    ap.add_argument("--zoo-dir", metavar="DIR",
+                    help="a folder of already exported zoo models (one folder per model with its "
+                         "manifest.json, e.g. one key folder of the zoo cache): no export")
+    ap.add_argument("--zoo-variants", nargs="+", default=["xnnpack"],
+                    choices=["xnnpack", "portable"],
+                    help="which of each zoo model's programs (default: xnnpack; upstream's "
+                         "portable convolutions take seconds per run)")
+    ap.add_argument("--fixtures", action="store_true",
+                    help="also every method of every committed fixture (adds ~6 minutes)")
+    ap.add_argument("--contention", type=int, default=2, metavar="N",
+                    help="busy processes for the contention run (default 2; 0: no contention run)")
+    ap.add_argument("--contention-threads", type=int, default=2,
+                    help="threads of both sides in the contention run (default 2)")
+    ap.add_argument("--xnnpack-library", nargs="+", default=["default"], metavar="SETTING",
+                    help="PTERON_XNNPACK_USE_LIBRARY settings to measure the XNNPACK programs "
+                         "with, each its own rows: default (unset: the delegate's own choice), "
+                         "none (pteron's kernels only), ... (default: default)")
+    ap.add_argument("--no-wine", action="store_true", help="leave the Wine section out")
+    ap.add_argument("--mingw-build", default=str(REPO / "build-mingw"), metavar="DIR",
+                    help="MinGW build (or package prefix) with pteron-run.exe and its DLLs, for "
+                         "the Wine section (default: build-mingw)")
+    ap.add_argument("--pteron-build", metavar="DIR",
+                    help="measure a CMake build tree of pteron instead of the Conan package "
+                         "(development)")
+    ap.add_argument("--export-python", metavar="PYTHON",
+                    help="the exporter's Python (torch + executorch 1.5.1) instead of .venv-export")
     ap.add_argument("--tag", default="", help="suffix for the results file names")
+    ap.add_argument("--results-dir", type=Path, default=RESULTS,
+                    help="where the .md, .json and .png go (default bench/results)")
     ap.add_argument("--chart", nargs=2, metavar=("JSON", "PNG"), help=argparse.SUPPRESS)
     ap.add_argument("--summary", metavar="JSON", help="print the README table of a results file")
     args = ap.parse_args(argv)
@@ -595,6 +1077,9 @@ def main(argv=None):
     if args.chart:
         chart(json.loads(Path(args.chart[0]).read_text()), Path(args.chart[1]))
         return 0
+    # SIGTERM ends the run like Ctrl-C: the busy processes are stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    t_start = time.time()
     rounds = args.rounds or (2 if args.quick else 3)
     round_seconds = args.round_seconds or (0.2 if args.quick else 1.5)
     ncpu = os.cpu_count() or 1
@@ -602,31 +1087,45 @@ def main(argv=None):
 
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     bins = build(args)
+    t_built = time.time()
     cpu = cpu_info()
     rows = []
-    t0 = time.time()
-    for prog in program_list(args.only, bins["zoo"]):
-        ref = out0_reference(prog)
-        for th in thread_counts:
-            r = bench_program(prog, th, bins, round_seconds, rounds, args.timeout)
-            row = {"name": prog["name"], "threads": th, "flops": prog["flops"],
-                   "description": prog["description"], "size_bytes": prog["size_bytes"], **r}
-            row["out0_ok"] = {s: agrees(r[s].get("out0_sum"), ref, r[s].get("out0_numel"))
-                              if "error" not in r[s] else None for s in ("pteron", "peer")}
-            for s in ("pteron", "peer"):
-                # The JSON keeps each process's summary, not every execution time.
-                for rr in r[s].get("rounds", []):
-                    rr.pop("runner", None)
-                    t = rr.pop("times_ms")
-                    rr.update(n=len(t), median_ms=median(t), min_ms=min(t), max_ms=max(t))
-                if prog["flops"] and r[s].get("median_ms"):
-                    r[s]["gflops"] = prog["flops"] / (r[s]["median_ms"] * 1e6)
-            rows.append(row)
-            p, q = r["pteron"], r["peer"]
-            print(f"{prog['name']:>22} {th}t  pteron "
-                  f"{fmt_ms(p.get('median_ms')) if 'error' not in p else 'not runnable'} ms  peer "
-                  f"{fmt_ms(q.get('median_ms')) if 'error' not in q else 'not runnable'} ms  ratio "
-                  f"{'%.3g' % r['ratio'] if r.get('ratio') else '-'}", flush=True)
+    progs = program_list(args.only, bins["zoo"], args.fixtures, args.zoo_variants)
+    refs = {p["name"]: out0_reference(p) for p in progs}
+    plans = {}
+    for prog in progs:
+        settings = args.xnnpack_library if prog["xnnpack"] else [None]
+        for setting in settings:
+            for th in thread_counts:
+                rows.append(measure_row(prog, th, bins, round_seconds, rounds, args.timeout,
+                                        refs[prog["name"]], setting))
+            if prog["xnnpack"] and bins["xnnpack_option"]:
+                plans[f"{prog['name']}|{setting}"] = delegate_plan(
+                    prog, bins, max(thread_counts), setting_env(setting), args.timeout)
+    t_native = time.time()
+    contended = [p for p in progs if p["xnnpack"]]
+    if args.contention > 0 and contended:
+        print(f"==> contention: {args.contention} busy processes, "
+              f"{args.contention_threads} threads", flush=True)
+        with BusyProcesses(args.contention):
+            for prog in contended:
+                for setting in args.xnnpack_library:
+                    rows.append(measure_row(prog, args.contention_threads, bins, round_seconds,
+                                            rounds, args.timeout, refs[prog["name"]], setting,
+                                            busy=args.contention))
+    t_contention = time.time()
+    wine = {"skipped": "--no-wine"}
+    if not args.no_wine:
+        print("==> Wine: the MinGW build's pteron-run.exe", flush=True)
+        wine = wine_section([p for p in progs if p["xnnpack"]], args.mingw_build, ncpu,
+                            args.timeout)
+        for r in wine.get("rows", []):
+            print(f"{r['name']:>30} wine {r['threads']}t  "
+                  f"{fmt_ms(r.get('median_ms')) if 'error' not in r else 'not runnable'} ms",
+                  flush=True)
+        if "skipped" in wine:
+            print(f"    skipped: {wine['skipped']}", flush=True)
+    t_end = time.time()
     load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
     now = datetime.datetime.now()
     stamp = now.strftime("%Y-%m-%d") + (f"-{args.tag}" if args.tag else "")
@@ -634,29 +1133,45 @@ def main(argv=None):
                                     if (argv if argv is not None else sys.argv[1:]) else "")
     notes = []
     if not bins["xnnpack_option"]:
-        notes.append("The pteron package was built without the XNNPACK delegate (the recipe "
-                     "refused with_xnnpack=True), so pteron cannot run the XNNPACK-lowered "
-                     "programs yet.")
+        notes.append("The pteron build has no XNNPACK delegate (the recipe refused "
+                     "with_xnnpack=True, or the build tree has no libpteron_backend_xnnpack.so), "
+                     "so pteron cannot run the XNNPACK-lowered programs.")
     notes += thread_notes(rows)
+    isas = sorted({r["pteron"].get("isa") for r in rows if r["pteron"].get("isa")})
+    pools = sorted({r["pteron"].get("threadpool") for r in rows if r["pteron"].get("threadpool")})
     data = {
         "date": now.strftime("%Y-%m-%d %H:%M"), "command": cmd,
         "host": {"os": platform.platform(), "python": platform.python_version()},
-        "cpu": cpu,
+        "cpu": cpu, "pteron_isa_ran": isas, "pteron_threadpool": pools,
+        "pteron_isa_env": os.environ.get("PTERON_ISA"),
         "load": {"start": load_start, "end": load_end,
                  "note": "the machine is shared; a load above the CPU count means other work "
                          "competed for the cores during the measurement."},
         "settings": {"rounds": rounds, "round_seconds": round_seconds, "threads": thread_counts,
-                     "quick": args.quick, "seconds_measuring": round(time.time() - t0)},
+                     "quick": args.quick, "contention": args.contention,
+                     "contention_threads": args.contention_threads,
+                     "xnnpack_library": args.xnnpack_library,
+                     "seconds_building": round(t_built - t_start),
+                     "seconds_measuring": round(t_native - t_built),
+                     "seconds_contention": round(t_contention - t_native),
+                     "seconds_wine": round(t_end - t_contention),
+                     "seconds_total": round(t_end - t_start)},
         "versions": {"executorch": "1.5.1", "torch": "2.13.0",
                      "pteron": (REPO / "VERSION").read_text().strip(),
                      "pteron_commit": run(["git", "rev-parse", "--short", "HEAD"], 30, cwd=REPO,
                                           check=False)[1].strip()},
-        "libraries": {"pteron": library_sizes(bins["pteron"], ".conan2"),
+        "libraries": {"pteron": library_sizes(bins["pteron"], str(Path(args.pteron_build).resolve())
+                                              if args.pteron_build else ".conan2"),
                       "peer": library_sizes(bins["peer"], "executorch")},
-        "rows": rows, "notes": notes,
+        "rows": rows, "delegate_plans": plans, "wine": wine, "notes": notes,
+        "exporter_python": str(bins["python"]),
     }
-    write_report(data, stamp)
-    print(f"pteron: benchmark written to bench/results/{stamp}.md (.json, .png)")
+    print(f"    total {data['settings']['seconds_total']} s (building "
+          f"{data['settings']['seconds_building']} s, measuring "
+          f"{data['settings']['seconds_measuring']} s, contention "
+          f"{data['settings']['seconds_contention']} s, Wine {data['settings']['seconds_wine']} s)")
+    write_report(data, stamp, args.results_dir)
+    print(f"pteron: benchmark written to {args.results_dir}/{stamp}.md (.json, .png)")
     return 0
 
 

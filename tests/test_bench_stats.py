@@ -59,3 +59,51 @@ def test_a_side_slower_with_more_threads_gets_a_note_naming_the_other_side():
                                     "pteron": {"error": "e"}, "peer": {"median_ms": 1.0}}])
     assert len(notes) == 1
     assert notes[0].startswith("pteron ran m 40.0x slower at 2 threads") and "upstream" in notes[0]
+
+
+def test_side_summary_reports_the_mean_that_a_median_hides():
+    s = bench_run.side_summary([_round([1.0, 1.0, 1.0, 97.0])])
+    assert s["median_ms"] == 1.0 and s["mean_ms"] == 25.0
+
+
+def test_contention_rows_get_no_thread_note():
+    def row(th, p, busy=0):
+        return {"name": "m", "threads": th, "busy": busy, "pteron": {"median_ms": p},
+                "peer": {"median_ms": 1.0}}
+    assert bench_run.thread_notes([row(1, 1.0), row(2, 1.0), row(2, 40.0, busy=2)]) == []
+
+
+def test_peak_assumes_two_256_bit_fma_pipes_on_zen2_and_later_and_one_on_zen1():
+    assert bench_run.fma_units("AuthenticAMD", 0x19, 0x11, {"avx2", "fma"})[0] == 2
+    assert bench_run.fma_units("AuthenticAMD", 0x17, 0x01, {"avx2", "fma"})[0] == 1
+    assert bench_run.fma_units("GenuineIntel", 6, 85, {"avx512f"})[0] == 2
+
+
+def test_cpu_info_names_the_isa_paths_that_cannot_run():
+    cpu = bench_run.cpu_info()
+    paths = cpu["isa_paths_runnable"] + cpu["isa_paths_not_runnable"]
+    assert sorted(paths) == ["avx2", "avx512", "baseline"] and "baseline" in cpu["isa_paths_runnable"]
+    assert cpu["flops_per_cycle"] in (8, 16, 32, 64) and "x `cpu MHz`" in cpu["peak_assumptions"]
+
+
+def test_plan_summary_adds_up_the_delegate_calls():
+    plan = {"lines": [
+        "pteron XnnpackBackend: 5 nodes, 2 XNNPACK segment(s), 3 step(s); pteron runs: "
+        "StaticTranspose,Concatenate2; reshapes as views: 0",
+        "pteron XnnpackBackend: 3 nodes, 0 XNNPACK segment(s), 3 step(s); pteron runs: "
+        "Concatenate2,BatchMatMul; reshapes as views: 1"]}
+    s = bench_run.plan_summary(plan)
+    assert s.startswith("2 distinct delegate plan(s), 8 nodes; XNNPACK library: 2 segment(s)")
+    assert s.endswith("pteron's kernels: StaticTranspose, Concatenate2, BatchMatMul")
+    assert bench_run.plan_summary({"error": "x"}) == "not runnable"
+
+
+def test_busy_processes_are_stopped_even_when_the_body_raises():
+    import pytest
+    procs = []
+    with pytest.raises(KeyboardInterrupt):
+        with bench_run.BusyProcesses(2) as busy:
+            procs = list(busy.procs)
+            assert len(procs) == 2 and all(p.poll() is None for p in procs)
+            raise KeyboardInterrupt
+    assert procs and all(p.poll() is not None for p in procs)

@@ -104,15 +104,19 @@ inline long long peak_rss_kb() {
   return -1;
 }
 
-// One line for run.py: BENCH_RESULT {...}
+// One line for run.py: BENCH_RESULT {...}. `extra`: more JSON members
+// ("\"key\": value, ..."), or empty.
 inline void print_result(const char* runner, double load_ms, const std::vector<double>& times,
-                         long threads, double out0_sum, long long out0_numel) {
+                         long threads, double out0_sum, long long out0_numel,
+                         const std::string& extra = std::string()) {
   std::printf("median time per execution: %.4f ms over %zu iteration(s); load and init %.3f ms\n",
               median(times), times.size(), load_ms);
   std::printf(
       "BENCH_RESULT {\"runner\": \"%s\", \"load_ms\": %.6f, \"threads\": %ld, "
-      "\"out0_sum\": %.9g, \"out0_numel\": %lld, \"peak_rss_kb\": %lld, \"times_ms\": [",
+      "\"out0_sum\": %.9g, \"out0_numel\": %lld, \"peak_rss_kb\": %lld, ",
       runner, load_ms, threads, out0_sum, out0_numel, peak_rss_kb());
+  if (!extra.empty()) std::printf("%s, ", extra.c_str());
+  std::printf("\"times_ms\": [");
   for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
   std::printf("]}\n");
   std::fflush(stdout);

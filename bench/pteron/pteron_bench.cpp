@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pteron/kernels_optimized.h"
 #include "pteron/pteron.hpp"
 #include "pteron/threadpool.h"
 
@@ -187,7 +188,11 @@ int main(int argc, char** argv) {
         default: break;
       }
     }
-    bench::print_result("pteron", load_ms, times, threads, out0, numel0);
+    // Which ISA path kernels_optimized (and the delegate's own kernels, which
+    // share pteron_cpu's dispatch) ran, and which pool.
+    const std::string extra = std::string("\"isa\": \"") + pteron_kernels_optimized_isa() +
+                              "\", \"threadpool\": \"" + pteron_threadpool_implementation() + "\"";
+    bench::print_result("pteron", load_ms, times, threads, out0, numel0, extra);
   } catch (const pteron::Error& e) {
     return fail(std::string(e.what()) + " [" + e.code_name() + "]");
   } catch (const std::exception& e) {
