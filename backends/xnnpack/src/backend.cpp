@@ -4,7 +4,7 @@
 // Reading order:
 //   init:    parse_blob (graph.cpp) -> cancel transpose round trips ->
 //            choose each node's side (pteron's own kernel, or the linked
-//            XNNPACK library: choose_sides, the table kLibraryFirst and
+//            XNNPACK library: choose_sides, library_first and
 //            PTERON_XNNPACK_USE_LIBRARY; load fails naming a node nobody
 //            runs) -> schedule the nodes into steps: runs of library nodes
 //            become one XNNPACK subgraph ("segment"), pteron's own nodes run
@@ -598,53 +598,23 @@ bool find_producers(const Graph& g, PlanFacts& f, std::string* err) {
 
 // ---- which side runs each node ------------------------------------------------
 
-// Node types the linked library runs by default (where it can define the
-// node); every other type runs on pteron's own kernel where there is one.
-// The rule: a type is here where the library measured faster than pteron's
-// kernel, or where keeping it inside a library segment saves a segment
-// boundary (reshape, pad). Measured on the 2-core AVX2 EPYC with Debian 12's
-// XNNPACK: the layout nodes pteron runs (transpose, slice, concatenate, copy)
-// are not here - Debian's library has none of them, and pteron's are views or
-// one pass over the data. The compute types are here until pteron's own
-// kernels for them are measured against the library's.
-constexpr Op kLibraryFirst[] = {Op::FullyConnected,
-                                Op::Conv2d,
-                                Op::DepthwiseConv2d,
-                                Op::AvgPool2d,
-                                Op::MaxPool2d,
-                                Op::GlobalAvgPool2d,
-                                Op::Add,
-                                Op::Subtract,
-                                Op::Multiply,
-                                Op::Div,
-                                Op::Minimum,
-                                Op::Maximum,
-                                Op::Clamp,
-                                Op::Hardswish,
-                                Op::Sigmoid,
-                                Op::Softmax,
-                                Op::ELU,
-                                Op::LeakyReLU,
-                                Op::PReLU,
-                                Op::Abs,
-                                Op::Negate,
-                                Op::Floor,
-                                Op::Ceiling,
-                                Op::SquareRoot,
-                                Op::Square,
-                                Op::ResizeBilinear2d,
-                                Op::StaticReshape,
-                                Op::StaticConstantPad,
-                                Op::BatchMatMul,
-                                Op::Tanh,
-                                Op::Concatenate2,
-                                Op::Concatenate3,
-                                Op::Concatenate4,
-                                Op::StaticSlice,
-                                Op::StaticTranspose};
+// Whether the linked library runs node type `op` by default (where it can
+// define the node); every other type runs on pteron's own kernel. The rule: a
+// type goes to the library only where the library measured faster in whole
+// programs. Measured on the 2-core AVX2 EPYC with Debian 12's XNNPACK
+// (bench/gemm/README.md; tests/xnnpack_nodes/export_nhwc.py --bench; the zoo
+// with PTERON_XNNPACK_PROFILE=1): pteron's GEMM runs fully connected and
+// convolution 2.2-2.5x faster at 1 thread; depthwise 5x5, resize and the
+// broadcasting binaries are faster on pteron's side, depthwise 3x3 and softmax
+// even; the library's pooling and sigmoid are 1.2-1.3x faster at 1 thread,
+// but handing them over costs a segment boundary each (whole programs came
+// out 5-10% slower) and the library runs single-threaded on the process's
+// std::thread pool. So no type goes to the library by default;
+// PTERON_XNNPACK_USE_LIBRARY chooses it explicitly.
+bool library_first(Op) { return false; }
 
-// PTERON_XNNPACK_USE_LIBRARY, read at method load: unset or empty = the
-// table above; "none" = pteron's kernels for every node (load fails naming a
+// PTERON_XNNPACK_USE_LIBRARY, read at method load: unset or empty =
+// library_first above; "none" = pteron's kernels for every node (load fails naming a
 // node type pteron has no kernel for); "all" = the library for every node it
 // can define; otherwise comma-separated node type names (as graph.h's
 // op_name spells them, e.g. "Conv2d,FullyConnected"): the library for those,
@@ -693,9 +663,7 @@ bool wants_library(const SidePolicy& p, Op op) {
     case SidePolicy::None: return false;
     case SidePolicy::All: return true;
     case SidePolicy::List: return std::find(p.list.begin(), p.list.end(), op) != p.list.end();
-    default:
-      return std::find(std::begin(kLibraryFirst), std::end(kLibraryFirst), op) !=
-             std::end(kLibraryFirst);
+    default: return library_first(op);
   }
 }
 
