@@ -46,7 +46,23 @@ THIRD_PARTY = {
 }
 # Where a third-party library is missing, what takes its place (None: the
 # component cannot be built there).
-FALLBACK = {"pthreadpool": "the threadpool component's std::thread pool"}
+FALLBACK = {"pthreadpool": "the threadpool component's std::thread pool",
+            "xnnpack": "pteron's own kernels for every XNNPACK node"}
+
+# Option xnnpack_library: which XNNPACK library backend_xnnpack links.
+#   none   - none: every node runs on pteron's own kernels (the delegate needs
+#            no XNNPACK and no pthreadpool);
+#   conan  - Conan's xnnpack requirement (Conan Center's package, or what a
+#            profile's [platform_requires] maps it to);
+#   system - one found on the build machine by path (Debian's libxnnpack-dev,
+#            which has no CMake package); no Conan requirement.
+# The defaults build offline here: Debian's on Linux, none for Windows
+# (Debian has no XNNPACK for MinGW). The package states its choice: option
+# in conaninfo.txt, property pteron_xnnpack_library of component
+# backend_xnnpack, and PTERON_backend_xnnpack_XNNPACK_LIBRARY in
+# lib/cmake/pteron/pteron-components.cmake (what pteron-verify reads).
+XNNPACK_LIBRARIES = ["none", "conan", "system"]
+XNNPACK_LIBRARY_DEFAULT = {"Linux": "system", "Windows": "none"}
 
 
 class PteronConan(ConanFile):
@@ -61,8 +77,11 @@ class PteronConan(ConanFile):
     settings = "os", "arch", "compiler", "build_type"
     # One option per optional component (components.json "option"); its
     # default there is per target OS: config_options() applies the OS's.
-    options = {c["option"]: [True, False] for c in _components() if c["option"]}
-    default_options = {c["option"]: _option_default(c, "*") for c in _components() if c["option"]}
+    options = {**{c["option"]: [True, False] for c in _components() if c["option"]},
+               "xnnpack_library": XNNPACK_LIBRARIES}
+    default_options = {**{c["option"]: _option_default(c, "*") for c in _components()
+                          if c["option"]},
+                       "xnnpack_library": "none"}
     # Read by the recipe itself (version, component list).
     exports = ("VERSION", "cmake/components.json")
     # The build: the top-level files, the shared helpers (runtime/kernels/common
@@ -78,10 +97,23 @@ class PteronConan(ConanFile):
         return opt is None or bool(self.options.get_safe(opt))
 
     def _available(self, third_party):
-        # Conan Center builds pthreadpool and XNNPACK for every target we
-        # support except the offline MinGW cross build.
+        """Whether the Conan requirement for `third_party` is made. Conan
+        Center builds pthreadpool for every target we support except the
+        offline MinGW cross build; XNNPACK comes from Conan only with
+        xnnpack_library=conan."""
         mingw = self.settings.os == "Windows" and self.settings.compiler == "gcc"
-        return not (mingw and third_party in ("pthreadpool", "xnnpack"))
+        if third_party == "xnnpack":
+            return self._xnnpack_library() == "conan"
+        return not (mingw and third_party == "pthreadpool")
+
+    def _xnnpack_library(self):
+        """The XNNPACK library backend_xnnpack links (none without the component)."""
+        if not self.options.get_safe("with_xnnpack"):
+            return "none"
+        return str(self.options.get_safe("xnnpack_library") or "none")
+
+    def _enabled_name(self, name):
+        return any(c["name"] == name and self._enabled(c) for c in _components())
 
     def _linker_family(self):
         if self.settings.compiler == "msvc" or (
@@ -102,6 +134,7 @@ class PteronConan(ConanFile):
         for c in _components():
             if c["option"]:
                 setattr(self.options, c["option"], _option_default(c, str(self.settings.os)))
+        self.options.xnnpack_library = XNNPACK_LIBRARY_DEFAULT.get(str(self.settings.os), "none")
 
     def layout(self):
         cmake_layout(self)
@@ -144,6 +177,17 @@ class PteronConan(ConanFile):
                     raise ConanInvalidConfiguration(
                         f"{c['option']}=True is not available for MinGW builds (no {tp} there); "
                         f"use {c['option']}=False")
+        lib = self._xnnpack_library()
+        mingw = self.settings.os == "Windows" and self.settings.compiler == "gcc"
+        if lib != "none" and not self._available("pthreadpool"):
+            raise ConanInvalidConfiguration(
+                f"xnnpack_library={lib} is not available for MinGW builds (no pthreadpool there, "
+                "which XNNPACK needs); use xnnpack_library=none: backend_xnnpack then runs every "
+                "node on pteron's own kernels")
+        if lib == "system" and self.settings.os == "Windows" and not mingw:
+            raise ConanInvalidConfiguration(
+                "xnnpack_library=system finds XNNPACK by path, which is done for Linux only; "
+                "use xnnpack_library=conan or none")
 
     def generate(self):
         tc = CMakeToolchain(self)
@@ -152,6 +196,10 @@ class PteronConan(ConanFile):
                 tc.cache_variables[f"PTERON_{c['option'].upper()}"] = self._enabled(c)
         if not self._available("pthreadpool"):
             tc.cache_variables["PTERON_THREADPOOL_IMPL"] = "std"
+        if self._enabled_name("backend_xnnpack"):
+            # ON: the chosen library must be found (never a silent fallback).
+            tc.cache_variables["PTERON_XNNPACK_LIBRARY"] = \
+                "OFF" if self._xnnpack_library() == "none" else "ON"
         tc.generate()
         CMakeDeps(self).generate()
 
@@ -197,6 +245,9 @@ class PteronConan(ConanFile):
             ci.defines = [crt]
             ci.requires = list(c["requires"])
             ci.system_libs = list(c.get("system_libs", {}).get(str(self.settings.os), []))
+            if name == "backend_xnnpack":
+                # Which XNNPACK library the delegate links: none, conan, system.
+                ci.set_property("pteron_xnnpack_library", self._xnnpack_library())
             if c["registration_only"]:
                 flags = self._retention_flags(name, lib, family)
                 ci.exelinkflags = list(flags)

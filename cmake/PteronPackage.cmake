@@ -40,6 +40,12 @@ function(pteron_install_package)
     string(APPEND _out "set(PTERON_${_name}_SONAME \"${_so}\")\n")
     string(APPEND _out "set(PTERON_${_name}_REQUIRES ${_reqs})\n")
     string(APPEND _out "set(PTERON_${_name}_REGISTRATION_ONLY ${_reg})\n")
+    if(_name STREQUAL "backend_xnnpack")
+      # The XNNPACK library the delegate links ("none": pteron's kernels only),
+      # set by backends/xnnpack/CMakeLists.txt; pteron-verify checks it.
+      get_filename_component(_xnn_lib "${PTERON_XNNPACK_LINKED}" NAME)
+      string(APPEND _out "set(PTERON_${_name}_XNNPACK_LIBRARY \"${_xnn_lib}\")\n")
+    endif()
   endforeach()
   set(_dir "${PROJECT_BINARY_DIR}/package")
   file(GENERATE OUTPUT "${_dir}/pteron-components.cmake" CONTENT "${_out}")

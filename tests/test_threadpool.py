@@ -7,8 +7,11 @@ Proves, on Linux:
     warning and the default (hardware threads);
   - the fixtures still match their expected outputs with 2 threads;
   - the parallel_for contract (exact cover, grain, concurrency, nesting, the
-    thread count API) with both pools: the build's own (pthreadpool where
-    found) and the std::thread pool, which is also run under TSan;
+    thread count API) with every pool: the build's own (pteron's std::thread
+    pool unless built with PTERON_THREADPOOL_IMPL=pthreadpool), the std::thread
+    pool compiled here (also under TSan) and pthreadpool where its headers are
+    installed; and the coverage part of it while other threads keep every core
+    busy (no timing is asserted);
   - an application that used the pool exits cleanly 20 times in a row, each
     run under a timeout, with both pools;
   - the library exports its C API and anchor only; its std::thread pool
@@ -177,13 +180,39 @@ def _std_pool_library(outdir: Path, sanitize=None) -> Path:
     return outdir
 
 
+def _pthreadpool_library(outdir: Path):
+    """libpteron_threadpool.so over pthreadpool (PTERON_THREADPOOL_IMPL=pthreadpool),
+    compiled from the component's sources, or None without pthreadpool's header."""
+    if not (Path("/usr/include/pthreadpool.h").exists() and
+            list(Path("/usr/lib").glob("*/libpthreadpool.so"))):
+        return None
+    outdir.mkdir(parents=True, exist_ok=True)
+    cmd = [_cxx(), "-std=c++17", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-O2",
+           "-fPIC", "-shared", "-fvisibility=hidden", "-DPTERON_BUILDING_THREADPOOL",
+           "-I", str(REPO / "include"), str(SOURCES / "threadpool.cpp"),
+           str(SOURCES / "pool_pthreadpool.cpp"), "-o", str(outdir / "libpteron_threadpool.so"),
+           f"-L{BUILD}", "-lpteron", "-lpthreadpool", "-pthread"]
+    _compile(cmd, "the pthreadpool pool")
+    return outdir
+
+
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory):
     d = tmp_path_factory.mktemp("threadpool")
-    return {
+    v = {
         "build": Variant("build", BUILD),
         "std": Variant("std", _std_pool_library(d / "std")),
     }
+    pth = _pthreadpool_library(d / "pthreadpool")
+    if pth:
+        v["pthreadpool"] = Variant("pthreadpool", pth)
+    return v
+
+
+def _variant(variants, name):
+    if name not in variants:
+        pytest.skip("pthreadpool's header and library are not installed (libpthreadpool-dev)")
+    return variants[name]
 
 
 def _implementation_of_build():
@@ -266,15 +295,47 @@ def _run_contract(exe, threads, timeout=300, env_extra=None):
     return r
 
 
-@pytest.mark.parametrize("variant", ["build", "std"])
+def _expected_implementation(variant):
+    return {"std": "std", "pthreadpool": "pthreadpool"}.get(variant) or _implementation_of_build()
+
+
+@pytest.mark.parametrize("variant", ["build", "std", "pthreadpool"])
 def test_parallel_for_covers_every_index_once_across_threads_and_nesting(variants, variant,
                                                                           tmp_path):
-    v = variants[variant]
+    v = _variant(variants, variant)
     exe = v.link([NATIVE / "parallel_for_contract.cpp"], tmp_path / "contract")
     r = _run_contract(exe, 3)
-    impl = "std" if variant == "std" else _implementation_of_build()
-    assert f"implementation={impl}" in r.stdout
+    assert f"implementation={_expected_implementation(variant)}" in r.stdout
     assert r.stderr == ""
+
+
+def test_the_build_uses_the_std_pool_by_default():
+    """PTERON_THREADPOOL_IMPL=auto (the default) is pteron's own pool: Debian's
+    pthreadpool collapses when other processes keep the cores busy."""
+    cache = BUILD / "CMakeCache.txt"
+    chosen = re.search(r"^PTERON_THREADPOOL_IMPL:STRING=(\w+)$", cache.read_text(), re.M) \
+        if cache.exists() else None
+    if chosen and chosen.group(1) == "pthreadpool":
+        pytest.skip("this build asked for PTERON_THREADPOOL_IMPL=pthreadpool")
+    assert _implementation_of_build() == "std"
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("variant", ["build", "pthreadpool"])
+def test_parallel_for_covers_every_index_once_while_other_threads_hog_the_cpus(
+        variants, variant, threads, tmp_path):
+    """Two more threads than cores spin in the same process (as busy processes
+    would): every call still covers its range exactly once, nested calls stay
+    serial, two application threads still take turns, and it all returns."""
+    v = _variant(variants, variant)
+    exe = v.link([NATIVE / "parallel_for_contract.cpp"], tmp_path / "contract")
+    hogs = str(os.cpu_count() or 1)
+    r = subprocess.run([str(exe), "--hog", hogs], capture_output=True, text=True, timeout=300,
+                       env=_env(PTERON_NUM_THREADS=str(threads)))
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    assert (f"implementation={_expected_implementation(variant)} threads={threads} hogs={hogs}"
+            in r.stdout), r.stdout
+    assert "parallel_for contract: OK" in r.stdout and r.stderr == ""
 
 
 def test_std_pool_contract_under_thread_sanitizer(tmp_path):
@@ -296,9 +357,9 @@ def test_contract_against_the_asan_build(tmp_path):
 
 # ---- clean exit --------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", ["build", "std"])
+@pytest.mark.parametrize("variant", ["build", "std", "pthreadpool"])
 def test_application_using_the_pool_exits_cleanly_20_times(variants, variant, tmp_path):
-    v = variants[variant]
+    v = _variant(variants, variant)
     exe = v.link([NATIVE / "threadpool_exit.cpp", REPO / "tools" / "npy.cpp"],
                  tmp_path / "threadpool_exit", kernels=True)
     fixtures = {f["name"]: f for f in manifest()["fixtures"]}
@@ -341,9 +402,9 @@ print("RESULT", *before, rt.pteron_parallel_threads(), tasks())
 """
 
 
-@pytest.mark.parametrize("variant", ["build", "std"])
+@pytest.mark.parametrize("variant", ["build", "std", "pthreadpool"])
 def test_unloading_uninstalls_the_backend_and_joins_the_workers(variants, variant):
-    lib = variants[variant].libdir / "libpteron_threadpool.so"
+    lib = _variant(variants, variant).libdir / "libpteron_threadpool.so"
     r = subprocess.run([sys.executable, "-c", UNLOAD_CHILD, str(BUILD), str(lib)],
                        capture_output=True, text=True, timeout=60, env=_env(PTERON_NUM_THREADS="4"))
     assert r.returncode == 0 and r.stderr == "", r.stderr

@@ -12,6 +12,7 @@ test_errors expects XnnpackBackend to be missing).
 """
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -482,3 +483,123 @@ def test_declared_intermediate_dim_of_zero_fails_at_load(tmp_path):
     code, message = _load_patched(tmp_path, pte)
     assert code == 2, message
     assert "has shape [1, 12, 12, 8] but the graph declares [1, 12, 0, 8]" in message, message
+
+
+# ---- pteron's own kernels, the side of each node, the plan -------------------
+
+XNN_DIR = REPO / "tests" / "xnnpack"
+NO_OWN_KERNEL = "pteron has no kernel for it"
+
+
+def _layout():
+    return json.loads((XNN_DIR / "manifest.json").read_text())["fixtures"][0]
+
+
+def _run_debug(tmp_path, folder, entry, env_extra):
+    """pteron-run on one program with PTERON_XNNPACK_DEBUG=1: (completed
+    process, node lines, summary lines)."""
+    _require_backend()
+    cmd = [str(BUILD / "pteron-run"), str(folder / entry["file"]), "--output-dir", str(tmp_path),
+           "--iterations", "2"]
+    for p in entry["methods"]["forward"]["inputs"]:
+        cmd += ["--input", str(folder / p)]
+    env = dict(os.environ, PTERON_XNNPACK_DEBUG="1", **env_extra)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    nodes = [l for l in r.stderr.splitlines() if l.startswith("pteron XnnpackBackend node ")]
+    summary = [l for l in r.stderr.splitlines() if l.startswith("pteron XnnpackBackend:")]
+    return r, nodes, summary
+
+
+def _field(summary, name):
+    return int(re.match(r"\d+", summary.split(name + ": ")[1]).group(0))
+
+
+@pytest.mark.parametrize("use", ["none", ""])
+def test_layout_program_runs_on_pterons_kernels_and_matches_eager(tmp_path, use):
+    """tests/xnnpack/layout_xnnpack: transposes, slices, concatenations, a
+    constant pad and reshapes. With PTERON_XNNPACK_USE_LIBRARY=none (and in a
+    build with no XNNPACK library) every node runs on pteron's side."""
+    entry = _layout()
+    r, nodes, summary = _run_debug(tmp_path, XNN_DIR, entry, {"PTERON_XNNPACK_USE_LIBRARY": use})
+    assert r.returncode == 0, r.stderr
+    for i, p in enumerate(entry["methods"]["forward"]["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(XNN_DIR / p),
+                       entry["rtol"], entry["atol"], f"layout_xnnpack output {i}")
+    assert len(summary) == 1, r.stderr
+    assert len(nodes) == int(summary[0].split(": ")[1].split(" nodes")[0]), r.stderr
+    if use == "none" or "none linked" in summary[0]:
+        assert all(" on pteron" in l for l in nodes), nodes
+        assert " 0 XNNPACK segment(s)" in summary[0], summary
+        assert "StaticConstantPad" in summary[0].split("pteron runs: ")[1].split(";")[0]
+
+
+def test_debug_line_per_node_names_index_type_side_and_output_shape(tmp_path):
+    entry = _layout()
+    r, nodes, summary = _run_debug(tmp_path, XNN_DIR, entry, {"PTERON_XNNPACK_USE_LIBRARY": "none"})
+    assert r.returncode == 0, r.stderr
+    pat = re.compile(r"^pteron XnnpackBackend node (\d+): (\w+) on (pteron|pteron \(a view\)|"
+                     r"XNNPACK library), step (\d+), output \[[\d, ]*\] \((.+)\)$")
+    parsed = [pat.match(l) for l in nodes]
+    assert all(parsed), [l for l, m in zip(nodes, parsed) if not m]
+    # Node 2 concatenates three [2, 6, 5, 7] tensors along dim 1 (NCHW as exported).
+    by_index = {int(m.group(1)): m for m in parsed}
+    assert by_index[2].group(2) == "Concatenate3"
+    assert "output [2, 18, 5, 7]" in nodes[[int(m.group(1)) for m in parsed].index(2)]
+    assert all(m.group(5) == "PTERON_XNNPACK_USE_LIBRARY=none" for m in parsed), nodes
+    s = summary[0]
+    for field in ("XNNPACK segment(s)", "step(s)", "arena: ", "library: ", "library threads: "):
+        assert field in s, s
+
+
+def test_transposes_that_cancel_are_removed_at_load(tmp_path):
+    """layout_xnnpack's x.permute(0, 2, 3, 1).permute(0, 3, 1, 2): the
+    second transpose becomes a view of x, the first is dropped (no node line
+    for node 0), and the result is unchanged (checked against eager above)."""
+    r, nodes, summary = _run_debug(tmp_path, XNN_DIR, _layout(), {"PTERON_XNNPACK_USE_LIBRARY": "none"})
+    assert r.returncode == 0, r.stderr
+    assert _field(summary[0], "transposes cancelled") == 1, summary
+    assert not any(l.startswith("pteron XnnpackBackend node 0:") for l in nodes), nodes
+    assert any(l.startswith("pteron XnnpackBackend node 1: StaticReshape on pteron (a view)")
+               for l in nodes), nodes
+
+
+def test_arena_shares_bytes_between_values_whose_lifetimes_do_not_overlap(tmp_path):
+    r, _, summary = _run_debug(tmp_path, XNN_DIR, _layout(), {"PTERON_XNNPACK_USE_LIBRARY": "none"})
+    assert r.returncode == 0, r.stderr
+    planned = _field(summary[0], "arena")
+    unshared = int(summary[0].split("bytes (")[1].split(" without sharing")[0])
+    assert 0 < planned < unshared, summary[0]
+    assert planned % 64 == 0
+
+
+def test_use_library_names_node_types_and_refuses_unknown_ones(tmp_path):
+    entry = _layout()
+    r, nodes, _ = _run_debug(tmp_path, XNN_DIR, entry,
+                             {"PTERON_XNNPACK_USE_LIBRARY": "StaticConstantPad"})
+    assert r.returncode == 0, r.stderr
+    pad = next(l for l in nodes if ": StaticConstantPad on " in l)
+    if "none linked" in r.stderr:
+        assert " on pteron" in pad, pad
+    else:
+        assert " on XNNPACK library" in pad and "PTERON_XNNPACK_USE_LIBRARY=StaticConstantPad" in pad
+    assert all(" on pteron" in l for l in nodes if "StaticConstantPad" not in l
+               and "StaticReshape" not in l), nodes
+    r, _, _ = _run_debug(tmp_path, XNN_DIR, entry, {"PTERON_XNNPACK_USE_LIBRARY": "Conv2d,Bogus"})
+    assert r.returncode != 0
+    assert "PTERON_XNNPACK_USE_LIBRARY='Conv2d,Bogus': 'Bogus' is not a node type" in r.stderr
+
+
+@pytest.mark.parametrize("name", XNN_FIXTURES)
+def test_xnnpack_fixture_matches_eager_on_pterons_kernels_alone(tmp_path, name):
+    """PTERON_XNNPACK_USE_LIBRARY=none: what a build with no XNNPACK library
+    (the MinGW DLL, -DPTERON_XNNPACK_LIBRARY=OFF) runs. Skipped, naming the
+    node, while a node type of the fixture has no pteron kernel yet."""
+    fx = _fixture(name)
+    r, nodes, _ = _run_debug(tmp_path, FIXTURES, fx, {"PTERON_XNNPACK_USE_LIBRARY": "none"})
+    if r.returncode != 0 and NO_OWN_KERNEL in r.stderr:
+        pytest.skip(next(l for l in r.stderr.splitlines() if NO_OWN_KERNEL in l))
+    assert r.returncode == 0, r.stderr
+    assert nodes and all(" on pteron" in l for l in nodes), nodes
+    for i, p in enumerate(fx["methods"]["forward"]["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
+                       fx["rtol"], fx["atol"], f"{name} output {i} (pteron's kernels)")

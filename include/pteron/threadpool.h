@@ -7,9 +7,15 @@
  * parallel backend (pteron_set_parallel_backend in pteron/kernel.h). The
  * workers themselves are started on first use, not while the library loads.
  *
- * The pool is pthreadpool where the build found it (the XNNPACK delegate then
- * shares it through pteron_threadpool_pthreadpool()), otherwise a small
- * std::thread pool with the same behaviour (e.g. the offline MinGW build).
+ * The pool is pteron's own std::thread pool on every target (the build
+ * option PTERON_THREADPOOL_IMPL=auto or std): the caller works too, idle
+ * workers spin briefly (yielding) and then sleep, chunks are claimed one at a
+ * time, and the caller never waits for a worker that has not started a chunk,
+ * so a 2-thread run does not collapse when other processes keep the cores
+ * busy. A build with PTERON_THREADPOOL_IMPL=pthreadpool uses pthreadpool
+ * instead, and the XNNPACK delegate then shares it through
+ * pteron_threadpool_pthreadpool(); with the std pool that returns NULL and
+ * the XNNPACK library's own runtimes run single-threaded.
  *
  * Thread count. At load it is taken from the environment variable
  * PTERON_NUM_THREADS: a decimal integer in 1..PTERON_THREADPOOL_MAX_THREADS.
@@ -20,9 +26,10 @@
  * N threads = the caller + N-1 workers.
  *
  * Behaviour of a parallel_for through this pool:
- *  - [begin, end) is split into at most 4 chunks per thread, each at least
+ *  - [begin, end) is split into at most 8 chunks per thread, each at least
  *    `grain` long (one chunk, on the calling thread, when the range is not
- *    longer than `grain` or the pool has 1 thread).
+ *    longer than `grain` or the pool has 1 thread). Chunks go to whichever
+ *    thread asks first, so which thread runs which chunk is not fixed.
  *  - Calls from several threads at once are safe; they take turns on the
  *    pool (each call gets every thread while it runs).
  *  - A parallel_for called from inside a chunk (nested) runs serially on the

@@ -26,9 +26,14 @@ namespace pteron {
 namespace threadpool {
 namespace {
 
-// Chunks per thread: a little slack so a slow or descheduled thread does not
-// hold up the whole range.
-constexpr int64_t kChunksPerThread = 4;
+// Chunks per thread. The pool hands chunks out one at a time to whichever
+// thread asks first, so small chunks keep a descheduled thread from holding a
+// big share of the range (the others finish the rest), at the cost of one
+// shared atomic increment per chunk (bench/README.md, "Thread pool").
+#ifndef PTERON_THREADPOOL_CHUNKS_PER_THREAD
+#define PTERON_THREADPOOL_CHUNKS_PER_THREAD 8
+#endif
+constexpr int64_t kChunksPerThread = PTERON_THREADPOOL_CHUNKS_PER_THREAD;
 
 // Depth of parallel_for chunks running on this thread; > 0 means a nested
 // call, which runs serially (the pool is busy with the outer call).

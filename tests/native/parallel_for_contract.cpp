@@ -8,6 +8,9 @@
 //    nested calls (which run serially on the calling thread), and while
 //    another thread changes the thread count;
 //  - the thread count API and its errors.
+// With `--hog N` it first starts N threads that only burn CPU (as other busy
+// processes would) and checks the coverage parts only (sweeps, nesting, two
+// application threads), not how many threads took part.
 // Prints "parallel_for contract: OK" and exits 0, or names the first failure
 // and exits 1. Built and run by tests/test_threadpool.py.
 #include <atomic>
@@ -187,9 +190,54 @@ void uses_threads(size_t expected, const char* what) {
   }
 }
 
+// Two application threads at once (two methods executing concurrently).
+void two_callers(int seed) {
+  std::thread a([seed] {
+    sweep(seed + 10, 2, "thread A");
+    nested("thread A");
+  });
+  std::thread b([seed] {
+    sweep(seed + 20, 2, "thread B");
+    nested("thread B");
+  });
+  a.join();
+  b.join();
+}
+
+// Coverage while `hogs` other threads keep every core busy.
+int hogged(int hogs) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> burners;
+  for (int i = 0; i < hogs; ++i)
+    burners.emplace_back([&stop] {
+      volatile uint64_t x = 0;
+      while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    });
+  std::printf("implementation=%s threads=%zu hogs=%d\n", pteron_threadpool_implementation(),
+              pteron_threadpool_num_threads(), hogs);
+  for (int r = 0; r < 3; ++r) {
+    sweep(100 + r, 1, "hogged");
+    nested("hogged");
+  }
+  two_callers(200);
+  stop.store(true);
+  for (std::thread& t : burners) t.join();
+  if (g_failures.load()) {
+    std::fprintf(stderr, "parallel_for contract: %d failures\n", g_failures.load());
+    return 1;
+  }
+  std::printf("parallel_for contract: OK\n");
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--hog") == 0) return hogged(std::atoi(argv[2]));
+  if (argc != 1) {
+    std::fprintf(stderr, "usage: parallel_for_contract [--hog N]\n");
+    return 2;
+  }
   const size_t initial = pteron_threadpool_num_threads();
   CHECK(initial >= 1, "num_threads() = %zu", initial);
   CHECK(pteron_parallel_threads() == (int32_t)initial, "runtime reports %d threads, pool %zu",
@@ -228,19 +276,7 @@ int main() {
   uses_threads(4, "4 threads");
   nested("4 threads");
 
-  // Two application threads at once (two methods executing concurrently).
-  {
-    std::thread a([] {
-      sweep(10, 2, "thread A");
-      nested("thread A");
-    });
-    std::thread b([] {
-      sweep(20, 2, "thread B");
-      nested("thread B");
-    });
-    a.join();
-    b.join();
-  }
+  two_callers(0);
 
   // Two threads calling while a third keeps replacing the pool.
   {

@@ -2,22 +2,27 @@
 // backend.cpp - the XnnpackBackend delegate: plan, segments, execution.
 //
 // Reading order:
-//   init:    parse_blob (graph.cpp) -> classify every node (the linked
-//            XNNPACK defines it natively, or pteron runs it itself, or load
-//            fails naming it) -> schedule the nodes into steps: runs of
-//            native nodes become one XNNPACK subgraph ("segment"), pteron's
-//            own nodes run between them -> decide where each value lives
-//            (delegate argument, constant, XNNPACK-internal, or a boundary
-//            buffer) -> build the variant for the declared input shapes.
+//   init:    parse_blob (graph.cpp) -> cancel transpose round trips ->
+//            choose each node's side (pteron's own kernel, or the linked
+//            XNNPACK library: choose_sides, the table kLibraryFirst and
+//            PTERON_XNNPACK_USE_LIBRARY; load fails naming a node nobody
+//            runs) -> schedule the nodes into steps: runs of library nodes
+//            become one XNNPACK subgraph ("segment"), pteron's own nodes run
+//            between them -> decide where each value lives (delegate
+//            argument, constant, XNNPACK-internal, an arena buffer, or a view
+//            of another value) -> build the variant for the declared input
+//            shapes: shapes, the arena plan (values whose lifetimes do not
+//            overlap share bytes), the XNNPACK runtimes.
 //   execute: input shapes -> variant for those shapes (cached; a new shape
-//            within the program's bounds builds new XNNPACK runtimes) ->
-//            resize outputs -> run the steps in order.
+//            within the program's bounds plans anew) -> resize outputs -> run
+//            the steps in order.
 //   destroy: every runtime, buffer and owned constant.
 //
-// Every XNNPACK runtime is created on the process's one pthreadpool, which
-// pteron_threadpool owns (pteron_threadpool_pthreadpool()).
-#include <xnnpack.h>
-
+// The XNNPACK library is optional (backends/xnnpack/CMakeLists.txt,
+// PTERON_XNNPACK_LIBRARY): every call into it is in the section "the XNNPACK
+// library" below, compiled only where PTERON_XNN_LINKED is 1. Its runtimes
+// are created on the process's pthreadpool (pteron_threadpool_pthreadpool());
+// where the process pool is not a pthreadpool, they run on the calling thread.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +38,9 @@
 #include "pteron/kernel.h"
 #include "pteron/threadpool.h"
 #include "xnn_config.h"
+#if PTERON_XNN_LINKED
+#include <xnnpack.h>
+#endif
 
 namespace pteron {
 namespace xnnpack {
@@ -42,6 +50,54 @@ constexpr const char* kId = "XnnpackBackend";
 constexpr size_t kMaxVariants = 8;  // input-shape variants kept per delegate
 constexpr size_t kAlign = 64;
 constexpr size_t kPad = 64;  // XNNPACK may read a little past a tensor
+
+struct Step {
+  bool native = false;             // an XNNPACK library segment
+  std::vector<uint32_t> nodes;     // node indices, in execution order
+  std::vector<uint32_t> boundary;  // native: values exchanged with the outside
+  std::vector<char> boutput;       // native: per boundary value, 1 if the segment writes it
+};
+
+enum class Home : uint8_t { Constant, Argument, Internal, Buffer, Alias };
+
+// The library's runtimes are opaque here (xnn_runtime_t where linked).
+void delete_runtime(void* rt);
+
+struct Variant {
+  std::vector<Shape> in_shapes;  // the key
+  std::vector<Shape> shapes;     // every value
+  std::vector<size_t> offset;    // Buffer values: offset in `arena`
+  size_t arena_bytes = 0;        // planned (values with disjoint lifetimes share bytes)
+  size_t unshared_bytes = 0;     // what one buffer per value would take
+  void* arena = nullptr;
+  std::vector<void*> runtimes;  // per step (null for own steps)
+  std::vector<char> empty;      // per step: every value it writes has no elements
+  void* pool = nullptr;         // pthreadpool the runtimes were made with
+  ~Variant() {
+    for (void* r : runtimes)
+      if (r) delete_runtime(r);
+    std::free(arena);
+  }
+};
+
+struct Delegate {
+  Graph g;
+  std::vector<Step> steps;
+  std::vector<Home> home;
+  std::vector<uint32_t> alias_of;
+  std::vector<std::unique_ptr<Variant>> variants;  // most recently used last
+  std::vector<float*> ptr;                         // scratch for execute
+  std::vector<const OwnKernel*> kernel;            // per node: pteron's kernel, if pteron runs it
+  std::vector<std::unique_ptr<NodeState>> state;   // per node: what its kernel prepared
+  std::vector<std::string> why;                    // per node: why it runs on its side
+  size_t cancelled = 0;                            // transposes removed at load
+};
+
+// ---- the XNNPACK library (PTERON_XNN_LINKED) ---------------------------------
+// lib_supports, lib_initialize, build_segment, run_segment, delete_runtime:
+// the delegate's only contact with the library.
+
+#if PTERON_XNN_LINKED
 
 const char* status_name(xnn_status s) {
   switch (s) {
@@ -57,7 +113,7 @@ const char* status_name(xnn_status s) {
 }
 
 // Can the linked XNNPACK (as detected at configure time) define node `n`?
-bool native_supported(const Node& n) {
+bool lib_supports(const Node& n) {
   switch (n.op) {
     case Op::Add:
     case Op::Subtract:
@@ -112,333 +168,10 @@ bool native_supported(const Node& n) {
   }
 }
 
-struct Step {
-  bool native = false;
-  std::vector<uint32_t> nodes;     // node indices, in execution order
-  std::vector<uint32_t> boundary;  // native: values exchanged with the outside
-  std::vector<uint32_t> bflags;    // native: XNN_VALUE_FLAG_EXTERNAL_* per boundary value
-};
-
-enum class Home : uint8_t { Constant, Argument, Internal, Buffer, Alias };
-
-struct Variant {
-  std::vector<Shape> in_shapes;  // the key
-  std::vector<Shape> shapes;     // every value
-  std::vector<size_t> offset;    // Buffer values: offset in `arena`
-  void* arena = nullptr;
-  std::vector<xnn_runtime_t> runtimes;  // per step (null for own steps)
-  std::vector<char> empty;              // per step: every value it writes has no elements
-  void* pool = nullptr;                 // pthreadpool the runtimes were made with
-  ~Variant() {
-    for (xnn_runtime_t r : runtimes)
-      if (r) xnn_delete_runtime(r);
-    std::free(arena);
-  }
-};
-
-struct Delegate {
-  Graph g;
-  std::vector<Step> steps;
-  std::vector<Home> home;
-  std::vector<uint32_t> alias_of;
-  std::vector<std::unique_ptr<Variant>> variants;  // most recently used last
-  std::vector<float*> ptr;                         // scratch for execute
-  std::vector<const OwnKernel*> kernel;            // per node: pteron's kernel, if pteron runs it
-  std::vector<std::unique_ptr<NodeState>> state;   // per node: what its kernel prepared
-};
-
-// PTERON_XNNPACK_USE_LIBRARY=none: pteron's own kernel for every node, the
-// linked XNNPACK library for none (unset: the library where it can).
-bool library_allowed() {
-  const char* v = std::getenv("PTERON_XNNPACK_USE_LIBRARY");
-  return !(v && std::strcmp(v, "none") == 0);
-}
-
-template <typename... A>
-int32_t failf(pteron_kernel_context* ctx, int32_t code, const char* fmt, A... a) {
-  char buf[768];
-  std::snprintf(buf, sizeof buf, fmt, a...);
-  return pteron_kernel_fail(ctx, code, buf);
-}
-
-// ---- planning ---------------------------------------------------------------
-
-// A transpose that only moves dims of size 1 keeps the memory order: it is a
-// reshape, which every XNNPACK can run (e.g. [N,1,1,C] -> [N,C,1,1]).
-void rewrite_trivial_transposes(Graph& g) {
-  for (Node& n : g.nodes) {
-    if (n.op != Op::StaticTranspose || n.inputs.size() != 1) continue;
-    const Shape& in = g.values[n.inputs[0]].dims;
-    if (n.list0.size() != in.size()) continue;
-    size_t last = 0;
-    bool ordered = true, first = true;
-    for (size_t p : n.list0) {
-      if (p >= in.size()) {
-        ordered = false;
-        break;
-      }
-      if (in[p] == 1) continue;
-      if (!first && p < last) {
-        ordered = false;
-        break;
-      }
-      last = p;
-      first = false;
-    }
-    if (!ordered) continue;
-    n.op = Op::StaticReshape;
-    n.list0 = g.values[n.outputs[0]].dims;
-  }
-}
-
-// What planning learns about the graph on the way, step by step.
-struct PlanFacts {
-  std::vector<int> producer;              // per value: the node writing it, -1 for none
-  std::vector<char> native;               // per node: 1 XNNPACK runs it, 0 pteron does
-  std::vector<int> step_of;               // per node: its step
-  std::vector<std::vector<int>> read_by;  // per value: the steps of the nodes reading it
-};
-
-// Producer of every value; each non-constant, non-input value must be
-// written by exactly one node before it is read.
-bool find_producers(const Graph& g, PlanFacts& f, std::string* err) {
-  const size_t nn = g.nodes.size();
-  f.producer.assign(g.values.size(), -1);
-  for (size_t k = 0; k < nn; ++k) {
-    for (uint32_t v : g.nodes[k].inputs) {
-      const Value& val = g.values[v];
-      if (!val.constant && !val.graph_input && f.producer[v] < 0) {
-        *err = "node " + std::to_string(k) + " (" + op_name(g.nodes[k].op) + ") reads value id " +
-               std::to_string(val.id) + " before any node writes it";
-        return false;
-      }
-    }
-    for (uint32_t v : g.nodes[k].outputs) {
-      if (f.producer[v] >= 0) {
-        *err = "value id " + std::to_string(g.values[v].id) + " is written by two nodes";
-        return false;
-      }
-      f.producer[v] = int(k);
-    }
-  }
-  for (uint32_t v : g.outputs)
-    if (f.producer[v] < 0) {
-      *err = "graph output value id " + std::to_string(g.values[v].id) + " is never written";
-      return false;
-    }
-  return true;
-}
-
-// Classify: native, own, or neither (load fails naming the node type).
-bool classify_nodes(const Graph& g, PlanFacts& f, std::string* err) {
-  const size_t nn = g.nodes.size();
-  std::vector<char>& native = f.native;
-  native.assign(nn, 0);
-  const bool library = library_allowed();
-  for (size_t k = 0; k < nn; ++k) {
-    const Node& n = g.nodes[k];
-    if (n.outputs.size() != 1)
-      native[k] = 2;  // multi-output nodes: none supported
-    else if (library && native_supported(n))
-      native[k] = 1;
-    else {
-      std::string why;
-      if (!own_kernel(n, &why)) native[k] = 2;
-      if (native[k] == 2 && !why.empty()) {
-        *err = "node " + std::to_string(k) + " (" + op_name(n.op) + "): " + why;
-        return false;
-      }
-    }
-    if (native[k] == 2) {
-      *err = std::string("node ") + std::to_string(k) + " has type " + op_name(n.op) +
-             ", which delegate " + kId + " cannot run: the linked XNNPACK (" +
-             PTERON_XNN_DESCRIPTION + ") has no such node and pteron has no implementation of it";
-      return false;
-    }
-  }
-  return true;
-}
-
-// A reshape next to pteron's own code is a view there (no copy), not
-// XNNPACK work: it moves to pteron's side when its producer is pteron's,
-// or when every node that reads its result is.
-void move_reshapes_to_own_side(const Graph& g, PlanFacts& f) {
-  const size_t nn = g.nodes.size();
-  std::vector<std::vector<uint32_t>> readers(g.values.size());
-  for (size_t k = 0; k < nn; ++k)
-    for (uint32_t v : g.nodes[k].inputs) readers[v].push_back(uint32_t(k));
-  for (size_t k = 0; k < nn; ++k) {
-    const Node& n = g.nodes[k];
-    if (n.op != Op::StaticReshape || !f.native[k]) continue;
-    const int p = f.producer[n.inputs[0]];
-    bool own_side = p >= 0 && !f.native[size_t(p)];
-    const uint32_t out = n.outputs[0];
-    if (!own_side && !g.values[out].graph_output && !readers[out].empty()) {
-      own_side = true;
-      for (uint32_t r : readers[out]) own_side &= !f.native[r];
-    }
-    if (own_side) f.native[k] = 0;
-  }
-}
-
-// Schedule: alternately take every ready native node (one segment), then
-// every ready own node (one step each), until all are placed.
-bool schedule_steps(Delegate& d, PlanFacts& f, std::string* err) {
-  const Graph& g = d.g;
-  const size_t nn = g.nodes.size();
-  std::vector<int> pending(nn, 0);
-  std::vector<std::vector<uint32_t>> users(nn);
-  for (size_t k = 0; k < nn; ++k)
-    for (uint32_t v : g.nodes[k].inputs)
-      if (f.producer[v] >= 0) {
-        ++pending[k];
-        users[size_t(f.producer[v])].push_back(uint32_t(k));
-      }
-  std::vector<char> done(nn, 0);
-  size_t placed = 0;
-  f.step_of.assign(nn, -1);
-  while (placed < nn) {
-    const size_t before = placed;
-    for (int want_native = 1; want_native >= 0; --want_native) {
-      Step seg;
-      seg.native = want_native;
-      bool progress = true;
-      while (progress) {
-        progress = false;
-        for (size_t k = 0; k < nn; ++k) {
-          if (done[k] || pending[k] != 0 || bool(f.native[k]) != bool(want_native)) continue;
-          done[k] = 1;
-          ++placed;
-          for (uint32_t u : users[k]) --pending[u];
-          if (want_native) {
-            seg.nodes.push_back(uint32_t(k));
-            f.step_of[k] = int(d.steps.size());
-          } else {
-            Step s;
-            s.nodes.push_back(uint32_t(k));
-            f.step_of[k] = int(d.steps.size());
-            d.steps.push_back(s);
-          }
-          progress = true;
-          break;
-        }
-      }
-      if (want_native && !seg.nodes.empty()) {
-        const int idx = int(d.steps.size());
-        for (uint32_t k : seg.nodes) f.step_of[k] = idx;
-        d.steps.push_back(std::move(seg));
-      }
-    }
-    if (placed == before) {
-      *err = "the graph has a cycle";
-      return false;
-    }
-  }
-  return true;
-}
-
-// Where each value lives.
-void place_values(Delegate& d, PlanFacts& f) {
-  const Graph& g = d.g;
-  const size_t nv = g.values.size();
-  d.home.assign(nv, Home::Internal);
-  d.alias_of.assign(nv, kNoValue);
-  f.read_by.assign(nv, {});
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    for (uint32_t v : g.nodes[k].inputs) f.read_by[v].push_back(f.step_of[k]);
-  for (size_t v = 0; v < nv; ++v) {
-    const Value& val = g.values[v];
-    if (val.constant) {
-      d.home[v] = Home::Constant;
-      continue;
-    }
-    if (val.graph_input || val.graph_output) {
-      d.home[v] = Home::Argument;
-      continue;
-    }
-    const int ps = f.producer[v] >= 0 ? f.step_of[size_t(f.producer[v])] : -1;
-    // A value no node reads (and no graph output) still needs storage: XNNPACK
-    // gives an unread internal value none, then fails an assertion writing it.
-    bool internal = ps >= 0 && d.steps[size_t(ps)].native && !f.read_by[v].empty();
-    for (int s : f.read_by[v]) internal &= (s == ps);
-    d.home[v] = internal ? Home::Internal : Home::Buffer;
-  }
-}
-
-// Own-code reshapes into a non-argument value are views of their input.
-void alias_reshapes(Delegate& d, const PlanFacts& f) {
-  for (const Step& s : d.steps) {
-    if (s.native) continue;
-    const Node& n = d.g.nodes[s.nodes[0]];
-    if (n.op != Op::StaticReshape) continue;
-    const uint32_t in = n.inputs[0], out = n.outputs[0];
-    if (d.home[out] == Home::Buffer) {
-      d.home[out] = Home::Alias;
-      d.alias_of[out] = in;
-    } else if (d.home[out] == Home::Argument && d.home[in] == Home::Buffer &&
-               f.read_by[in].size() == 1) {
-      // Reshaped into a delegate output: the producer writes there directly.
-      d.home[in] = Home::Alias;
-      d.alias_of[in] = out;
-    }
-  }
-}
-
-// Boundary values of each segment: what it exchanges with the outside.
-void find_boundaries(Delegate& d, const PlanFacts& f) {
-  const Graph& g = d.g;
-  const size_t nv = g.values.size();
-  for (size_t si = 0; si < d.steps.size(); ++si) {
-    Step& s = d.steps[si];
-    if (!s.native) continue;
-    std::vector<char> seen(nv, 0);
-    for (uint32_t k : s.nodes) {
-      const Node& n = g.nodes[k];
-      for (uint32_t v : n.inputs)
-        if (!seen[v] && d.home[v] != Home::Constant && d.home[v] != Home::Internal) {
-          seen[v] = 1;
-          s.boundary.push_back(v);
-          s.bflags.push_back(f.producer[v] >= 0 && f.step_of[size_t(f.producer[v])] == int(si)
-                                 ? XNN_VALUE_FLAG_EXTERNAL_OUTPUT
-                                 : XNN_VALUE_FLAG_EXTERNAL_INPUT);
-        }
-      for (uint32_t v : n.outputs)
-        if (!seen[v] && d.home[v] != Home::Internal) {
-          seen[v] = 1;
-          s.boundary.push_back(v);
-          s.bflags.push_back(XNN_VALUE_FLAG_EXTERNAL_OUTPUT);
-        }
-    }
-  }
-}
-
-bool plan(Delegate& d, std::string* err) {
-  rewrite_trivial_transposes(d.g);
-  PlanFacts f;
-  if (!find_producers(d.g, f, err)) return false;
-  if (!classify_nodes(d.g, f, err)) return false;
-  move_reshapes_to_own_side(d.g, f);
-  if (!schedule_steps(d, f, err)) return false;
-  place_values(d, f);
-  alias_reshapes(d, f);
-  find_boundaries(d, f);
-  // pteron's kernels for the nodes it runs, prepared once (packed weights).
-  d.kernel.assign(d.g.nodes.size(), nullptr);
-  d.state.resize(d.g.nodes.size());
-  for (const Step& s : d.steps) {
-    if (s.native) continue;
-    const uint32_t k = s.nodes[0];
-    const Node& n = d.g.nodes[k];
-    std::string why;
-    d.kernel[k] = own_kernel(n, &why);
-    if (!d.kernel[k]) {
-      *err = "node " + std::to_string(n.index) + " (" + op_name(n.op) +
-             "): " + (why.empty() ? std::string("pteron has no kernel for it") : why);
-      return false;
-    }
-    if (d.kernel[k]->prepare && !d.kernel[k]->prepare(d.g, n, &d.state[k], err)) return false;
-  }
-  return true;
+bool lib_initialize(std::string* err) {
+  const xnn_status st = xnn_initialize(nullptr);
+  if (st != xnn_status_success) *err = std::string("xnn_initialize failed: ") + status_name(st);
+  return st == xnn_status_success;
 }
 
 // ---- XNNPACK subgraph of one segment ---------------------------------------
@@ -546,8 +279,10 @@ bool takes_range(Op op) {
   }
 }
 
+// The XNNPACK runtime of segment `s` for these shapes, on `pool` (a
+// pthreadpool_t, or null: the calling thread).
 bool build_segment(const Delegate& d, const Step& s, const std::vector<Shape>& shapes, void* pool,
-                   xnn_runtime_t* rt, std::string* err) {
+                   void** rt_out, std::string* err) {
   const Graph& g = d.g;
   xnn_subgraph_t sg = nullptr;
   xnn_status st = xnn_create_subgraph(uint32_t(s.boundary.size()), 0, &sg);
@@ -562,7 +297,9 @@ bool build_segment(const Delegate& d, const Step& s, const std::vector<Shape>& s
                                    g.values[v].constant, ext, flags, &id[v]);
   };
   for (size_t i = 0; i < s.boundary.size() && st == xnn_status_success; ++i)
-    st = define_value(s.boundary[i], uint32_t(i), s.bflags[i]);
+    st =
+        define_value(s.boundary[i], uint32_t(i),
+                     s.boutput[i] ? XNN_VALUE_FLAG_EXTERNAL_OUTPUT : XNN_VALUE_FLAG_EXTERNAL_INPUT);
   std::string where;
   for (uint32_t k : s.nodes) {
     if (st != xnn_status_success) break;
@@ -604,8 +341,10 @@ bool build_segment(const Delegate& d, const Step& s, const std::vector<Shape>& s
     xnn_delete_subgraph(sg);
     return false;
   }
-  st = xnn_create_runtime_v2(sg, static_cast<pthreadpool_t>(pool), 0, rt);
+  xnn_runtime_t rt = nullptr;
+  st = xnn_create_runtime_v2(sg, static_cast<pthreadpool_t>(pool), 0, &rt);
   xnn_delete_subgraph(sg);
+  *rt_out = rt;
   if (st != xnn_status_success) {
     *err = std::string("xnn_create_runtime_v2: ") + status_name(st);
     return false;
@@ -613,18 +352,571 @@ bool build_segment(const Delegate& d, const Step& s, const std::vector<Shape>& s
   return true;
 }
 
+// Runs segment `rt`: boundary value i lives at ptr[boundary[i]].
+bool run_segment(void* rt, const Step& s, const std::vector<float*>& ptr, std::string* err) {
+  std::vector<xnn_external_value> ext(s.boundary.size());
+  for (size_t i = 0; i < s.boundary.size(); ++i) ext[i] = {uint32_t(i), ptr[s.boundary[i]]};
+  xnn_runtime_t r = static_cast<xnn_runtime_t>(rt);
+  xnn_status st = xnn_setup_runtime(r, ext.size(), ext.data());
+  if (st == xnn_status_success) st = xnn_invoke_runtime(r);
+  if (st != xnn_status_success) *err = status_name(st);
+  return st == xnn_status_success;
+}
+
+void delete_runtime(void* rt) { xnn_delete_runtime(static_cast<xnn_runtime_t>(rt)); }
+
+#else  // no XNNPACK library: pteron's kernels run every node
+
+bool lib_supports(const Node&) { return false; }
+bool lib_initialize(std::string*) { return true; }
+bool build_segment(const Delegate&, const Step&, const std::vector<Shape>&, void*, void**,
+                   std::string* err) {
+  *err = "no XNNPACK library is linked";
+  return false;
+}
+bool run_segment(void*, const Step&, const std::vector<float*>&, std::string* err) {
+  *err = "no XNNPACK library is linked";
+  return false;
+}
+void delete_runtime(void*) {}
+
+#endif  // PTERON_XNN_LINKED
+
+// The pool XNNPACK runtimes are made with: the process's pthreadpool, or null
+// where the process pool is pteron's own (the runtimes then run serially).
+void* library_pool() {
+#if PTERON_XNN_LINKED
+  return pteron_threadpool_pthreadpool();
+#else
+  return nullptr;
+#endif
+}
+
 bool make_runtimes(const Delegate& d, Variant& var, std::string* err) {
-  for (xnn_runtime_t& r : var.runtimes)
+  for (void*& r : var.runtimes)
     if (r) {
-      xnn_delete_runtime(r);
+      delete_runtime(r);
       r = nullptr;
     }
-  var.pool = pteron_threadpool_pthreadpool();
+  var.pool = library_pool();
   var.runtimes.assign(d.steps.size(), nullptr);
   for (size_t i = 0; i < d.steps.size(); ++i)
     if (d.steps[i].native && !var.empty[i] &&
         !build_segment(d, d.steps[i], var.shapes, var.pool, &var.runtimes[i], err))
       return false;
+  return true;
+}
+
+template <typename... A>
+int32_t failf(pteron_kernel_context* ctx, int32_t code, const char* fmt, A... a) {
+  char buf[768];
+  std::snprintf(buf, sizeof buf, fmt, a...);
+  return pteron_kernel_fail(ctx, code, buf);
+}
+
+// ---- planning ---------------------------------------------------------------
+
+// A transpose that only moves dims of size 1 keeps the memory order: it is a
+// reshape, which every XNNPACK can run (e.g. [N,1,1,C] -> [N,C,1,1]).
+void rewrite_trivial_transposes(Graph& g) {
+  for (Node& n : g.nodes) {
+    if (n.op != Op::StaticTranspose || n.inputs.size() != 1) continue;
+    const Shape& in = g.values[n.inputs[0]].dims;
+    if (n.list0.size() != in.size()) continue;
+    size_t last = 0;
+    bool ordered = true, first = true;
+    for (size_t p : n.list0) {
+      if (p >= in.size()) {
+        ordered = false;
+        break;
+      }
+      if (in[p] == 1) continue;
+      if (!first && p < last) {
+        ordered = false;
+        break;
+      }
+      last = p;
+      first = false;
+    }
+    if (!ordered) continue;
+    n.op = Op::StaticReshape;
+    n.list0 = g.values[n.outputs[0]].dims;
+  }
+}
+
+// Does transpose(p2) . (reshapes that only add or drop dims of size 1) .
+// transpose(p1), applied to a tensor of shape `a`, keep every element where
+// it was? `c` is the shape the second transpose reads. Dims of size 1 never
+// move memory; the others are labelled by their place in `a` and must come
+// back in order.
+bool round_trip_keeps_order(const Shape& a, const std::vector<size_t>& p1, const Shape& c,
+                            const std::vector<size_t>& p2) {
+  auto is_perm = [](const std::vector<size_t>& p, size_t rank) {
+    if (p.size() != rank) return false;
+    std::vector<char> seen(rank, 0);
+    for (size_t x : p) {
+      if (x >= rank || seen[x]) return false;
+      seen[x] = 1;
+    }
+    return true;
+  };
+  if (!is_perm(p1, a.size()) || !is_perm(p2, c.size())) return false;
+  std::vector<int> label_a(a.size(), -1);
+  int m = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != 1) label_a[i] = m++;
+  std::vector<int> seq;  // labels of the first transpose's output, size-1 dims left out
+  std::vector<size_t> sizes;
+  for (size_t x : p1)
+    if (a[x] != 1) seq.push_back(label_a[x]), sizes.push_back(a[x]);
+  std::vector<int> label_c(c.size(), -1);
+  size_t j = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i] == 1) continue;
+    if (j >= sizes.size() || c[i] != sizes[j]) return false;  // a reshape that moves data
+    label_c[i] = seq[j++];
+  }
+  if (j != sizes.size()) return false;
+  int next = 0;
+  for (size_t x : p2)
+    if (c[x] != 1 && label_c[x] != next++) return false;
+  return next == m;
+}
+
+// NCHW<->NHWC round trips removed: a StaticTranspose reading (through
+// reshapes of size-1 dims) another StaticTranspose's output, where the two
+// cancel, becomes a reshape of the first one's input (a view where it can
+// be one). The first transpose and the reshapes, when nothing else reads
+// them, are dropped. Returns the number of transposes removed or rewritten.
+size_t cancel_transpose_round_trips(Graph& g) {
+  const size_t nv = g.values.size();
+  std::vector<int> producer(nv, -1);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (uint32_t v : g.nodes[k].outputs)
+      if (v < nv && producer[v] < 0) producer[v] = int(k);
+  auto single = [](const Node& n) {
+    return n.inputs.size() == 1 && n.outputs.size() == 1 && !n.has_range();
+  };
+  std::vector<char> candidate(g.nodes.size(), 0);
+  size_t rewritten = 0;
+  for (size_t k2 = 0; k2 < g.nodes.size(); ++k2) {
+    Node& t2 = g.nodes[k2];
+    if (t2.op != Op::StaticTranspose || !single(t2)) continue;
+    uint32_t v = t2.inputs[0];
+    std::vector<size_t> chain;
+    while (producer[v] >= 0 && size_t(producer[v]) < k2 && chain.size() < 8) {
+      const Node& r = g.nodes[size_t(producer[v])];
+      if (r.op != Op::StaticReshape || !single(r)) break;
+      chain.push_back(size_t(producer[v]));
+      v = r.inputs[0];
+    }
+    if (producer[v] < 0 || size_t(producer[v]) >= k2) continue;
+    const size_t k1 = size_t(producer[v]);
+    const Node& t1 = g.nodes[k1];
+    if (t1.op != Op::StaticTranspose || !single(t1)) continue;
+    const uint32_t a = t1.inputs[0];
+    if (!round_trip_keeps_order(g.values[a].dims, t1.list0, g.values[t2.inputs[0]].dims, t2.list0))
+      continue;
+    t2.op = Op::StaticReshape;
+    t2.inputs[0] = a;
+    t2.list0 = g.values[t2.outputs[0]].dims;
+    candidate[k1] = 1;
+    for (size_t c : chain) candidate[c] = 1;
+    ++rewritten;
+  }
+  if (!rewritten) return 0;
+  // Drop the candidates nothing reads any more (dropping a reshape may leave
+  // the transpose before it unread).
+  std::vector<char> drop(g.nodes.size(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<size_t> readers(nv, 0);
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (!drop[k])
+        for (uint32_t v : g.nodes[k].inputs)
+          if (v < nv) ++readers[v];
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      if (!candidate[k] || drop[k]) continue;
+      const uint32_t out = g.nodes[k].outputs[0];
+      if (readers[out] == 0 && !g.values[out].graph_output) drop[k] = 1, changed = true;
+    }
+  }
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+  return rewritten;
+}
+
+// What planning learns about the graph on the way, step by step.
+struct PlanFacts {
+  std::vector<int> producer;              // per value: the node writing it, -1 for none
+  std::vector<char> native;               // per node: 1 XNNPACK runs it, 0 pteron does
+  std::vector<int> step_of;               // per node: its step
+  std::vector<std::vector<int>> read_by;  // per value: the steps of the nodes reading it
+};
+
+// Producer of every value; each non-constant, non-input value must be
+// written by exactly one node before it is read.
+bool find_producers(const Graph& g, PlanFacts& f, std::string* err) {
+  const size_t nn = g.nodes.size();
+  f.producer.assign(g.values.size(), -1);
+  for (size_t k = 0; k < nn; ++k) {
+    for (uint32_t v : g.nodes[k].inputs) {
+      const Value& val = g.values[v];
+      if (!val.constant && !val.graph_input && f.producer[v] < 0) {
+        *err = "node " + std::to_string(g.nodes[k].index) + " (" + op_name(g.nodes[k].op) +
+               ") reads value id " + std::to_string(val.id) + " before any node writes it";
+        return false;
+      }
+    }
+    for (uint32_t v : g.nodes[k].outputs) {
+      if (f.producer[v] >= 0) {
+        *err = "value id " + std::to_string(g.values[v].id) + " is written by two nodes";
+        return false;
+      }
+      f.producer[v] = int(k);
+    }
+  }
+  for (uint32_t v : g.outputs)
+    if (f.producer[v] < 0) {
+      *err = "graph output value id " + std::to_string(g.values[v].id) + " is never written";
+      return false;
+    }
+  return true;
+}
+
+// ---- which side runs each node ------------------------------------------------
+
+// Node types the linked library runs by default (where it can define the
+// node); every other type runs on pteron's own kernel where there is one.
+// The rule: a type is here where the library measured faster than pteron's
+// kernel, or where keeping it inside a library segment saves a segment
+// boundary (reshape, pad). Measured on the 2-core AVX2 EPYC with Debian 12's
+// XNNPACK: the layout nodes pteron runs (transpose, slice, concatenate, copy)
+// are not here - Debian's library has none of them, and pteron's are views or
+// one pass over the data. The compute types are here until pteron's own
+// kernels for them are measured against the library's.
+constexpr Op kLibraryFirst[] = {Op::FullyConnected,
+                                Op::Conv2d,
+                                Op::DepthwiseConv2d,
+                                Op::AvgPool2d,
+                                Op::MaxPool2d,
+                                Op::GlobalAvgPool2d,
+                                Op::Add,
+                                Op::Subtract,
+                                Op::Multiply,
+                                Op::Div,
+                                Op::Minimum,
+                                Op::Maximum,
+                                Op::Clamp,
+                                Op::Hardswish,
+                                Op::Sigmoid,
+                                Op::Softmax,
+                                Op::ELU,
+                                Op::LeakyReLU,
+                                Op::PReLU,
+                                Op::Abs,
+                                Op::Negate,
+                                Op::Floor,
+                                Op::Ceiling,
+                                Op::SquareRoot,
+                                Op::Square,
+                                Op::ResizeBilinear2d,
+                                Op::StaticReshape,
+                                Op::StaticConstantPad,
+                                Op::BatchMatMul,
+                                Op::Tanh,
+                                Op::Concatenate2,
+                                Op::Concatenate3,
+                                Op::Concatenate4,
+                                Op::StaticSlice,
+                                Op::StaticTranspose};
+
+// PTERON_XNNPACK_USE_LIBRARY, read at method load: unset or empty = the
+// table above; "none" = pteron's kernels for every node (load fails naming a
+// node type pteron has no kernel for); "all" = the library for every node it
+// can define; otherwise comma-separated node type names (as graph.h's
+// op_name spells them, e.g. "Conv2d,FullyConnected"): the library for those,
+// pteron's kernels for the rest where it has them.
+struct SidePolicy {
+  enum Mode { Table, None, All, List } mode = Table;
+  std::vector<Op> list;
+  std::string text;  // the variable's value, for messages
+};
+
+bool read_policy(SidePolicy* p, std::string* err) {
+  const char* v = std::getenv("PTERON_XNNPACK_USE_LIBRARY");
+  if (!v || !*v) return true;
+  p->text = v;
+  if (p->text == "none") {
+    p->mode = SidePolicy::None;
+    return true;
+  }
+  if (p->text == "all") {
+    p->mode = SidePolicy::All;
+    return true;
+  }
+  p->mode = SidePolicy::List;
+  size_t at = 0;
+  while (at <= p->text.size()) {
+    size_t end = p->text.find(',', at);
+    if (end == std::string::npos) end = p->text.size();
+    const std::string name = p->text.substr(at, end - at);
+    at = end + 1;
+    if (name.empty()) continue;
+    bool found = false;
+    for (int i = 1; i <= int(Op::MAX) && !found; ++i)
+      if (name == op_name(Op(i))) p->list.push_back(Op(i)), found = true;
+    if (!found) {
+      *err = "PTERON_XNNPACK_USE_LIBRARY='" + p->text + "': '" + name +
+             "' is not a node type (use none, all, or node type names such as Conv2d,"
+             "FullyConnected)";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool wants_library(const SidePolicy& p, Op op) {
+  switch (p.mode) {
+    case SidePolicy::None: return false;
+    case SidePolicy::All: return true;
+    case SidePolicy::List: return std::find(p.list.begin(), p.list.end(), op) != p.list.end();
+    default:
+      return std::find(std::begin(kLibraryFirst), std::end(kLibraryFirst), op) !=
+             std::end(kLibraryFirst);
+  }
+}
+
+// Each node's side: f.native[k] 1 the library, 0 pteron's kernel; d.why[k]
+// says why. Load fails naming a node neither side can run.
+bool choose_sides(Delegate& d, PlanFacts& f, std::string* err) {
+  const Graph& g = d.g;
+  const size_t nn = g.nodes.size();
+  SidePolicy policy;
+  if (!read_policy(&policy, err)) return false;
+  const std::string by = policy.mode == SidePolicy::Table
+                             ? std::string("the default table")
+                             : "PTERON_XNNPACK_USE_LIBRARY=" + policy.text;
+  f.native.assign(nn, 0);
+  d.why.assign(nn, std::string());
+  for (size_t k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    std::string own_why;
+    const bool own = own_kernel(n, &own_why) != nullptr && n.outputs.size() == 1;
+    const bool lib = n.outputs.size() == 1 && lib_supports(n);
+    const bool want = wants_library(policy, n.op);
+    const std::string node = "node " + std::to_string(n.index) + " (" + op_name(n.op) + ")";
+    if (lib && want) {
+      f.native[k] = 1;
+      d.why[k] = by;
+    } else if (own) {
+      d.why[k] = want ? "the library cannot define it" : by;
+    } else if (!own_why.empty()) {
+      *err = node + ": " + own_why;
+      return false;
+    } else if (lib && policy.mode != SidePolicy::None) {
+      f.native[k] = 1;
+      d.why[k] = "pteron has no kernel for it";
+    } else if (lib) {
+      *err = "node " + std::to_string(n.index) + " has type " + op_name(n.op) +
+             ", which delegate " + kId +
+             " cannot run with PTERON_XNNPACK_USE_LIBRARY=none: pteron has no kernel for it";
+      return false;
+    } else {
+      *err = "node " + std::to_string(n.index) + " has type " + op_name(n.op) +
+             ", which delegate " + kId + " cannot run: the XNNPACK library (" +
+             PTERON_XNN_DESCRIPTION + ") has no such node and pteron has no implementation of it";
+      return false;
+    }
+  }
+  return true;
+}
+
+// A reshape next to pteron's own code is a view there (no copy), not
+// XNNPACK work: it moves to pteron's side when its producer is pteron's,
+// or when every node that reads its result is.
+void move_reshapes_to_own_side(const Graph& g, PlanFacts& f) {
+  const size_t nn = g.nodes.size();
+  std::vector<std::vector<uint32_t>> readers(g.values.size());
+  for (size_t k = 0; k < nn; ++k)
+    for (uint32_t v : g.nodes[k].inputs) readers[v].push_back(uint32_t(k));
+  for (size_t k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    if (n.op != Op::StaticReshape || !f.native[k]) continue;
+    const int p = f.producer[n.inputs[0]];
+    bool own_side = p >= 0 && !f.native[size_t(p)];
+    const uint32_t out = n.outputs[0];
+    if (!own_side && !g.values[out].graph_output && !readers[out].empty()) {
+      own_side = true;
+      for (uint32_t r : readers[out]) own_side &= !f.native[r];
+    }
+    if (own_side) f.native[k] = 0;
+  }
+}
+
+// Schedule: alternately take every ready native node (one segment), then
+// every ready own node (one step each), until all are placed.
+bool schedule_steps(Delegate& d, PlanFacts& f, std::string* err) {
+  const Graph& g = d.g;
+  const size_t nn = g.nodes.size();
+  std::vector<int> pending(nn, 0);
+  std::vector<std::vector<uint32_t>> users(nn);
+  for (size_t k = 0; k < nn; ++k)
+    for (uint32_t v : g.nodes[k].inputs)
+      if (f.producer[v] >= 0) {
+        ++pending[k];
+        users[size_t(f.producer[v])].push_back(uint32_t(k));
+      }
+  std::vector<char> done(nn, 0);
+  size_t placed = 0;
+  f.step_of.assign(nn, -1);
+  while (placed < nn) {
+    const size_t before = placed;
+    for (int want_native = 1; want_native >= 0; --want_native) {
+      Step seg;
+      seg.native = want_native;
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (size_t k = 0; k < nn; ++k) {
+          if (done[k] || pending[k] != 0 || bool(f.native[k]) != bool(want_native)) continue;
+          done[k] = 1;
+          ++placed;
+          for (uint32_t u : users[k]) --pending[u];
+          if (want_native) {
+            seg.nodes.push_back(uint32_t(k));
+            f.step_of[k] = int(d.steps.size());
+          } else {
+            Step s;
+            s.nodes.push_back(uint32_t(k));
+            f.step_of[k] = int(d.steps.size());
+            d.steps.push_back(s);
+          }
+          progress = true;
+          break;
+        }
+      }
+      if (want_native && !seg.nodes.empty()) {
+        const int idx = int(d.steps.size());
+        for (uint32_t k : seg.nodes) f.step_of[k] = idx;
+        d.steps.push_back(std::move(seg));
+      }
+    }
+    if (placed == before) {
+      *err = "the graph has a cycle";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Where each value lives.
+void place_values(Delegate& d, PlanFacts& f) {
+  const Graph& g = d.g;
+  const size_t nv = g.values.size();
+  d.home.assign(nv, Home::Internal);
+  d.alias_of.assign(nv, kNoValue);
+  f.read_by.assign(nv, {});
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (uint32_t v : g.nodes[k].inputs) f.read_by[v].push_back(f.step_of[k]);
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& val = g.values[v];
+    if (val.constant) {
+      d.home[v] = Home::Constant;
+      continue;
+    }
+    if (val.graph_input || val.graph_output) {
+      d.home[v] = Home::Argument;
+      continue;
+    }
+    const int ps = f.producer[v] >= 0 ? f.step_of[size_t(f.producer[v])] : -1;
+    if (ps < 0 && f.read_by[v].empty()) continue;  // no node touches it (Internal: no storage)
+    // A value no node reads (and no graph output) still needs storage: XNNPACK
+    // gives an unread internal value none, then fails an assertion writing it.
+    bool internal = ps >= 0 && d.steps[size_t(ps)].native && !f.read_by[v].empty();
+    for (int s : f.read_by[v]) internal &= (s == ps);
+    d.home[v] = internal ? Home::Internal : Home::Buffer;
+  }
+}
+
+// Own-code reshapes into a non-argument value are views of their input.
+void alias_reshapes(Delegate& d, const PlanFacts& f) {
+  for (const Step& s : d.steps) {
+    if (s.native) continue;
+    const Node& n = d.g.nodes[s.nodes[0]];
+    if (n.op != Op::StaticReshape) continue;
+    const uint32_t in = n.inputs[0], out = n.outputs[0];
+    if (d.home[out] == Home::Buffer) {
+      d.home[out] = Home::Alias;
+      d.alias_of[out] = in;
+    } else if (d.home[out] == Home::Argument && d.home[in] == Home::Buffer &&
+               f.read_by[in].size() == 1) {
+      // Reshaped into a delegate output: the producer writes there directly.
+      d.home[in] = Home::Alias;
+      d.alias_of[in] = out;
+    }
+  }
+}
+
+// Boundary values of each segment: what it exchanges with the outside.
+void find_boundaries(Delegate& d, const PlanFacts& f) {
+  const Graph& g = d.g;
+  const size_t nv = g.values.size();
+  for (size_t si = 0; si < d.steps.size(); ++si) {
+    Step& s = d.steps[si];
+    if (!s.native) continue;
+    std::vector<char> seen(nv, 0);
+    for (uint32_t k : s.nodes) {
+      const Node& n = g.nodes[k];
+      for (uint32_t v : n.inputs)
+        if (!seen[v] && d.home[v] != Home::Constant && d.home[v] != Home::Internal) {
+          seen[v] = 1;
+          s.boundary.push_back(v);
+          s.boutput.push_back(f.producer[v] >= 0 && f.step_of[size_t(f.producer[v])] == int(si));
+        }
+      for (uint32_t v : n.outputs)
+        if (!seen[v] && d.home[v] != Home::Internal) {
+          seen[v] = 1;
+          s.boundary.push_back(v);
+          s.boutput.push_back(1);
+        }
+    }
+  }
+}
+
+bool plan(Delegate& d, std::string* err) {
+  rewrite_trivial_transposes(d.g);
+  d.cancelled = cancel_transpose_round_trips(d.g);
+  PlanFacts f;
+  if (!find_producers(d.g, f, err)) return false;
+  if (!choose_sides(d, f, err)) return false;
+  const std::vector<char> chosen = f.native;
+  move_reshapes_to_own_side(d.g, f);
+  for (size_t k = 0; k < chosen.size(); ++k)
+    if (chosen[k] && !f.native[k]) d.why[k] = "a reshape beside pteron's nodes";
+  if (!schedule_steps(d, f, err)) return false;
+  place_values(d, f);
+  alias_reshapes(d, f);
+  find_boundaries(d, f);
+  // pteron's kernels for the nodes it runs, prepared once (packed weights).
+  d.kernel.assign(d.g.nodes.size(), nullptr);
+  d.state.resize(d.g.nodes.size());
+  for (const Step& s : d.steps) {
+    if (s.native) continue;
+    const uint32_t k = s.nodes[0];
+    const Node& n = d.g.nodes[k];
+    std::string why;
+    d.kernel[k] = own_kernel(n, &why);
+    if (!d.kernel[k]) {
+      *err = "node " + std::to_string(n.index) + " (" + op_name(n.op) +
+             "): " + (why.empty() ? std::string("pteron has no kernel for it") : why);
+      return false;
+    }
+    if (d.kernel[k]->prepare && !d.kernel[k]->prepare(d.g, n, &d.state[k], err)) return false;
+  }
   return true;
 }
 
@@ -666,6 +958,73 @@ bool mark_empty_steps(const Delegate& d, Variant& var, std::string* err) {
   return true;
 }
 
+// The arena of a variant: every Buffer value gets an aligned block, and
+// values whose lifetimes do not overlap share bytes. A value lives from the
+// step that writes it to the last step that reads it or a view of it
+// (inclusive: a step never writes over what it reads). Greedy first fit,
+// largest first. Sets var.offset, var.arena_bytes, var.unshared_bytes;
+// returns the arena's size.
+size_t plan_arena(const Delegate& d, Variant& var) {
+  const Graph& g = d.g;
+  const size_t nv = g.values.size();
+  var.offset.assign(nv, 0);
+  std::vector<int> step_of(g.nodes.size(), 0);
+  for (size_t si = 0; si < d.steps.size(); ++si)
+    for (uint32_t k : d.steps[si].nodes) step_of[k] = int(si);
+  auto root = [&](uint32_t v) {
+    while (d.home[v] == Home::Alias) v = d.alias_of[v];
+    return v;
+  };
+  const int kUnset = -1;
+  std::vector<int> first(nv, kUnset), last(nv, kUnset);
+  auto touch = [&](uint32_t v, int step) {
+    v = root(v);
+    if (d.home[v] != Home::Buffer) return;
+    if (first[v] == kUnset || step < first[v]) first[v] = step;
+    if (last[v] == kUnset || step > last[v]) last[v] = step;
+  };
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (uint32_t v : g.nodes[k].inputs) touch(v, step_of[k]);
+    for (uint32_t v : g.nodes[k].outputs) touch(v, step_of[k]);
+  }
+  struct Block {
+    uint32_t v;
+    size_t bytes;
+  };
+  std::vector<Block> blocks;
+  size_t unshared = 0;
+  for (size_t v = 0; v < nv; ++v) {
+    if (d.home[v] != Home::Buffer || first[v] == kUnset) continue;
+    const size_t bytes =
+        (numel(var.shapes[v]) * sizeof(float) + kPad + kAlign - 1) / kAlign * kAlign;
+    blocks.push_back({uint32_t(v), bytes});
+    unshared += bytes;
+  }
+  std::stable_sort(blocks.begin(), blocks.end(),
+                   [](const Block& a, const Block& b) { return a.bytes > b.bytes; });
+  std::vector<Block> placed;  // in placement order
+  size_t total = 0;
+  std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of overlapping lifetimes
+  for (const Block& b : blocks) {
+    busy.clear();
+    for (const Block& p : placed)
+      if (first[p.v] <= last[b.v] && first[b.v] <= last[p.v])
+        busy.push_back({var.offset[p.v], var.offset[p.v] + p.bytes});
+    std::sort(busy.begin(), busy.end());
+    size_t at = 0;
+    for (const auto& r : busy) {
+      if (r.first >= at + b.bytes) break;  // the gap before r fits
+      at = std::max(at, r.second);
+    }
+    var.offset[b.v] = at;
+    total = std::max(total, at + b.bytes);
+    placed.push_back(b);
+  }
+  var.arena_bytes = total;
+  var.unshared_bytes = unshared;
+  return total;
+}
+
 // Builds the variant for the given graph-input shapes. `exact`: the declared
 // input shapes, so every inferred shape must equal the one the blob declares;
 // otherwise (other input shapes of a dynamic program) each must fit within
@@ -698,22 +1057,18 @@ std::unique_ptr<Variant> make_variant(const Delegate& d, const std::vector<Shape
     }
   }
   if (!mark_empty_steps(d, *var, err)) return nullptr;
-  size_t total = 0, largest = 0;
-  uint32_t largest_value = 0;
-  var->offset.assign(g.values.size(), 0);
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    if (d.home[v] != Home::Buffer) continue;
-    var->offset[v] = total;
-    const size_t bytes = numel(var->shapes[v]) * sizeof(float);
-    if (bytes >= largest) largest = bytes, largest_value = uint32_t(v);
-    total += (bytes + kPad + kAlign - 1) / kAlign * kAlign;
-  }
+  const size_t total = plan_arena(d, *var);
   if (total) {
     var->arena = std::aligned_alloc(kAlign, total);
     if (!var->arena) {
+      size_t largest = 0;
+      uint32_t largest_value = 0;
+      for (size_t v = 0; v < g.values.size(); ++v)
+        if (d.home[v] == Home::Buffer && numel(var->shapes[v]) >= largest)
+          largest = numel(var->shapes[v]), largest_value = uint32_t(v);
       *oom = true;
       *err = "out of memory for " + std::to_string(total) +
-             " bytes of buffers between segments (the largest: value id " +
+             " bytes of buffers between nodes (the largest: value id " +
              std::to_string(g.values[largest_value].id) + " of shape " +
              shape_str(var->shapes[largest_value]) + ")";
       return nullptr;
@@ -727,17 +1082,43 @@ std::unique_ptr<Variant> make_variant(const Delegate& d, const std::vector<Shape
 
 int32_t is_available() { return 1; }
 
-// PTERON_XNNPACK_DEBUG: one line on stderr saying how the graph was split.
-void print_plan(const Delegate& d) {
+// What the library's runtimes run on, for PTERON_XNNPACK_DEBUG.
+std::string library_threads() {
+#if PTERON_XNN_LINKED
+  if (!library_pool())
+    return "1 (the process pool is not a pthreadpool: library nodes run on the calling thread)";
+  return std::to_string(pteron_threadpool_num_threads());
+#else
+  return "none linked";
+#endif
+}
+
+// PTERON_XNNPACK_DEBUG=1: at method load, one line per node on stderr (its
+// index in the blob, type, side, output shape, why that side), then one
+// summary line (segments, steps, the node types pteron runs, the arena).
+void print_plan(const Delegate& d, const Variant& var) {
+  const Graph& g = d.g;
   std::string own;
   size_t segs = 0;
   size_t views = 0;
-  for (const Step& s : d.steps) {
+  for (size_t si = 0; si < d.steps.size(); ++si) {
+    const Step& s = d.steps[si];
+    for (uint32_t k : s.nodes) {
+      const Node& n = g.nodes[k];
+      const bool view = !s.native && n.op == Op::StaticReshape &&
+                        (d.home[n.outputs[0]] == Home::Alias || d.home[n.inputs[0]] == Home::Alias);
+      std::fprintf(stderr, "pteron XnnpackBackend node %u: %s on %s, step %zu, output %s (%s)\n",
+                   n.index, op_name(n.op),
+                   s.native ? "XNNPACK library"
+                   : view   ? "pteron (a view)"
+                            : "pteron",
+                   si, shape_str(var.shapes[n.outputs[0]]).c_str(), d.why[k].c_str());
+    }
     if (s.native) {
       ++segs;
       continue;
     }
-    const Node& n = d.g.nodes[s.nodes[0]];
+    const Node& n = g.nodes[s.nodes[0]];
     if (n.op == Op::StaticReshape &&
         (d.home[n.outputs[0]] == Home::Alias || d.home[n.inputs[0]] == Home::Alias)) {
       ++views;
@@ -749,25 +1130,30 @@ void print_plan(const Delegate& d) {
   }
   std::fprintf(stderr,
                "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
-               "pteron runs: %s; reshapes as views: %zu\n",
-               d.g.nodes.size(), segs, d.steps.size(), own.empty() ? "(none)" : own.c_str(), views);
+               "pteron runs: %s; reshapes as views: %zu; transposes cancelled: %zu; "
+               "arena: %zu bytes (%zu without sharing); library: %s; library threads: %s\n",
+               g.nodes.size(), segs, d.steps.size(), own.empty() ? "(none)" : own.c_str(), views,
+               d.cancelled, var.arena_bytes, var.unshared_bytes, PTERON_XNN_DESCRIPTION,
+               library_threads().c_str());
 }
 
 int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
              const pteron_compile_spec*, size_t, void** handle) {
   *handle = nullptr;
-  xnn_status st = xnn_initialize(nullptr);
-  if (st != xnn_status_success)
-    return failf(ctx, PTERON_ERROR_NOT_SUPPORTED, "xnn_initialize failed: %s", status_name(st));
+  std::string err;
+  if (!lib_initialize(&err)) return failf(ctx, PTERON_ERROR_NOT_SUPPORTED, "%s", err.c_str());
   std::unique_ptr<Delegate> d(new (std::nothrow) Delegate);
   if (!d) return pteron_kernel_fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, nullptr);
-  std::string err;
   if (!parse_blob(ctx, static_cast<const uint8_t*>(processed), size, &d->g, &err))
     return failf(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s", err.c_str());
   if (!plan(*d, &err)) {
     const bool unsupported = err.find("cannot run") != std::string::npos;
-    return failf(ctx, unsupported ? PTERON_ERROR_NOT_SUPPORTED : PTERON_ERROR_INVALID_PROGRAM, "%s",
-                 err.c_str());
+    const bool setting = err.rfind("PTERON_XNNPACK_USE_LIBRARY='", 0) == 0;
+    return failf(ctx,
+                 setting       ? PTERON_ERROR_INVALID_ARGUMENT
+                 : unsupported ? PTERON_ERROR_NOT_SUPPORTED
+                               : PTERON_ERROR_INVALID_PROGRAM,
+                 "%s", err.c_str());
   }
   // Build the declared-shape variant now: a graph XNNPACK refuses fails here,
   // at method load, not at the first execute.
@@ -781,7 +1167,7 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
   d->variants.push_back(std::move(var));
   d->ptr.assign(d->g.values.size(), nullptr);
   if (const char* dbg = std::getenv("PTERON_XNNPACK_DEBUG"))
-    if (*dbg && *dbg != '0') print_plan(*d);
+    if (*dbg && *dbg != '0') print_plan(*d, *d->variants.back());
   *handle = d.release();
   return PTERON_OK;
 }
@@ -854,7 +1240,7 @@ int32_t find_variant(pteron_kernel_context* ctx, Delegate& d, const std::vector<
     if (d.variants.size() >= kMaxVariants) d.variants.erase(d.variants.begin());
     d.variants.push_back(std::move(nv));
     var = d.variants.back().get();
-  } else if (var->pool != pteron_threadpool_pthreadpool()) {
+  } else if (var->pool != library_pool()) {
     // The thread pool was replaced (pteron_threadpool_set_num_threads).
     if (!make_runtimes(d, *var, &err))
       return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: %s", kId, err.c_str());
@@ -933,7 +1319,6 @@ void bind_storage(Delegate& d, pteron_value* const* args, const Variant& var) {
 int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
   const Graph& g = d.g;
   std::string err;
-  std::vector<xnn_external_value> ext;
   for (size_t si = 0; si < d.steps.size(); ++si) {
     const Step& s = d.steps[si];
     if (var.empty[si]) continue;  // writes only values without elements
@@ -946,13 +1331,9 @@ int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
         return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: %s", kId, err.c_str());
       continue;
     }
-    ext.resize(s.boundary.size());
-    for (size_t i = 0; i < s.boundary.size(); ++i) ext[i] = {uint32_t(i), d.ptr[s.boundary[i]]};
-    xnn_status st = xnn_setup_runtime(var.runtimes[si], ext.size(), ext.data());
-    if (st == xnn_status_success) st = xnn_invoke_runtime(var.runtimes[si]);
-    if (st != xnn_status_success)
+    if (!run_segment(var.runtimes[si], s, d.ptr, &err))
       return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: XNNPACK segment %zu failed: %s", kId, si,
-                   status_name(st));
+                   err.c_str());
   }
   return PTERON_OK;
 }

@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // own_ops.cpp - own_kernel() (the lookup over the kernel families of
 // own_ops.h) and the layout kernels: static transpose, reshape, slice,
-// concatenate, copy and convert. float32, dense row-major buffers in
-// XNNPACK's own layout (NHWC for image tensors), shapes already inferred
-// (graph.cpp).
+// concatenate, copy, convert and constant pad. float32, dense row-major
+// buffers in XNNPACK's own layout (NHWC for image tensors), shapes already
+// inferred (graph.cpp). Each splits its work with pteron_parallel_for.
+//
+// Transpose first simplifies the permutation (dims of size 1 dropped,
+// input dims that stay adjacent and in order merged: NCHW->NHWC of
+// [N, C, H, W] becomes [N, C, H*W] -> [N, H*W, C]); then either copies
+// contiguous runs (the innermost dim does not move) or transposes tiles of
+// kTile x kTile between the input's innermost dim and the output's.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "graph.h"
@@ -18,66 +26,236 @@ namespace xnnpack {
 
 namespace {
 
+constexpr int64_t kGrainBytes = 64 * 1024;  // the least work one parallel chunk gets
+constexpr size_t kTile = 16;                // transpose tile edge, elements
+
+// pteron_parallel_for over [0, n) with a callable f(begin, end).
+template <typename F>
+void parallel(size_t n, size_t grain, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  if (n == 0) return;
+  pteron_parallel_for(
+      0, int64_t(n), int64_t(std::max<size_t>(grain, 1)),
+      [](void* u, int64_t b, int64_t e) { (*static_cast<Fn*>(u))(size_t(b), size_t(e)); }, &f);
+}
+
+// Items per chunk so that one chunk moves at least kGrainBytes.
+size_t grain_for(size_t bytes_per_item) {
+  return size_t(kGrainBytes) / std::max<size_t>(bytes_per_item, 1) + 1;
+}
+
 std::vector<size_t> strides_of(const Shape& s) {
   std::vector<size_t> st(s.size(), 1);
   for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
   return st;
 }
 
-// Copies a box of `in` (shape `is`, starting at `start`, extent `os`) into the
-// dense `out`, or the reverse when `scatter` (used by concatenate).
-void copy_box(const float* in, const Shape& is, const std::vector<size_t>& start, const Shape& os,
-              float* out, bool scatter) {
+void copy_floats(float* out, const float* in, size_t count) {
+  if (out == in || count == 0) return;
+  const size_t bytes = count * sizeof(float);
+  if ((out + count <= in) || (in + count <= out)) {
+    parallel(count, grain_for(sizeof(float)),
+             [&](size_t b, size_t e) { std::memcpy(out + b, in + b, (e - b) * sizeof(float)); });
+  } else {
+    std::memmove(out, in, bytes);  // overlapping (never planned so; kept safe)
+  }
+}
+
+// ---- transpose ----------------------------------------------------------------
+
+// `is` and `perm` (output dim d is input dim perm[d]) with dims of size 1
+// dropped and input dims that stay adjacent and in order merged.
+void simplify_transpose(const Shape& is, const std::vector<size_t>& perm, Shape* s,
+                        std::vector<size_t>* p) {
+  std::vector<int> keep(is.size(), -1);
+  Shape in1;
+  for (size_t i = 0; i < is.size(); ++i)
+    if (is[i] != 1) keep[i] = int(in1.size()), in1.push_back(is[i]);
+  std::vector<size_t> p1;
+  for (size_t x : perm)
+    if (keep[x] >= 0) p1.push_back(size_t(keep[x]));
+  // Groups of output dims whose input dims are consecutive.
+  std::vector<size_t> group_of(in1.size(), 0);  // input dim -> its group
+  std::vector<size_t> heads;                    // output order: first input dim of each group
+  for (size_t d = 0; d < p1.size(); ++d) {
+    if (d > 0 && p1[d] == p1[d - 1] + 1) {
+      group_of[p1[d]] = group_of[p1[d - 1]];
+      continue;
+    }
+    group_of[p1[d]] = heads.size();
+    heads.push_back(p1[d]);
+  }
+  // Merged input shape: groups in input order.
+  std::vector<size_t> order(heads.size());
+  for (size_t gi = 0; gi < heads.size(); ++gi) order[gi] = gi;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return heads[a] < heads[b]; });
+  std::vector<size_t> rank_of(heads.size());
+  for (size_t r = 0; r < order.size(); ++r) rank_of[order[r]] = r;
+  s->assign(heads.size(), 1);
+  for (size_t i = 0; i < in1.size(); ++i) (*s)[rank_of[group_of[i]]] *= in1[i];
+  p->resize(heads.size());
+  for (size_t gi = 0; gi < heads.size(); ++gi) (*p)[gi] = rank_of[gi];
+}
+
+void transpose(const float* in, const Shape& shape, const std::vector<size_t>& perm, float* out) {
+  const size_t total = numel(shape);
+  if (total == 0) return;
+  Shape is;
+  std::vector<size_t> p;
+  simplify_transpose(shape, perm, &is, &p);
   const size_t rank = is.size();
+  bool identity = true;
+  for (size_t d = 0; d < rank; ++d) identity &= p[d] == d;
+  if (identity) {  // only dims of size 1 moved
+    copy_floats(out, in, total);
+    return;
+  }
+  const std::vector<size_t> ist = strides_of(is);
+  Shape os(rank);
+  for (size_t d = 0; d < rank; ++d) os[d] = is[p[d]];
+  const std::vector<size_t> ost = strides_of(os);
+  if (p[rank - 1] == rank - 1) {
+    // The innermost dim stays: copy runs of is[rank-1] floats, output order.
+    const size_t run = is[rank - 1], runs = total / run;
+    parallel(runs, grain_for(run * sizeof(float)), [&](size_t begin, size_t end) {
+      for (size_t r = begin; r < end; ++r) {
+        size_t rest = r, src = 0;
+        for (size_t d = rank - 1; d-- > 0;) {
+          src += (rest % os[d]) * ist[p[d]];
+          rest /= os[d];
+        }
+        std::memcpy(out + r * run, in + src, run * sizeof(float));
+      }
+    });
+    return;
+  }
+  // A: the input's innermost dim (at output position qa); B: the output's
+  // innermost dim (input dim p[rank-1]): two different dims.
+  const size_t b_in = p[rank - 1];
+  size_t qa = 0;
+  while (p[qa] != rank - 1) ++qa;
+  const size_t na = is[rank - 1], nb = is[b_in];
+  const size_t a_out_stride = ost[qa], b_in_stride = ist[b_in];
+  // The other dims, in output order: each outer index gives a base offset.
+  std::vector<size_t> odims, o_in_st, o_out_st;
+  for (size_t d = 0; d < rank; ++d)
+    if (d != qa && d != rank - 1) {
+      odims.push_back(os[d]);
+      o_in_st.push_back(ist[p[d]]);
+      o_out_st.push_back(ost[d]);
+    }
+  const size_t outer = numel(odims);
+  const size_t a_tiles = (na + kTile - 1) / kTile, b_tiles = (nb + kTile - 1) / kTile;
+  const size_t items = outer * a_tiles;  // one item: a strip of kTile input rows, every b
+  parallel(items, grain_for(kTile * nb * sizeof(float)), [&](size_t begin, size_t end) {
+    for (size_t it = begin; it < end; ++it) {
+      size_t o = it / a_tiles, at = it % a_tiles;
+      size_t ib = 0, ob = 0;
+      for (size_t k = odims.size(); k-- > 0;) {
+        const size_t x = o % odims[k];
+        o /= odims[k];
+        ib += x * o_in_st[k];
+        ob += x * o_out_st[k];
+      }
+      const size_t a0 = at * kTile, a1 = std::min(na, a0 + kTile);
+      for (size_t bt = 0; bt < b_tiles; ++bt) {
+        const size_t b0 = bt * kTile, b1 = std::min(nb, b0 + kTile);
+        for (size_t a = a0; a < a1; ++a) {
+          float* dst = out + ob + a * a_out_stride;
+          const float* src = in + ib + a;
+          for (size_t b = b0; b < b1; ++b) dst[b] = src[b * b_in_stride];
+        }
+      }
+    }
+  });
+}
+
+// ---- slice, concatenate, pad ------------------------------------------------------
+
+// Copies the box of `in` (shape `is`) that starts at `start` and has shape
+// `os` into the dense `out`: one memcpy per innermost row, rows in parallel.
+void slice(const float* in, const Shape& is, const std::vector<size_t>& start, const Shape& os,
+           float* out) {
+  const size_t rank = is.size();
+  const size_t total = numel(os);
+  if (total == 0) return;
   if (rank == 0) {
     *out = *in;
     return;
   }
   const std::vector<size_t> ist = strides_of(is);
   const size_t inner = os[rank - 1];
-  const size_t rows = numel(os) / (inner ? inner : 1);
-  if (inner == 0) return;
-  std::vector<size_t> idx(rank, 0);
-  for (size_t r = 0; r < rows; ++r) {
-    size_t off = 0;
-    for (size_t d = 0; d < rank; ++d) off += (start[d] + idx[d]) * ist[d];
-    if (scatter)
-      std::memcpy(const_cast<float*>(in) + off, out + r * inner, inner * sizeof(float));
-    else
+  const size_t rows = total / inner;
+  parallel(rows, grain_for(inner * sizeof(float)), [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      size_t rest = r, off = start[rank - 1];
+      for (size_t d = rank - 1; d-- > 0;) {
+        off += (start[d] + rest % os[d]) * ist[d];
+        rest /= os[d];
+      }
       std::memcpy(out + r * inner, in + off, inner * sizeof(float));
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++idx[d] < os[d]) break;
-      idx[d] = 0;
     }
+  });
+}
+
+// Concatenation along `axis`: per input, each outer index (the dims before
+// the axis) moves one contiguous block.
+void concatenate(const Node& n, const std::vector<Shape>& shapes, const std::vector<float*>& ptr,
+                 float* out, const Shape& os) {
+  const size_t axis = n.p[0];
+  size_t outer = 1, after = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= os[d];
+  for (size_t d = axis + 1; d < os.size(); ++d) after *= os[d];
+  const size_t out_block = os[axis] * after;
+  size_t at = 0;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const float* in = ptr[n.inputs[i]];
+    const size_t block = shapes[n.inputs[i]][axis] * after;
+    if (block)
+      parallel(outer, grain_for(block * sizeof(float)), [&](size_t begin, size_t end) {
+        for (size_t o = begin; o < end; ++o)
+          std::memcpy(out + o * out_block + at, in + o * block, block * sizeof(float));
+      });
+    at += block;
   }
 }
 
-void transpose(const float* in, const Shape& is, const std::vector<size_t>& perm, float* out) {
-  const size_t rank = is.size();
-  const size_t total = numel(is);
-  if (rank == 0 || total == 0) {
-    if (total) *out = *in;
+// StaticConstantPad: out has shape is + before + after, `value` outside the
+// copy of `in`. One output row (innermost dim) per item.
+void constant_pad(const float* in, const Shape& is, const std::vector<size_t>& before,
+                  const Shape& os, float value, float* out) {
+  const size_t rank = os.size();
+  const size_t total = numel(os);
+  if (total == 0) return;
+  if (rank == 0) {
+    *out = *in;
     return;
   }
   const std::vector<size_t> ist = strides_of(is);
-  Shape os(rank);
-  std::vector<size_t> src_stride(rank);  // input stride of each output dim
-  for (size_t d = 0; d < rank; ++d) {
-    os[d] = is[perm[d]];
-    src_stride[d] = ist[perm[d]];
-  }
-  std::vector<size_t> idx(rank, 0);
-  size_t src = 0;
-  const size_t inner = os[rank - 1], inner_stride = src_stride[rank - 1];
-  for (size_t o = 0; o < total; o += inner) {
-    for (size_t i = 0; i < inner; ++i) out[o + i] = in[src + i * inner_stride];
-    for (size_t d = rank - 1; d-- > 0;) {
-      src += src_stride[d];
-      if (++idx[d] < os[d]) break;
-      src -= src_stride[d] * os[d];
-      idx[d] = 0;
+  const size_t inner = os[rank - 1], lead = before[rank - 1], width = is[rank - 1];
+  const size_t rows = total / inner;
+  parallel(rows, grain_for(inner * sizeof(float)), [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      float* row = out + r * inner;
+      size_t rest = r, off = 0;
+      bool inside = width != 0;
+      for (size_t d = rank - 1; d-- > 0;) {
+        const size_t x = rest % os[d];
+        rest /= os[d];
+        if (x < before[d] || x >= before[d] + is[d])
+          inside = false;
+        else
+          off += (x - before[d]) * ist[d];
+      }
+      if (!inside) {
+        std::fill(row, row + inner, value);
+        continue;
+      }
+      std::fill(row, row + lead, value);
+      std::memcpy(row + lead, in + off, width * sizeof(float));
+      std::fill(row + lead + width, row + inner, value);
     }
-  }
+  });
 }
 
 bool run_layout(const Node& n, NodeState*, const std::vector<Shape>& shapes,
@@ -91,23 +269,13 @@ bool run_layout(const Node& n, NodeState*, const std::vector<Shape>& shapes,
     case Op::StaticTranspose: transpose(in, is, n.list0, out); break;
     case Op::StaticReshape:
     case Op::Copy:
-    case Op::Convert:
-      if (out != in) std::memmove(out, in, count * sizeof(float));
-      break;
-    case Op::StaticSlice: copy_box(in, is, n.list0, os, out, false); break;
+    case Op::Convert: copy_floats(out, in, count); break;
+    case Op::StaticSlice: slice(in, is, n.list0, os, out); break;
+    case Op::StaticConstantPad: constant_pad(in, is, n.list0, os, n.f, out); break;
     case Op::Concatenate2:
     case Op::Concatenate3:
     case Op::Concatenate4:
-    case Op::Concatenate5: {
-      std::vector<size_t> start(os.size(), 0);
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        const Shape& s = shapes[n.inputs[i]];
-        // Scatter input i into the box of `out` that starts at `start`.
-        copy_box(out, os, start, s, const_cast<float*>(ptr[n.inputs[i]]), true);
-        start[n.p[0]] += s[n.p[0]];
-      }
-      break;
-    }
+    case Op::Concatenate5: concatenate(n, shapes, ptr, out, os); break;
     default:
       *err = std::string("node ") + std::to_string(n.index) + " (" + op_name(n.op) +
              ") is not a layout node";
@@ -121,8 +289,14 @@ const OwnKernel kLayout = {nullptr, &run_layout};
 
 }  // namespace
 
-const OwnKernel* layout_kernel(const Node& n, std::string*) {
+const OwnKernel* layout_kernel(const Node& n, std::string* why) {
   switch (n.op) {
+    case Op::StaticConstantPad:
+      if (n.inputs.size() != 1 || n.outputs.size() != 1) {
+        *why = "constant pad with " + std::to_string(n.inputs.size()) + " inputs";
+        return nullptr;
+      }
+      return &kLayout;
     case Op::StaticTranspose:
     case Op::StaticReshape:
     case Op::StaticSlice:

@@ -1,5 +1,394 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// nhwc.cpp - the driver of nhwc.h, compiled at the baseline ISA.
+// nhwc.cpp - the drivers of nhwc.h, compiled at the baseline ISA: the table of the chosen
+// level, the split of each node's work over pteron_parallel_for (output rows, pixels or
+// element ranges, each chunk at least kGrainWork multiply-adds or elements so that a small
+// tensor stays on the calling thread), and the shape walking of broadcasting binaries.
 #include "nhwc.h"
 
-namespace pteron_opt {}  // namespace pteron_opt
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "isa.h"
+#include "pteron/kernel.h"
+
+namespace pteron_opt {
+
+namespace {
+
+// The least work (about one multiply-add or element each) worth a chunk of its own: a
+// parallel_for costs a few microseconds.
+constexpr int64_t kGrainWork = 32768;
+
+int64_t grain_for(int64_t work_per_item) {
+  if (work_per_item <= 0) return 1 << 30;
+  const int64_t g = kGrainWork / work_per_item;
+  return g < 1 ? 1 : g;
+}
+
+const NhwcOps* table_for(int level) {
+#if defined(PTERON_OPT_HAVE_X86_ISAS)
+  if (level == 2) return nhwc_ops_avx512();
+  if (level == 1) return nhwc_ops_avx2();
+#endif
+  (void)level;
+  return nhwc_ops_baseline();
+}
+
+bool has_range(float lo, float hi) {
+  return lo != -std::numeric_limits<float>::infinity() ||
+         hi != std::numeric_limits<float>::infinity();
+}
+
+template <typename F>
+void parallel(int64_t n, int64_t grain, F& f) {
+  pteron_parallel_for(
+      0, n, grain, [](void* u, int64_t b, int64_t e) { (*static_cast<F*>(u))(b, e); }, &f);
+}
+
+}  // namespace
+
+const NhwcOps& nhwc_ops() {
+  static const NhwcOps* chosen = table_for(isa_level());
+  return *chosen;
+}
+
+// ---- depthwise convolution --------------------------------------------------------------------
+
+namespace {
+
+// Depth multiplier above 1: output channel o reads input channel o / m. Plain loops (the
+// exporter emits it for Conv2d(groups=C, out_channels=m*C), rare in real models).
+void dw_multiplier_row(const DwConv2d& p, const float* const* rows, float* out) {
+  const int64_t oc = p.ic * p.m;
+  const bool clamp = has_range(p.lo, p.hi);
+  for (int64_t ox = 0; ox < p.ow; ++ox) {
+    float* o = out + ox * oc;
+    for (int64_t j = 0; j < oc; ++j) o[j] = p.bias[j];
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const int64_t ix = ox * p.sw - p.pl + kx * p.dw;
+        if (ix < 0 || ix >= p.iw) continue;
+        const float* s = rows[ky] + ix * p.ic;
+        const float* w = p.w + (ky * p.kw + kx) * oc;
+        for (int64_t i = 0; i < p.ic; ++i)
+          for (int64_t k = 0; k < p.m; ++k) o[i * p.m + k] += w[i * p.m + k] * s[i];
+      }
+    }
+    if (clamp)
+      for (int64_t j = 0; j < oc; ++j) {
+        float v = o[j];
+        v = v < p.lo ? p.lo : v;
+        o[j] = v > p.hi ? p.hi : v;
+      }
+  }
+}
+
+}  // namespace
+
+void depthwise_conv2d(const DwConv2d& p, const float* in, float* out, const float* zeros) {
+  const NhwcOps& k = nhwc_ops();
+  const int64_t oc = p.ic * p.m;
+  const int64_t rows_total = p.n * p.oh;
+  auto body = [&](int64_t b, int64_t e) {
+    const float* rows[64];
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t img = r / p.oh, oy = r % p.oh;
+      const float* base = in + img * p.ih * p.iw * p.ic;
+      const int64_t kh = p.kh < 64 ? p.kh : 64;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const int64_t iy = oy * p.sh - p.pt + ky * p.dh;
+        rows[ky] = (iy >= 0 && iy < p.ih) ? base + iy * p.iw * p.ic : zeros;
+      }
+      float* orow = out + r * p.ow * oc;
+      if (p.m != 1) {
+        dw_multiplier_row(p, rows, orow);
+        continue;
+      }
+      DwRow d;
+      d.rows = rows;
+      d.iw = p.iw;
+      d.c = p.ic;
+      d.ow = p.ow;
+      d.kh = kh;
+      d.kw = p.kw;
+      d.sw = p.sw;
+      d.dw = p.dw;
+      d.pl = p.pl;
+      d.w = p.w;
+      d.bias = p.bias;
+      d.out = orow;
+      d.lo = p.lo;
+      d.hi = p.hi;
+      d.clamp = has_range(p.lo, p.hi);
+      k.dw_row(d);
+    }
+  };
+  parallel(rows_total, grain_for(p.ow * oc * p.kh * p.kw), body);
+}
+
+// ---- pooling ----------------------------------------------------------------------------------
+
+namespace {
+
+void pool2d(const Pool2d& p, const float* in, float* out, bool max) {
+  const NhwcOps& k = nhwc_ops();
+  auto body = [&](int64_t b, int64_t e) {
+    const float* rows[64];
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t img = r / p.oh, oy = r % p.oh;
+      const float* base = in + img * p.ih * p.iw * p.c;
+      const int64_t kh = p.kh < 64 ? p.kh : 64;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const int64_t iy = oy * p.sh - p.pt + ky * p.dh;
+        rows[ky] = (iy >= 0 && iy < p.ih) ? base + iy * p.iw * p.c : nullptr;
+      }
+      PoolRow q;
+      q.rows = rows;
+      q.iw = p.iw;
+      q.c = p.c;
+      q.ow = p.ow;
+      q.kh = kh;
+      q.kw = p.kw;
+      q.sw = p.sw;
+      q.dw = p.dw;
+      q.pl = p.pl;
+      q.out = out + r * p.ow * p.c;
+      q.lo = p.lo;
+      q.hi = p.hi;
+      q.clamp = has_range(p.lo, p.hi);
+      if (max)
+        k.max_pool_row(q);
+      else
+        k.avg_pool_row(q);
+    }
+  };
+  parallel(p.n * p.oh, grain_for(p.ow * p.c * p.kh * p.kw), body);
+}
+
+}  // namespace
+
+void max_pool2d(const Pool2d& p, const float* in, float* out) { pool2d(p, in, out, true); }
+void avg_pool2d(const Pool2d& p, const float* in, float* out) { pool2d(p, in, out, false); }
+
+void global_avg_pool2d(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo,
+                       float hi) {
+  const NhwcOps& k = nhwc_ops();
+  // Split over (image, channel block of 64): each chunk sums its columns over every pixel.
+  constexpr int64_t kCb = 64;
+  const int64_t blocks = (c + kCb - 1) / kCb;
+  const bool clamp = has_range(lo, hi);
+  auto body = [&](int64_t b, int64_t e) {
+    float acc[kCb];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / blocks, c0 = (t % blocks) * kCb;
+      const int64_t len = c - c0 < kCb ? c - c0 : kCb;
+      for (int64_t j = 0; j < len; ++j) acc[j] = 0.0f;
+      const float* base = in + img * hw * c + c0;
+      k.sum_pixels(base, hw, c, len, acc);
+      const float scale = 1.0f / static_cast<float>(hw);  // hw == 0: 0 * inf = NaN
+      float* o = out + img * c + c0;
+      for (int64_t j = 0; j < len; ++j) o[j] = acc[j] * scale;
+      if (clamp) k.clamp(o, len, lo, hi);
+    }
+  };
+  parallel(n * blocks, grain_for(hw * (c < kCb ? c : kCb)), body);
+}
+
+// ---- resize -----------------------------------------------------------------------------------
+
+namespace {
+
+// PyTorch's area_pixel_compute_source_index and its neighbours (upsample_bilinear2d).
+void source_index(int64_t in, int64_t out, bool align_corners, int64_t dst, int64_t* i0,
+                  int64_t* i1, float* lambda) {
+  float src;
+  if (align_corners) {
+    const float scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+    src = scale * static_cast<float>(dst);
+  } else {
+    const float scale = static_cast<float>(in) / static_cast<float>(out);
+    src = scale * (static_cast<float>(dst) + 0.5f) - 0.5f;
+    if (src < 0.0f) src = 0.0f;
+  }
+  int64_t a = static_cast<int64_t>(src);
+  if (a > in - 1) a = in - 1;
+  *i0 = a;
+  *i1 = a < in - 1 ? a + 1 : a;
+  *lambda = src - static_cast<float>(a);
+}
+
+}  // namespace
+
+void resize_bilinear(int64_t n, int64_t ih, int64_t iw, int64_t c, int64_t oh, int64_t ow,
+                     bool align_corners, const float* in, float* out, int64_t* index,
+                     float* weight) {
+  if (n * oh * ow * c == 0) return;
+  int64_t* x0 = index;
+  int64_t* x1 = index + ow;
+  for (int64_t ox = 0; ox < ow; ++ox)
+    source_index(iw, ow, align_corners, ox, &x0[ox], &x1[ox], &weight[ox]);
+  const NhwcOps& k = nhwc_ops();
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t img = r / oh, oy = r % oh;
+      int64_t y0, y1;
+      float ly;
+      source_index(ih, oh, align_corners, oy, &y0, &y1, &ly);
+      const float* base = in + img * ih * iw * c;
+      BilinearRow q;
+      q.r0 = base + y0 * iw * c;
+      q.r1 = base + y1 * iw * c;
+      q.ly = ly;
+      q.c = c;
+      q.ow = ow;
+      q.x0 = x0;
+      q.x1 = x1;
+      q.lx = weight;
+      q.out = out + r * ow * c;
+      k.bilinear_row(q);
+    }
+  };
+  parallel(n * oh, grain_for(ow * c * 4), body);
+}
+
+// ---- binary -----------------------------------------------------------------------------------
+
+void binary_broadcast(NBinary op, const float* a, const int64_t* as, int ar, const float* b,
+                      const int64_t* bs, int br, float* out, const int64_t* os, int orank, float lo,
+                      float hi) {
+  const NhwcOps& k = nhwc_ops();
+  const bool clamp = has_range(lo, hi);
+  int64_t total = 1;
+  for (int i = 0; i < orank; ++i) total *= os[i];
+  if (total == 0) return;
+  int64_t na = 1, nb = 1;
+  for (int i = 0; i < ar; ++i) na *= as[i];
+  for (int i = 0; i < br; ++i) nb *= bs[i];
+  // Flat cases: same element count as the output on a side means that side is dense over it.
+  if ((na == total || na == 1) && (nb == total || nb == 1)) {
+    const NMode mode = na == total ? (nb == total ? NMode::VV : NMode::VS) : NMode::SV;
+    if (na == 1 && nb == 1) {
+      k.binary(op, NMode::VV, a, b, out, 1, lo, hi, clamp);
+      return;
+    }
+    auto body = [&](int64_t s, int64_t e) {
+      const float* pa = mode == NMode::SV ? a : a + s;
+      const float* pb = mode == NMode::VS ? b : b + s;
+      k.binary(op, mode, pa, pb, out + s, e - s, lo, hi, clamp);
+    };
+    parallel(total, kGrainWork, body);
+    return;
+  }
+  // General: dims aligned from the right, each side's stride 0 where it broadcasts; adjacent
+  // dims merged where both sides keep their pattern; the innermost merged dim is the run of one
+  // kernel call (VV, VS or SV), the rest walked as rows.
+  constexpr int kMax = 8;
+  int64_t dim[kMax], sa[kMax], sb[kMax];
+  int nd = 0;
+  {
+    int64_t ta[kMax], tb[kMax];
+    for (int i = 0; i < orank; ++i) {
+      const int ia = i - (orank - ar), ib = i - (orank - br);
+      ta[i] = ia >= 0 ? as[ia] : 1;
+      tb[i] = ib >= 0 ? bs[ib] : 1;
+    }
+    int64_t stride_a = 1, stride_b = 1;
+    int64_t rsa[kMax], rsb[kMax];
+    for (int i = orank - 1; i >= 0; --i) {
+      rsa[i] = ta[i] == 1 ? 0 : stride_a;
+      rsb[i] = tb[i] == 1 ? 0 : stride_b;
+      stride_a *= ta[i];
+      stride_b *= tb[i];
+    }
+    // Merge from the inside out: dims i and the current merged one fuse when each side is
+    // either broadcast in both or contiguous across both.
+    for (int i = orank - 1; i >= 0; --i) {
+      if (os[i] == 1) continue;
+      if (nd > 0) {
+        const int j = nd - 1;
+        const bool a_ok =
+            (rsa[i] == 0 && sa[j] == 0) || (rsa[i] != 0 && sa[j] != 0 && rsa[i] == sa[j] * dim[j]);
+        const bool b_ok =
+            (rsb[i] == 0 && sb[j] == 0) || (rsb[i] != 0 && sb[j] != 0 && rsb[i] == sb[j] * dim[j]);
+        if (a_ok && b_ok) {
+          dim[j] *= os[i];
+          continue;
+        }
+      }
+      dim[nd] = os[i];
+      sa[nd] = rsa[i];
+      sb[nd] = rsb[i];
+      ++nd;
+    }
+  }
+  // dim[0] is innermost. Its run: VV when both contiguous, else one side is one value.
+  const int64_t run = dim[0];
+  NMode mode = NMode::VV;
+  if (sa[0] == 0 && sb[0] != 0) mode = NMode::SV;
+  if (sb[0] == 0 && sa[0] != 0) mode = NMode::VS;
+  const int64_t rows = total / run;
+  auto body = [&](int64_t s, int64_t e) {
+    int64_t idx[kMax] = {0};
+    int64_t r = s;
+    int64_t oa = 0, ob = 0;
+    for (int d = 1; d < nd; ++d) {
+      idx[d] = r % dim[d];
+      r /= dim[d];
+      oa += idx[d] * sa[d];
+      ob += idx[d] * sb[d];
+    }
+    for (int64_t row = s; row < e; ++row) {
+      k.binary(op, mode, a + oa, b + ob, out + row * run, run, lo, hi, clamp);
+      for (int d = 1; d < nd; ++d) {
+        oa += sa[d];
+        ob += sb[d];
+        if (++idx[d] < dim[d]) break;
+        oa -= sa[d] * dim[d];
+        ob -= sb[d] * dim[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  parallel(rows, grain_for(run), body);
+}
+
+void prelu(const float* x, const float* slope, float* out, int64_t pixels, int64_t c, float lo,
+           float hi) {
+  const NhwcOps& k = nhwc_ops();
+  const bool clamp = has_range(lo, hi);
+  auto body = [&](int64_t b, int64_t e) {
+    k.prelu(x + b * c, slope, out + b * c, e - b, c, lo, hi, clamp);
+  };
+  parallel(pixels, grain_for(c), body);
+}
+
+// ---- unary, softmax ---------------------------------------------------------------------------
+
+void unary(NUnary op, const float* x, float* out, int64_t n, float p0, float p1, float lo,
+           float hi) {
+  const NhwcOps& k = nhwc_ops();
+  const bool clamp = has_range(lo, hi);
+  // Transcendental functions cost tens of cycles an element: smaller chunks.
+  const bool heavy = op == NUnary::Exp || op == NUnary::Log || op == NUnary::Sin ||
+                     op == NUnary::Cos || op == NUnary::Sigmoid || op == NUnary::Tanh ||
+                     op == NUnary::Gelu || op == NUnary::Elu;
+  auto body = [&](int64_t b, int64_t e) {
+    k.unary(op, x + b, out + b, e - b, p0, p1);
+    if (clamp) k.clamp(out + b, e - b, lo, hi);
+  };
+  parallel(n, heavy ? kGrainWork / 8 : kGrainWork, body);
+}
+
+void softmax(const float* x, float* out, int64_t rows, int64_t len, float lo, float hi) {
+  const IsaOps& isa = ops();
+  const NhwcOps& k = nhwc_ops();
+  const bool clamp = has_range(lo, hi);
+  auto body = [&](int64_t b, int64_t e) {
+    isa.softmax_rows(x + b * len, out + b * len, e - b, len, false);
+    if (clamp) k.clamp(out + b * len, (e - b) * len, lo, hi);
+  };
+  parallel(rows, grain_for(len * 8), body);
+}
+
+}  // namespace pteron_opt
