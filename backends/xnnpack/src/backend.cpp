@@ -24,6 +24,7 @@
 // are created on the process's pthreadpool (pteron_threadpool_pthreadpool());
 // where the process pool is not a pthreadpool, they run on the calling thread.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -91,6 +92,12 @@ struct Delegate {
   std::vector<std::unique_ptr<NodeState>> state;   // per node: what its kernel prepared
   std::vector<std::string> why;                    // per node: why it runs on its side
   size_t cancelled = 0;                            // transposes removed at load
+  // PTERON_XNNPACK_PROFILE: per step, executions timed and their total time.
+  bool profile = false;
+  std::vector<double> step_us;
+  std::vector<uint64_t> step_calls;
+  std::vector<Shape> step_shape;  // the first input's shape in the last timed call
+  ~Delegate();
 };
 
 // ---- the XNNPACK library (PTERON_XNN_LINKED) ---------------------------------
@@ -1166,6 +1173,12 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
                  err.c_str());
   d->variants.push_back(std::move(var));
   d->ptr.assign(d->g.values.size(), nullptr);
+  if (const char* prof = std::getenv("PTERON_XNNPACK_PROFILE")) {
+    d->profile = *prof && *prof != '0';
+    d->step_us.assign(d->steps.size(), 0.0);
+    d->step_calls.assign(d->steps.size(), 0);
+    d->step_shape.assign(d->steps.size(), Shape());
+  }
   if (const char* dbg = std::getenv("PTERON_XNNPACK_DEBUG"))
     if (*dbg && *dbg != '0') print_plan(*d, *d->variants.back());
   *handle = d.release();
@@ -1316,12 +1329,30 @@ void bind_storage(Delegate& d, pteron_value* const* args, const Variant& var) {
 }
 
 // Runs the steps in order: pteron's own nodes, and XNNPACK segments.
+// Adds one step's wall time to the profile when it goes out of scope.
+struct StepTimer {
+  Delegate& d;
+  size_t si;
+  std::chrono::steady_clock::time_point t0;
+  const Shape& shape;
+  ~StepTimer() {
+    if (!d.profile) return;
+    d.step_us[si] +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    ++d.step_calls[si];
+    d.step_shape[si] = shape;
+  }
+};
+
 int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
   const Graph& g = d.g;
   std::string err;
   for (size_t si = 0; si < d.steps.size(); ++si) {
     const Step& s = d.steps[si];
     if (var.empty[si]) continue;  // writes only values without elements
+    const auto t0 =
+        d.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    StepTimer timer{d, si, t0, var.shapes[d.g.nodes[s.nodes[0]].inputs[0]]};
     if (!s.native) {
       const Node& n = g.nodes[s.nodes[0]];
       if (n.op == Op::StaticReshape && d.ptr[n.inputs[0]] == d.ptr[n.outputs[0]])
@@ -1355,6 +1386,37 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
   if (rc != PTERON_OK) return rc;
   bind_storage(d, args, *var);
   return run_steps(ctx, d, *var);
+}
+
+// PTERON_XNNPACK_PROFILE=1: when the delegate is destroyed, its steps on
+// stderr, slowest first: total and mean wall time (microseconds), share,
+// node type, the first input's shape. Steps are timed one by one with
+// steady_clock (a few tens of nanoseconds each).
+void print_profile(const Delegate& d) {
+  double total = 0;
+  std::vector<size_t> order;
+  for (size_t si = 0; si < d.steps.size(); ++si)
+    if (d.step_calls[si]) {
+      order.push_back(si);
+      total += d.step_us[si];
+    }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return d.step_us[a] > d.step_us[b]; });
+  std::fprintf(stderr, "pteron XnnpackBackend profile: %zu timed step(s), %.1f us in all\n",
+               order.size(), total);
+  for (size_t si : order) {
+    const Step& s = d.steps[si];
+    const Node& n = d.g.nodes[s.nodes[0]];
+    std::fprintf(stderr, "  %10.1f us %8.2f us/call %5.1f%%  step %zu: %s %s%s\n", d.step_us[si],
+                 d.step_us[si] / double(d.step_calls[si]),
+                 total > 0 ? 100 * d.step_us[si] / total : 0.0, si,
+                 s.native ? "XNNPACK segment from" : "pteron", op_name(n.op),
+                 (" " + shape_str(d.step_shape[si])).c_str());
+  }
+}
+
+Delegate::~Delegate() {
+  if (profile) print_profile(*this);
 }
 
 void destroy(void* handle) { delete static_cast<Delegate*>(handle); }
