@@ -1,16 +1,19 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """pteron's own kernels for the XNNPACK linear node types (backends/xnnpack/src/own_linear.cpp on
-the packed GEMM of runtime/kernels/cpu/gemm.h): FullyConnected, Conv2d and BatchMatMul.
+the packed GEMM of runtime/kernels/cpu/gemm.h): FullyConnected, Conv2d, ConvTranspose2d and
+BatchMatMul.
 
 Each small program of tests/xnnpack_nodes/linear.json (exported by export_linear.py, inputs and
 eager PyTorch outputs in its .npz) runs through pteron-run with PTERON_XNNPACK_USE_LIBRARY=none,
 so every node runs on pteron's side (the debug line must show no XNNPACK segment and name the
 node type under test), and matches eager at every GEMM microkernel level (PTERON_ISA=baseline,
 avx2, avx512; a level the CPU lacks is skipped, saying so) and at 1 and 3 threads (3 on a 2-core
-machine also exercises uneven tile splits).
+machine also exercises uneven tile splits). gemm_check.cpp tests the GEMM itself against a
+double-precision reference at each level (and that PTERON_ISA chose that level).
 """
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -88,3 +91,29 @@ def test_programs_stay_small():
         for key in ("pte", "npz"):
             size = (NODES / spec[key]).stat().st_size
             assert size < 200_000, f"{spec[key]} is {size} bytes"
+
+
+@pytest.fixture(scope="module")
+def gemm_check(tmp_path_factory):
+    """tests/xnnpack_nodes/gemm_check.cpp built against the build's libpteron_cpu.a."""
+    lib = BUILD / "runtime" / "kernels" / "cpu" / "libpteron_cpu.a"
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if not lib.exists() or not cxx:
+        pytest.skip(f"needs {lib} and a C++ compiler")
+    exe = tmp_path_factory.mktemp("gemm") / "gemm_check"
+    r = subprocess.run([cxx, "-std=c++17", "-O1", str(NODES / "gemm_check.cpp"),
+                        f"-I{REPO / 'runtime' / 'kernels' / 'cpu'}", f"-I{REPO / 'include'}",
+                        str(lib), "-o", str(exe)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+def test_packed_gemm_matches_a_reference_at_every_level(gemm_check, isa):
+    """Every microkernel level against a double-precision reference: M, N, K around the block
+    sizes, both weight layouts, bias or none, row strides, the fused clamp, NaN kept."""
+    _need_isa(isa)
+    r = subprocess.run([str(gemm_check)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PTERON_ISA=isa))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().startswith(f"{isa}: 700 cases, 0 bad"), r.stdout

@@ -75,6 +75,18 @@ class Bmm(nn.Module):
         return torch.bmm(a, b)
 
 
+class Mm(nn.Module):
+    """aten.mm with a constant B: a FullyConnected with XNN_FLAG_TRANSPOSE_WEIGHTS ([K, N]
+    filter). (With B an input the partitioner leaves the mm to the portable kernels.)"""
+
+    def __init__(self, const_b=None):
+        super().__init__()
+        self.b = None if const_b is None else nn.Parameter(const_b)
+
+    def forward(self, a, b=None):
+        return torch.mm(a, self.b if self.b is not None else b)
+
+
 class AttentionScores(nn.Module):
     """q @ k^T then @ v: the two batch matmuls of attention (no softmax)."""
 
@@ -121,6 +133,7 @@ def cases():
         "conv_relu6": (Conv(4, 9, 3, stride=2, act=nn.ReLU6()), [r(1, 4, 13, 10)], ["Conv2d"]),
         "deconv": (Deconv(4, 6, 3, stride=2, padding=1, output_padding=1), [r(1, 4, 5, 6)],
                    ["ConvTranspose2d"]),
+        "mm_const": (Mm(r(12, 35)), [r(6, 12)], ["FullyConnected"]),
         "bmm": (Bmm(), [r(4, 7, 9), r(4, 9, 5)], ["BatchMatMul"]),
         "attention": (AttentionScores(), [r(2, 3, 7, 16), r(2, 3, 8, 16), r(2, 3, 8, 5)],
                       ["BatchMatMul"]),

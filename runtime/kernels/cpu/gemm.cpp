@@ -102,9 +102,12 @@ void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
   for (int64_t q = q0; q < q1; ++q) {
     const float* panel = j.w->panel(q);
     const int64_t nc = std::min(kGemmNr, n - q * kGemmNr);
-    for (int64_t i = i0; i < i1; i += mr)
-      j.kt->ukernel(std::min(mr, i1 - i), nc, k, j.a + i * j.lda, j.lda, panel,
-                    j.c + i * j.ldc + q * kGemmNr, j.ldc, j.minmax);
+    for (int64_t i = i0; i < i1; i += mr) {
+      const int64_t rows = std::min(mr, i1 - i);
+      (rows == 1 ? j.kt->ukernel_1row : j.kt->ukernel)(rows, nc, k, j.a + i * j.lda, j.lda, panel,
+                                                       j.c + i * j.ldc + q * kGemmNr, j.ldc,
+                                                       j.minmax);
+    }
   }
 }
 

@@ -84,6 +84,7 @@ struct GemmKernels {
   const char* name;  // "baseline", "avx2" or "avx512"
   int64_t mr;        // rows per microkernel call
   GemmUkernel ukernel;
+  GemmUkernel ukernel_1row;  // the same for mr == 1 (one row, not mr copies of it)
 };
 
 // One table per level, each defined in its own object of gemm_kernels.cpp (the ODR rule of

@@ -38,61 +38,62 @@
 #define PTERON_GEMM_STR_(x) PTERON_GEMM_STR2_(x)
 
 namespace pteron_opt {
-namespace PTERON_GEMM_CAT_(isa_, PTERON_OPT_ISA) {
-  namespace {
+#define PTERON_GEMM_ISA_NAMESPACE PTERON_GEMM_CAT_(isa_, PTERON_OPT_ISA)
+namespace PTERON_GEMM_ISA_NAMESPACE {
+namespace {
 
 #if defined(__AVX512F__)
-  struct Vec {
-    using T = __m512;
-    static constexpr int kLanes = 16;
-    static T load(const float* p) { return _mm512_load_ps(p); }
-    static T loadu(const float* p) { return _mm512_loadu_ps(p); }
-    static void storeu(float* p, T v) { _mm512_storeu_ps(p, v); }
-    static T set1(float x) { return _mm512_set1_ps(x); }
-    static T madd(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
-    // max(lo, x) / min(hi, x) return x when x is NaN (the second operand).
-    static T clamp(T x, T lo, T hi) { return _mm512_min_ps(hi, _mm512_max_ps(lo, x)); }
-  };
-  constexpr int kMr = 14;
+struct Vec {
+  using T = __m512;
+  static constexpr int kLanes = 16;
+  static T load(const float* p) { return _mm512_load_ps(p); }
+  static T loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm512_storeu_ps(p, v); }
+  static T set1(float x) { return _mm512_set1_ps(x); }
+  static T madd(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  // max(lo, x) / min(hi, x) return x when x is NaN (the second operand).
+  static T clamp(T x, T lo, T hi) { return _mm512_min_ps(hi, _mm512_max_ps(lo, x)); }
+};
+constexpr int kRows = 14;
 #elif defined(__AVX2__) && defined(__FMA__)
-  struct Vec {
-    using T = __m256;
-    static constexpr int kLanes = 8;
-    static T load(const float* p) { return _mm256_load_ps(p); }
-    static T loadu(const float* p) { return _mm256_loadu_ps(p); }
-    static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
-    static T set1(float x) { return _mm256_set1_ps(x); }
-    static T madd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-    static T clamp(T x, T lo, T hi) { return _mm256_min_ps(hi, _mm256_max_ps(lo, x)); }
-  };
-  constexpr int kMr = 6;
+struct Vec {
+  using T = __m256;
+  static constexpr int kLanes = 8;
+  static T load(const float* p) { return _mm256_load_ps(p); }
+  static T loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
+  static T set1(float x) { return _mm256_set1_ps(x); }
+  static T madd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T clamp(T x, T lo, T hi) { return _mm256_min_ps(hi, _mm256_max_ps(lo, x)); }
+};
+constexpr int kRows = 6;
 #elif defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
-  struct Vec {
-    using T = __m128;
-    static constexpr int kLanes = 4;
-    static T load(const float* p) { return _mm_load_ps(p); }
-    static T loadu(const float* p) { return _mm_loadu_ps(p); }
-    static void storeu(float* p, T v) { _mm_storeu_ps(p, v); }
-    static T set1(float x) { return _mm_set1_ps(x); }
-    static T madd(T a, T b, T c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
-    static T clamp(T x, T lo, T hi) { return _mm_min_ps(hi, _mm_max_ps(lo, x)); }
-  };
-  constexpr int kMr = 3;
+struct Vec {
+  using T = __m128;
+  static constexpr int kLanes = 4;
+  static T load(const float* p) { return _mm_load_ps(p); }
+  static T loadu(const float* p) { return _mm_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm_storeu_ps(p, v); }
+  static T set1(float x) { return _mm_set1_ps(x); }
+  static T madd(T a, T b, T c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+  static T clamp(T x, T lo, T hi) { return _mm_min_ps(hi, _mm_max_ps(lo, x)); }
+};
+constexpr int kRows = 3;
 #else
-  struct Vec {
-    using T = float;
-    static constexpr int kLanes = 1;
-    static T load(const float* p) { return *p; }
-    static T loadu(const float* p) { return *p; }
-    static void storeu(float* p, T v) { *p = v; }
-    static T set1(float x) { return x; }
-    static T madd(T a, T b, T c) { return a * b + c; }
-    static T clamp(T x, T lo, T hi) {
-      const T y = x < lo ? lo : x;  // NaN compares false: kept
-      return y > hi ? hi : y;
-    }
-  };
-  constexpr int kMr = 4;
+struct Vec {
+  using T = float;
+  static constexpr int kLanes = 1;
+  static T load(const float* p) { return *p; }
+  static T loadu(const float* p) { return *p; }
+  static void storeu(float* p, T v) { *p = v; }
+  static T set1(float x) { return x; }
+  static T madd(T a, T b, T c) { return a * b + c; }
+  static T clamp(T x, T lo, T hi) {
+    const T y = x < lo ? lo : x;  // NaN compares false: kept
+    return y > hi ? hi : y;
+  }
+};
+constexpr int kRows = 4;
 #endif
 
 #if defined(__GNUC__)
@@ -101,61 +102,64 @@ namespace PTERON_GEMM_CAT_(isa_, PTERON_OPT_ISA) {
 #define PTERON_GEMM_UNROLL
 #endif
 
-  constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
-  static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number of vectors");
+constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
+static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number of vectors");
 
-  // The microkernel (GemmUkernel). Arrays of vectors with constant trip counts: the compiler
-  // keeps them in registers (checked: bench/gemm reaches the FMA peak's ~90 % at avx2).
-  void ukernel(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, const float* w,
-               float* c, int64_t ldc, const float* minmax) {
-    const float* ar[kMr];
-    float* cr[kMr];
-    ar[0] = a;
-    cr[0] = c;
-    for (int i = 1; i < kMr; ++i) {
-      const bool in = i < mr;
-      ar[i] = in ? ar[i - 1] + lda : ar[i - 1];
-      cr[i] = in ? cr[i - 1] + ldc : cr[i - 1];
-    }
-    typename Vec::T acc[kMr][kNv];
-    for (int v = 0; v < kNv; ++v) {
-      const typename Vec::T b = Vec::load(w + v * Vec::kLanes);
-      PTERON_GEMM_UNROLL
-      for (int i = 0; i < kMr; ++i) acc[i][v] = b;
-    }
+// The microkernel (GemmUkernel) for up to kMr rows; ukernel<1> serves single rows (a matrix
+// times a vector: a decoder's fully connected at batch 1), which the wide one would compute
+// kMr times. Arrays of vectors with constant trip counts: the compiler
+// keeps them in registers (checked: bench/gemm reaches the FMA peak's ~90 % at avx2).
+template <int kMr>
+void ukernel(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, const float* w,
+             float* c, int64_t ldc, const float* minmax) {
+  const float* ar[kMr];
+  float* cr[kMr];
+  ar[0] = a;
+  cr[0] = c;
+  for (int i = 1; i < kMr; ++i) {
+    const bool in = i < mr;
+    ar[i] = in ? ar[i - 1] + lda : ar[i - 1];
+    cr[i] = in ? cr[i - 1] + ldc : cr[i - 1];
+  }
+  typename Vec::T acc[kMr][kNv];
+  for (int v = 0; v < kNv; ++v) {
+    const typename Vec::T b = Vec::load(w + v * Vec::kLanes);
+    PTERON_GEMM_UNROLL
+    for (int i = 0; i < kMr; ++i) acc[i][v] = b;
+  }
+  w += kGemmNr;
+  for (int64_t p = 0; p < kc; ++p) {
+    typename Vec::T b[kNv];
+    PTERON_GEMM_UNROLL
+    for (int v = 0; v < kNv; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
     w += kGemmNr;
-    for (int64_t p = 0; p < kc; ++p) {
-      typename Vec::T b[kNv];
+    PTERON_GEMM_UNROLL
+    for (int i = 0; i < kMr; ++i) {
+      const typename Vec::T x = Vec::set1(ar[i][p]);
       PTERON_GEMM_UNROLL
-      for (int v = 0; v < kNv; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
-      w += kGemmNr;
-      PTERON_GEMM_UNROLL
-      for (int i = 0; i < kMr; ++i) {
-        const typename Vec::T x = Vec::set1(ar[i][p]);
-        PTERON_GEMM_UNROLL
-        for (int v = 0; v < kNv; ++v) acc[i][v] = Vec::madd(x, b[v], acc[i][v]);
-      }
-    }
-    const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
-    for (int i = 0; i < kMr; ++i)
-      for (int v = 0; v < kNv; ++v) acc[i][v] = Vec::clamp(acc[i][v], lo, hi);
-    if (nc == kGemmNr) {
-      for (int i = kMr - 1; i >= 0; --i)
-        for (int v = 0; v < kNv; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[i][v]);
-      return;
-    }
-    for (int i = kMr - 1; i >= 0; --i) {
-      float row[kGemmNr];
-      for (int v = 0; v < kNv; ++v) Vec::storeu(row + v * Vec::kLanes, acc[i][v]);
-      std::memcpy(cr[i], row, size_t(nc) * sizeof(float));
+      for (int v = 0; v < kNv; ++v) acc[i][v] = Vec::madd(x, b[v], acc[i][v]);
     }
   }
+  const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
+  for (int i = 0; i < kMr; ++i)
+    for (int v = 0; v < kNv; ++v) acc[i][v] = Vec::clamp(acc[i][v], lo, hi);
+  if (nc == kGemmNr) {
+    for (int i = kMr - 1; i >= 0; --i)
+      for (int v = 0; v < kNv; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[i][v]);
+    return;
+  }
+  for (int i = kMr - 1; i >= 0; --i) {
+    float row[kGemmNr];
+    for (int v = 0; v < kNv; ++v) Vec::storeu(row + v * Vec::kLanes, acc[i][v]);
+    std::memcpy(cr[i], row, size_t(nc) * sizeof(float));
+  }
+}
 
-  const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA), kMr, &ukernel};
+const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA), kRows, &ukernel<kRows>, &ukernel<1>};
 
-  }  // namespace
+}  // namespace
 
-  const GemmKernels* gemm_kernels() { return &kTable; }
+const GemmKernels* gemm_kernels() { return &kTable; }
 
-}  // namespace )
+}  // namespace PTERON_GEMM_ISA_NAMESPACE
 }  // namespace pteron_opt

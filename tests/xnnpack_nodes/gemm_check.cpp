@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// gemm_check.cpp - runtime/kernels/cpu/gemm.h against a double-precision reference, built and
+// run by tests/test_xnnpack_linear.py (test_packed_gemm_matches_a_reference_at_every_level)
+// against the build's libpteron_cpu.a, at the level PTERON_ISA selects.
+//
+// Shapes: M, N, K around the microkernel sizes (1-row, 6-row, 14-row blocks; 16-column
+// panels) and K = 0 (bias only); B as K x N and as N x K; with and without bias; strides
+// past the row width (the columns beyond N must stay untouched); a fused clamp, and a NaN in A
+// that must reach the output. pteron_parallel_for is replaced by a driver that runs the tiles
+// one by one in reverse order, with 3 "threads" for the tile split.
+// Prints "<level>: <cases> cases, <bad> bad" and exits 1 if any output is off.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "gemm.h"
+#include "pteron/kernel.h"
+
+extern "C" void pteron_parallel_for(int64_t begin, int64_t end, int64_t, pteron_range_fn fn,
+                                    void* user) {
+  for (int64_t i = end - 1; i >= begin; --i) fn(user, i, i + 1);
+}
+extern "C" int32_t pteron_parallel_threads(void) { return 3; }
+
+int main() {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int bad = 0, cases = 0;
+  const float lo = -0.5f, hi = 0.7f;
+  for (int m : {1, 2, 5, 6, 7, 13, 14, 15, 29, 100})
+    for (int n : {1, 3, 15, 16, 17, 33, 130})
+      for (int k : {0, 1, 3, 17, 64})
+        for (int nk = 0; nk < 2; ++nk) {
+          const int lda = k + 2, ldc = n + 3;
+          const bool with_bias = (m + n + k) % 2 == 1;
+          std::vector<float> a(static_cast<size_t>(m * lda));
+          std::vector<float> b(static_cast<size_t>(k * n + 1));
+          std::vector<float> bias(static_cast<size_t>(n));
+          std::vector<float> c(size_t(m * ldc), 7.0f);
+          for (float& x : a) x = u(rng);
+          for (float& x : b) x = u(rng);
+          for (float& x : bias) x = u(rng);
+          const bool nan_row = k > 0 && m > 3;
+          if (nan_row) a[size_t(3 * lda)] = std::nanf("");
+          pteron_opt::PackedWeights w;
+          if (!w.pack(k, n, b.data(), nk ? k : n, nk == 1, with_bias ? bias.data() : nullptr)) {
+            std::printf("pack failed\n");
+            return 1;
+          }
+          pteron_opt::gemm_packed(m, a.data(), lda, w, c.data(), ldc, lo, hi);
+          ++cases;
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < ldc; ++j) {
+              const float got = c[size_t(i * ldc + j)];
+              bool ok;
+              if (j >= n) {
+                ok = got == 7.0f;
+              } else if (nan_row && i == 3) {
+                ok = std::isnan(got);
+              } else {
+                double s = with_bias ? bias[size_t(j)] : 0.0;
+                for (int p = 0; p < k; ++p)
+                  s += double(a[size_t(i * lda + p)]) *
+                       (nk ? b[size_t(j * k + p)] : b[size_t(p * n + j)]);
+                const double want = std::fmin(std::fmax(s, double(lo)), double(hi));
+                ok = std::fabs(got - want) <= 1e-5 + 1e-5 * std::fabs(want);
+              }
+              if (!ok && bad++ < 5)
+                std::printf("m %d n %d k %d nk %d: C[%d, %d] = %g\n", m, n, k, nk, i, j, got);
+            }
+        }
+  std::printf("%s: %d cases, %d bad\n", pteron_opt::gemm_kernels().name, cases, bad);
+  return bad != 0;
+}
