@@ -123,7 +123,13 @@ ConvParams conv_params(const Node& n) {
 struct ConvState : NodeState {
   std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
   std::vector<float> cols;       // im2col rows of one chunk of output pixels
+  std::vector<float> zeros;      // kw * cin_g zeros: a filter row above or below the input
 };
+
+// The indirect path (no im2col): one group and dilation_w 1, so a filter row's kw taps read
+// kw * cin contiguous input values: a GEMM row is kh segments of them, each a pointer into the
+// input (or, for a pixel whose taps leave the input, a zero-padded copy).
+bool indirect_conv(const ConvParams& p) { return p.groups == 1 && p.dw == 1; }
 
 bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
                   std::string* err) {
@@ -148,6 +154,7 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
   }
   std::unique_ptr<ConvState> s(new ConvState);
   const int64_t kg = p.kh * p.kw * p.cin_g;
+  if (indirect_conv(p)) s->zeros.assign(size_t(p.kw * p.cin_g), 0.0f);
   s->w.resize(size_t(p.groups));
   for (int64_t gi = 0; gi < p.groups; ++gi)
     if (!s->w[size_t(gi)].pack(kg, p.cout_g, w + gi * p.cout_g * kg, kg, true,
@@ -210,12 +217,74 @@ struct ConvTasks {
   float lo, hi;
 };
 
+// Rows [r0, r1) of the chunk by the indirect path (indirect_conv): per output pixel and filter
+// row, a pointer to kw * cin input values (thread-local scratch for the pointers and for the
+// zero-padded copies of edge pixels).
+void conv_rows_indirect(const ConvTasks& t, int64_t r0, int64_t r1) {
+  const ConvParams& p = *t.cols.p;
+  const Im2col& g = t.cols;
+  const int64_t seglen = p.kw * p.cin_g, rows = r1 - r0;
+  thread_local std::vector<const float*> ptrs;
+  thread_local std::vector<float> pad;
+  if (ptrs.size() < size_t(rows * p.kh)) ptrs.resize(size_t(rows * p.kh));
+  size_t used = 0;  // floats of pad taken
+  // The first pixel's coordinates by division, the others by counting (no division per row).
+  const int64_t pix0 = g.row0 + r0;
+  int64_t b = pix0 / (g.oh * g.ow), oy = (pix0 / g.ow) % g.oh, ox = pix0 % g.ow;
+  // Locals, not loads through p and g after every store to ptrs (which the compiler cannot
+  // prove does not alias them).
+  const int64_t kh = p.kh, kw = p.kw, sw = p.sw, pl = p.pl, sh = p.sh, pt = p.pt, dh = p.dh;
+  const int64_t ih = g.h, iw = g.w, ic = g.c, cin = p.cin_g, oh = g.oh, ow = g.ow;
+  const float* const x = g.x;
+  const float* const zeros = t.s->zeros.data();
+  const float** slot = ptrs.data();
+  for (int64_t r = 0; r < rows; ++r, ++ox) {
+    if (ox == ow) {
+      ox = 0;
+      if (++oy == oh) oy = 0, ++b;
+    }
+    const int64_t ix0 = ox * sw - pl;
+    const bool inside_x = ix0 >= 0 && ix0 + kw <= iw;
+    const float* const img = x + b * ih * iw * ic;
+    for (int64_t i = 0, iy = oy * sh - pt; i < kh; ++i, iy += dh, ++slot) {
+      if (iy < 0 || iy >= ih) {
+        *slot = zeros;
+      } else if (inside_x) {
+        *slot = img + (iy * iw + ix0) * ic;
+      } else {
+        if (pad.size() < used + size_t(seglen))
+          pad.resize(std::max(2 * pad.size(), used + size_t(seglen)));
+        *slot = nullptr;  // set below, once pad stops moving
+        float* d = pad.data() + used;
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t ix = ix0 + j;
+          if (ix >= 0 && ix < iw)
+            std::memcpy(d + j * cin, img + (iy * iw + ix) * ic, sizeof(float) * size_t(cin));
+          else
+            std::memset(d + j * cin, 0, sizeof(float) * size_t(cin));
+        }
+        used += size_t(seglen);
+      }
+    }
+  }
+  // The zero-padded copies' pointers, in the order they were made.
+  size_t at = 0;
+  for (int64_t e = 0; used > 0 && e < rows * p.kh; ++e)
+    if (!ptrs[size_t(e)]) ptrs[size_t(e)] = pad.data() + at, at += size_t(seglen);
+  pteron_opt::gemm_packed_indirect_serial(rows, p.kh, seglen, ptrs.data(), t.s->w[0],
+                                          t.out + r0 * t.oc, t.oc, t.lo, t.hi);
+}
+
 // Tasks [begin, end) of a chunk: rows [t * rows_per_task, ...) packed, then multiplied.
 void conv_tasks(void* user, int64_t begin, int64_t end) {
   const ConvTasks& t = *static_cast<const ConvTasks*>(user);
   const ConvParams& p = *t.cols.p;
   for (int64_t task = begin; task < end; ++task) {
     const int64_t r0 = task * t.rows_per_task, r1 = std::min(t.rows, r0 + t.rows_per_task);
+    if (indirect_conv(p)) {
+      conv_rows_indirect(t, r0, r1);
+      continue;
+    }
     im2col_rows(const_cast<Im2col*>(&t.cols), r0, r1);
     for (int64_t gi = 0; gi < p.groups; ++gi)
       pteron_opt::gemm_packed_serial(
@@ -248,7 +317,14 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   // Chunks of output pixels whose im2col rows take about 2 MB (at least 64 rows).
   const int64_t chunk =
       std::min(m, std::max<int64_t>(64, (int64_t(1) << 19) / std::max<int64_t>(ktot, 1)));
-  const size_t need = size_t(chunk) * size_t(ktot);
+  // Enough row blocks for every thread: each task packs its own rows (im2col, or the indirect
+  // pointers) and multiplies them at once, while they are in cache (one dispatch per chunk).
+  // Otherwise (few output pixels: the late layers of a CNN) im2col the chunk, then a GEMM that
+  // splits N too.
+  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
+  const int64_t rows_per_task = 8 * pteron_opt::gemm_kernels().mr;
+  const bool fused = threads == 1 || (m + rows_per_task - 1) / rows_per_task >= 4 * threads;
+  const size_t need = fused && indirect_conv(p) ? 0 : size_t(chunk) * size_t(ktot);
   if (s.cols.size() < need) {
     try {
       s.cols.resize(need);
@@ -257,12 +333,6 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       return false;
     }
   }
-  // Enough row blocks for every thread: each task packs its own rows (im2col) and multiplies
-  // them at once, while they are in cache (one dispatch per chunk). Otherwise (few output
-  // pixels: the late layers of a CNN) im2col the chunk, then a GEMM that splits N too.
-  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
-  const int64_t rows_per_task = 8 * pteron_opt::gemm_kernels().mr;
-  const bool fused = threads == 1 || (m + rows_per_task - 1) / rows_per_task >= 4 * threads;
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
     const int64_t rows = std::min(chunk, m - r0);
     if (fused) {

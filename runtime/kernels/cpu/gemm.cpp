@@ -168,6 +168,24 @@ void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeig
   run_tiles(&j, 0, split(j, 1));
 }
 
+void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
+                                 const PackedWeights& w, float* c, int64_t ldc, float lo,
+                                 float hi) {
+  if (m <= 0 || w.n() <= 0 || w.empty() || segs * seglen != w.k() || segs <= 0) return;
+  const GemmKernels& kt = gemm_kernels();
+  const float minmax[2] = {lo, hi};
+  const int64_t n = w.n(), panels = (n + kGemmNr - 1) / kGemmNr;
+  for (int64_t q = 0; q < panels; ++q) {
+    const float* panel = w.panel(q);
+    const int64_t nc = std::min(kGemmNr, n - q * kGemmNr);
+    for (int64_t i = 0; i < m; i += kt.mr) {
+      const int64_t r = std::min(kt.mr, m - i);
+      (r == 1 ? kt.iukernel_1row : kt.iukernel)(r, nc, segs, seglen, rows + i * segs, panel,
+                                                c + i * ldc + q * kGemmNr, ldc, minmax);
+    }
+  }
+}
+
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                  int64_t ldc, float lo, float hi) {
   if (m <= 0 || w.n() <= 0 || w.empty()) return;
