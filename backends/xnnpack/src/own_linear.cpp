@@ -124,6 +124,21 @@ struct ConvState : NodeState {
   std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
   std::vector<float> cols;       // im2col rows of one chunk of output pixels
   std::vector<float> zeros;      // kw * cin_g zeros: a filter row above or below the input
+  // The indirect path's rows (indirect_conv), built once per input address and shape (the
+  // arena is planned at load, so once): ind[pixel * kh + filter row] points into the input,
+  // at zeros, or at pad (a zero-padded copy of taps that leave the input at the left or right,
+  // refreshed at every run from `edges`; edges of pixel r are [row_edges[r], row_edges[r + 1])).
+  struct Edge {
+    int64_t pad;   // offset in pad (floats)
+    int64_t base;  // offset in the input of the pixel (b, iy, 0)
+    int64_t ix0;   // the first tap's input column (some taps outside [0, w))
+  };
+  const float* ind_x = nullptr;
+  Shape ind_shape;
+  std::vector<const float*> ind;
+  std::vector<float> pad;
+  std::vector<Edge> edges;
+  std::vector<int64_t> row_edges;
 };
 
 // The indirect path (no im2col): one group and dilation_w 1, so a filter row's kw taps read
@@ -210,69 +225,75 @@ void im2col_rows(void* user, int64_t begin, int64_t end) {
 
 struct ConvTasks {
   Im2col cols;  // the chunk's im2col (row0: the chunk's first output pixel)
-  const ConvState* s;
+  ConvState* s;
   int64_t rows, rows_per_task, ktot;
   float* out;  // the chunk's first output pixel
   int64_t oc;
   float lo, hi;
 };
 
-// Rows [r0, r1) of the chunk by the indirect path (indirect_conv): per output pixel and filter
-// row, a pointer to kw * cin input values (thread-local scratch for the pointers and for the
-// zero-padded copies of edge pixels).
+// Builds s.ind and the rest of the indirect path's rows for input x of shape [bsz, h, w, c]
+// (indirect_conv). False when memory cannot be had.
+bool build_indirection(ConvState& s, const ConvParams& p, const float* x, const Shape& xs,
+                       int64_t oh, int64_t ow) {
+  const int64_t bsz = int64_t(xs[0]), ih = int64_t(xs[1]), iw = int64_t(xs[2]);
+  const int64_t ic = int64_t(xs[3]), cin = p.cin_g, kh = p.kh, kw = p.kw;
+  const int64_t m = bsz * oh * ow, seglen = kw * cin;
+  s.ind_x = nullptr;
+  try {
+    s.ind.assign(size_t(m * kh), nullptr);
+    s.row_edges.assign(size_t(m + 1), 0);
+    s.edges.clear();
+    std::vector<int64_t> at(size_t(m * kh), -1);  // pad offset of an edge entry
+    int64_t r = 0;
+    for (int64_t b = 0; b < bsz; ++b)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox, ++r) {
+          s.row_edges[size_t(r)] = int64_t(s.edges.size());
+          const int64_t ix0 = ox * p.sw - p.pl;
+          const bool inside_x = ix0 >= 0 && ix0 + kw <= iw;
+          for (int64_t i = 0, iy = oy * p.sh - p.pt; i < kh; ++i, iy += p.dh) {
+            const size_t e = size_t(r * kh + i);
+            if (iy < 0 || iy >= ih) {
+              s.ind[e] = s.zeros.data();
+            } else if (inside_x) {
+              s.ind[e] = x + ((b * ih + iy) * iw + ix0) * ic;
+            } else {
+              at[e] = int64_t(s.edges.size()) * seglen;
+              s.edges.push_back({at[e], (b * ih + iy) * iw * ic, ix0});
+            }
+          }
+        }
+    s.row_edges[size_t(m)] = int64_t(s.edges.size());
+    s.pad.assign(s.edges.size() * size_t(seglen), 0.0f);  // taps outside stay zero
+    for (size_t e = 0; e < at.size(); ++e)
+      if (at[e] >= 0) s.ind[e] = s.pad.data() + at[e];
+  } catch (...) {
+    return false;
+  }
+  s.ind_x = x;
+  s.ind_shape = xs;
+  return true;
+}
+
+// Rows [r0, r1) of the chunk by the indirect path (indirect_conv): their edge copies
+// refreshed from the input, then the GEMM on s.ind.
 void conv_rows_indirect(const ConvTasks& t, int64_t r0, int64_t r1) {
   const ConvParams& p = *t.cols.p;
-  const Im2col& g = t.cols;
-  const int64_t seglen = p.kw * p.cin_g, rows = r1 - r0;
-  thread_local std::vector<const float*> ptrs;
-  thread_local std::vector<float> pad;
-  if (ptrs.size() < size_t(rows * p.kh)) ptrs.resize(size_t(rows * p.kh));
-  size_t used = 0;  // floats of pad taken
-  // The first pixel's coordinates by division, the others by counting (no division per row).
-  const int64_t pix0 = g.row0 + r0;
-  int64_t b = pix0 / (g.oh * g.ow), oy = (pix0 / g.ow) % g.oh, ox = pix0 % g.ow;
-  // Locals, not loads through p and g after every store to ptrs (which the compiler cannot
-  // prove does not alias them).
-  const int64_t kh = p.kh, kw = p.kw, sw = p.sw, pl = p.pl, sh = p.sh, pt = p.pt, dh = p.dh;
-  const int64_t ih = g.h, iw = g.w, ic = g.c, cin = p.cin_g, oh = g.oh, ow = g.ow;
-  const float* const x = g.x;
-  const float* const zeros = t.s->zeros.data();
-  const float** slot = ptrs.data();
-  for (int64_t r = 0; r < rows; ++r, ++ox) {
-    if (ox == ow) {
-      ox = 0;
-      if (++oy == oh) oy = 0, ++b;
-    }
-    const int64_t ix0 = ox * sw - pl;
-    const bool inside_x = ix0 >= 0 && ix0 + kw <= iw;
-    const float* const img = x + b * ih * iw * ic;
-    for (int64_t i = 0, iy = oy * sh - pt; i < kh; ++i, iy += dh, ++slot) {
-      if (iy < 0 || iy >= ih) {
-        *slot = zeros;
-      } else if (inside_x) {
-        *slot = img + (iy * iw + ix0) * ic;
-      } else {
-        if (pad.size() < used + size_t(seglen))
-          pad.resize(std::max(2 * pad.size(), used + size_t(seglen)));
-        *slot = nullptr;  // set below, once pad stops moving
-        float* d = pad.data() + used;
-        for (int64_t j = 0; j < kw; ++j) {
-          const int64_t ix = ix0 + j;
-          if (ix >= 0 && ix < iw)
-            std::memcpy(d + j * cin, img + (iy * iw + ix) * ic, sizeof(float) * size_t(cin));
-          else
-            std::memset(d + j * cin, 0, sizeof(float) * size_t(cin));
-        }
-        used += size_t(seglen);
-      }
+  ConvState& s = *t.s;
+  const int64_t pix0 = t.cols.row0 + r0, pix1 = t.cols.row0 + r1;
+  const int64_t cin = p.cin_g, ic = t.cols.c, iw = t.cols.w;
+  for (int64_t e = s.row_edges[size_t(pix0)]; e < s.row_edges[size_t(pix1)]; ++e) {
+    const ConvState::Edge& ed = s.edges[size_t(e)];
+    float* d = s.pad.data() + ed.pad;
+    for (int64_t j = 0; j < p.kw; ++j) {
+      const int64_t ix = ed.ix0 + j;
+      if (ix >= 0 && ix < iw)
+        std::memcpy(d + j * cin, t.cols.x + ed.base + ix * ic, sizeof(float) * size_t(cin));
     }
   }
-  // The zero-padded copies' pointers, in the order they were made.
-  size_t at = 0;
-  for (int64_t e = 0; used > 0 && e < rows * p.kh; ++e)
-    if (!ptrs[size_t(e)]) ptrs[size_t(e)] = pad.data() + at, at += size_t(seglen);
-  pteron_opt::gemm_packed_indirect_serial(rows, p.kh, seglen, ptrs.data(), t.s->w[0],
-                                          t.out + r0 * t.oc, t.oc, t.lo, t.hi);
+  pteron_opt::gemm_packed_indirect_serial(r1 - r0, p.kh, p.kw * cin, s.ind.data() + pix0 * p.kh,
+                                          s.w[0], t.out + r0 * t.oc, t.oc, t.lo, t.hi);
 }
 
 // Tasks [begin, end) of a chunk: rows [t * rows_per_task, ...) packed, then multiplied.
@@ -332,6 +353,11 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       *err = node_name(n) + ": out of memory for the im2col scratch";
       return false;
     }
+  }
+  if (fused && indirect_conv(p) && (s.ind_x != x || s.ind_shape != xs) &&
+      !build_indirection(s, p, x, xs, oh, ow)) {
+    *err = node_name(n) + ": out of memory for the indirection buffer";
+    return false;
   }
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
     const int64_t rows = std::min(chunk, m - r0);

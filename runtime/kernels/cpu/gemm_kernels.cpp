@@ -118,8 +118,10 @@ constexpr int kRows = 4;
 
 #if defined(__GNUC__)
 #define PTERON_GEMM_UNROLL _Pragma("GCC unroll 16")
+#define PTERON_GEMM_INLINE inline __attribute__((always_inline))
 #else
 #define PTERON_GEMM_UNROLL
+#define PTERON_GEMM_INLINE inline
 #endif
 
 constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
@@ -133,7 +135,7 @@ static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number 
 // times a vector: a decoder's fully connected at batch 1) sums in 4 independent chains, so the
 // FMA latency does not bound it.
 template <int kMr>
-inline void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float* const* rows,
+PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float* const* rows,
                  int64_t rstride, const float* w, float* c, int64_t ldc, const float* minmax) {
   constexpr int kChains = kMr == 1 ? 4 : 1;
   typename Vec::T acc[kChains][kMr][kNv];
