@@ -135,8 +135,9 @@ static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number 
 // times a vector: a decoder's fully connected at batch 1) sums in 4 independent chains, so the
 // FMA latency does not bound it.
 template <int kMr>
-PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float* const* rows,
-                 int64_t rstride, const float* w, float* c, int64_t ldc, const float* minmax) {
+PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
+                             const float* const* rows, int64_t rstride, const float* w, float* c,
+                             int64_t ldc, const float* minmax) {
   constexpr int kChains = kMr == 1 ? 4 : 1;
   typename Vec::T acc[kChains][kMr][kNv];
   for (int v = 0; v < kNv; ++v) {
