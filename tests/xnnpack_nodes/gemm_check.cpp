@@ -8,7 +8,8 @@
 // past the row width (the columns beyond N must stay untouched); a fused clamp, and a NaN in A
 // that must reach the output. pteron_parallel_for is replaced by a driver that runs the tiles
 // one by one in reverse order, with 3 "threads" for the tile split. Then the indirect GEMM
-// (rows as pointers to K segments) on M, N, segment counts and lengths around the block sizes.
+// (rows as pointers to K segments; split and serial in turn) on M, N, segment counts and
+// lengths around the block sizes.
 // Prints "<level>: <cases> cases, <indirect> indirect, <bad> bad"; exits 1 if any output is off.
 #include <cmath>
 #include <cstdio>
@@ -94,8 +95,12 @@ int main() {
             std::printf("pack failed\n");
             return 1;
           }
-          pteron_opt::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), w, c.data(), ldc,
-                                                  lo, hi);
+          if (icases % 2 == 0)  // the tile split of 3 "threads", or the calling thread only
+            pteron_opt::gemm_packed_indirect(m, segs, seglen, rows.data(), w, c.data(), ldc, lo,
+                                             hi);
+          else
+            pteron_opt::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), w, c.data(), ldc,
+                                                    lo, hi);
           ++icases;
           for (int i = 0; i < m; ++i)
             for (int j = 0; j < ldc; ++j) {

@@ -18,6 +18,8 @@
 //    equal or one side a single matrix (infer_shape).
 // Filters of FullyConnected and Conv2d that are constants are packed once at method load; a
 // non-constant FullyConnected filter is packed at every run. Convolutions need constant filters.
+// Conv2d paths: 1x1 stride 1 unpadded: the input is the GEMM's A; one group and dilation_w 1:
+// indirect rows (no im2col, see indirect_conv); otherwise im2col in chunks, then the GEMM.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -276,23 +278,29 @@ bool build_indirection(ConvState& s, const ConvParams& p, const float* x, const 
   return true;
 }
 
+// The edge copies of output pixels [pix0, pix1) refreshed from input x (indirect path).
+void refresh_edges(ConvState& s, const ConvParams& p, const float* x, int64_t iw, int64_t ic,
+                   int64_t pix0, int64_t pix1) {
+  const int64_t cin = p.cin_g;
+  for (int64_t e = s.row_edges[size_t(pix0)]; e < s.row_edges[size_t(pix1)]; ++e) {
+    const ConvState::Edge& ed = s.edges[size_t(e)];
+    float* d = s.pad.data() + ed.pad;
+    for (int64_t j = 0; j < p.kw; ++j) {
+      const int64_t ix = ed.ix0 + j;
+      if (ix >= 0 && ix < iw)  // taps outside stay zero (build_indirection)
+        std::memcpy(d + j * cin, x + ed.base + ix * ic, sizeof(float) * size_t(cin));
+    }
+  }
+}
+
 // Rows [r0, r1) of the chunk by the indirect path (indirect_conv): their edge copies
 // refreshed from the input, then the GEMM on s.ind.
 void conv_rows_indirect(const ConvTasks& t, int64_t r0, int64_t r1) {
   const ConvParams& p = *t.cols.p;
   ConvState& s = *t.s;
   const int64_t pix0 = t.cols.row0 + r0, pix1 = t.cols.row0 + r1;
-  const int64_t cin = p.cin_g, ic = t.cols.c, iw = t.cols.w;
-  for (int64_t e = s.row_edges[size_t(pix0)]; e < s.row_edges[size_t(pix1)]; ++e) {
-    const ConvState::Edge& ed = s.edges[size_t(e)];
-    float* d = s.pad.data() + ed.pad;
-    for (int64_t j = 0; j < p.kw; ++j) {
-      const int64_t ix = ed.ix0 + j;
-      if (ix >= 0 && ix < iw)
-        std::memcpy(d + j * cin, t.cols.x + ed.base + ix * ic, sizeof(float) * size_t(cin));
-    }
-  }
-  pteron_opt::gemm_packed_indirect_serial(r1 - r0, p.kh, p.kw * cin, s.ind.data() + pix0 * p.kh,
+  refresh_edges(s, p, t.cols.x, t.cols.w, t.cols.c, pix0, pix1);
+  pteron_opt::gemm_packed_indirect_serial(r1 - r0, p.kh, p.kw * p.cin_g, s.ind.data() + pix0 * p.kh,
                                           s.w[0], t.out + r0 * t.oc, t.oc, t.lo, t.hi);
 }
 
@@ -335,17 +343,39 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     return true;
   }
   const int64_t ktot = p.groups * p.kh * p.kw * p.cin_g;
-  // Chunks of output pixels whose im2col rows take about 2 MB (at least 64 rows).
-  const int64_t chunk =
-      std::min(m, std::max<int64_t>(64, (int64_t(1) << 19) / std::max<int64_t>(ktot, 1)));
-  // Enough row blocks for every thread: each task packs its own rows (im2col, or the indirect
-  // pointers) and multiplies them at once, while they are in cache (one dispatch per chunk).
-  // Otherwise (few output pixels: the late layers of a CNN) im2col the chunk, then a GEMM that
-  // splits N too.
+  // Enough row blocks for every thread: each task takes its own rows (im2col, or the indirect
+  // rows' edge copies) and multiplies them at once, while they are in cache (one dispatch).
+  // Otherwise (few output pixels: the late layers of a CNN) a GEMM that splits N too.
   const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
   const int64_t rows_per_task = 8 * pteron_opt::gemm_kernels().mr;
   const bool fused = threads == 1 || (m + rows_per_task - 1) / rows_per_task >= 4 * threads;
-  const size_t need = fused && indirect_conv(p) ? 0 : size_t(chunk) * size_t(ktot);
+  if (indirect_conv(p)) {
+    if ((s.ind_x != x || s.ind_shape != xs) && !build_indirection(s, p, x, xs, oh, ow)) {
+      *err = node_name(n) + ": out of memory for the indirection buffer";
+      return false;
+    }
+    if (fused) {
+      ConvTasks t{{&p, x, h, w, c, oh, ow, 0, nullptr},
+                  &s,
+                  m,
+                  rows_per_task,
+                  ktot,
+                  out,
+                  oc,
+                  n.out_min,
+                  n.out_max};
+      pteron_parallel_for(0, (m + rows_per_task - 1) / rows_per_task, 1, &conv_tasks, &t);
+    } else {
+      refresh_edges(s, p, x, w, c, 0, m);
+      pteron_opt::gemm_packed_indirect(m, p.kh, p.kw * p.cin_g, s.ind.data(), s.w[0], out, oc,
+                                       n.out_min, n.out_max);
+    }
+    return true;
+  }
+  // im2col in chunks of output pixels whose rows take about 2 MB (at least 64 rows).
+  const int64_t chunk =
+      std::min(m, std::max<int64_t>(64, (int64_t(1) << 19) / std::max<int64_t>(ktot, 1)));
+  const size_t need = size_t(chunk) * size_t(ktot);
   if (s.cols.size() < need) {
     try {
       s.cols.resize(need);
@@ -353,11 +383,6 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       *err = node_name(n) + ": out of memory for the im2col scratch";
       return false;
     }
-  }
-  if (fused && indirect_conv(p) && (s.ind_x != x || s.ind_shape != xs) &&
-      !build_indirection(s, p, x, xs, oh, ow)) {
-    *err = node_name(n) + ": out of memory for the indirection buffer";
-    return false;
   }
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
     const int64_t rows = std::min(chunk, m - r0);

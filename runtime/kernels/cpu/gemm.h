@@ -75,7 +75,12 @@ void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeig
 
 // Indirect rows (a convolution without im2col): row i < m of A is `segs` segments of `seglen`
 // contiguous floats, segment s at rows[i * segs + s] (each pointer valid for seglen floats);
-// K = segs * seglen must equal w.k() (nothing is done otherwise). On the calling thread only.
+// K = segs * seglen must equal w.k() (nothing is done otherwise). Split over
+// pteron_parallel_for like gemm_packed.
+void gemm_packed_indirect(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
+                          const PackedWeights& w, float* c, int64_t ldc, float lo, float hi);
+
+// The same on the calling thread only.
 void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
                                  const PackedWeights& w, float* c, int64_t ldc, float lo, float hi);
 
