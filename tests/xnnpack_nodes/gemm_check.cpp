@@ -8,8 +8,8 @@
 // past the row width (the columns beyond N must stay untouched); a fused clamp, and a NaN in A
 // that must reach the output. pteron_parallel_for is replaced by a driver that runs the tiles
 // one by one in reverse order, with 3 "threads" for the tile split. Then the indirect GEMM
-// (rows as pointers to K segments; split and serial in turn) on M, N, segment counts and
-// lengths around the block sizes.
+// (rows as pointers to K segments, plus an offset; split and serial in turn) on M, N, segment
+// counts and lengths around the block sizes.
 // Prints "<level>: <cases> cases, <indirect> indirect, <bad> bad"; exits 1 if any output is off.
 #include <cmath>
 #include <cstdio>
@@ -87,7 +87,7 @@ int main() {
           for (float& x : bias) x = u(rng);
           std::vector<const float*> rows(static_cast<size_t>(m * segs));
           for (size_t e = 0; e < rows.size(); ++e)
-            rows[e] = src.data() + (e * 131 + 7) % size_t(pool - seglen);
+            rows[e] = src.data() + (e * 131 + 7) % size_t(pool - seglen - 10);
           const int ldc = n + 1;
           std::vector<float> c(size_t(m * ldc), 7.0f);
           pteron_opt::PackedWeights w;
@@ -95,12 +95,13 @@ int main() {
             std::printf("pack failed\n");
             return 1;
           }
+          const int aoff = icases % 3 * 5;  // a group's first channel
           if (icases % 2 == 0)  // the tile split of 3 "threads", or the calling thread only
-            pteron_opt::gemm_packed_indirect(m, segs, seglen, rows.data(), w, c.data(), ldc, lo,
-                                             hi);
+            pteron_opt::gemm_packed_indirect(m, segs, seglen, rows.data(), aoff, w, c.data(), ldc,
+                                             lo, hi);
           else
-            pteron_opt::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), w, c.data(), ldc,
-                                                    lo, hi);
+            pteron_opt::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), aoff, w, c.data(),
+                                                    ldc, lo, hi);
           ++icases;
           for (int i = 0; i < m; ++i)
             for (int j = 0; j < ldc; ++j) {
@@ -112,8 +113,8 @@ int main() {
                 double s = bias[size_t(j)];
                 for (int sg = 0; sg < segs; ++sg)
                   for (int q = 0; q < seglen; ++q)
-                    s +=
-                        double(rows[size_t(i * segs + sg)][q]) * b[size_t(j * k + sg * seglen + q)];
+                    s += double(rows[size_t(i * segs + sg)][aoff + q]) *
+                         b[size_t(j * k + sg * seglen + q)];
                 const double want = std::fmin(std::fmax(s, double(lo)), double(hi));
                 ok = std::fabs(got - want) <= 1e-5 + 1e-5 * std::fabs(want);
               }

@@ -94,7 +94,7 @@ struct Job {
   int64_t mt, nt;                      // tile: rows (a multiple of kt->mr), panels
   int64_t ntiles;                      // tiles along N
   const float* const* rows = nullptr;  // indirect rows (then a and lda unused)
-  int64_t segs = 0, seglen = 0;
+  int64_t segs = 0, seglen = 0, aoff = 0;
 };
 
 // Rows [i0, i1) x panels [q0, q1): panel outer, so one packed panel (k x 16 floats) serves
@@ -109,7 +109,7 @@ void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
       float* c = j.c + i * j.ldc + q * kGemmNr;
       if (j.rows)
         (rows == 1 ? j.kt->iukernel_1row : j.kt->iukernel)(
-            rows, nc, j.segs, j.seglen, j.rows + i * j.segs, panel, c, j.ldc, j.minmax);
+            rows, nc, j.segs, j.seglen, j.rows + i * j.segs, j.aoff, panel, c, j.ldc, j.minmax);
       else
         (rows == 1 ? j.kt->ukernel_1row : j.kt->ukernel)(rows, nc, k, j.a + i * j.lda, j.lda, panel,
                                                          c, j.ldc, j.minmax);
@@ -187,19 +187,20 @@ void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeig
 }
 
 void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
-                                 const PackedWeights& w, float* c, int64_t ldc, float lo,
-                                 float hi) {
+                                 int64_t aoff, const PackedWeights& w, float* c, int64_t ldc,
+                                 float lo, float hi) {
   if (m <= 0 || w.n() <= 0 || w.empty() || segs <= 0 || segs * seglen != w.k()) return;
   Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi);
-  j.rows = rows, j.segs = segs, j.seglen = seglen;
+  j.rows = rows, j.segs = segs, j.seglen = seglen, j.aoff = aoff;
   run_tiles(&j, 0, split(j, 1));
 }
 
 void gemm_packed_indirect(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
-                          const PackedWeights& w, float* c, int64_t ldc, float lo, float hi) {
+                          int64_t aoff, const PackedWeights& w, float* c, int64_t ldc, float lo,
+                          float hi) {
   if (m <= 0 || w.n() <= 0 || w.empty() || segs <= 0 || segs * seglen != w.k()) return;
   Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi);
-  j.rows = rows, j.segs = segs, j.seglen = seglen;
+  j.rows = rows, j.segs = segs, j.seglen = seglen, j.aoff = aoff;
   run_parallel(j);
 }
 

@@ -74,15 +74,17 @@ void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeig
                         int64_t ldc, float lo, float hi);
 
 // Indirect rows (a convolution without im2col): row i < m of A is `segs` segments of `seglen`
-// contiguous floats, segment s at rows[i * segs + s] (each pointer valid for seglen floats);
-// K = segs * seglen must equal w.k() (nothing is done otherwise). Split over
-// pteron_parallel_for like gemm_packed.
+// contiguous floats, segment s at rows[i * segs + s] + aoff (each valid for seglen floats; aoff
+// in floats, e.g. a group's first channel); K = segs * seglen must equal w.k() (nothing is done
+// otherwise). Split over pteron_parallel_for like gemm_packed.
 void gemm_packed_indirect(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
-                          const PackedWeights& w, float* c, int64_t ldc, float lo, float hi);
+                          int64_t aoff, const PackedWeights& w, float* c, int64_t ldc, float lo,
+                          float hi);
 
 // The same on the calling thread only.
 void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
-                                 const PackedWeights& w, float* c, int64_t ldc, float lo, float hi);
+                                 int64_t aoff, const PackedWeights& w, float* c, int64_t ldc,
+                                 float lo, float hi);
 
 // ---- between gemm.cpp and gemm_kernels.cpp (not for callers) ------------------------------
 
@@ -92,10 +94,10 @@ void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const 
 using GemmUkernel = void (*)(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda,
                              const float* w, float* c, int64_t ldc, const float* minmax);
 
-// The same with indirect rows: row i's segment s at rows[i * segs + s], seglen floats each.
+// The same with indirect rows: row i's segment s at rows[i * segs + s] + aoff, seglen floats.
 using GemmIUkernel = void (*)(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
-                              const float* const* rows, const float* w, float* c, int64_t ldc,
-                              const float* minmax);
+                              const float* const* rows, int64_t aoff, const float* w, float* c,
+                              int64_t ldc, const float* minmax);
 
 struct GemmKernels {
   const char* name;  // "baseline", "avx2" or "avx512"

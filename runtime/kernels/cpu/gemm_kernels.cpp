@@ -128,16 +128,17 @@ constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
 static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number of vectors");
 
 // The body of every microkernel: up to kMr rows, the K sum taken as `segs` segments of `seglen`
-// contiguous values each; row i's segment s starts at rows[i * rstride + s] (a plain GEMM: one
-// segment per row; a convolution's indirect rows: one per filter row). Rows past mr repeat
+// contiguous values each; row i's segment s starts at rows[i * rstride + s] + aoff (a plain
+// GEMM: one segment per row; a convolution's indirect rows: one per filter row or tap, aoff
+// its group's first channel). Rows past mr repeat
 // row mr - 1. Arrays of vectors with constant trip counts: the compiler keeps them in
 // registers (checked: bench/gemm reaches the FMA peak's ~90 % at avx2). A single row (a matrix
 // times a vector: a decoder's fully connected at batch 1) sums in 4 independent chains, so the
 // FMA latency does not bound it.
 template <int kMr>
 PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
-                             const float* const* rows, int64_t rstride, const float* w, float* c,
-                             int64_t ldc, const float* minmax) {
+                             const float* const* rows, int64_t rstride, int64_t aoff,
+                             const float* w, float* c, int64_t ldc, const float* minmax) {
   constexpr int kChains = kMr == 1 ? 4 : 1;
   typename Vec::T acc[kChains][kMr][kNv];
   for (int v = 0; v < kNv; ++v) {
@@ -151,7 +152,7 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
   for (int64_t s = 0; s < segs; ++s) {
     const float* ar[kMr];
     PTERON_GEMM_UNROLL
-    for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s];
+    for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s] + aoff;
     int64_t p = 0;
     if (kChains > 1) {
       for (; p + kChains <= seglen; p += kChains) {
@@ -209,14 +210,14 @@ void ukernel(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, co
   const float* ar[kMr];
   ar[0] = a;
   for (int i = 1; i < kMr; ++i) ar[i] = i < mr ? ar[i - 1] + lda : ar[i - 1];
-  body<kMr>(mr, nc, 1, kc, ar, 1, w, c, ldc, minmax);
+  body<kMr>(mr, nc, 1, kc, ar, 1, 0, w, c, ldc, minmax);
 }
 
 // GemmIUkernel: indirect rows.
 template <int kMr>
 void iukernel(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float* const* rows,
-              const float* w, float* c, int64_t ldc, const float* minmax) {
-  body<kMr>(mr, nc, segs, seglen, rows, segs, w, c, ldc, minmax);
+              int64_t aoff, const float* w, float* c, int64_t ldc, const float* minmax) {
+  body<kMr>(mr, nc, segs, seglen, rows, segs, aoff, w, c, ldc, minmax);
 }
 
 const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA),
