@@ -260,22 +260,27 @@ struct ConvTasks {
   ConvGeom g;
   ConvState* s;
   int64_t rows, rows_per_task;
+  int64_t gsplit;  // 1: an item is a task of every group; groups: one group's part of a task
   float* out;
   int64_t oc;
   float lo, hi;
 };
 
-// Tasks [begin, end): output pixels [t * rows_per_task, ...): their edge copies refreshed,
-// then every group's GEMM on them, while their input is in cache.
+// Items [begin, end): output pixels [task * rows_per_task, ...) (task = item / gsplit): their
+// edge copies refreshed, then their GEMM for every group or for group item % gsplit, while
+// their input is in cache.
 void conv_tasks(void* user, int64_t begin, int64_t end) {
   const ConvTasks& t = *static_cast<const ConvTasks*>(user);
   const ConvParams& p = *t.g.p;
   ConvState& s = *t.s;
   const int64_t segs = conv_segs(p), seglen = conv_seglen(p);
-  for (int64_t task = begin; task < end; ++task) {
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t task = item / t.gsplit;
     const int64_t r0 = task * t.rows_per_task, r1 = std::min(t.rows, r0 + t.rows_per_task);
-    refresh_edges(s, p, t.g.x, t.g.w, t.g.c, r0, r1);
-    for (int64_t gi = 0; gi < p.groups; ++gi)
+    const int64_t g0 = t.gsplit == 1 ? 0 : item % t.gsplit;
+    const int64_t g1 = t.gsplit == 1 ? p.groups : g0 + 1;
+    if (t.gsplit == 1) refresh_edges(s, p, t.g.x, t.g.w, t.g.c, r0, r1);  // groups > 1: none
+    for (int64_t gi = g0; gi < g1; ++gi)
       pteron_opt::gemm_packed_indirect_serial(r1 - r0, segs, seglen, s.ind.data() + r0 * segs,
                                               gi * p.cin_g, s.w[size_t(gi)],
                                               t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi);
@@ -306,21 +311,22 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     *err = node_name(n) + ": out of memory for the indirection buffer";
     return false;
   }
-  // Enough row blocks for every thread: tasks of 8 row blocks, each refreshing its own rows'
-  // edge copies and multiplying them at once (one dispatch). Otherwise (few output pixels: the
-  // late layers of a CNN) the edges first, then per group a GEMM that splits N too.
+  // One dispatch: tasks of 8 row blocks, each refreshing its own rows' edge copies and
+  // multiplying them at once, when there are enough of them for every thread, and always with
+  // groups (then an item per task and group). Otherwise (one group, few output pixels: the late
+  // layers of a CNN) the edges first, then a GEMM that splits N too.
   const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
   const int64_t rows_per_task = 8 * pteron_opt::gemm_kernels().mr;
-  if (threads == 1 || (m + rows_per_task - 1) / rows_per_task >= 4 * threads) {
-    ConvTasks t{{&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, out, oc, n.out_min, n.out_max};
-    pteron_parallel_for(0, (m + rows_per_task - 1) / rows_per_task, 1, &conv_tasks, &t);
+  const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
+  if (p.groups > 1 || threads == 1 || tasks >= 4 * threads) {
+    ConvTasks t{
+        {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, oc, n.out_min, n.out_max};
+    pteron_parallel_for(0, tasks * p.groups, 1, &conv_tasks, &t);
     return true;
   }
   refresh_edges(s, p, x, w, c, 0, m);
-  for (int64_t gi = 0; gi < p.groups; ++gi)
-    pteron_opt::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), gi * p.cin_g,
-                                     s.w[size_t(gi)], out + gi * p.cout_g, oc, n.out_min,
-                                     n.out_max);
+  pteron_opt::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
+                                   oc, n.out_min, n.out_max);
   return true;
 }
 
