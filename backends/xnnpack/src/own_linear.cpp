@@ -299,6 +299,11 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   const float* x = ptr[n.inputs[0]];
   float* out = ptr[n.outputs[0]];
   if (m == 0 || oc == 0) return true;
+  if (c != p.groups * p.cin_g) {  // the indirect rows read groups * cin_g channels per pixel
+    *err = node_name(n) + ": input " + shape_str(xs) + " does not have groups * " +
+           "group_input_channels = " + std::to_string(p.groups * p.cin_g) + " channels";
+    return false;
+  }
   const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
                       oh == h && ow == w;
   if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
