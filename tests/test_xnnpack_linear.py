@@ -8,7 +8,8 @@ eager PyTorch outputs in its .npz) runs through pteron-run with PTERON_XNNPACK_U
 so every node runs on pteron's side (the debug line must show no XNNPACK segment and name the
 node type under test), and matches eager at every GEMM microkernel level (PTERON_ISA=baseline,
 avx2, avx512; a level the CPU lacks is skipped, saying so) and at 1 and 3 threads (3 on a 2-core
-machine also exercises uneven tile splits). gemm_check.cpp tests the GEMM itself against a
+machine also exercises uneven tile splits), and once over two executions (the output of the
+second, which reuses the state the first one built). gemm_check.cpp tests the GEMM itself against a
 double-precision reference at each level (and that PTERON_ISA chose that level).
 """
 import json
@@ -49,10 +50,11 @@ def _need_isa(isa):
         pytest.skip(f"this CPU lacks {sorted(missing)}: the {isa} microkernels cannot run here")
 
 
-def _run(case, tmp_path, isa, threads):
+def _run(case, tmp_path, isa, threads, iterations=1):
     spec = MANIFEST["cases"][case]
     data = np.load(NODES / spec["npz"])
-    cmd = [str(BUILD / "pteron-run"), str(NODES / spec["pte"]), "--output-dir", str(tmp_path)]
+    cmd = [str(BUILD / "pteron-run"), str(NODES / spec["pte"]), "--output-dir", str(tmp_path),
+           "--iterations", str(iterations)]
     for i in range(spec["inputs"]):
         p = tmp_path / f"input_{i}.npy"
         np.save(p, data[f"input_{i}"])
@@ -67,11 +69,13 @@ def _run(case, tmp_path, isa, threads):
 @pytest.mark.parametrize("case", CASES)
 def test_linear_node_runs_on_pterons_side_and_matches_eager(tmp_path, case, isa):
     _need_isa(isa)
-    for threads in (1, 3):
-        out = tmp_path / f"t{threads}"
+    # The second execution reuses what the first one built (a convolution's indirection buffer:
+    # pointers into the arena, edge copies refreshed from the new input).
+    for threads, iterations in ((1, 1), (3, 1), (1, 2)):
+        out = tmp_path / f"t{threads}i{iterations}"
         out.mkdir()
-        spec, data, r = _run(case, out, isa, threads)
-        what = f"{case} at PTERON_ISA={isa}, {threads} thread(s)"
+        spec, data, r = _run(case, out, isa, threads, iterations)
+        what = f"{case} at PTERON_ISA={isa}, {threads} thread(s), {iterations} execution(s)"
         assert r.returncode == 0, f"{what}: {r.stderr}"
         plans = [ln for ln in r.stderr.splitlines() if ln.startswith("pteron XnnpackBackend:")]
         assert plans, f"{what}: no delegate debug line: {r.stderr}"
@@ -111,9 +115,10 @@ def gemm_check(tmp_path_factory):
 @pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
 def test_packed_gemm_matches_a_reference_at_every_level(gemm_check, isa):
     """Every microkernel level against a double-precision reference: M, N, K around the block
-    sizes, both weight layouts, bias or none, row strides, the fused clamp, NaN kept."""
+    sizes, both weight layouts, bias or none, row strides, the fused clamp, NaN kept; the
+    indirect GEMM (rows as K segments) likewise."""
     _need_isa(isa)
     r = subprocess.run([str(gemm_check)], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PTERON_ISA=isa))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.strip().startswith(f"{isa}: 700 cases, 0 bad"), r.stdout
+    assert r.stdout.strip().startswith(f"{isa}: 700 cases, 336 indirect, 0 bad"), r.stdout

@@ -131,6 +131,15 @@ def cases():
         "conv_nobias_relu": (Conv(6, 17, 3, padding=1, bias=False, act=nn.ReLU()),
                              [r(1, 6, 5, 5)], ["Conv2d"]),
         "conv_relu6": (Conv(4, 9, 3, stride=2, act=nn.ReLU6()), [r(1, 4, 13, 10)], ["Conv2d"]),
+        # The indirect path (one group, dilation_w 1: kh segments of kw * cin input values per
+        # row, zero-padded copies at the left / right edges, a zero segment above / below):
+        # stems with Cin 3 (3x3 stride 2, 7x7 stride 2 with 24 outputs: a partial panel),
+        # an asymmetric kernel with dilation_h 2, a 1x1 stride 2 with a batch of 2.
+        "conv_stem3x3_s2": (Conv(3, 24, 3, 2, 1, act=nn.ReLU6()), [r(1, 3, 31, 42)], ["Conv2d"]),
+        "conv_stem7x7_s2": (Conv(3, 20, 7, 2, 3), [r(1, 3, 30, 27)], ["Conv2d"]),
+        "conv_dilation_h2": (Conv(5, 18, (3, 2), padding=(2, 1), dilation=(2, 1)),
+                             [r(1, 5, 17, 19)], ["Conv2d"]),
+        "conv1x1_s2_batch2": (Conv(16, 40, 1, stride=2), [r(2, 16, 17, 18)], ["Conv2d"]),
         "deconv": (Deconv(4, 6, 3, stride=2, padding=1, output_padding=1), [r(1, 4, 5, 6)],
                    ["ConvTranspose2d"]),
         "mm_const": (Mm(r(12, 35)), [r(6, 12)], ["FullyConnected"]),

@@ -7,8 +7,10 @@
 // panels) and K = 0 (bias only); B as K x N and as N x K; with and without bias; strides
 // past the row width (the columns beyond N must stay untouched); a fused clamp, and a NaN in A
 // that must reach the output. pteron_parallel_for is replaced by a driver that runs the tiles
-// one by one in reverse order, with 3 "threads" for the tile split.
-// Prints "<level>: <cases> cases, <bad> bad" and exits 1 if any output is off.
+// one by one in reverse order, with 3 "threads" for the tile split. Then the indirect GEMM
+// (rows as pointers to K segments, plus an offset; split and serial in turn) on M, N, segment
+// counts and lengths around the block sizes.
+// Prints "<level>: <cases> cases, <indirect> indirect, <bad> bad"; exits 1 if any output is off.
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -70,6 +72,58 @@ int main() {
                 std::printf("m %d n %d k %d nk %d: C[%d, %d] = %g\n", m, n, k, nk, i, j, got);
             }
         }
-  std::printf("%s: %d cases, %d bad\n", pteron_opt::gemm_kernels().name, cases, bad);
+  // gemm_packed_indirect_serial: each row's K values as segs segments of seglen floats taken
+  // from shuffled places of one pool (a convolution's rows point into its input), N x K B.
+  int icases = 0;
+  for (int m : {1, 5, 6, 7, 14, 15, 29})
+    for (int n : {3, 16, 24, 33})
+      for (int segs : {1, 3, 7})
+        for (int seglen : {1, 3, 9, 16}) {
+          const int k = segs * seglen, pool = 37 * 16;
+          std::vector<float> src(static_cast<size_t>(pool)), b(static_cast<size_t>(k * n)),
+              bias(static_cast<size_t>(n));
+          for (float& x : src) x = u(rng);
+          for (float& x : b) x = u(rng);
+          for (float& x : bias) x = u(rng);
+          std::vector<const float*> rows(static_cast<size_t>(m * segs));
+          for (size_t e = 0; e < rows.size(); ++e)
+            rows[e] = src.data() + (e * 131 + 7) % size_t(pool - seglen - 10);
+          const int ldc = n + 1;
+          std::vector<float> c(size_t(m * ldc), 7.0f);
+          pteron_opt::PackedWeights w;
+          if (!w.pack(k, n, b.data(), k, true, bias.data())) {
+            std::printf("pack failed\n");
+            return 1;
+          }
+          const int aoff = icases % 3 * 5;  // a group's first channel
+          if (icases % 2 == 0)  // the tile split of 3 "threads", or the calling thread only
+            pteron_opt::gemm_packed_indirect(m, segs, seglen, rows.data(), aoff, w, c.data(), ldc,
+                                             lo, hi);
+          else
+            pteron_opt::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), aoff, w, c.data(),
+                                                    ldc, lo, hi);
+          ++icases;
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < ldc; ++j) {
+              const float got = c[size_t(i * ldc + j)];
+              bool ok;
+              if (j >= n) {
+                ok = got == 7.0f;
+              } else {
+                double s = bias[size_t(j)];
+                for (int sg = 0; sg < segs; ++sg)
+                  for (int q = 0; q < seglen; ++q)
+                    s += double(rows[size_t(i * segs + sg)][aoff + q]) *
+                         b[size_t(j * k + sg * seglen + q)];
+                const double want = std::fmin(std::fmax(s, double(lo)), double(hi));
+                ok = std::fabs(got - want) <= 1e-5 + 1e-5 * std::fabs(want);
+              }
+              if (!ok && bad++ < 5)
+                std::printf("indirect m %d n %d segs %d seglen %d: C[%d, %d] = %g\n", m, n, segs,
+                            seglen, i, j, got);
+            }
+        }
+  std::printf("%s: %d cases, %d indirect, %d bad\n", pteron_opt::gemm_kernels().name, cases, icases,
+              bad);
   return bad != 0;
 }

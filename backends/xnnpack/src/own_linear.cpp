@@ -18,6 +18,8 @@
 //    equal or one side a single matrix (infer_shape).
 // Filters of FullyConnected and Conv2d that are constants are packed once at method load; a
 // non-constant FullyConnected filter is packed at every run. Convolutions need constant filters.
+// Conv2d: 1x1 stride 1 unpadded: the input is the GEMM's A; otherwise indirect rows, no
+// im2col (ConvState).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -120,10 +122,34 @@ ConvParams conv_params(const Node& n) {
           n.p[7], n.p[8], n.p[9], n.p[10], n.p[11], n.p[12]};
 }
 
+// Every Conv2d but the direct 1x1 runs as a GEMM on indirect rows (no im2col): each output
+// pixel's row of A is a list of pointers into the input, built once per input address and
+// shape (the arena is planned at load, so once), in one of two forms:
+//  - per filter row (one group, dilation_w 1): kh segments of kw * cin contiguous input
+//    values; a pixel whose taps leave the input at the left or right points at a zero-padded
+//    copy (pad, refreshed at every run from `edges`);
+//  - per tap (groups, or dilation_w > 1): kh * kw segments of cin_g values at the tap's input
+//    pixel, each group's GEMM adding its first channel (aoff = group * cin_g).
+// Taps above or below the input (or, per tap, outside it) point at zeros.
 struct ConvState : NodeState {
   std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
-  std::vector<float> cols;       // im2col rows of one chunk of output pixels
+  std::vector<float> zeros;      // max(kw, groups) * cin_g zeros
+  struct Edge {
+    int64_t pad;   // offset in pad (floats)
+    int64_t base;  // offset in the input of the pixel (b, iy, 0)
+    int64_t ix0;   // the first tap's input column (some taps outside [0, w))
+  };
+  const float* ind_x = nullptr;
+  Shape ind_shape;
+  std::vector<const float*> ind;  // [pixel][segment]
+  std::vector<float> pad;
+  std::vector<Edge> edges;  // edges of pixel r: [row_edges[r], row_edges[r + 1])
+  std::vector<int64_t> row_edges;
 };
+
+bool per_filter_row(const ConvParams& p) { return p.groups == 1 && p.dw == 1; }
+int64_t conv_segs(const ConvParams& p) { return per_filter_row(p) ? p.kh : p.kh * p.kw; }
+int64_t conv_seglen(const ConvParams& p) { return per_filter_row(p) ? p.kw * p.cin_g : p.cin_g; }
 
 bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
                   std::string* err) {
@@ -148,6 +174,7 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
   }
   std::unique_ptr<ConvState> s(new ConvState);
   const int64_t kg = p.kh * p.kw * p.cin_g;
+  s->zeros.assign(size_t(std::max(p.kw, p.groups) * p.cin_g), 0.0f);
   s->w.resize(size_t(p.groups));
   for (int64_t gi = 0; gi < p.groups; ++gi)
     if (!s->w[size_t(gi)].pack(kg, p.cout_g, w + gi * p.cout_g * kg, kg, true,
@@ -157,70 +184,106 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
   return true;
 }
 
-struct Im2col {
+struct ConvGeom {
   const ConvParams* p;
   const float* x;
   int64_t h, w, c;  // input
   int64_t oh, ow;   // output
-  int64_t row0;     // first output pixel of the chunk (b * oh * ow + y * ow + x)
-  float* cols;      // rows of K = groups * kh * kw * cin_g, laid out [group][kh][kw][cin_g]
 };
 
-void im2col_rows(void* user, int64_t begin, int64_t end) {
-  const Im2col& t = *static_cast<const Im2col*>(user);
-  const ConvParams& p = *t.p;
-  const int64_t kg = p.kh * p.kw * p.cin_g, ktot = kg * p.groups;
-  for (int64_t r = begin; r < end; ++r) {
-    const int64_t pix = t.row0 + r;
-    const int64_t b = pix / (t.oh * t.ow), rem = pix % (t.oh * t.ow);
-    const int64_t oy = rem / t.ow, ox = rem % t.ow;
-    float* dst = t.cols + r * ktot;
-    for (int64_t i = 0; i < p.kh; ++i) {
-      const int64_t iy = oy * p.sh - p.pt + i * p.dh;
-      for (int64_t j = 0; j < p.kw; ++j) {
-        const int64_t ix = ox * p.sw - p.pl + j * p.dw;
-        const int64_t tap = (i * p.kw + j) * p.cin_g;
-        const bool inside = iy >= 0 && iy < t.h && ix >= 0 && ix < t.w;
-        const float* src = inside ? t.x + ((b * t.h + iy) * t.w + ix) * t.c : nullptr;
-        if (p.groups == 1) {
-          if (inside)
-            std::memcpy(dst + tap, src, sizeof(float) * size_t(p.cin_g));
-          else
-            std::memset(dst + tap, 0, sizeof(float) * size_t(p.cin_g));
-          continue;
+// Builds s.ind (and pad, edges) for input x of shape [bsz, h, w, c]. False when memory cannot
+// be had.
+bool build_indirection(ConvState& s, const ConvParams& p, const float* x, const Shape& xs,
+                       int64_t oh, int64_t ow) {
+  const int64_t bsz = int64_t(xs[0]), ih = int64_t(xs[1]), iw = int64_t(xs[2]);
+  const int64_t ic = int64_t(xs[3]), kh = p.kh, kw = p.kw;
+  const int64_t m = bsz * oh * ow, segs = conv_segs(p), seglen = conv_seglen(p);
+  const bool rows_form = per_filter_row(p);
+  s.ind_x = nullptr;
+  try {
+    s.ind.assign(size_t(m * segs), nullptr);
+    s.row_edges.assign(size_t(m + 1), 0);
+    s.edges.clear();
+    std::vector<int64_t> at(rows_form ? size_t(m * segs) : 0, -1);  // pad offset of an edge
+    int64_t r = 0;
+    for (int64_t b = 0; b < bsz; ++b)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox, ++r) {
+          s.row_edges[size_t(r)] = int64_t(s.edges.size());
+          const int64_t ix0 = ox * p.sw - p.pl;
+          const bool inside_x = ix0 >= 0 && ix0 + kw <= iw;
+          const float** row = s.ind.data() + r * segs;
+          for (int64_t i = 0, iy = oy * p.sh - p.pt; i < kh; ++i, iy += p.dh) {
+            const bool inside_y = iy >= 0 && iy < ih;
+            const float* line = inside_y ? x + (b * ih + iy) * iw * ic : nullptr;
+            if (!rows_form) {
+              for (int64_t j = 0, ix = ix0; j < kw; ++j, ix += p.dw)
+                row[i * kw + j] = inside_y && ix >= 0 && ix < iw ? line + ix * ic : s.zeros.data();
+            } else if (!inside_y) {
+              row[i] = s.zeros.data();
+            } else if (inside_x) {
+              row[i] = line + ix0 * ic;
+            } else {
+              at[size_t(r * segs + i)] = int64_t(s.edges.size()) * seglen;
+              s.edges.push_back({int64_t(s.edges.size()) * seglen, (b * ih + iy) * iw * ic, ix0});
+            }
+          }
         }
-        for (int64_t gi = 0; gi < p.groups; ++gi) {
-          float* d = dst + gi * kg + tap;
-          if (inside)
-            std::memcpy(d, src + gi * p.cin_g, sizeof(float) * size_t(p.cin_g));
-          else
-            std::memset(d, 0, sizeof(float) * size_t(p.cin_g));
-        }
-      }
+    s.row_edges[size_t(m)] = int64_t(s.edges.size());
+    s.pad.assign(s.edges.size() * size_t(seglen), 0.0f);  // taps outside stay zero
+    for (size_t e = 0; e < at.size(); ++e)
+      if (at[e] >= 0) s.ind[e] = s.pad.data() + at[e];
+  } catch (...) {
+    return false;
+  }
+  s.ind_x = x;
+  s.ind_shape = xs;
+  return true;
+}
+
+// The edge copies of output pixels [pix0, pix1) refreshed from input x (per filter row form).
+void refresh_edges(ConvState& s, const ConvParams& p, const float* x, int64_t iw, int64_t ic,
+                   int64_t pix0, int64_t pix1) {
+  const int64_t cin = p.cin_g;
+  for (int64_t e = s.row_edges[size_t(pix0)]; e < s.row_edges[size_t(pix1)]; ++e) {
+    const ConvState::Edge& ed = s.edges[size_t(e)];
+    float* d = s.pad.data() + ed.pad;
+    for (int64_t j = 0; j < p.kw; ++j) {
+      const int64_t ix = ed.ix0 + j;
+      if (ix >= 0 && ix < iw)  // taps outside stay zero (build_indirection)
+        std::memcpy(d + j * cin, x + ed.base + ix * ic, sizeof(float) * size_t(cin));
     }
   }
 }
 
 struct ConvTasks {
-  Im2col cols;  // the chunk's im2col (row0: the chunk's first output pixel)
-  const ConvState* s;
-  int64_t rows, rows_per_task, ktot;
-  float* out;  // the chunk's first output pixel
+  ConvGeom g;
+  ConvState* s;
+  int64_t rows, rows_per_task;
+  int64_t gsplit;  // 1: an item is a task of every group; groups: one group's part of a task
+  float* out;
   int64_t oc;
   float lo, hi;
 };
 
-// Tasks [begin, end) of a chunk: rows [t * rows_per_task, ...) packed, then multiplied.
+// Items [begin, end): output pixels [task * rows_per_task, ...) (task = item / gsplit): their
+// edge copies refreshed, then their GEMM for every group or for group item % gsplit, while
+// their input is in cache.
 void conv_tasks(void* user, int64_t begin, int64_t end) {
   const ConvTasks& t = *static_cast<const ConvTasks*>(user);
-  const ConvParams& p = *t.cols.p;
-  for (int64_t task = begin; task < end; ++task) {
+  const ConvParams& p = *t.g.p;
+  ConvState& s = *t.s;
+  const int64_t segs = conv_segs(p), seglen = conv_seglen(p);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t task = item / t.gsplit;
     const int64_t r0 = task * t.rows_per_task, r1 = std::min(t.rows, r0 + t.rows_per_task);
-    im2col_rows(const_cast<Im2col*>(&t.cols), r0, r1);
-    for (int64_t gi = 0; gi < p.groups; ++gi)
-      pteron_opt::gemm_packed_serial(
-          r1 - r0, t.cols.cols + r0 * t.ktot + gi * p.kh * p.kw * p.cin_g, t.ktot,
-          t.s->w[size_t(gi)], t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi);
+    const int64_t g0 = t.gsplit == 1 ? 0 : item % t.gsplit;
+    const int64_t g1 = t.gsplit == 1 ? p.groups : g0 + 1;
+    if (t.gsplit == 1) refresh_edges(s, p, t.g.x, t.g.w, t.g.c, r0, r1);  // groups > 1: none
+    for (int64_t gi = g0; gi < g1; ++gi)
+      pteron_opt::gemm_packed_indirect_serial(r1 - r0, segs, seglen, s.ind.data() + r0 * segs,
+                                              gi * p.cin_g, s.w[size_t(gi)],
+                                              t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi);
   }
 }
 
@@ -236,6 +299,11 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   const float* x = ptr[n.inputs[0]];
   float* out = ptr[n.outputs[0]];
   if (m == 0 || oc == 0) return true;
+  if (c != p.groups * p.cin_g) {  // the indirect rows read groups * cin_g channels per pixel
+    *err = node_name(n) + ": input " + shape_str(xs) + " does not have groups * " +
+           "group_input_channels = " + std::to_string(p.groups * p.cin_g) + " channels";
+    return false;
+  }
   const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
                       oh == h && ow == w;
   if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
@@ -244,47 +312,26 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
                               n.out_min, n.out_max);
     return true;
   }
-  const int64_t ktot = p.groups * p.kh * p.kw * p.cin_g;
-  // Chunks of output pixels whose im2col rows take about 2 MB (at least 64 rows).
-  const int64_t chunk =
-      std::min(m, std::max<int64_t>(64, (int64_t(1) << 19) / std::max<int64_t>(ktot, 1)));
-  const size_t need = size_t(chunk) * size_t(ktot);
-  if (s.cols.size() < need) {
-    try {
-      s.cols.resize(need);
-    } catch (...) {
-      *err = node_name(n) + ": out of memory for the im2col scratch";
-      return false;
-    }
+  if ((s.ind_x != x || s.ind_shape != xs) && !build_indirection(s, p, x, xs, oh, ow)) {
+    *err = node_name(n) + ": out of memory for the indirection buffer";
+    return false;
   }
-  // Enough row blocks for every thread: each task packs its own rows (im2col) and multiplies
-  // them at once, while they are in cache (one dispatch per chunk). Otherwise (few output
-  // pixels: the late layers of a CNN) im2col the chunk, then a GEMM that splits N too.
+  // One dispatch: tasks of 8 row blocks, each refreshing its own rows' edge copies and
+  // multiplying them at once, when there are enough of them for every thread, and always with
+  // groups (then an item per task and group). Otherwise (one group, few output pixels: the late
+  // layers of a CNN) the edges first, then a GEMM that splits N too.
   const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
   const int64_t rows_per_task = 8 * pteron_opt::gemm_kernels().mr;
-  const bool fused = threads == 1 || (m + rows_per_task - 1) / rows_per_task >= 4 * threads;
-  for (int64_t r0 = 0; r0 < m; r0 += chunk) {
-    const int64_t rows = std::min(chunk, m - r0);
-    if (fused) {
-      ConvTasks t{{&p, x, h, w, c, oh, ow, r0, s.cols.data()},
-                  &s,
-                  rows,
-                  rows_per_task,
-                  ktot,
-                  out + r0 * oc,
-                  oc,
-                  n.out_min,
-                  n.out_max};
-      pteron_parallel_for(0, (rows + rows_per_task - 1) / rows_per_task, 1, &conv_tasks, &t);
-      continue;
-    }
-    Im2col t{&p, x, h, w, c, oh, ow, r0, s.cols.data()};
-    pteron_parallel_for(0, rows, 16, &im2col_rows, &t);
-    for (int64_t gi = 0; gi < p.groups; ++gi)
-      pteron_opt::gemm_packed(rows, s.cols.data() + gi * p.kh * p.kw * p.cin_g, ktot,
-                              s.w[size_t(gi)], out + r0 * oc + gi * p.cout_g, oc, n.out_min,
-                              n.out_max);
+  const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
+  if (p.groups > 1 || threads == 1 || tasks >= 4 * threads) {
+    ConvTasks t{
+        {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, oc, n.out_min, n.out_max};
+    pteron_parallel_for(0, tasks * p.groups, 1, &conv_tasks, &t);
+    return true;
   }
+  refresh_edges(s, p, x, w, c, 0, m);
+  pteron_opt::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
+                                   oc, n.out_min, n.out_max);
   return true;
 }
 

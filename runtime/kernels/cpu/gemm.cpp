@@ -91,8 +91,10 @@ struct Job {
   float* c;
   int64_t ldc;
   float minmax[2];
-  int64_t mt, nt;  // tile: rows (a multiple of kt->mr), panels
-  int64_t ntiles;  // tiles along N
+  int64_t mt, nt;                      // tile: rows (a multiple of kt->mr), panels
+  int64_t ntiles;                      // tiles along N
+  const float* const* rows = nullptr;  // indirect rows (then a and lda unused)
+  int64_t segs = 0, seglen = 0, aoff = 0;
 };
 
 // Rows [i0, i1) x panels [q0, q1): panel outer, so one packed panel (k x 16 floats) serves
@@ -104,9 +106,13 @@ void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
     const int64_t nc = std::min(kGemmNr, n - q * kGemmNr);
     for (int64_t i = i0; i < i1; i += mr) {
       const int64_t rows = std::min(mr, i1 - i);
-      (rows == 1 ? j.kt->ukernel_1row : j.kt->ukernel)(rows, nc, k, j.a + i * j.lda, j.lda, panel,
-                                                       j.c + i * j.ldc + q * kGemmNr, j.ldc,
-                                                       j.minmax);
+      float* c = j.c + i * j.ldc + q * kGemmNr;
+      if (j.rows)
+        (rows == 1 ? j.kt->iukernel_1row : j.kt->iukernel)(
+            rows, nc, j.segs, j.seglen, j.rows + i * j.segs, j.aoff, panel, c, j.ldc, j.minmax);
+      else
+        (rows == 1 ? j.kt->ukernel_1row : j.kt->ukernel)(rows, nc, k, j.a + i * j.lda, j.lda, panel,
+                                                         c, j.ldc, j.minmax);
     }
   }
 }
@@ -159,6 +165,18 @@ int64_t split(Job& j, int64_t threads) {
   return tiles();
 }
 
+// The tiles of j over pteron_parallel_for; small problems (under ~64 K multiply-adds) stay on
+// the calling thread.
+void run_parallel(Job& j) {
+  int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
+  if (j.m * j.w->n() * std::max<int64_t>(j.w->k(), 1) < (int64_t(1) << 16)) threads = 1;
+  const int64_t tiles = split(j, threads);
+  if (threads == 1)
+    run_tiles(&j, 0, tiles);
+  else
+    pteron_parallel_for(0, tiles, 1, &run_tiles, &j);
+}
+
 }  // namespace
 
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
@@ -168,18 +186,29 @@ void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeig
   run_tiles(&j, 0, split(j, 1));
 }
 
+void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
+                                 int64_t aoff, const PackedWeights& w, float* c, int64_t ldc,
+                                 float lo, float hi) {
+  if (m <= 0 || w.n() <= 0 || w.empty() || segs <= 0 || segs * seglen != w.k()) return;
+  Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi);
+  j.rows = rows, j.segs = segs, j.seglen = seglen, j.aoff = aoff;
+  run_tiles(&j, 0, split(j, 1));
+}
+
+void gemm_packed_indirect(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
+                          int64_t aoff, const PackedWeights& w, float* c, int64_t ldc, float lo,
+                          float hi) {
+  if (m <= 0 || w.n() <= 0 || w.empty() || segs <= 0 || segs * seglen != w.k()) return;
+  Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi);
+  j.rows = rows, j.segs = segs, j.seglen = seglen, j.aoff = aoff;
+  run_parallel(j);
+}
+
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                  int64_t ldc, float lo, float hi) {
   if (m <= 0 || w.n() <= 0 || w.empty()) return;
   Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
-  int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
-  // Small problems (under ~64 K multiply-adds) stay on the calling thread.
-  if (m * w.n() * std::max<int64_t>(w.k(), 1) < (int64_t(1) << 16)) threads = 1;
-  const int64_t tiles = split(j, threads);
-  if (threads == 1)
-    run_tiles(&j, 0, tiles);
-  else
-    pteron_parallel_for(0, tiles, 1, &run_tiles, &j);
+  run_parallel(j);
 }
 
 }  // namespace pteron_opt

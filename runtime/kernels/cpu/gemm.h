@@ -17,7 +17,8 @@
 // clamp(x, lo, hi) = min(max(x, lo), hi) with NaN kept (a NaN sum stays NaN, as PyTorch's
 // relu / hardtanh do); lo = -inf, hi = +inf is no clamp. The sums are float32 with FMA at the
 // AVX2 and AVX-512 levels, separate multiply and add at the baseline: results differ from a
-// naive loop by rounding only (the order of the K sum is sequential per output).
+// naive loop by rounding only (the K sum is sequential per output, except for single rows:
+// there 4 interleaved partial sums, p = 0, 4, 8, ... and so on, added at the end).
 #pragma once
 
 #include <cstddef>
@@ -72,6 +73,19 @@ void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w,
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                         int64_t ldc, float lo, float hi);
 
+// Indirect rows (a convolution without im2col): row i < m of A is `segs` segments of `seglen`
+// contiguous floats, segment s at rows[i * segs + s] + aoff (each valid for seglen floats; aoff
+// in floats, e.g. a group's first channel); K = segs * seglen must equal w.k() (nothing is done
+// otherwise). Split over pteron_parallel_for like gemm_packed.
+void gemm_packed_indirect(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
+                          int64_t aoff, const PackedWeights& w, float* c, int64_t ldc, float lo,
+                          float hi);
+
+// The same on the calling thread only.
+void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
+                                 int64_t aoff, const PackedWeights& w, float* c, int64_t ldc,
+                                 float lo, float hi);
+
 // ---- between gemm.cpp and gemm_kernels.cpp (not for callers) ------------------------------
 
 // One microkernel call: rows i < mr (1 <= mr <= GemmKernels::mr) and columns j < nc
@@ -80,11 +94,18 @@ void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeig
 using GemmUkernel = void (*)(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda,
                              const float* w, float* c, int64_t ldc, const float* minmax);
 
+// The same with indirect rows: row i's segment s at rows[i * segs + s] + aoff, seglen floats.
+using GemmIUkernel = void (*)(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
+                              const float* const* rows, int64_t aoff, const float* w, float* c,
+                              int64_t ldc, const float* minmax);
+
 struct GemmKernels {
   const char* name;  // "baseline", "avx2" or "avx512"
   int64_t mr;        // rows per microkernel call
   GemmUkernel ukernel;
   GemmUkernel ukernel_1row;  // the same for mr == 1 (one row, not mr copies of it)
+  GemmIUkernel iukernel;
+  GemmIUkernel iukernel_1row;
 };
 
 // One table per level, each defined in its own object of gemm_kernels.cpp (the ODR rule of

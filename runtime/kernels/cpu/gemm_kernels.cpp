@@ -12,8 +12,10 @@
 //
 // Edge tiles: rows past mr read and write row mr - 1 again (the same values, so the repeated
 // store is harmless), columns past nc are computed from the panel's zero padding and not
-// stored. Only gemm.h's plain types are used here; no inline function of gemm.h is called
-// (the ODR rule described in isa_kernels.cpp).
+// stored (masked stores at avx2 / avx512). Each level also has an indirect variant (rows given
+// as pointers to K segments: a convolution without im2col) and a 1-row variant. Only gemm.h's plain
+// types are used here; no inline function of gemm.h is called (the ODR rule described in
+// isa_kernels.cpp).
 #include <cstdint>
 #include <cstring>
 
@@ -51,8 +53,13 @@ struct Vec {
   static void storeu(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T set1(float x) { return _mm512_set1_ps(x); }
   static T madd(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T add(T a, T b) { return _mm512_add_ps(a, b); }
   // max(lo, x) / min(hi, x) return x when x is NaN (the second operand).
   static T clamp(T x, T lo, T hi) { return _mm512_min_ps(hi, _mm512_max_ps(lo, x)); }
+  // The first r lanes (0 < r < kLanes), the rest of memory untouched.
+  static void store_part(float* p, T v, int r) {
+    _mm512_mask_storeu_ps(p, __mmask16((1u << r) - 1u), v);
+  }
 };
 constexpr int kRows = 14;
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -64,7 +71,12 @@ struct Vec {
   static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T set1(float x) { return _mm256_set1_ps(x); }
   static T madd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T add(T a, T b) { return _mm256_add_ps(a, b); }
   static T clamp(T x, T lo, T hi) { return _mm256_min_ps(hi, _mm256_max_ps(lo, x)); }
+  static void store_part(float* p, T v, int r) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(r), lane), v);
+  }
 };
 constexpr int kRows = 6;
 #elif defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
@@ -76,7 +88,13 @@ struct Vec {
   static void storeu(float* p, T v) { _mm_storeu_ps(p, v); }
   static T set1(float x) { return _mm_set1_ps(x); }
   static T madd(T a, T b, T c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+  static T add(T a, T b) { return _mm_add_ps(a, b); }
   static T clamp(T x, T lo, T hi) { return _mm_min_ps(hi, _mm_max_ps(lo, x)); }
+  static void store_part(float* p, T v, int r) {
+    alignas(16) float t[4];
+    _mm_store_ps(t, v);
+    for (int l = 0; l < r; ++l) p[l] = t[l];
+  }
 };
 constexpr int kRows = 3;
 #else
@@ -88,74 +106,126 @@ struct Vec {
   static void storeu(float* p, T v) { *p = v; }
   static T set1(float x) { return x; }
   static T madd(T a, T b, T c) { return a * b + c; }
+  static T add(T a, T b) { return a + b; }
   static T clamp(T x, T lo, T hi) {
     const T y = x < lo ? lo : x;  // NaN compares false: kept
     return y > hi ? hi : y;
   }
+  static void store_part(float*, T, int) {}  // one lane: never a part
 };
 constexpr int kRows = 4;
 #endif
 
 #if defined(__GNUC__)
 #define PTERON_GEMM_UNROLL _Pragma("GCC unroll 16")
+#define PTERON_GEMM_INLINE inline __attribute__((always_inline))
 #else
 #define PTERON_GEMM_UNROLL
+#define PTERON_GEMM_INLINE inline
 #endif
 
 constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
 static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number of vectors");
 
-// The microkernel (GemmUkernel) for up to kMr rows; ukernel<1> serves single rows (a matrix
-// times a vector: a decoder's fully connected at batch 1), which the wide one would compute
-// kMr times. Arrays of vectors with constant trip counts: the compiler
-// keeps them in registers (checked: bench/gemm reaches the FMA peak's ~90 % at avx2).
+// The body of every microkernel: up to kMr rows, the K sum taken as `segs` segments of `seglen`
+// contiguous values each; row i's segment s starts at rows[i * rstride + s] + aoff (a plain
+// GEMM: one segment per row; a convolution's indirect rows: one per filter row or tap, aoff
+// its group's first channel). Rows past mr repeat
+// row mr - 1. Arrays of vectors with constant trip counts: the compiler keeps them in
+// registers (checked: bench/gemm reaches the FMA peak's ~90 % at avx2). A single row (a matrix
+// times a vector: a decoder's fully connected at batch 1) sums in 4 independent chains, so the
+// FMA latency does not bound it.
+template <int kMr>
+PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
+                             const float* const* rows, int64_t rstride, int64_t aoff,
+                             const float* w, float* c, int64_t ldc, const float* minmax) {
+  constexpr int kChains = kMr == 1 ? 4 : 1;
+  typename Vec::T acc[kChains][kMr][kNv];
+  for (int v = 0; v < kNv; ++v) {
+    const typename Vec::T b = Vec::load(w + v * Vec::kLanes);
+    PTERON_GEMM_UNROLL
+    for (int i = 0; i < kMr; ++i) acc[0][i][v] = b;
+    for (int h = 1; h < kChains; ++h)
+      for (int i = 0; i < kMr; ++i) acc[h][i][v] = Vec::set1(0.0f);
+  }
+  w += kGemmNr;
+  for (int64_t s = 0; s < segs; ++s) {
+    const float* ar[kMr];
+    PTERON_GEMM_UNROLL
+    for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s] + aoff;
+    int64_t p = 0;
+    if (kChains > 1) {
+      for (; p + kChains <= seglen; p += kChains) {
+        PTERON_GEMM_UNROLL
+        for (int h = 0; h < kChains; ++h) {
+          const typename Vec::T x = Vec::set1(ar[0][p + h]);
+          PTERON_GEMM_UNROLL
+          for (int v = 0; v < kNv; ++v)
+            acc[h][0][v] = Vec::madd(x, Vec::load(w + v * Vec::kLanes), acc[h][0][v]);
+          w += kGemmNr;
+        }
+      }
+    }
+    for (; p < seglen; ++p) {
+      typename Vec::T b[kNv];
+      PTERON_GEMM_UNROLL
+      for (int v = 0; v < kNv; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
+      w += kGemmNr;
+      PTERON_GEMM_UNROLL
+      for (int i = 0; i < kMr; ++i) {
+        const typename Vec::T x = Vec::set1(ar[i][p]);
+        PTERON_GEMM_UNROLL
+        for (int v = 0; v < kNv; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
+      }
+    }
+  }
+  for (int h = 1; h < kChains; ++h)  // the chains' sums, in a fixed order
+    for (int v = 0; v < kNv; ++v) acc[0][0][v] = Vec::add(acc[0][0][v], acc[h][0][v]);
+  float* cr[kMr];
+  cr[0] = c;
+  for (int i = 1; i < kMr; ++i) cr[i] = i < mr ? cr[i - 1] + ldc : cr[i - 1];
+  const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
+  for (int i = 0; i < kMr; ++i)
+    for (int v = 0; v < kNv; ++v) acc[0][i][v] = Vec::clamp(acc[0][i][v], lo, hi);
+  if (nc == kGemmNr) {
+    for (int i = kMr - 1; i >= 0; --i)
+      for (int v = 0; v < kNv; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
+    return;
+  }
+  // Columns past nc not stored: whole vectors while they fit, then the first lanes of one.
+  for (int i = kMr - 1; i >= 0; --i)
+    for (int v = 0; v < kNv; ++v) {
+      const int64_t r = nc - v * Vec::kLanes;
+      if (r >= Vec::kLanes)
+        Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
+      else if (r > 0)
+        Vec::store_part(cr[i] + v * Vec::kLanes, acc[0][i][v], int(r));
+    }
+}
+
+// GemmUkernel: rows a + i * lda.
 template <int kMr>
 void ukernel(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, const float* w,
              float* c, int64_t ldc, const float* minmax) {
   const float* ar[kMr];
-  float* cr[kMr];
   ar[0] = a;
-  cr[0] = c;
-  for (int i = 1; i < kMr; ++i) {
-    const bool in = i < mr;
-    ar[i] = in ? ar[i - 1] + lda : ar[i - 1];
-    cr[i] = in ? cr[i - 1] + ldc : cr[i - 1];
-  }
-  typename Vec::T acc[kMr][kNv];
-  for (int v = 0; v < kNv; ++v) {
-    const typename Vec::T b = Vec::load(w + v * Vec::kLanes);
-    PTERON_GEMM_UNROLL
-    for (int i = 0; i < kMr; ++i) acc[i][v] = b;
-  }
-  w += kGemmNr;
-  for (int64_t p = 0; p < kc; ++p) {
-    typename Vec::T b[kNv];
-    PTERON_GEMM_UNROLL
-    for (int v = 0; v < kNv; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
-    w += kGemmNr;
-    PTERON_GEMM_UNROLL
-    for (int i = 0; i < kMr; ++i) {
-      const typename Vec::T x = Vec::set1(ar[i][p]);
-      PTERON_GEMM_UNROLL
-      for (int v = 0; v < kNv; ++v) acc[i][v] = Vec::madd(x, b[v], acc[i][v]);
-    }
-  }
-  const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
-  for (int i = 0; i < kMr; ++i)
-    for (int v = 0; v < kNv; ++v) acc[i][v] = Vec::clamp(acc[i][v], lo, hi);
-  if (nc == kGemmNr) {
-    for (int i = kMr - 1; i >= 0; --i)
-      for (int v = 0; v < kNv; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[i][v]);
-    return;
-  }
-  for (int i = kMr - 1; i >= 0; --i) {
-    float row[kGemmNr];
-    for (int v = 0; v < kNv; ++v) Vec::storeu(row + v * Vec::kLanes, acc[i][v]);
-    std::memcpy(cr[i], row, size_t(nc) * sizeof(float));
-  }
+  for (int i = 1; i < kMr; ++i) ar[i] = i < mr ? ar[i - 1] + lda : ar[i - 1];
+  body<kMr>(mr, nc, 1, kc, ar, 1, 0, w, c, ldc, minmax);
 }
 
-const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA), kRows, &ukernel<kRows>, &ukernel<1>};
+// GemmIUkernel: indirect rows.
+template <int kMr>
+void iukernel(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float* const* rows,
+              int64_t aoff, const float* w, float* c, int64_t ldc, const float* minmax) {
+  body<kMr>(mr, nc, segs, seglen, rows, segs, aoff, w, c, ldc, minmax);
+}
+
+const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA),
+                            kRows,
+                            &ukernel<kRows>,
+                            &ukernel<1>,
+                            &iukernel<kRows>,
+                            &iukernel<1>};
 
 }  // namespace
 

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// gemm_shapes.cpp - a benchmark, not a test: runtime/kernels/cpu/gemm.h's gemm_packed on the
+// zoo programs' GEMM shapes (the stem convolutions' im2col GEMM, 1x1 convolutions with few
+// pixels or few input channels, batch-1 fully connected), one thread (pteron_parallel_for
+// replaced by a serial loop), at the level PTERON_ISA selects. Prints per shape the thread's
+// CPU microseconds per call (CLOCK_THREAD_CPUTIME_ID, median of 7 batches) and GFLOP per
+// CPU-second (2 M N K per call). Build (bench/gemm/README.md):
+//   c++ -O2 -std=c++17 bench/gemm/gemm_shapes.cpp -Iruntime/kernels/cpu -Iinclude \
+//       build-dev/runtime/kernels/cpu/libpteron_cpu.a -o gemm_shapes
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "gemm.h"
+#include "pteron/kernel.h"
+
+extern "C" void pteron_parallel_for(int64_t begin, int64_t end, int64_t, pteron_range_fn fn,
+                                    void* user) {
+  if (begin < end) fn(user, begin, end);
+}
+extern "C" int32_t pteron_parallel_threads(void) { return 1; }
+
+namespace {
+
+double cpu_us() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+}  // namespace
+
+int main() {
+  struct Shape {
+    const char* what;
+    int64_t m, k, n;
+  };
+  const Shape shapes[] = {
+      {"stem 3x3 s2 224 -> 16 (im2col K 27)", 12544, 27, 16},
+      {"stem 3x3 s2 224 -> 24 (im2col K 27)", 12544, 27, 24},
+      {"stem 3x3 s2 224 -> 32 (im2col K 27)", 12544, 27, 32},
+      {"stem 7x7 s2 224 -> 64 (im2col K 147)", 12544, 147, 64},
+      {"1x1 [1,7,7,192] x 1152", 49, 192, 1152},
+      {"1x1 [1,7,7,96] x 576", 49, 96, 576},
+      {"1x1 [1,56,56,16] x 72", 3136, 16, 72},
+      {"1x1 [1,28,28,24] x 24", 784, 24, 24},
+      {"1x1 [1,14,14,112] x 672 (efficientnet)", 196, 112, 672},
+      {"1x1 [1,14,14,672] x 112 (efficientnet)", 196, 672, 112},
+      {"1x1 [1,7,7,1152] x 192 (efficientnet)", 49, 1152, 192},
+      {"1x1 [1,28,28,40] x 240 (efficientnet)", 784, 40, 240},
+      {"FC [1,1024] x 1000", 1, 1024, 1000},
+      {"FC [1,576] x 1024", 1, 576, 1024},
+      {"FC [256,1024] x 1024", 256, 1024, 1024},
+  };
+  std::printf("level %s\n", pteron_opt::gemm_kernels().name);
+  for (const Shape& s : shapes) {
+    std::vector<float> a(size_t(s.m * s.k), 0.5f), b(size_t(s.k * s.n), 0.25f), bias(size_t(s.n));
+    std::vector<float> c(size_t(s.m * s.n));
+    pteron_opt::PackedWeights w;
+    w.pack(s.k, s.n, b.data(), s.k, true, bias.data());
+    const double flop = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    const int reps = int(std::max<double>(1, 2e8 / flop));
+    std::vector<double> us;
+    for (int batch = 0; batch < 7; ++batch) {
+      const double t0 = cpu_us();
+      for (int r = 0; r < reps; ++r)
+        pteron_opt::gemm_packed(s.m, a.data(), s.k, w, c.data(), s.n, -1e30f, 1e30f);
+      us.push_back((cpu_us() - t0) / reps);
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("%-40s %10.1f us  %6.1f GFLOP/cpu-s\n", s.what, us[3], flop / us[3] * 1e-3);
+  }
+  return 0;
+}
