@@ -165,9 +165,20 @@ def test_xnnpack_fixture_matches_eager_through_c_api(tmp_path, name):
                        fx["rtol"], fx["atol"], f"{name} output {i}")
 
 
+def _library_linked():
+    cfg = BUILD / "backends" / "xnnpack" / "generated" / "xnn_config.h"
+    return "#define PTERON_XNN_LINKED 1" in cfg.read_text()
+
+
+@pytest.mark.parametrize("side", ["default", "all"])
 @pytest.mark.parametrize("name", XNN_FIXTURES)
-def test_xnnpack_fixture_matches_eager_through_pteron_run(tmp_path, name):
+def test_xnnpack_fixture_matches_eager_through_pteron_run(tmp_path, name, side):
+    """By default every node runs on pteron's kernels (no segment); with
+    PTERON_XNNPACK_USE_LIBRARY=all the linked library takes what it can
+    define, in the segments Debian 12's XNNPACK allows."""
     _require_backend()
+    if side == "all" and not _library_linked():
+        pytest.skip("this build links no XNNPACK library")
     fx = _fixture(name)
     spec = fx["methods"]["forward"]
     cmd = [str(BUILD / "pteron-run"), str(FIXTURES / fx["file"]), "--output-dir", str(tmp_path),
@@ -175,6 +186,9 @@ def test_xnnpack_fixture_matches_eager_through_pteron_run(tmp_path, name):
     for p in spec["inputs"]:
         cmd += ["--input", str(FIXTURES / p)]
     env = dict(os.environ, PTERON_XNNPACK_DEBUG="1")
+    env.pop("PTERON_XNNPACK_USE_LIBRARY", None)
+    if side == "all":
+        env["PTERON_XNNPACK_USE_LIBRARY"] = "all"
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     for i, p in enumerate(spec["expected"]):
@@ -189,7 +203,10 @@ def test_xnnpack_fixture_matches_eager_through_pteron_run(tmp_path, name):
             got.append((segs, own))
     expected = SEGMENTS_DEBIAN12[name]
     assert len(got) == len(expected), r.stderr
-    if "static transpose" in _xnnpack_description():
+    if side == "default":
+        assert all(g[0] == 0 for g in got), r.stderr
+        assert all(g[1] != "(none)" for g in got), r.stderr
+    elif "static transpose" in _xnnpack_description():
         assert got == expected, r.stderr
     else:  # a newer XNNPACK: never more segments than with Debian 12's
         assert all(g[0] <= e[0] for g, e in zip(got, expected)), r.stderr
