@@ -4,7 +4,8 @@
 // pixels or few input channels, batch-1 fully connected), one thread (pteron_parallel_for
 // replaced by a serial loop), at the level PTERON_ISA selects. Prints per shape the thread's
 // CPU microseconds per call (CLOCK_THREAD_CPUTIME_ID, median of 7 batches) and GFLOP per
-// CPU-second (2 M N K per call). Build (bench/gemm/README.md):
+// CPU-second (2 M N K per call), of the median batch and of the best one (less
+// sensitive to other processes sharing the core's caches). Build (bench/gemm/README.md):
 //   c++ -O2 -std=c++17 bench/gemm/gemm_shapes.cpp -Iruntime/kernels/cpu -Iinclude \
 //       build-dev/runtime/kernels/cpu/libpteron_cpu.a -o gemm_shapes
 #include <time.h>
@@ -53,6 +54,12 @@ int main() {
       {"FC [1,1024] x 1000", 1, 1024, 1000},
       {"FC [1,576] x 1024", 1, 576, 1024},
       {"FC [256,1024] x 1024", 256, 1024, 1024},
+      {"vit FC [197,192] x 576 (qkv)", 197, 192, 576},
+      {"vit FC [197,192] x 192 (proj)", 197, 192, 192},
+      {"vit FC [197,192] x 768 (mlp fc1)", 197, 192, 768},
+      {"vit FC [197,768] x 192 (mlp fc2)", 197, 768, 192},
+      {"vit BMM [197,64] x 197 (q k^T, per head)", 197, 64, 197},
+      {"vit BMM [197,197] x 64 (attn v, per head)", 197, 197, 64},
   };
   std::printf("level %s\n", pteron_opt::gemm_kernels().name);
   for (const Shape& s : shapes) {
@@ -70,7 +77,8 @@ int main() {
       us.push_back((cpu_us() - t0) / reps);
     }
     std::sort(us.begin(), us.end());
-    std::printf("%-40s %10.1f us  %6.1f GFLOP/cpu-s\n", s.what, us[3], flop / us[3] * 1e-3);
+    std::printf("%-40s %10.1f us  %6.1f GFLOP/cpu-s  (best batch %6.1f)\n", s.what, us[3],
+                flop / us[3] * 1e-3, flop / us[0] * 1e-3);
   }
   return 0;
 }

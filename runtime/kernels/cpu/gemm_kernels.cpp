@@ -134,19 +134,24 @@ static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number 
 // row mr - 1. Arrays of vectors with constant trip counts: the compiler keeps them in
 // registers (checked: bench/gemm reaches the FMA peak's ~90 % at avx2). A single row (a matrix
 // times a vector: a decoder's fully connected at batch 1) sums in 4 independent chains, so the
-// FMA latency does not bound it.
+// FMA latency does not bound it. Every loop over rows, vectors and chains, the clamp and
+// the stores included, carries PTERON_GEMM_UNROLL: with the epilogue rolled, gcc 12 spilled
+// all accumulators to the stack at every call (bench/gemm/gemm_shapes.cpp: 72 -> 82 GFLOP per
+// CPU-second on vit's [197,64] x [64,197], 3-6 % on its fully connected shapes).
 template <int kMr>
 PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
                              const float* const* rows, int64_t rstride, int64_t aoff,
                              const float* w, float* c, int64_t ldc, const float* minmax) {
   constexpr int kChains = kMr == 1 ? 4 : 1;
   typename Vec::T acc[kChains][kMr][kNv];
+  PTERON_GEMM_UNROLL
   for (int v = 0; v < kNv; ++v) {
     const typename Vec::T b = Vec::load(w + v * Vec::kLanes);
     PTERON_GEMM_UNROLL
     for (int i = 0; i < kMr; ++i) acc[0][i][v] = b;
-    for (int h = 1; h < kChains; ++h)
-      for (int i = 0; i < kMr; ++i) acc[h][i][v] = Vec::set1(0.0f);
+    PTERON_GEMM_UNROLL
+    for (int h = 1; h < kChains; ++h) PTERON_GEMM_UNROLL
+    for (int i = 0; i < kMr; ++i) acc[h][i][v] = Vec::set1(0.0f);
   }
   w += kGemmNr;
   for (int64_t s = 0; s < segs; ++s) {
@@ -179,28 +184,34 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
       }
     }
   }
+  PTERON_GEMM_UNROLL
   for (int h = 1; h < kChains; ++h)  // the chains' sums, in a fixed order
-    for (int v = 0; v < kNv; ++v) acc[0][0][v] = Vec::add(acc[0][0][v], acc[h][0][v]);
+    PTERON_GEMM_UNROLL
+  for (int v = 0; v < kNv; ++v) acc[0][0][v] = Vec::add(acc[0][0][v], acc[h][0][v]);
   float* cr[kMr];
   cr[0] = c;
+  PTERON_GEMM_UNROLL
   for (int i = 1; i < kMr; ++i) cr[i] = i < mr ? cr[i - 1] + ldc : cr[i - 1];
   const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
-  for (int i = 0; i < kMr; ++i)
-    for (int v = 0; v < kNv; ++v) acc[0][i][v] = Vec::clamp(acc[0][i][v], lo, hi);
+  PTERON_GEMM_UNROLL
+  for (int i = 0; i < kMr; ++i) PTERON_GEMM_UNROLL
+  for (int v = 0; v < kNv; ++v) acc[0][i][v] = Vec::clamp(acc[0][i][v], lo, hi);
   if (nc == kGemmNr) {
-    for (int i = kMr - 1; i >= 0; --i)
-      for (int v = 0; v < kNv; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
+    PTERON_GEMM_UNROLL
+    for (int i = kMr - 1; i >= 0; --i) PTERON_GEMM_UNROLL
+    for (int v = 0; v < kNv; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
     return;
   }
   // Columns past nc not stored: whole vectors while they fit, then the first lanes of one.
-  for (int i = kMr - 1; i >= 0; --i)
-    for (int v = 0; v < kNv; ++v) {
-      const int64_t r = nc - v * Vec::kLanes;
-      if (r >= Vec::kLanes)
-        Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
-      else if (r > 0)
-        Vec::store_part(cr[i] + v * Vec::kLanes, acc[0][i][v], int(r));
-    }
+  PTERON_GEMM_UNROLL
+  for (int i = kMr - 1; i >= 0; --i) PTERON_GEMM_UNROLL
+  for (int v = 0; v < kNv; ++v) {
+    const int64_t r = nc - v * Vec::kLanes;
+    if (r >= Vec::kLanes)
+      Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
+    else if (r > 0)
+      Vec::store_part(cr[i] + v * Vec::kLanes, acc[0][i][v], int(r));
+  }
 }
 
 // GemmUkernel: rows a + i * lda.
@@ -209,6 +220,7 @@ void ukernel(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, co
              float* c, int64_t ldc, const float* minmax) {
   const float* ar[kMr];
   ar[0] = a;
+  PTERON_GEMM_UNROLL
   for (int i = 1; i < kMr; ++i) ar[i] = i < mr ? ar[i - 1] + lda : ar[i - 1];
   body<kMr>(mr, nc, 1, kc, ar, 1, 0, w, c, ldc, minmax);
 }
