@@ -7,6 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
+#include <immintrin.h>
+#endif
+
 #include "isa.h"
 #include "pteron/kernel.h"
 #include "pteron/types.h"
@@ -33,6 +37,29 @@ void PackedWeights::release() {
   block_ = nullptr, data_ = nullptr, capacity_ = 0, k_ = n_ = 0;
 }
 
+namespace {
+
+// out[r * kGemmNr + j] = src[j * ld + r] for j < kGemmNr, r < 4 (4 rows of a panel from 16
+// columns of an N x K matrix).
+void transpose_16x4(const float* src, int64_t ld, float* out) {
+#if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
+  for (int64_t j = 0; j < kGemmNr; j += 4) {
+    __m128 r0 = _mm_loadu_ps(src + (j + 0) * ld), r1 = _mm_loadu_ps(src + (j + 1) * ld);
+    __m128 r2 = _mm_loadu_ps(src + (j + 2) * ld), r3 = _mm_loadu_ps(src + (j + 3) * ld);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(out + 0 * kGemmNr + j, r0);
+    _mm_storeu_ps(out + 1 * kGemmNr + j, r1);
+    _mm_storeu_ps(out + 2 * kGemmNr + j, r2);
+    _mm_storeu_ps(out + 3 * kGemmNr + j, r3);
+  }
+#else
+  for (int64_t j = 0; j < kGemmNr; ++j)
+    for (int64_t r = 0; r < 4; ++r) out[r * kGemmNr + j] = src[j * ld + r];
+#endif
+}
+
+}  // namespace
+
 bool PackedWeights::pack(int64_t k, int64_t n, const float* b, int64_t ldb, bool nk,
                          const float* bias) {
   if (k < 0 || n < 0) return false;
@@ -54,13 +81,20 @@ bool PackedWeights::pack(int64_t k, int64_t n, const float* b, int64_t ldb, bool
     std::memset(out, 0, sizeof(float) * size_t(kGemmNr));
     if (bias) std::memcpy(out, bias + j0, sizeof(float) * size_t(nc));
     out += kGemmNr;
-    if (!nk) {
+    if (!nk && nc == kGemmNr) {
+      // A constant-size copy per row (inlined; a batch matmul packs B at every run).
+      for (int64_t p = 0; p < k; ++p, out += kGemmNr)
+        std::memcpy(out, b + p * ldb + j0, sizeof(float) * size_t(kGemmNr));
+    } else if (!nk) {
       for (int64_t p = 0; p < k; ++p, out += kGemmNr) {
         std::memcpy(out, b + p * ldb + j0, sizeof(float) * size_t(nc));
         for (int64_t j = nc; j < kGemmNr; ++j) out[j] = 0.0f;
       }
     } else {
-      for (int64_t p = 0; p < k; ++p, out += kGemmNr) {
+      int64_t p = 0;
+      if (nc == kGemmNr)  // 4 x 4 blocks: 4 contiguous values read from each of 4 columns
+        for (; p + 4 <= k; p += 4, out += 4 * kGemmNr) transpose_16x4(b + j0 * ldb + p, ldb, out);
+      for (; p < k; ++p, out += kGemmNr) {
         for (int64_t j = 0; j < nc; ++j) out[j] = b[(j0 + j) * ldb + p];
         for (int64_t j = nc; j < kGemmNr; ++j) out[j] = 0.0f;
       }
