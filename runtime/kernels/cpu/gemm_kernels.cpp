@@ -126,6 +126,10 @@ constexpr int kRows = 4;
 
 constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
 static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number of vectors");
+// A panel's first half (when a panel is more than one vector): the last panel of an N that
+// leaves at most kHalf vectors of columns (N = 24, 40, 72, 197, ...) is computed on that half
+// only, the other half of the FMAs being on zero padding.
+constexpr int kHalf = kNv / 2;
 
 // The body of every microkernel: up to kMr rows, the K sum taken as `segs` segments of `seglen`
 // contiguous values each; row i's segment s starts at rows[i * rstride + s] + aoff (a plain
@@ -138,20 +142,22 @@ static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number 
 // the stores included, carries PTERON_GEMM_UNROLL: with the epilogue rolled, gcc 12 spilled
 // all accumulators to the stack at every call (bench/gemm/gemm_shapes.cpp: 72 -> 82 GFLOP per
 // CPU-second on vit's [197,64] x [64,197], 3-6 % on its fully connected shapes).
-template <int kMr>
+template <int kMr, int kNu>
 PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
                              const float* const* rows, int64_t rstride, int64_t aoff,
                              const float* w, float* c, int64_t ldc, const float* minmax) {
   constexpr int kChains = kMr == 1 ? 4 : 1;
-  typename Vec::T acc[kChains][kMr][kNv];
+  typename Vec::T acc[kChains][kMr][kNu];
   PTERON_GEMM_UNROLL
-  for (int v = 0; v < kNv; ++v) {
+  for (int v = 0; v < kNu; ++v) {
     const typename Vec::T b = Vec::load(w + v * Vec::kLanes);
     PTERON_GEMM_UNROLL
     for (int i = 0; i < kMr; ++i) acc[0][i][v] = b;
     PTERON_GEMM_UNROLL
-    for (int h = 1; h < kChains; ++h) PTERON_GEMM_UNROLL
-    for (int i = 0; i < kMr; ++i) acc[h][i][v] = Vec::set1(0.0f);
+    for (int h = 1; h < kChains; ++h) {
+      PTERON_GEMM_UNROLL
+      for (int i = 0; i < kMr; ++i) acc[h][i][v] = Vec::set1(0.0f);
+    }
   }
   w += kGemmNr;
   for (int64_t s = 0; s < segs; ++s) {
@@ -165,52 +171,59 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
         for (int h = 0; h < kChains; ++h) {
           const typename Vec::T x = Vec::set1(ar[0][p + h]);
           PTERON_GEMM_UNROLL
-          for (int v = 0; v < kNv; ++v)
+          for (int v = 0; v < kNu; ++v)
             acc[h][0][v] = Vec::madd(x, Vec::load(w + v * Vec::kLanes), acc[h][0][v]);
           w += kGemmNr;
         }
       }
     }
     for (; p < seglen; ++p) {
-      typename Vec::T b[kNv];
+      typename Vec::T b[kNu];
       PTERON_GEMM_UNROLL
-      for (int v = 0; v < kNv; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
+      for (int v = 0; v < kNu; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
       w += kGemmNr;
       PTERON_GEMM_UNROLL
       for (int i = 0; i < kMr; ++i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
         PTERON_GEMM_UNROLL
-        for (int v = 0; v < kNv; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
+        for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
       }
     }
   }
   PTERON_GEMM_UNROLL
-  for (int h = 1; h < kChains; ++h)  // the chains' sums, in a fixed order
+  for (int h = 1; h < kChains; ++h) {  // the chains' sums, in a fixed order
     PTERON_GEMM_UNROLL
-  for (int v = 0; v < kNv; ++v) acc[0][0][v] = Vec::add(acc[0][0][v], acc[h][0][v]);
+    for (int v = 0; v < kNu; ++v) acc[0][0][v] = Vec::add(acc[0][0][v], acc[h][0][v]);
+  }
   float* cr[kMr];
   cr[0] = c;
   PTERON_GEMM_UNROLL
   for (int i = 1; i < kMr; ++i) cr[i] = i < mr ? cr[i - 1] + ldc : cr[i - 1];
   const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
   PTERON_GEMM_UNROLL
-  for (int i = 0; i < kMr; ++i) PTERON_GEMM_UNROLL
-  for (int v = 0; v < kNv; ++v) acc[0][i][v] = Vec::clamp(acc[0][i][v], lo, hi);
+  for (int i = 0; i < kMr; ++i) {
+    PTERON_GEMM_UNROLL
+    for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::clamp(acc[0][i][v], lo, hi);
+  }
   if (nc == kGemmNr) {
     PTERON_GEMM_UNROLL
-    for (int i = kMr - 1; i >= 0; --i) PTERON_GEMM_UNROLL
-    for (int v = 0; v < kNv; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
+    for (int i = kMr - 1; i >= 0; --i) {
+      PTERON_GEMM_UNROLL
+      for (int v = 0; v < kNu; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
+    }
     return;
   }
   // Columns past nc not stored: whole vectors while they fit, then the first lanes of one.
   PTERON_GEMM_UNROLL
-  for (int i = kMr - 1; i >= 0; --i) PTERON_GEMM_UNROLL
-  for (int v = 0; v < kNv; ++v) {
-    const int64_t r = nc - v * Vec::kLanes;
-    if (r >= Vec::kLanes)
-      Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
-    else if (r > 0)
-      Vec::store_part(cr[i] + v * Vec::kLanes, acc[0][i][v], int(r));
+  for (int i = kMr - 1; i >= 0; --i) {
+    PTERON_GEMM_UNROLL
+    for (int v = 0; v < kNu; ++v) {
+      const int64_t r = nc - v * Vec::kLanes;
+      if (r >= Vec::kLanes)
+        Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
+      else if (r > 0)
+        Vec::store_part(cr[i] + v * Vec::kLanes, acc[0][i][v], int(r));
+    }
   }
 }
 
@@ -222,14 +235,20 @@ void ukernel(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, co
   ar[0] = a;
   PTERON_GEMM_UNROLL
   for (int i = 1; i < kMr; ++i) ar[i] = i < mr ? ar[i - 1] + lda : ar[i - 1];
-  body<kMr>(mr, nc, 1, kc, ar, 1, 0, w, c, ldc, minmax);
+  if (kHalf > 0 && nc <= kHalf * Vec::kLanes)
+    body<kMr, kHalf ? kHalf : 1>(mr, nc, 1, kc, ar, 1, 0, w, c, ldc, minmax);
+  else
+    body<kMr, kNv>(mr, nc, 1, kc, ar, 1, 0, w, c, ldc, minmax);
 }
 
 // GemmIUkernel: indirect rows.
 template <int kMr>
 void iukernel(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float* const* rows,
               int64_t aoff, const float* w, float* c, int64_t ldc, const float* minmax) {
-  body<kMr>(mr, nc, segs, seglen, rows, segs, aoff, w, c, ldc, minmax);
+  if (kHalf > 0 && nc <= kHalf * Vec::kLanes)
+    body<kMr, kHalf ? kHalf : 1>(mr, nc, segs, seglen, rows, segs, aoff, w, c, ldc, minmax);
+  else
+    body<kMr, kNv>(mr, nc, segs, seglen, rows, segs, aoff, w, c, ldc, minmax);
 }
 
 const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA),
