@@ -12,10 +12,11 @@
 //
 // Edge tiles: rows past mr read and write row mr - 1 again (the same values, so the repeated
 // store is harmless), columns past nc are computed from the panel's zero padding and not
-// stored (masked stores at avx2 / avx512). Each level also has an indirect variant (rows given
-// as pointers to K segments: a convolution without im2col) and a 1-row variant. Only gemm.h's plain
-// types are used here; no inline function of gemm.h is called (the ODR rule described in
-// isa_kernels.cpp).
+// stored (masked stores at avx2 / avx512); when nc fits in half a panel (levels with more than
+// one vector per panel row), only that half is computed. Each level also has an indirect variant
+// (rows given as pointers to K segments: a convolution without im2col) and a 1-row variant. Only
+// gemm.h's plain types are used here; no inline function of gemm.h is called (the ODR rule
+// described in isa_kernels.cpp).
 #include <cstdint>
 #include <cstring>
 
