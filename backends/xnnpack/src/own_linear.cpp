@@ -481,6 +481,7 @@ struct BmmJob {
   float lo, hi;
   PackedWeights* w;  // one per batch
   std::atomic<bool> oom{false};
+  int64_t chunk_rows = 0, chunks = 1;  // bmm_rows: row chunks per matrix pair
 };
 
 void bmm_batches(void* user, int64_t begin, int64_t end) {
@@ -494,6 +495,20 @@ void bmm_batches(void* user, int64_t begin, int64_t end) {
     }
     pteron_opt::gemm_packed_serial(j.m, j.a + (j.abatch == 1 ? 0 : bi) * j.m * j.k, j.k, w,
                                    j.c + bi * j.m * j.nn, j.nn, j.lo, j.hi);
+  }
+}
+
+// Tasks (pair bi, row chunk r): rows [r * chunk_rows, ...) of pair bi against its B packed
+// beforehand (j.w[0] when every pair shares one B).
+void bmm_rows(void* user, int64_t begin, int64_t end) {
+  const BmmJob& j = *static_cast<const BmmJob*>(user);
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t bi = t / j.chunks, r0 = (t % j.chunks) * j.chunk_rows;
+    const int64_t rows = std::min(j.m - r0, j.chunk_rows);
+    if (rows <= 0) continue;
+    pteron_opt::gemm_packed_serial(rows, j.a + (j.abatch == 1 ? 0 : bi) * j.m * j.k + r0 * j.k, j.k,
+                                   j.w[j.bbatch == 1 ? 0 : bi], j.c + (bi * j.m + r0) * j.nn, j.nn,
+                                   j.lo, j.hi);
   }
 }
 
@@ -526,17 +541,21 @@ bool run_bmm(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     j.w = s.w.data();
     pteron_parallel_for(0, batch, 1, &bmm_batches, &j);
   } else {
-    // Few large pairs: each GEMM splits itself.
-    if (s.w.empty()) s.w.resize(1);
-    for (int64_t bi = 0; bi < batch; ++bi) {
-      if (bi == 0 || j.bbatch != 1)
-        if (!s.w[0].pack(k, nn, j.b + (j.bbatch == 1 ? 0 : bi) * k * nn, tb ? k : nn, tb,
-                         nullptr)) {
-          j.oom = true;
-          break;
-        }
-      pteron_opt::gemm_packed(m, j.a + (j.abatch == 1 ? 0 : bi) * m * k, k, s.w[0],
-                              j.c + bi * m * nn, nn, j.lo, j.hi);
+    // Few pairs (a transformer's heads): every B packed here (cheap next to the products),
+    // then one parallel_for over pairs x row chunks of whole microkernel blocks, about 8
+    // tasks per thread (one pool wake-up per node, the chunks' sizes even).
+    const int64_t packs = j.bbatch == 1 ? 1 : batch;
+    if (s.w.size() < size_t(packs)) s.w.resize(size_t(packs));
+    for (int64_t bi = 0; bi < packs && !j.oom; ++bi)
+      if (!s.w[size_t(bi)].pack(k, nn, j.b + bi * k * nn, tb ? k : nn, tb, nullptr)) j.oom = true;
+    if (!j.oom) {
+      const int64_t mr = pteron_opt::gemm_rows_per_block();
+      const int64_t blocks = (m + mr - 1) / mr;
+      const int64_t want = std::min(blocks, (8 * threads + batch - 1) / batch);
+      j.chunk_rows = ((blocks + want - 1) / want) * mr;
+      j.chunks = (m + j.chunk_rows - 1) / j.chunk_rows;
+      j.w = s.w.data();
+      pteron_parallel_for(0, batch * j.chunks, 1, &bmm_rows, &j);
     }
   }
   if (j.oom) return out_of_memory(n, err);

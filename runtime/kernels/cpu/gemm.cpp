@@ -176,6 +176,8 @@ const GemmKernels& gemm_kernels() {
   return *chosen;
 }
 
+int64_t gemm_rows_per_block() { return gemm_kernels().mr; }
+
 namespace {
 
 // The tile split of an M x N problem for `threads` threads: tiles of up to 8 row blocks x 8

@@ -73,6 +73,11 @@ void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w,
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                         int64_t ldc, float lo, float hi);
 
+// Rows per microkernel block at pteron_opt::isa_level() (6 at avx2, 14 at avx512, 3 or 4 at
+// the baseline): a caller that splits M itself (gemm_packed_serial on row ranges) wastes no
+// work when its ranges are multiples of it.
+int64_t gemm_rows_per_block();
+
 // Indirect rows (a convolution without im2col): row i < m of A is `segs` segments of `seglen`
 // contiguous floats, segment s at rows[i * segs + s] + aoff (each valid for seglen floats; aoff
 // in floats, e.g. a group's first channel); K = segs * seglen must equal w.k() (nothing is done
