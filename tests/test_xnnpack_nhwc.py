@@ -11,6 +11,12 @@ node runs on pteron's side, and must match eager at each ISA level the CPU
 has (baseline, AVX2+FMA, AVX-512) on 1 and 3 threads. The plan
 (PTERON_XNNPACK_DEBUG=1) must show no XNNPACK segment and the node types the
 program is about. One child process per (ISA, threads) runs every program.
+
+The programs with a "fused" count hold element-wise chains that backend.cpp's
+fuse_elementwise pass fuses at method load (x * sigmoid(x), SiLU, runs as one
+Sigmoid node): the plan must count them, and they must match eager both fused
+and with the pass switched off (PTERON_XNNPACK_FUSE=0, where a Multiply runs
+too), at each ISA level.
 """
 import json
 import os
@@ -98,7 +104,7 @@ def _run_all(tmp_path, isa, threads, programs=None, extra_env=None):
     return json.loads(line[len("RESULT "):]), plans
 
 
-def _check_program(tmp_path, name, p, res, plans):
+def _check_program(tmp_path, name, p, res, plans, fuse=True):
     assert "error" not in res[name], f"{name}: {res[name]['error']}"
     # The plan: no XNNPACK segment; the node types under test, and only those
     # plus what the exporter adds.
@@ -106,8 +112,11 @@ def _check_program(tmp_path, name, p, res, plans):
     plan = plans[name][0]
     assert " 0 XNNPACK segment(s)" in plan, f"{name}: {plan}"
     own = set(plan.split("pteron runs: ")[1].split(";")[0].split(","))
-    assert set(p["nodes"]) <= own, f"{name}: {plan}"
-    assert own <= set(p["nodes"]) | ADDED, f"{name}: unexpected node types in {plan}"
+    want = set(p["nodes_fused"] if fuse and "nodes_fused" in p else p["nodes"])
+    assert want <= own, f"{name}: {plan}"
+    assert own <= want | ADDED, f"{name}: unexpected node types in {plan}"
+    fused = p.get("fused", 0) if fuse else 0
+    assert f"fused (PTERON_XNNPACK_FUSE): {fused};" in plan, f"{name}: {plan}"
     got = np.load(tmp_path / f"{name}.npz")
     exp = np.load(NODES / p["arrays"])
     assert res[name]["outputs"] == p["outputs"]
@@ -134,6 +143,27 @@ def test_every_program_matches_eager_on_pterons_kernels(tmp_path, isa, threads):
             failures.append(f"{name}: {str(e)[:600]}")
     assert not failures, f"{len(failures)} of {len(PROGRAMS)} programs failed:\n" + \
         "\n".join(failures)
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+def test_fused_programs_match_eager_fused_and_unfused(tmp_path, isa):
+    if not _isa_available(isa):
+        pytest.skip(f"this CPU has no {isa}: the {isa} kernels are compiled but cannot run here")
+    fused = {n: p for n, p in PROGRAMS.items() if p.get("fused")}
+    assert len(fused) >= 3
+    for fuse in (True, False):
+        out = tmp_path / ("fused" if fuse else "unfused")
+        out.mkdir()
+        res, plans = _run_all(out, isa, 2, programs=fused,
+                              extra_env={"PTERON_XNNPACK_FUSE": "1" if fuse else "0"})
+        for name, p in fused.items():
+            _check_program(out, name, p, res, plans, fuse=fuse)
+        if not fuse:
+            for name in fused:  # the pass changes no bit of the result
+                a = np.load(tmp_path / "fused" / f"{name}.npz")
+                b = np.load(out / f"{name}.npz")
+                for k in a.files:
+                    np.testing.assert_array_equal(a[k], b[k], err_msg=name)
 
 
 def test_programs_cover_every_node_type():

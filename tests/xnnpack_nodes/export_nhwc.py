@@ -68,13 +68,15 @@ def dw(c, k, s=1, p=0, d=1, m=1, bias=True, seed=1):
     return conv
 
 
-# name -> (module, inputs, node types the delegate must run, rtol, atol)
+# name -> (module, inputs, node types the delegate must run, rtol, atol, pairs that
+# backend.cpp's fuse_elementwise fuses: with PTERON_XNNPACK_FUSE=0 each of those runs a
+# Multiply too)
 def programs():
     P = {}
     R = "DepthwiseConv2d"
 
-    def add(name, mod, inputs, nodes, rtol=1e-4, atol=1e-5):
-        P[name] = (mod.eval(), tuple(inputs), nodes, rtol, atol)
+    def add(name, mod, inputs, nodes, rtol=1e-4, atol=1e-5, fused=0):
+        P[name] = (mod.eval(), tuple(inputs), nodes, rtol, atol, fused)
 
     # ---- depthwise convolution ------------------------------------------------------
     add("dw3x3_s1_c17", Fn(lambda m, x: m[0](x), dw(17, 3, 1, 1)), [rnd(1, 17, 9, 11)], [R])
@@ -169,6 +171,34 @@ def programs():
            ("hardtanh", lambda v: nn.functional.hardtanh(v, -2.0, 3.0), "Clamp", x)]
     for op, f, node, inp in una:
         add(f"unary_{op}", Fn(lambda m, v, f=f: f(v)), [inp], [node])
+    # ---- fused element-wise chains (fuse_elementwise) ------------------------------------
+    # fused=(pairs fused, the node types pteron runs then); `nodes` are those it runs with
+    # PTERON_XNNPACK_FUSE=0.
+    silu = nn.functional.silu
+    hswish = nn.functional.hardswish
+    add("silu_special", Fn(lambda m, v: silu(v)), [special(3, 5, 37, seed=53)],
+        ["Sigmoid", "Multiply"], fused=(1, ["Sigmoid"]))
+    add("silu_written_out", Fn(lambda m, v: v * torch.sigmoid(v)), [rnd(2, 7, 3, seed=54)],
+        ["Sigmoid", "Multiply"], fused=(1, ["Sigmoid"]))
+    add("dw3x3_silu_c40", Fn(lambda m, x: silu(m[0](x)), dw(40, 3, 1, 1)),
+        [rnd(1, 40, 9, 8, seed=55)], [R, "Sigmoid", "Multiply"], fused=(2, [R]))
+    add("dw5x5_s2_silu_se_c24", Fn(lambda m, x: (lambda y: y * torch.sigmoid(
+        y.mean([2, 3], keepdim=True)))(silu(m[0](x))), dw(24, 5, 2, 2)),
+        [rnd(1, 24, 11, 10, seed=56)], [R, "Sigmoid", "GlobalAvgPool2d", "Multiply"],
+        fused=(2, [R, "Sigmoid", "GlobalAvgPool2d", "Multiply"]))
+    add("dw3x3_s2_hardswish_c17", Fn(lambda m, x: hswish(m[0](x)), dw(17, 3, 2, 1)),
+        [rnd(1, 17, 9, 8, seed=58, scale=3.0)], [R, "Hardswish"], fused=(1, [R]))
+    add("dw3x3_relu6_sigmoid_c8", Fn(lambda m, x: torch.sigmoid(
+        nn.functional.hardtanh(m[0](x), 0.0, 6.0)), dw(8, 3, 1, 1)),
+        [rnd(1, 8, 6, 7, seed=59, scale=3.0)], [R, "Sigmoid"], fused=(1, [R]))
+    add("dw3x3_mult2_hardswish_c3", Fn(lambda m, x: hswish(m[0](x)), dw(3, 3, 1, 1, m=2)),
+        [rnd(1, 3, 7, 6, seed=66, scale=3.0)], [R, "Hardswish"], fused=(1, [R]))
+    # The sigmoid read twice, the convolution's output read twice: not fused.
+    add("silu_sigmoid_read_twice", Fn(lambda m, v: (lambda s: (v * s, s + 1.0))(
+        torch.sigmoid(v))), [rnd(4, 33, seed=57)], ["Sigmoid", "Multiply", "Add"])
+    add("dw3x3_hardswish_and_out_c8", Fn(lambda m, x: (lambda y: (hswish(y), y))(m[0](x)),
+                                         dw(8, 3, 1, 1)),
+        [rnd(1, 8, 5, 6, seed=67)], [R, "Hardswish"])
     # ---- softmax, resize --------------------------------------------------------------
     add("softmax_4x10", Fn(lambda m, v: torch.softmax(v, -1)), [rnd(4, 10, seed=60, scale=3)],
         ["Softmax"])
@@ -278,7 +308,7 @@ def main(argv):
     manifest["versions"] = {"torch": torch.__version__,
                             "executorch": getattr(executorch, "__version__", "?")}
     for name in names:
-        mod, inputs, nodes, rtol, atol = progs[name]
+        mod, inputs, nodes, rtol, atol, fused = progs[name]
         try:
             pte = export(mod, inputs)
         except Exception as e:  # noqa: BLE001 - reported and skipped
@@ -295,6 +325,9 @@ def main(argv):
         manifest["programs"][name] = {"file": f"nhwc_{name}.pte", "arrays": f"nhwc_{name}.npz",
                                       "inputs": len(inputs), "outputs": len(outs),
                                       "nodes": nodes, "rtol": rtol, "atol": atol}
+        if fused:
+            manifest["programs"][name]["fused"] = fused[0]
+            manifest["programs"][name]["nodes_fused"] = fused[1]
         print(f"{name}: {len(pte)} bytes", flush=True)
     manifest["programs"] = dict(sorted(manifest["programs"].items()))
     man_path.write_text(json.dumps(manifest, indent=1) + "\n")

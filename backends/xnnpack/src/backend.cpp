@@ -94,6 +94,7 @@ struct Delegate {
   std::vector<std::unique_ptr<NodeState>> state;   // per node: what its kernel prepared
   std::vector<std::string> why;                    // per node: why it runs on its side
   size_t cancelled = 0;                            // transposes removed at load
+  size_t fused = 0;                                // element-wise pairs fused at load
   // PTERON_XNNPACK_PROFILE: per step, executions timed and their total time.
   bool profile = false;
   std::vector<double> step_us;
@@ -123,6 +124,8 @@ const char* status_name(xnn_status s) {
 
 // Can the linked XNNPACK (as detected at configure time) define node `n`?
 bool lib_supports(const Node& n) {
+  // A fused node (fuse_elementwise): pteron's only.
+  if (n.flags & (kOwnFlagSilu | kOwnFlagEpilogue)) return false;
   switch (n.op) {
     case Op::Add:
     case Op::Subtract:
@@ -667,6 +670,91 @@ bool wants_library(const SidePolicy& p, Op op) {
   }
 }
 
+// fuse_elementwise: at method load, before the sides are chosen, a Sigmoid
+// whose only reader is a Multiply of the Sigmoid's own input by its result
+// (x * sigmoid(x), SiLU: EfficientNet's activation) becomes one node: the
+// Multiply turns into a Sigmoid node flagged kOwnFlagSilu (own_ops.h) that
+// reads x, keeps the Multiply's output range and writes its output, and the
+// Sigmoid node goes. One pass over the tensor instead of two and one value
+// less in the arena; the results are the unfused ones bit for bit (the
+// kernel rounds the sigmoid, then the product). Only where pteron's kernels
+// run both node types (not for PTERON_XNNPACK_USE_LIBRARY=all or a list
+// naming either); PTERON_XNNPACK_FUSE=0 switches the pass off. Returns the
+// number of fused pairs.
+size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
+  if (const char* v = std::getenv("PTERON_XNNPACK_FUSE"))
+    if (std::string(v) == "0") return 0;
+  if (wants_library(policy, Op::Sigmoid) || wants_library(policy, Op::Multiply)) return 0;
+  const size_t nv = g.values.size();
+  std::vector<int> producer(nv, -1), reader(nv, -1);
+  std::vector<size_t> reads(nv, 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (uint32_t v : g.nodes[k].outputs)
+      if (v < nv && producer[v] < 0) producer[v] = int(k);
+    for (uint32_t v : g.nodes[k].inputs)
+      if (v < nv) ++reads[v], reader[v] = int(k);
+  }
+  std::vector<char> drop(g.nodes.size(), 0);
+  size_t fused = 0;
+  for (size_t km = 0; km < g.nodes.size(); ++km) {
+    Node& m = g.nodes[km];
+    if (m.op != Op::Multiply || m.inputs.size() != 2 || m.outputs.size() != 1) continue;
+    for (int side = 0; side < 2; ++side) {
+      const uint32_t t = m.inputs[side], x = m.inputs[1 - side];
+      if (t >= nv || x >= nv || t == x || producer[t] < 0 || reads[t] != 1 ||
+          g.values[t].graph_output)
+        continue;
+      const size_t ks = size_t(producer[t]);
+      const Node& s = g.nodes[ks];
+      if (ks >= km || drop[ks] || s.op != Op::Sigmoid || s.inputs.size() != 1 ||
+          s.outputs.size() != 1 || s.inputs[0] != x || s.flags != 0 || s.has_range())
+        continue;
+      if (g.values[x].dims != g.values[m.outputs[0]].dims) continue;
+      m.op = Op::Sigmoid;
+      m.inputs = {x};
+      m.flags = kOwnFlagSilu;
+      m.f = 0.0f;
+      drop[ks] = 1;
+      ++fused;
+      break;
+    }
+  }
+  // A Sigmoid, SiLU or Hardswish without an output range whose input only it
+  // reads, written by a DepthwiseConv2d: the convolution applies it to each
+  // output row (while the row is in cache) and writes the activation's output.
+  if (!wants_library(policy, Op::DepthwiseConv2d) && !wants_library(policy, Op::Hardswish)) {
+    for (size_t ku = 0; ku < g.nodes.size(); ++ku) {
+      Node& u = g.nodes[ku];
+      if (drop[ku] || (u.op != Op::Sigmoid && u.op != Op::Hardswish) || u.has_range() ||
+          u.inputs.size() != 1 || u.outputs.size() != 1 ||
+          (u.flags != 0 && u.flags != kOwnFlagSilu))
+        continue;
+      const uint32_t t = u.inputs[0];
+      if (t >= nv || producer[t] < 0 || size_t(producer[t]) >= ku || g.values[t].graph_output)
+        continue;
+      // Reads of t: the fused SiLU node read it twice before (x and sigmoid(x)).
+      const bool silu = u.flags == kOwnFlagSilu;
+      if (reads[t] != (silu ? 2u : 1u)) continue;
+      Node& d = g.nodes[size_t(producer[t])];
+      if (d.op != Op::DepthwiseConv2d || d.flags != 0 || d.outputs.size() != 1 || d.p[15] != 0)
+        continue;
+      if (g.values[t].dims != g.values[u.outputs[0]].dims) continue;
+      d.flags = kOwnFlagEpilogue;
+      d.p[15] = u.op == Op::Hardswish ? kOwnActHardswish : silu ? kOwnActSilu : kOwnActSigmoid;
+      d.outputs[0] = u.outputs[0];
+      drop[ku] = 1;
+      ++fused;
+    }
+  }
+  if (!fused) return 0;
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size() - fused);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+  return fused;
+}
+
 // Each node's side: f.native[k] 1 the library, 0 pteron's kernel; d.why[k]
 // says why. Load fails naming a node neither side can run.
 bool choose_sides(Delegate& d, PlanFacts& f, std::string* err) {
@@ -867,9 +955,23 @@ void find_boundaries(Delegate& d, const PlanFacts& f) {
 bool plan(Delegate& d, std::string* err) {
   rewrite_trivial_transposes(d.g);
   d.cancelled = cancel_transpose_round_trips(d.g);
+  {
+    SidePolicy policy;
+    std::string ignored;  // a bad setting fails in choose_sides, naming it
+    if (read_policy(&policy, &ignored)) d.fused = fuse_elementwise(d.g, policy);
+  }
   PlanFacts f;
   if (!find_producers(d.g, f, err)) return false;
   if (!choose_sides(d, f, err)) return false;
+  for (size_t k = 0; k < d.g.nodes.size(); ++k)
+    if (d.g.nodes[k].op == Op::Sigmoid && (d.g.nodes[k].flags & kOwnFlagSilu))
+      d.why[k] += "; fused: x * Sigmoid(x) (SiLU), a Sigmoid and this Multiply";
+    else if (d.g.nodes[k].op == Op::DepthwiseConv2d && (d.g.nodes[k].flags & kOwnFlagEpilogue))
+      d.why[k] += std::string("; fused: the ") +
+                  (d.g.nodes[k].p[15] == kOwnActSilu      ? "SiLU"
+                   : d.g.nodes[k].p[15] == kOwnActSigmoid ? "Sigmoid"
+                                                          : "Hardswish") +
+                  " after it, applied to each output row";
   const std::vector<char> chosen = f.native;
   move_reshapes_to_own_side(d.g, f);
   for (size_t k = 0; k < chosen.size(); ++k)
@@ -1112,9 +1214,10 @@ void print_plan(const Delegate& d, const Variant& var) {
   std::fprintf(stderr,
                "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
                "pteron runs: %s; reshapes as views: %zu; transposes cancelled: %zu; "
-               "arena: %zu bytes (%zu without sharing); library: %s; library threads: %s\n",
+               "fused (PTERON_XNNPACK_FUSE): %zu; arena: %zu bytes (%zu without sharing); "
+               "library: %s; library threads: %s\n",
                g.nodes.size(), segs, d.steps.size(), own.empty() ? "(none)" : own.c_str(), views,
-               d.cancelled, var.arena_bytes, var.unshared_bytes, PTERON_XNN_DESCRIPTION,
+               d.cancelled, d.fused, var.arena_bytes, var.unshared_bytes, PTERON_XNN_DESCRIPTION,
                library_threads().c_str());
 }
 

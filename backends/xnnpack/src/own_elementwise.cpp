@@ -57,7 +57,9 @@ struct DwState : NodeState {
 };
 
 bool dw_check(const Node& n, std::string* why) {
-  if (n.flags != 0)
+  if (n.flags == kOwnFlagEpilogue && (n.p[15] < kOwnActSigmoid || n.p[15] > kOwnActHardswish))
+    return refuse(n, why, "fused activation " + std::to_string(n.p[15]) + " is not known");
+  if (n.flags != 0 && n.flags != kOwnFlagEpilogue)
     return refuse(n, why, "flags " + std::to_string(n.flags) + " are not supported (only 0)");
   if (n.p[10] != 1)
     return refuse(n, why,
@@ -126,6 +128,12 @@ bool dw_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   p.bias = s.bias.data();
   p.lo = range_lo(n);
   p.hi = range_hi(n);
+  if (n.flags & kOwnFlagEpilogue) {
+    p.act = true;
+    p.act_op = n.p[15] == kOwnActSigmoid ? cpu::NUnary::Sigmoid
+               : n.p[15] == kOwnActSilu  ? cpu::NUnary::Silu
+                                         : cpu::NUnary::Hardswish;
+  }
   const size_t row = size_t(p.iw) * size_t(p.ic);
   if (s.zeros.size() < row) {
     try {
@@ -302,6 +310,7 @@ bool unary_run(const Node& n, NodeState*, const std::vector<Shape>& shapes,
     *err = node_str(n) + " is not a unary node";
     return false;
   }
+  if (n.op == Op::Sigmoid && (n.flags & kOwnFlagSilu)) u = cpu::NUnary::Silu;
   const int64_t count = int64_t(numel(shapes[n.outputs[0]]));
   const float inf = std::numeric_limits<float>::infinity();
   if (u == cpu::NUnary::Clamp) {

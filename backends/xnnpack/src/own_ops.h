@@ -44,6 +44,17 @@ struct OwnKernel {
               const std::vector<float*>& ptr, std::string* err);
 };
 
+// A flag of backend.cpp's fuse_elementwise pass, never in a blob (XNNPACK's
+// node flags are below bit 16): on a Sigmoid node, the node computes
+// x * sigmoid(x) (SiLU: a Sigmoid and the Multiply of its input by its
+// result, fused). Only pteron's kernel runs such a node.
+constexpr uint32_t kOwnFlagSilu = 0x80000000u;
+// Another, on a DepthwiseConv2d node: the activation p[15] names
+// (kOwnActSigmoid, kOwnActSilu, kOwnActHardswish) is applied to its output,
+// after its output range (the activation node that read it, fused).
+constexpr uint32_t kOwnFlagEpilogue = 0x40000000u;
+constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;
+
 // The kernel for node `n`, or null: then *why says why when the node type is
 // known but its parameters are not supported (empty: no kernel for the type).
 const OwnKernel* own_kernel(const Node& n, std::string* why);

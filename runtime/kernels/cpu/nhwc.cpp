@@ -103,6 +103,7 @@ void depthwise_conv2d(const DwConv2d& p, const float* in, float* out, const floa
       float* orow = out + r * p.ow * oc;
       if (p.m != 1) {
         dw_multiplier_row(p, rows, orow);
+        if (p.act) k.unary(p.act_op, orow, orow, p.ow * oc, 0.0f, 0.0f);
         continue;
       }
       DwRow d;
@@ -122,6 +123,7 @@ void depthwise_conv2d(const DwConv2d& p, const float* in, float* out, const floa
       d.hi = p.hi;
       d.clamp = has_range(p.lo, p.hi);
       k.dw_row(d);
+      if (p.act) k.unary(p.act_op, orow, orow, p.ow * oc, 0.0f, 0.0f);
     }
   };
   parallel(rows_total, grain_for(p.ow * oc * p.kh * p.kw), body);
@@ -389,7 +391,7 @@ void unary(NUnary op, const float* x, float* out, int64_t n, float p0, float p1,
   // Transcendental functions cost tens of cycles an element: smaller chunks.
   const bool heavy = op == NUnary::Exp || op == NUnary::Log || op == NUnary::Sin ||
                      op == NUnary::Cos || op == NUnary::Sigmoid || op == NUnary::Tanh ||
-                     op == NUnary::Gelu || op == NUnary::Elu;
+                     op == NUnary::Gelu || op == NUnary::Elu || op == NUnary::Silu;
   auto body = [&](int64_t b, int64_t e) {
     k.unary(op, x + b, out + b, e - b, p0, p1);
     if (clamp) k.clamp(out + b, e - b, lo, hi);

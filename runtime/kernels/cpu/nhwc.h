@@ -77,7 +77,9 @@ enum class NMode : int32_t { VV, VS, SV };
 //   Sigmoid 1 / (1 + e^-x); Tanh; Gelu x / 2 * (1 + erf(x / sqrt 2));
 //   Hardswish x * min(max(x + 3, 0), 6) / 6 (PyTorch's formula);
 //   Elu x > 0 ? x : p0 * (e^x - 1) (alpha p0); LeakyRelu x > 0 ? x : p0 * x (slope p0);
-//   Clamp min(max(x, p0), p1).
+//   Clamp min(max(x, p0), p1);
+//   Silu x * Sigmoid(x), rounded as the two steps are (the Sigmoid, then the product): the
+//   fused Sigmoid + Multiply of backend_xnnpack's fuse_elementwise.
 // NaN in gives NaN out, for every function.
 enum class NUnary : int32_t {
   Abs,
@@ -97,7 +99,8 @@ enum class NUnary : int32_t {
   Hardswish,
   Elu,
   LeakyRelu,
-  Clamp
+  Clamp,
+  Silu
 };
 
 // The hot loops of one ISA level.
@@ -145,13 +148,17 @@ const NhwcOps& nhwc_ops();
 // [n, oh, ow, ic * m] where output channel o reads input channel o / m; filter w
 // [kh][kw][ic * m] (XNNPACK's 1HWO); bias [ic * m] (never null); padding top pt / left pl (the
 // bottom / right padding is implied by oh / ow). `zeros`: at least iw * ic zero floats (the
-// rows in the padding read them). Output clamped to [lo, hi] (NaN kept).
+// rows in the padding read them). Output clamped to [lo, hi] (NaN kept); then, when `act`, the
+// unary function `act_op` (without parameters: Sigmoid, Silu, Hardswish) applied to each output
+// row right after it is computed (an activation fused into the convolution).
 struct DwConv2d {
   int64_t n = 0, ih = 0, iw = 0, ic = 0, m = 1, oh = 0, ow = 0;
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
   const float* w = nullptr;
   const float* bias = nullptr;
   float lo = 0.0f, hi = 0.0f;
+  bool act = false;
+  NUnary act_op = NUnary::Abs;
 };
 void depthwise_conv2d(const DwConv2d& p, const float* in, float* out, const float* zeros);
 

@@ -637,18 +637,36 @@ inline V vexp_clamped(V t) {
 // sigmoid(x) = 1 / (1 + e^-x): for x > 0 the sum is near 1, for x < 0 near
 // e^-x, so there is no cancellation either way. The division is a
 // reciprocal estimate refined by one Newton step (a few ulp); NaN stays NaN
-// (through vexp_clamped, then the reciprocal).
+// (through vexp_clamped, then the reciprocal). -inf gives exactly 0 (the
+// clamped exponential alone would give 1.6e-38), so that x * sigmoid(x) is
+// NaN there, as in PyTorch: x + inf is +inf for every finite x, NaN for -inf
+// and NaN.
 inline V vsigmoid(V x) {
   const V one = vset(1.0f);
   const V d = vadd(one, vexp_clamped(vsub(vset(0.0f), x)));
   const V r = vrcp(d);
-  return vfma(r, vsub(one, vmul(d, r)), r);
+  const V s = vfma(r, vsub(one, vmul(d, r)), r);
+  return vsel_pos(vadd(x, vset(std::numeric_limits<float>::infinity())), s,
+                  vkeep_nan(x, vset(0.0f)));
 }
 
 void sigmoid(const float* x, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + L <= n; i += L) vstore(out + i, vsigmoid(vload(x + i)));
   if (i < n) vstorep(out + i, vsigmoid(vloadp(x + i, n - i)), n - i);
+}
+
+// x * sigmoid(x), the product of the rounded sigmoid (as Sigmoid then Multiply round).
+void silu(const float* x, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const V v = vload(x + i);
+    vstore(out + i, vmul(v, vsigmoid(v)));
+  }
+  if (i < n) {
+    const V v = vloadp(x + i, n - i);
+    vstorep(out + i, vmul(v, vsigmoid(v)), n - i);
+  }
 }
 
 // Eigen's vectorised functions, on blocks through a buffer on the stack: a NaN input is
@@ -708,6 +726,7 @@ void unary(NUnary op, const float* x, float* out, int64_t n, float p0, float p1)
     case NUnary::Tanh:
     case NUnary::Gelu: unary_eigen(op, x, out, n); break;
     case NUnary::Sigmoid: sigmoid(x, out, n); break;
+    case NUnary::Silu: silu(x, out, n); break;
     case NUnary::Hardswish:
       for (int64_t i = 0; i < n; ++i) {
         const float v = x[i];
