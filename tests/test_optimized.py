@@ -54,7 +54,7 @@ OPTIMIZED_OPS = {
     ("aten::upsample_nearest2d", "vec_out"),
     ("aten::_native_batch_norm_legit_no_training", "out"), ("aten::native_group_norm", "out"),
     ("aten::mean", "out"),
-    ("aten::where", "self_out"), ("aten::logical_not", "out"),
+    ("aten::where", "self_out"), ("aten::logical_not", "out"), ("aten::eq", "Scalar_out"),
 }
 # Keyed on a bool first tensor (the condition / self) instead of float32.
 BOOL_KEYED_OPS = {("aten::where", "self_out"), ("aten::logical_not", "out")}

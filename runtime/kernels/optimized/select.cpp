@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // select.cpp - optimized aten::where.self_out and aten::logical_not.out for
 // a bool condition / self (the registry key: the first tensor argument's
-// dtype). The argument checks and the general path are kernels_portable's
-// (compare.cpp), with the same helpers of runtime/kernels/common and the
-// same messages; the fast paths below take the case attention masks reach
-// (ViT's exported scaled_dot_product_attention: where(cond [B, H, L, 1],
-// x [B, H, L, L], y [B, H, L, L])): float32 self, other and out, all dense
-// row-major with out's shape, the condition broadcast along any dims. Rows
-// of the innermost dim are split over the thread pool.
+// dtype), and aten::eq.Scalar_out for a float32 self (the mask's source). The argument checks and
+// the general path are kernels_portable's (compare.cpp), with the same helpers of
+// runtime/kernels/common and the same messages; the fast paths below take the case attention masks
+// reach (ViT's exported scaled_dot_product_attention: where(cond [B, H, L, 1], x [B, H, L, L], y
+// [B, H, L, L])): float32 self, other and out, all dense row-major with out's shape, the condition
+// broadcast along any dims. Rows of the innermost dim are split over the thread pool.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -154,9 +153,49 @@ int32_t logical_not_out(pteron_kernel_context* ctx, pteron_value* const* args, s
   return PTERON_OK;
 }
 
+// eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out): the scalar
+// is converted to the result type first, as kernels_portable does.
+int32_t eq_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::eq.Scalar_out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(3));
+  pteron_tensor *self = nullptr, *out = nullptr;
+  Scalar other_s;
+  PTERON_CHECK_OK(a.tensor(0, "self", &self));
+  PTERON_CHECK_OK(read_scalar(a, 1, "other", &other_s));
+  PTERON_CHECK_OK(a.tensor(2, "out", &out));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  ResultType rt;
+  rt.add_tensor(self);
+  rt.add_scalar(other_s.kind);
+  const int32_t ct = rt.get();
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, self->sizes, self->dim));
+  if (ct == PTERON_DTYPE_FLOAT32 && self->dtype == ct && out->dtype == PTERON_DTYPE_BOOL &&
+      dense_as(self, self->sizes, self->dim) && dense_as(out, self->sizes, self->dim)) {
+    const float y = other_s.to<float>();
+    const float* x = static_cast<const float*>(self->data);
+    uint8_t* o = static_cast<uint8_t*>(out->data);
+    parallel_for(0, numel(out), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = x[i] == y;
+    });
+    return PTERON_OK;
+  }
+  dispatch_half(ct, [&](auto t) {
+    using C = decltype(t);
+    const C y = other_s.to<C>();
+    const pteron_tensor* ins[1] = {self};
+    map_elements<C, bool>(ins, out, [y](C x) { return x == y; });
+  });
+  return PTERON_OK;
+}
+
 }  // namespace
 
-PTERON_REGISTER_KERNELS({"aten::where", "self_out", pteron_kernel_key_for_dtype(PTERON_DTYPE_BOOL),
+PTERON_REGISTER_KERNELS({"aten::eq", "Scalar_out", PTERON_OPT_KEY, eq_scalar_out,
+                         PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::where", "self_out", pteron_kernel_key_for_dtype(PTERON_DTYPE_BOOL),
                          where_self_out, PTERON_KERNEL_PRIORITY, 0},
                         {"aten::logical_not", "out", pteron_kernel_key_for_dtype(PTERON_DTYPE_BOOL),
                          logical_not_out, PTERON_KERNEL_PRIORITY, 0})
