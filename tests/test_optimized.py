@@ -54,7 +54,10 @@ OPTIMIZED_OPS = {
     ("aten::upsample_nearest2d", "vec_out"),
     ("aten::_native_batch_norm_legit_no_training", "out"), ("aten::native_group_norm", "out"),
     ("aten::mean", "out"),
+    ("aten::where", "self_out"), ("aten::logical_not", "out"), ("aten::eq", "Scalar_out"),
 }
+# Keyed on a bool first tensor (the condition / self) instead of float32.
+BOOL_KEYED_OPS = {("aten::where", "self_out"), ("aten::logical_not", "out")}
 
 
 def _lib_file(component: str) -> str:
@@ -248,7 +251,8 @@ def test_optimized_wins_in_both_load_orders(default_run, reverse_run, order):
             if k["library"] == "kernels_optimized"}
     assert set(mine) == OPTIMIZED_OPS
     for (name, overload), k in mine.items():
-        assert k["key"] == "dtype=6" and k["priority"] == 100 and k["selected"], k
+        key = "dtype=11" if (name, overload) in BOOL_KEYED_OPS else "dtype=6"
+        assert k["key"] == key and k["priority"] == 100 and k["selected"], k
         # kernels_portable still lists its generic kernel for the other dtypes.
         portable = [p for p in res["kernels"] if p["library"] == "kernels_portable"
                     and p["name"] == name and p["overload"] == overload]

@@ -325,6 +325,20 @@ class Mixed(nn.Module):
         return x + i, x * i, x - d, x * m, torch.add(x, i, alpha=3)
 
 
+class Select(nn.Module):
+    """where.self with a bool condition broadcast along the last dim (an
+    attention mask's [B, H, L, 1]), a full-shape one, a leading broadcast one
+    and float64 values (the general path), logical_not on bool tensors and
+    eq.Scalar on float32 (with -inf, as attention masks compare) (select.cpp)."""
+
+    def forward(self, m_row, m_full, m_lead, x, y, d):
+        return (torch.where(m_row, x, y), torch.where(m_full, x, y),
+                torch.where(m_lead, x, y), torch.where(m_row, d, d * 2.0),
+                torch.logical_not(m_full), torch.logical_not(m_row),
+                torch.eq(torch.where(m_full, x, y * float("-inf")), float("-inf")),
+                torch.eq(x * 0.0, 0.0))
+
+
 class LinearPreserved(nn.Module):
     def __init__(self):
         super().__init__()
@@ -388,6 +402,11 @@ def _programs():
           rn(2, 5, 7, 8).to(memory_format=torch.channels_last), rn(1, 16, 24, 24)), [],
          "transposed convolution: output padding, groups, dilation, 1-D, 3-D, depthwise, "
          "channels-last, split over threads"),
+        ("opt_select", Select(),
+         (rn(2, 3, 20, 1) > 0, rn(2, 3, 20, 33) > 0, rn(20, 33) > 0, rn(2, 3, 20, 33),
+          rn(2, 3, 20, 33), rn(2, 3, 20, 33, dtype=torch.float64)), [],
+         "where.self (condition broadcast per row, full, leading; float64), logical_not "
+         "on bool, eq.Scalar on float32"),
     ]
     # (name, module, inputs, preserved operators, what it proves)
     return progs

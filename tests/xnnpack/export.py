@@ -46,9 +46,25 @@ class Layout(nn.Module):
         return f, g
 
 
+class Shuffle(nn.Module):
+    """A channel shuffle between NHWC tensors, as exporters write it in NCHW:
+    transpose, reshape, transpose, reshape, transpose (one permutation of
+    the data, folded into a single transpose at load), and a round trip
+    through a size-1 dim that folds into a view."""
+
+    def forward(self, x):                        # x: [2, 5, 6, 8] (NHWC)
+        a = x.permute(0, 3, 1, 2)                # [2, 8, 5, 6]
+        b = a.reshape(2, 2, 4, 5, 6).transpose(1, 2).reshape(2, 8, 5, 6)
+        c = b.permute(0, 2, 3, 1)                # [2, 5, 6, 8], channels shuffled
+        d = c.permute(0, 3, 1, 2).reshape(2, 8, 30, 1).permute(0, 3, 2, 1)  # [2, 1, 30, 8]
+        return c * 1.0, d.reshape(2, 5, 6, 8)
+
+
 PROGRAMS = {
     "layout_xnnpack": (Layout(), (torch.randn(2, 6, 5, 7), torch.randn(2, 6, 5, 7)),
                        "every layout node type on pteron's kernels, no XNNPACK library"),
+    "shuffle_xnnpack": (Shuffle(), (torch.randn(2, 5, 6, 8),),
+                        "transpose/reshape chains folded at load into one transpose or a view"),
 }
 
 

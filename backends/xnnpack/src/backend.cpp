@@ -95,6 +95,7 @@ struct Delegate {
   std::vector<std::string> why;                    // per node: why it runs on its side
   size_t cancelled = 0;                            // transposes removed at load
   size_t fused = 0;                                // element-wise pairs fused at load
+  size_t folded = 0, chains = 0;                   // transposes removed by folding chains
   // PTERON_XNNPACK_PROFILE: per step, executions timed and their total time.
   bool profile = false;
   std::vector<double> step_us;
@@ -561,6 +562,230 @@ size_t cancel_transpose_round_trips(Graph& g) {
   return rewritten;
 }
 
+// The data movement of a chain of transposes and reshapes, as one
+// permutation: the input is cut into "atoms" (factors of its dims) so that
+// every reshape of the chain only regroups whole atoms; a transpose then
+// permutes atoms. Fills `atom_shape` (the atoms of size > 1 in input memory
+// order) and `perm` (output position -> atom). Returns false when a reshape
+// splits dims in a way atoms cannot follow or the chain is malformed.
+bool compose_chain(const Graph& g, const std::vector<const Node*>& chain, Shape* atom_shape,
+                   std::vector<size_t>* perm) {
+  std::vector<size_t> size;  // per atom id
+  using Dims = std::vector<std::vector<size_t>>;
+  auto make = [&](const Shape& s) {
+    Dims d(s.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+      d[i].push_back(size.size());
+      size.push_back(s[i]);
+    }
+    return d;
+  };
+  Dims in = make(g.values[chain[0]->inputs[0]].dims);
+  Dims cur = in;
+  // Splits atom x into (outer, x / outer) everywhere it appears.
+  auto split = [&](size_t x, size_t outer) {
+    const size_t hi = size.size(), lo = hi + 1;
+    size.push_back(outer);
+    size.push_back(size[x] / outer);
+    for (Dims* d : {&in, &cur})
+      for (auto& dim : *d)
+        for (size_t i = 0; i < dim.size(); ++i)
+          if (dim[i] == x) {
+            dim[i] = lo;
+            dim.insert(dim.begin() + long(i), hi);
+            break;
+          }
+  };
+  for (const Node* n : chain) {
+    if (n->op == Op::StaticTranspose) {
+      if (n->list0.size() != cur.size()) return false;
+      Dims next(cur.size());
+      std::vector<char> seen(cur.size(), 0);
+      for (size_t d = 0; d < cur.size(); ++d) {
+        const size_t p = n->list0[d];
+        if (p >= cur.size() || seen[p]) return false;
+        seen[p] = 1;
+        next[d] = cur[p];
+      }
+      cur = std::move(next);
+      continue;
+    }
+    const Shape& to = g.values[n->outputs[0]].dims;
+    std::vector<size_t> seq;  // atoms of size > 1, memory order
+    for (auto& dim : cur)
+      for (size_t a : dim)
+        if (size[a] != 1) seq.push_back(a);
+    Dims next(to.size());
+    size_t j = 0;
+    for (size_t d = 0; d < to.size(); ++d) {
+      size_t have = 1;
+      while (have < to[d]) {
+        if (j >= seq.size()) return false;
+        const size_t a = seq[j], need = to[d] / have;
+        if (to[d] % have != 0) return false;
+        if (size[a] > need) {
+          if (size[a] % need != 0) return false;
+          split(a, need);
+          seq[j] = size.size() - 2;
+          seq.insert(seq.begin() + long(j) + 1, size.size() - 1);
+          continue;
+        }
+        next[d].push_back(a);
+        have *= size[a];
+        ++j;
+      }
+      if (have != to[d]) return false;
+    }
+    if (j != seq.size()) return false;
+    cur = std::move(next);
+  }
+  std::vector<size_t> in_order, out_order;
+  for (auto& dim : in)
+    for (size_t a : dim)
+      if (size[a] != 1) in_order.push_back(a);
+  for (auto& dim : cur)
+    for (size_t a : dim)
+      if (size[a] != 1) out_order.push_back(a);
+  if (in_order.size() != out_order.size()) return false;
+  std::vector<size_t> pos(size.size(), size_t(-1));
+  for (size_t i = 0; i < in_order.size(); ++i) pos[in_order[i]] = i;
+  atom_shape->clear();
+  perm->clear();
+  for (size_t a : in_order) atom_shape->push_back(size[a]);
+  for (size_t a : out_order) {
+    if (pos[a] == size_t(-1)) return false;
+    perm->push_back(pos[a]);
+  }
+  if (perm->size() > 6) return false;  // XNNPACK's transposes take at most 6 dims (xnnpack.h)
+  // A batch dim that may vary at run time must stay one whole atom, first.
+  const Shape& a0 = g.values[chain[0]->inputs[0]].dims;
+  const Shape& z0 = g.values[chain.back()->outputs[0]].dims;
+  if (!a0.empty() && a0[0] != 1) {
+    if (in[0].size() != 1 || perm->empty() || (*perm)[0] != 0 || z0.empty() || z0[0] != a0[0])
+      return false;
+  }
+  return true;
+}
+
+// Chains of single-input transposes and reshapes, each link read only by the
+// next (an NHWC->NCHW transpose, a channel shuffle written as reshape,
+// transpose, reshape, and an NCHW->NHWC transpose): with two transposes or
+// more, the chain becomes one reshape (a view) when its data stays in place,
+// else reshape -> one transpose -> reshape (views around a single copy).
+// The chain's intermediate values are reused for the new ones. Returns the
+// number of transposes removed.
+size_t fold_transpose_chains(Graph& g, size_t* chains) {
+  const size_t nv = g.values.size(), nn = g.nodes.size();
+  std::vector<int> producer(nv, -1);
+  std::vector<size_t> readers(nv, 0);
+  for (size_t k = 0; k < nn; ++k) {
+    for (uint32_t v : g.nodes[k].outputs)
+      if (v < nv && producer[v] < 0) producer[v] = int(k);
+    for (uint32_t v : g.nodes[k].inputs)
+      if (v < nv) ++readers[v];
+  }
+  auto link = [&](const Node& n) {
+    return (n.op == Op::StaticTranspose || n.op == Op::StaticReshape) && n.inputs.size() == 1 &&
+           n.outputs.size() == 1 && !n.has_range() && n.inputs[0] < nv && n.outputs[0] < nv;
+  };
+  // An inner value: written by a link, read once (by a link), not an argument.
+  auto inner = [&](uint32_t v) {
+    const Value& val = g.values[v];
+    return readers[v] == 1 && !val.graph_output && !val.graph_input && !val.constant &&
+           val.external == kNoValue && producer[v] >= 0 && link(g.nodes[size_t(producer[v])]);
+  };
+  std::vector<char> continued(nn, 0);  // its output feeds the next link
+  for (size_t k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    if (link(n) && inner(n.inputs[0])) continued[size_t(producer[n.inputs[0]])] = 1;
+  }
+  std::vector<char> drop(nn, 0);
+  size_t removed = 0;
+  *chains = 0;
+  for (size_t k = 0; k < nn; ++k) {
+    if (!link(g.nodes[k]) || continued[k]) continue;
+    std::vector<size_t> idx{k};
+    while (idx.size() < 16) {
+      const uint32_t v = g.nodes[idx.back()].inputs[0];
+      if (!inner(v) || size_t(producer[v]) >= idx.back()) break;
+      idx.push_back(size_t(producer[v]));
+    }
+    std::reverse(idx.begin(), idx.end());
+    size_t transposes = 0;
+    for (size_t i : idx) transposes += g.nodes[i].op == Op::StaticTranspose;
+    if (transposes < 2) continue;
+    std::vector<const Node*> chain;
+    for (size_t i : idx) chain.push_back(&g.nodes[i]);
+    Shape atoms;
+    std::vector<size_t> perm;
+    if (!compose_chain(g, chain, &atoms, &perm)) continue;
+    const uint32_t a = g.nodes[idx.front()].inputs[0], z = g.nodes[idx.back()].outputs[0];
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == i;
+    std::vector<uint32_t> spare;  // the chain's inner values, free to reuse
+    for (size_t i = 0; i + 1 < idx.size(); ++i) spare.push_back(g.nodes[idx[i]].outputs[0]);
+    std::vector<Node> made;
+    auto reshape = [&](uint32_t from, uint32_t to) {
+      Node r = g.nodes[idx.back()];
+      r.op = Op::StaticReshape;
+      r.inputs = {from};
+      r.outputs = {to};
+      r.list0 = g.values[to].dims;
+      r.list1.clear();
+      made.push_back(std::move(r));
+    };
+    if (identity) {
+      reshape(a, z);
+    } else {
+      Shape os(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) os[i] = atoms[perm[i]];
+      const bool need_in = atoms != g.values[a].dims, need_out = os != g.values[z].dims;
+      if (spare.size() < size_t(need_in) + size_t(need_out)) continue;
+      uint32_t from = a;
+      size_t s = 0;
+      if (need_in) {
+        g.values[spare[s]].dims = atoms;
+        reshape(a, spare[s]);
+        from = spare[s++];
+      }
+      Node t = g.nodes[idx.back()];
+      t.op = Op::StaticTranspose;
+      t.inputs = {from};
+      t.list0 = perm;
+      t.list1.clear();
+      if (need_out) {
+        g.values[spare[s]].dims = os;
+        t.outputs = {spare[s]};
+        made.push_back(std::move(t));
+        reshape(spare[s], z);
+      } else {
+        t.outputs = {z};
+        made.push_back(std::move(t));
+      }
+    }
+    // The new nodes take the places of the chain's last nodes.
+    const size_t first = idx.size() - made.size();
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (i < first)
+        drop[idx[i]] = 1;
+      else {
+        const uint32_t index = g.nodes[idx[i]].index;
+        g.nodes[idx[i]] = std::move(made[i - first]);
+        g.nodes[idx[i]].index = index;
+      }
+    }
+    removed += transposes - (identity ? 0 : 1);
+    ++*chains;
+  }
+  if (!*chains) return 0;
+  std::vector<Node> kept;
+  kept.reserve(nn);
+  for (size_t k = 0; k < nn; ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+  return removed;
+}
+
 // What planning learns about the graph on the way, step by step.
 struct PlanFacts {
   std::vector<int> producer;              // per value: the node writing it, -1 for none
@@ -954,6 +1179,9 @@ void find_boundaries(Delegate& d, const PlanFacts& f) {
 
 bool plan(Delegate& d, std::string* err) {
   rewrite_trivial_transposes(d.g);
+  // Chains first: a round trip cancelled inside a chain would leave a value
+  // read twice, which splits the chain.
+  d.folded = fold_transpose_chains(d.g, &d.chains);
   d.cancelled = cancel_transpose_round_trips(d.g);
   {
     SidePolicy policy;
@@ -1214,11 +1442,11 @@ void print_plan(const Delegate& d, const Variant& var) {
   std::fprintf(stderr,
                "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
                "pteron runs: %s; reshapes as views: %zu; transposes cancelled: %zu; "
-               "fused (PTERON_XNNPACK_FUSE): %zu; arena: %zu bytes (%zu without sharing); "
-               "library: %s; library threads: %s\n",
+               "transposes folded: %zu (in %zu chain(s)); fused (PTERON_XNNPACK_FUSE): %zu; "
+               "arena: %zu bytes (%zu without sharing); library: %s; library threads: %s\n",
                g.nodes.size(), segs, d.steps.size(), own.empty() ? "(none)" : own.c_str(), views,
-               d.cancelled, d.fused, var.arena_bytes, var.unshared_bytes, PTERON_XNN_DESCRIPTION,
-               library_threads().c_str());
+               d.cancelled, d.folded, d.chains, d.fused, var.arena_bytes, var.unshared_bytes,
+               PTERON_XNN_DESCRIPTION, library_threads().c_str());
 }
 
 int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,

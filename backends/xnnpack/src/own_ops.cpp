@@ -145,9 +145,14 @@ void transpose(const float* in, const Shape& shape, const std::vector<size_t>& p
       o_out_st.push_back(ost[d]);
     }
   const size_t outer = numel(odims);
-  const size_t a_tiles = (na + kTile - 1) / kTile, b_tiles = (nb + kTile - 1) / kTile;
-  const size_t items = outer * a_tiles;  // one item: a strip of kTile input rows, every b
-  parallel(items, grain_for(kTile * nb * sizeof(float)), [&](size_t begin, size_t end) {
+  // A narrow output row (nb < kTile, e.g. NCHW->NHWC of 3 channels, or a
+  // channel shuffle's [.., 2, 24] -> [.., 24, 2]) takes longer strips of A,
+  // read contiguously per b: short inner loops over b cost more than the copy.
+  const bool narrow = nb < kTile;
+  const size_t ta = narrow ? std::max(kTile, kTile * kTile / std::max<size_t>(nb, 1)) : kTile;
+  const size_t a_tiles = (na + ta - 1) / ta, b_tiles = (nb + kTile - 1) / kTile;
+  const size_t items = outer * a_tiles;  // one item: a strip of ta input rows, every b
+  parallel(items, grain_for(ta * nb * sizeof(float)), [&](size_t begin, size_t end) {
     for (size_t it = begin; it < end; ++it) {
       size_t o = it / a_tiles, at = it % a_tiles;
       size_t ib = 0, ob = 0;
@@ -157,7 +162,15 @@ void transpose(const float* in, const Shape& shape, const std::vector<size_t>& p
         ib += x * o_in_st[k];
         ob += x * o_out_st[k];
       }
-      const size_t a0 = at * kTile, a1 = std::min(na, a0 + kTile);
+      const size_t a0 = at * ta, a1 = std::min(na, a0 + ta);
+      if (narrow) {
+        for (size_t b = 0; b < nb; ++b) {
+          const float* src = in + ib + b * b_in_stride;
+          float* dst = out + ob + b;
+          for (size_t a = a0; a < a1; ++a) dst[a * a_out_stride] = src[a];
+        }
+        continue;
+      }
       for (size_t bt = 0; bt < b_tiles; ++bt) {
         const size_t b0 = bt * kTile, b1 = std::min(nb, b0 + kTile);
         for (size_t a = a0; a < a1; ++a) {
@@ -198,8 +211,9 @@ void slice(const float* in, const Shape& is, const std::vector<size_t>& start, c
   });
 }
 
-// Concatenation along `axis`: per input, each outer index (the dims before
-// the axis) moves one contiguous block.
+// Concatenation along `axis`: each outer index (the dims before the axis)
+// moves one contiguous block per input; outer indices are split between
+// threads (one parallel loop for all inputs, so small ones stay on one).
 void concatenate(const Node& n, const std::vector<Shape>& shapes, const std::vector<float*>& ptr,
                  float* out, const Shape& os) {
   const size_t axis = n.p[0];
@@ -207,17 +221,25 @@ void concatenate(const Node& n, const std::vector<Shape>& shapes, const std::vec
   for (size_t d = 0; d < axis; ++d) outer *= os[d];
   for (size_t d = axis + 1; d < os.size(); ++d) after *= os[d];
   const size_t out_block = os[axis] * after;
-  size_t at = 0;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const float* in = ptr[n.inputs[i]];
-    const size_t block = shapes[n.inputs[i]][axis] * after;
-    if (block)
-      parallel(outer, grain_for(block * sizeof(float)), [&](size_t begin, size_t end) {
-        for (size_t o = begin; o < end; ++o)
-          std::memcpy(out + o * out_block + at, in + o * block, block * sizeof(float));
-      });
-    at += block;
+  if (out_block == 0 || outer == 0) return;
+  constexpr size_t kMaxInputs = 8;
+  const size_t ni = std::min(n.inputs.size(), kMaxInputs);
+  const float* in[kMaxInputs];
+  size_t block[kMaxInputs], at[kMaxInputs];
+  size_t pos = 0;
+  for (size_t i = 0; i < ni; ++i) {
+    in[i] = ptr[n.inputs[i]];
+    block[i] = shapes[n.inputs[i]][axis] * after;
+    at[i] = pos;
+    pos += block[i];
   }
+  parallel(outer, grain_for(out_block * sizeof(float)), [&](size_t begin, size_t end) {
+    for (size_t o = begin; o < end; ++o) {
+      float* dst = out + o * out_block;
+      for (size_t i = 0; i < ni; ++i)
+        if (block[i]) std::memcpy(dst + at[i], in[i] + o * block[i], block[i] * sizeof(float));
+    }
+  });
 }
 
 // StaticConstantPad: out has shape is + before + after, `value` outside the
@@ -297,13 +319,18 @@ const OwnKernel* layout_kernel(const Node& n, std::string* why) {
         return nullptr;
       }
       return &kLayout;
-    case Op::StaticTranspose:
-    case Op::StaticReshape:
-    case Op::StaticSlice:
     case Op::Concatenate2:
     case Op::Concatenate3:
     case Op::Concatenate4:
     case Op::Concatenate5:
+      if (n.inputs.size() < 1 || n.inputs.size() > 8 || n.outputs.size() != 1) {
+        *why = "concatenation of " + std::to_string(n.inputs.size()) + " inputs";
+        return nullptr;
+      }
+      return &kLayout;
+    case Op::StaticTranspose:
+    case Op::StaticReshape:
+    case Op::StaticSlice:
     case Op::Copy:
     case Op::Convert: return &kLayout;
     default: return nullptr;
