@@ -32,6 +32,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from isa_check import wide_instructions  # noqa: E402
 from conftest import FIXTURES, build_dir, manifest  # noqa: E402
 
 EXTRA = HERE / "optimized"
@@ -374,32 +375,7 @@ def test_only_wide_functions_contain_wide_instructions(default_run):
                          capture_output=True, text=True, timeout=300, check=True).stdout
     if "pteron_eigen_" not in out:
         pytest.skip("library is stripped: functions cannot be attributed")
-    fn = None
-    seen = {"avx2": 0, "avx512": 0}
-    bad = set()
-    head = re.compile(r"^[0-9a-f]+ <(.*)>:$")
-    for line in out.splitlines():
-        m = head.match(line)
-        if m:
-            fn = m.group(1)
-            continue
-        parts = line.split("\t")
-        if fn is None or len(parts) < 2:
-            continue
-        insn = parts[1].strip()
-        mnem = insn.split(" ", 1)[0]
-        vex = mnem.startswith("v") and mnem not in ("verr", "verw")
-        evex = "%zmm" in insn or re.search(r"%k[0-7]\b", insn) is not None or mnem.startswith("k")
-        if not (vex or evex):
-            continue
-        in512 = "pteron_eigen_avx512" in fn or "pteron_opt::isa_avx512" in fn
-        in2 = "pteron_eigen_avx2" in fn or "pteron_opt::isa_avx2" in fn
-        if in512:
-            seen["avx512"] += evex
-        elif in2 and not evex:
-            seen["avx2"] += "%ymm" in insn
-        else:
-            bad.add(fn)
+    bad, seen = wide_instructions(out)
     assert not bad, f"wide instructions outside the wide objects: {sorted(bad)[:10]}"
     if len(_isa_objects()) == 3:
         assert seen["avx512"] > 0 and seen["avx2"] > 0  # the check is not vacuous

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from isa_check import wide_instructions  # noqa: E402
 from conftest import REPO, build_dir
 
 BUILD = build_dir()
@@ -224,7 +225,6 @@ def test_wide_instructions_only_in_the_wide_kernel_objects():
     pteron_opt::isa_<level> or its Eigen, pteron_eigen_<level>), an AVX-512
     one only in the AVX-512 object: the drivers in nhwc.cpp and the
     delegate's code run on any x86-64-v2 CPU."""
-    import re
     import shutil
     if sys.platform != "linux" or not shutil.which("objdump"):
         pytest.skip("needs Linux binutils (objdump)")
@@ -233,29 +233,6 @@ def test_wide_instructions_only_in_the_wide_kernel_objects():
                          capture_output=True, text=True, timeout=120, check=True).stdout
     if "nhwc_ops_avx2" not in out:
         pytest.skip("library is stripped or has no x86 ISA objects")
-    head = re.compile(r"^[0-9a-f]+ <(.*)>:$")
-    fn, bad, seen = None, set(), {"avx2": 0, "avx512": 0}
-    for line in out.splitlines():
-        m = head.match(line)
-        if m:
-            fn = m.group(1)
-            continue
-        parts = line.split("\t")
-        if fn is None or len(parts) < 2:
-            continue
-        insn = parts[1].strip()
-        mnem = insn.split(" ", 1)[0]
-        vex = mnem.startswith("v") and mnem not in ("verr", "verw")
-        evex = "%zmm" in insn or re.search(r"%k[0-7]\b", insn) is not None or mnem.startswith("k")
-        if not (vex or evex):
-            continue
-        in512 = "pteron_eigen_avx512" in fn or "pteron_opt::isa_avx512" in fn
-        in2 = "pteron_eigen_avx2" in fn or "pteron_opt::isa_avx2" in fn
-        if in512:
-            seen["avx512"] += evex
-        elif in2 and not evex:
-            seen["avx2"] += "%ymm" in insn
-        else:
-            bad.add(fn)
+    bad, seen = wide_instructions(out)
     assert not bad, f"wide instructions outside the wide objects: {sorted(bad)[:10]}"
     assert seen["avx512"] > 0 and seen["avx2"] > 0  # the check is not vacuous

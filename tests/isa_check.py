@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Which functions of a disassembled library hold wide instructions: the
+check that an AVX (VEX) instruction appears only in a function of an AVX2 or
+AVX-512 object of pteron_cpu (namespace pteron_opt::isa_<level> or its Eigen,
+pteron_eigen_<level>) and an AVX-512 one (zmm or mask registers) only in the
+AVX-512 object. Used by tests/test_optimized.py (kernels_optimized) and
+tests/test_xnnpack_nhwc.py (backend_xnnpack)."""
+from __future__ import annotations
+
+import re
+
+_HEAD = re.compile(r"^[0-9a-f]+ <(.*)>:$")
+
+
+def wide_instructions(objdump_text: str):
+    """objdump -d --no-show-raw-insn -C output -> (functions holding a wide
+    instruction they may not, {"avx2": ymm instructions in AVX2 objects,
+    "avx512": EVEX instructions in AVX-512 objects})."""
+    fn, bad, seen = None, set(), {"avx2": 0, "avx512": 0}
+    for line in objdump_text.splitlines():
+        m = _HEAD.match(line)
+        if m:
+            fn = m.group(1)
+            continue
+        parts = line.split("\t")
+        if fn is None or len(parts) < 2:
+            continue
+        insn = parts[1].strip()
+        mnem = insn.split(" ", 1)[0]
+        vex = mnem.startswith("v") and mnem not in ("verr", "verw")
+        evex = "%zmm" in insn or re.search(r"%k[0-7]\b", insn) is not None or mnem.startswith("k")
+        if not (vex or evex):
+            continue
+        in512 = "pteron_eigen_avx512" in fn or "pteron_opt::isa_avx512" in fn
+        in2 = "pteron_eigen_avx2" in fn or "pteron_opt::isa_avx2" in fn
+        if in512:
+            seen["avx512"] += evex
+        elif in2 and not evex:
+            seen["avx2"] += "%ymm" in insn
+        else:
+            bad.add(fn)
+    return bad, seen
