@@ -151,16 +151,18 @@ bool per_filter_row(const ConvParams& p) { return p.groups == 1 && p.dw == 1; }
 int64_t conv_segs(const ConvParams& p) { return per_filter_row(p) ? p.kh : p.kh * p.kw; }
 int64_t conv_seglen(const ConvParams& p) { return per_filter_row(p) ? p.kw * p.cin_g : p.cin_g; }
 
-bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
-                  std::string* err) {
-  const float* w = constant_or_null(g, n, 1);
+// The filter [groups * cout_g, kh, kw, cin_g] and bias (null without one) of
+// a convolution or deconvolution node: constants whose shapes match the
+// node's parameters, else false naming the node.
+bool conv_constants(const Graph& g, const Node& n, const ConvParams& p, const float** w,
+                    const float** b, std::string* err) {
+  *w = constant_or_null(g, n, 1);
   const bool has_bias = n.inputs.size() > 2;
-  const float* b = has_bias ? constant_or_null(g, n, 2) : nullptr;
-  if (!w || (has_bias && !b)) {
+  *b = has_bias ? constant_or_null(g, n, 2) : nullptr;
+  if (!*w || (has_bias && !*b)) {
     *err = node_name(n) + ": filter and bias must be constants (pteron packs them at load)";
     return false;
   }
-  const ConvParams p = conv_params(n);
   const Shape want{size_t(p.groups * p.cout_g), size_t(p.kh), size_t(p.kw), size_t(p.cin_g)};
   if (g.values[n.inputs[1]].dims != want) {
     *err = node_name(n) + ": filter " + shape_str(g.values[n.inputs[1]].dims) +
@@ -172,6 +174,14 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
            std::to_string(want[0]) + " elements";
     return false;
   }
+  return true;
+}
+
+bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
+                  std::string* err) {
+  const ConvParams p = conv_params(n);
+  const float *w = nullptr, *b = nullptr;
+  if (!conv_constants(g, n, p, &w, &b, err)) return false;
   std::unique_ptr<ConvState> s(new ConvState);
   const int64_t kg = p.kh * p.kw * p.cin_g;
   s->zeros.assign(size_t(std::max(p.kw, p.groups) * p.cin_g), 0.0f);
@@ -352,25 +362,9 @@ struct DeconvState : NodeState {
 
 bool prepare_deconv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
                     std::string* err) {
-  const float* w = constant_or_null(g, n, 1);
-  const bool has_bias = n.inputs.size() > 2;
-  const float* b = has_bias ? constant_or_null(g, n, 2) : nullptr;
-  if (!w || (has_bias && !b)) {
-    *err = node_name(n) + ": filter and bias must be constants (pteron packs them at load)";
-    return false;
-  }
   const ConvParams p = conv_params(n);
-  const Shape want{size_t(p.groups * p.cout_g), size_t(p.kh), size_t(p.kw), size_t(p.cin_g)};
-  if (g.values[n.inputs[1]].dims != want) {
-    *err = node_name(n) + ": filter " + shape_str(g.values[n.inputs[1]].dims) +
-           " does not match the node's parameters " + shape_str(want);
-    return false;
-  }
-  if (has_bias && numel(g.values[n.inputs[2]].dims) != want[0]) {
-    *err = node_name(n) + ": bias " + shape_str(g.values[n.inputs[2]].dims) + " does not have " +
-           std::to_string(want[0]) + " elements";
-    return false;
-  }
+  const float *w = nullptr, *b = nullptr;
+  if (!conv_constants(g, n, p, &w, &b, err)) return false;
   std::unique_ptr<DeconvState> s(new DeconvState);
   const int64_t taps = p.kh * p.kw, ntot = taps * p.cout_g;
   s->w.resize(size_t(p.groups));
