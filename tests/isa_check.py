@@ -40,3 +40,24 @@ def wide_instructions(objdump_text: str):
         else:
             bad.add(fn)
     return bad, seen
+
+
+def cpu_flags() -> set:
+    """The CPU's feature flags (/proc/cpuinfo; empty where there is none)."""
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+# The CPU flags each PTERON_ISA level needs (runtime/kernels/cpu/dispatch.cpp).
+ISA_NEEDS = {"baseline": set(), "avx2": {"avx2", "fma"},
+             "avx512": {"avx512f", "avx512bw", "avx512dq", "avx512vl"}}
+
+
+def missing_for(isa: str) -> set:
+    """The flags this CPU lacks for PTERON_ISA=isa (empty: it can run)."""
+    return ISA_NEEDS[isa] - cpu_flags()

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from isa_check import missing_for  # noqa: E402
 from conftest import REPO, assert_matches, build_dir
 
 BUILD = build_dir()
@@ -29,23 +30,8 @@ MANIFEST = json.loads((NODES / "linear.json").read_text())
 CASES = sorted(MANIFEST["cases"])
 
 
-def _cpu_flags():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-FLAGS = _cpu_flags()
-ISA_NEEDS = {"baseline": set(), "avx2": {"avx2", "fma"},
-             "avx512": {"avx512f", "avx512bw", "avx512dq", "avx512vl"}}
-
-
 def _need_isa(isa):
-    missing = ISA_NEEDS[isa] - FLAGS
+    missing = missing_for(isa)
     if missing:
         pytest.skip(f"this CPU lacks {sorted(missing)}: the {isa} microkernels cannot run here")
 

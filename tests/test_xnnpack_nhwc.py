@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from isa_check import wide_instructions  # noqa: E402
+from isa_check import missing_for, wide_instructions  # noqa: E402
 from conftest import REPO, build_dir
 
 BUILD = build_dir()
@@ -64,23 +64,8 @@ print("RESULT " + json.dumps(res))
 """.format(tests=str(REPO / "tests"), build=str(BUILD))
 
 
-def _cpu_flags():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def _isa_available(isa):
-    flags = _cpu_flags()
-    if isa == "avx2":
-        return {"avx2", "fma"} <= flags
-    if isa == "avx512":
-        return {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
-    return True
+    return not missing_for(isa)
 
 
 def _run_all(tmp_path, isa, threads, programs=None, extra_env=None):
