@@ -73,9 +73,17 @@ def test_optimized_kernels_register_with_the_runtimes_float32_key(runtime):
 
     rt = capi.Runtime(build_dir(), kernel_libs=("kernels_portable", "kernels_optimized"))
     float32_key = _key_fn()(6).decode()
+    bool_key = _key_fn()(11).decode()
     optimized = [k for k in rt.kernels() if k["library"] == "kernels_optimized"]
     assert optimized, "kernels_optimized registered nothing"
-    assert {k["key"] for k in optimized} == {float32_key}
+    # float32 kernels, and the two whose first tensor is a bool mask (where's
+    # condition, logical_not's input: runtime/kernels/optimized/select.cpp).
+    by_key = {}
+    for k in optimized:
+        by_key.setdefault(k["key"], set()).add(k["name"])
+    assert set(by_key) == {float32_key, bool_key}, by_key
+    assert {n.split(".")[0] for n in by_key[bool_key]} == {"aten::where", "aten::logical_not"}, \
+        by_key[bool_key]
 
 
 def test_dtype_names_spell_the_complex_dtypes_as_pytorch_does():
