@@ -102,9 +102,10 @@ def gemm_check(tmp_path_factory):
 def test_packed_gemm_matches_a_reference_at_every_level(gemm_check, isa):
     """Every microkernel level against a double-precision reference: M, N, K around the block
     sizes, both weight layouts, bias or none, row strides, the fused clamp, NaN kept; the
-    indirect GEMM (rows as K segments) likewise."""
+    indirect GEMM (rows as K segments) likewise; the 2-D transpose's register blocks and
+    interleaves, exactly."""
     _need_isa(isa)
     r = subprocess.run([str(gemm_check)], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PTERON_ISA=isa))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.strip().startswith(f"{isa}: 700 cases, 336 indirect, 0 bad"), r.stdout
+    assert r.stdout.strip().startswith(f"{isa}: 700 cases, 336 indirect, 240 transposes, 0 bad"), r.stdout

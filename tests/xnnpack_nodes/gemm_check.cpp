@@ -9,14 +9,15 @@
 // that must reach the output. pteron_parallel_for is replaced by a driver that runs the tiles
 // one by one in reverse order, with 3 "threads" for the tile split. Then the indirect GEMM
 // (rows as pointers to K segments, plus an offset; split and serial in turn) on M, N, segment
-// counts and lengths around the block sizes.
-// Prints "<level>: <cases> cases, <indirect> indirect, <bad> bad"; exits 1 if any output is off.
+// counts and lengths around the block sizes. Then nhwc.h's 2-D transpose.
+// Prints "<level>: <cases> cases, <indirect> indirect, <transposes> transposes, <bad> bad"; exits 1 if any output is off.
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "gemm.h"
+#include "nhwc.h"
 #include "pteron/kernel.h"
 
 extern "C" void pteron_parallel_for(int64_t begin, int64_t end, int64_t, pteron_range_fn fn,
@@ -123,7 +124,29 @@ int main() {
                             seglen, i, j, got);
             }
         }
-  std::printf("%s: %d cases, %d indirect, %d bad\n", pteron_opt::gemm_kernels().name, cases, icases,
-              bad);
+  // The 2-D transpose (nhwc.h, NhwcOps::transpose): rows and columns around the 8 x 8 and 4 x 4
+  // blocks and the 2- and 3-row interleave, dense and strided outputs; the slots between output
+  // rows must stay untouched.
+  int tcases = 0;
+  const auto transpose = pteron_opt::nhwc_ops().transpose;
+  for (int rows : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33})
+    for (int cols : {1, 3, 4, 5, 7, 8, 9, 31, 64, 65})
+      for (int gap : {0, 3}) {
+        const int in_rs = cols + 2, out_rs = rows + gap;
+        std::vector<float> in(size_t(rows * in_rs));
+        for (float& v : in) v = u(rng);
+        std::vector<float> out(size_t(cols * out_rs + 4), 7.0f);
+        transpose(in.data(), in_rs, out.data(), out_rs, rows, cols);
+        ++tcases;
+        for (int i = 0; i < int(out.size()); ++i) {
+          const int c = i / out_rs, r = i % out_rs;
+          const float want = (c < cols && r < rows) ? in[size_t(r * in_rs + c)] : 7.0f;
+          if (out[size_t(i)] != want && bad++ < 5)
+            std::printf("transpose rows %d cols %d out_rs %d: out[%d] = %g, want %g\n", rows, cols,
+                        out_rs, i, out[size_t(i)], want);
+        }
+      }
+  std::printf("%s: %d cases, %d indirect, %d transposes, %d bad\n", pteron_opt::gemm_kernels().name,
+              cases, icases, tcases, bad);
   return bad != 0;
 }

@@ -8,8 +8,9 @@
 // Transpose first simplifies the permutation (dims of size 1 dropped,
 // input dims that stay adjacent and in order merged: NCHW->NHWC of
 // [N, C, H, W] becomes [N, C, H*W] -> [N, H*W, C]); then either copies
-// contiguous runs (the innermost dim does not move) or transposes tiles of
-// kTile x kTile between the input's innermost dim and the output's.
+// contiguous runs (the innermost dim does not move) or transposes strips of
+// kStrip input columns between the input's innermost dim and the output's
+// (pteron_cpu's NhwcOps::transpose).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "graph.h"
+#include "nhwc.h"
 #include "own_ops.h"
 
 namespace pteron {
@@ -27,7 +29,7 @@ namespace xnnpack {
 namespace {
 
 constexpr int64_t kGrainBytes = 64 * 1024;  // the least work one parallel chunk gets
-constexpr size_t kTile = 16;                // transpose tile edge, elements
+constexpr size_t kStrip = 64;               // transpose: input columns per work item
 
 // pteron_parallel_for over [0, n) with a callable f(begin, end).
 template <typename F>
@@ -145,13 +147,12 @@ void transpose(const float* in, const Shape& shape, const std::vector<size_t>& p
       o_out_st.push_back(ost[d]);
     }
   const size_t outer = numel(odims);
-  // A narrow output row (nb < kTile, e.g. NCHW->NHWC of 3 channels, or a
-  // channel shuffle's [.., 2, 24] -> [.., 24, 2]) takes longer strips of A,
-  // read contiguously per b: short inner loops over b cost more than the copy.
-  const bool narrow = nb < kTile;
-  const size_t ta = narrow ? std::max(kTile, kTile * kTile / std::max<size_t>(nb, 1)) : kTile;
-  const size_t a_tiles = (na + ta - 1) / ta, b_tiles = (nb + kTile - 1) / kTile;
-  const size_t items = outer * a_tiles;  // one item: a strip of ta input rows, every b
+  // One item: a strip of ta input columns (A) over every B, transposed by pteron_cpu's
+  // register-blocked kernel; a strip keeps ta output rows in flight, so both sides stream.
+  const size_t ta = std::max<size_t>(kStrip, (kStrip * kStrip / std::max<size_t>(nb, 1) + 7) / 8 * 8);
+  const size_t a_tiles = (na + ta - 1) / ta;
+  const size_t items = outer * a_tiles;
+  const auto t = pteron_opt::nhwc_ops().transpose;
   parallel(items, grain_for(ta * nb * sizeof(float)), [&](size_t begin, size_t end) {
     for (size_t it = begin; it < end; ++it) {
       size_t o = it / a_tiles, at = it % a_tiles;
@@ -163,22 +164,8 @@ void transpose(const float* in, const Shape& shape, const std::vector<size_t>& p
         ob += x * o_out_st[k];
       }
       const size_t a0 = at * ta, a1 = std::min(na, a0 + ta);
-      if (narrow) {
-        for (size_t b = 0; b < nb; ++b) {
-          const float* src = in + ib + b * b_in_stride;
-          float* dst = out + ob + b;
-          for (size_t a = a0; a < a1; ++a) dst[a * a_out_stride] = src[a];
-        }
-        continue;
-      }
-      for (size_t bt = 0; bt < b_tiles; ++bt) {
-        const size_t b0 = bt * kTile, b1 = std::min(nb, b0 + kTile);
-        for (size_t a = a0; a < a1; ++a) {
-          float* dst = out + ob + a * a_out_stride;
-          const float* src = in + ib + a;
-          for (size_t b = b0; b < b1; ++b) dst[b] = src[b * b_in_stride];
-        }
-      }
+      t(in + ib + a0, int64_t(b_in_stride), out + ob + a0 * a_out_stride, int64_t(a_out_stride),
+        int64_t(nb), int64_t(a1 - a0));
     }
   });
 }

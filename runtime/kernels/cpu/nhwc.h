@@ -131,6 +131,12 @@ struct NhwcOps {
   void (*unary)(NUnary op, const float* x, float* out, int64_t n, float p0, float p1);
   // x[i] = min(max(x[i], lo), hi), NaN kept.
   void (*clamp)(float* x, int64_t n, float lo, float hi);
+  // out[c * out_rs + r] = in[r * in_rs + c] for r < rows, c < cols (a 2-D transpose between
+  // strided row-major matrices; row strides in elements; out must not overlap in). 8 x 8 (AVX2)
+  // and 4 x 4 (SSE) register blocks; 2 or 3 rows into a dense out (out_rs == rows, an RGB
+  // image's NCHW -> NHWC) interleave 4 columns at a time.
+  void (*transpose)(const float* in, int64_t in_rs, float* out, int64_t out_rs, int64_t rows,
+                    int64_t cols);
 };
 
 const NhwcOps* nhwc_ops_baseline();

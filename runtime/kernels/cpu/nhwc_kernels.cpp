@@ -758,6 +758,93 @@ void clamp(float* x, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) x[i] = clampf(x[i], lo, hi);
 }
 
+// ---- 2-D transpose ----------------------------------------------------------------------------
+
+#if defined(__SSE2__) || defined(_M_X64)
+// out[j * out_rs + i] = in[i * in_rs + j] for a 4 x 4 block.
+inline void transpose4x4(const float* in, int64_t in_rs, float* out, int64_t out_rs) {
+  __m128 r0 = _mm_loadu_ps(in), r1 = _mm_loadu_ps(in + in_rs);
+  __m128 r2 = _mm_loadu_ps(in + 2 * in_rs), r3 = _mm_loadu_ps(in + 3 * in_rs);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_storeu_ps(out, r0);
+  _mm_storeu_ps(out + out_rs, r1);
+  _mm_storeu_ps(out + 2 * out_rs, r2);
+  _mm_storeu_ps(out + 3 * out_rs, r3);
+}
+#endif
+
+#if defined(__AVX2__)
+// The same for an 8 x 8 block.
+inline void transpose8x8(const float* in, int64_t in_rs, float* out, int64_t out_rs) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_rs);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(out + i * out_rs, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(out + (i + 4) * out_rs, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
+void transpose(const float* in, int64_t in_rs, float* out, int64_t out_rs, int64_t rows,
+               int64_t cols) {
+  int64_t r = 0;
+#if defined(__SSE2__) || defined(_M_X64)
+  if (rows < 4 && rows > 1 && out_rs == rows) {
+    // Interleaving 2 or 3 planes (NCHW -> NHWC of an RGB image): a 4 x 4 block with the missing
+    // rows zero, stored 4 floats per column at out + j * rows; each store's extra floats land on
+    // the next column's slots, which the next store (or the scalar tail) overwrites, so the loop
+    // stops one column before `cols` and never writes past this call's columns.
+    const __m128 z = _mm_setzero_ps();
+    int64_t c = 0;
+    for (; c + 4 < cols; c += 4) {
+      __m128 r0 = _mm_loadu_ps(in + c), r1 = _mm_loadu_ps(in + in_rs + c);
+      __m128 r2 = rows == 3 ? _mm_loadu_ps(in + 2 * in_rs + c) : z, r3 = z;
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      float* o = out + c * rows;
+      _mm_storeu_ps(o, r0);
+      _mm_storeu_ps(o + rows, r1);
+      _mm_storeu_ps(o + 2 * rows, r2);
+      _mm_storeu_ps(o + 3 * rows, r3);
+    }
+    for (; c < cols; ++c)
+      for (int64_t i = 0; i < rows; ++i) out[c * rows + i] = in[i * in_rs + c];
+    return;
+  }
+#endif
+#if defined(__AVX2__)
+  for (; r + 8 <= rows; r += 8) {
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) transpose8x8(in + r * in_rs + c, in_rs, out + c * out_rs + r, out_rs);
+    for (; c + 4 <= cols; c += 4) {
+      transpose4x4(in + r * in_rs + c, in_rs, out + c * out_rs + r, out_rs);
+      transpose4x4(in + (r + 4) * in_rs + c, in_rs, out + c * out_rs + r + 4, out_rs);
+    }
+    for (; c < cols; ++c)
+      for (int64_t i = 0; i < 8; ++i) out[c * out_rs + r + i] = in[(r + i) * in_rs + c];
+  }
+#endif
+#if defined(__SSE2__) || defined(_M_X64)
+  for (; r + 4 <= rows; r += 4) {
+    int64_t c = 0;
+    for (; c + 4 <= cols; c += 4) transpose4x4(in + r * in_rs + c, in_rs, out + c * out_rs + r, out_rs);
+    for (; c < cols; ++c)
+      for (int64_t i = 0; i < 4; ++i) out[c * out_rs + r + i] = in[(r + i) * in_rs + c];
+  }
+#endif
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[c * out_rs + r] = in[r * in_rs + c];
+}
+
 const NhwcOps kNhwcOps = {
     PTERON_NHWC_STR_(PTERON_OPT_ISA),
     dw_row,
@@ -770,6 +857,7 @@ const NhwcOps kNhwcOps = {
     prelu,
     unary,
     clamp,
+    transpose,
 };
 
 }  // namespace
