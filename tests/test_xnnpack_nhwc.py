@@ -14,7 +14,8 @@ program is about. One child process per (ISA, threads) runs every program.
 
 The programs with a "fused" count hold element-wise chains that backend.cpp's
 fuse_elementwise pass fuses at method load (x * sigmoid(x), SiLU, runs as one
-Sigmoid node): the plan must count them, and they must match eager both fused
+Sigmoid node; a Sigmoid, SiLU or Hardswish after a DepthwiseConv2d, Conv2d or
+FullyConnected runs inside that node): the plan must count them, and they must match eager both fused
 and with the pass switched off (PTERON_XNNPACK_FUSE=0, where a Multiply runs
 too), at each ISA level.
 """

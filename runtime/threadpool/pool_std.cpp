@@ -7,9 +7,10 @@
 // Built for the fine-grained calls of a delegate (100+ parallel_for calls per
 // inference, often tens of microseconds each) on machines shared with other
 // busy processes:
-//  - chunks are claimed dynamically, one index at a time, by the caller and
-//    the workers alike (threadpool.cpp makes them small), so a worker that is
-//    descheduled holds at most the one chunk it is running;
+//  - chunks are dealt in contiguous shares, one per thread, and claimed one
+//    index at a time (threadpool.cpp makes them small); a thread done with
+//    its share takes the others' from their ends, so a worker that is
+//    descheduled holds at most the one chunk it is running (Job, below);
 //  - the caller starts claiming at once and never waits for a worker that has
 //    not claimed anything: a worker still waking up finds the job done (or
 //    closed) and goes back to waiting. The caller waits only for workers that
@@ -27,6 +28,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -59,29 +62,70 @@ using Clock = std::chrono::steady_clock;
 // "Thread pool"): polling lets a worker join back-to-back calls of tens of
 // microseconds (a futex wake-up took longer than that there), while longer
 // polling, or yielding the core while polling, made 2-thread runs slower when
-// the cores were oversubscribed. Build-time macros, for such measurements.
+// the cores were oversubscribed. The caller polls longer than a worker: at
+// 10 us it went to sleep at the end of 16 % of efficientnet_b0's jobs and
+// paid a wake-up each time; at 50 us, under 1 %. Build-time macros, for such
+// measurements.
 #ifndef PTERON_POOL_SPIN_US
 #define PTERON_POOL_SPIN_US 20
 #endif
 #ifndef PTERON_POOL_CALLER_SPIN_US
-#define PTERON_POOL_CALLER_SPIN_US 10
+#define PTERON_POOL_CALLER_SPIN_US 50
 #endif
 constexpr std::chrono::microseconds kSpin{PTERON_POOL_SPIN_US};
 constexpr std::chrono::microseconds kCallerSpin{PTERON_POOL_CALLER_SPIN_US};
 
+// One thread's share of a job's chunk indices, [begin, end) packed into one
+// word (begin in the high half) so that the owner (claiming from the front)
+// and a thief (claiming from the back) each take an index with one CAS.
+struct alignas(64) Share {
+  std::atomic<std::uint64_t> range{0};
+};
+
+inline std::uint64_t pack(std::uint64_t begin, std::uint64_t end) { return begin << 32 | end; }
+
 // One parallel job; lives on the caller's stack for the duration of run().
+// Chunk indices are dealt out in contiguous shares, one per thread (the
+// caller's first): thread t owns [t * chunks / T, (t + 1) * chunks / T).
+// Why: consecutive nodes of a delegate split tensors the same way, so a
+// thread mostly reads what it wrote in the node before, from its own cache;
+// with one shared counter, which thread got which rows was random per call,
+// and a 2-thread run spent its time moving cache lines between the cores
+// (an element-wise node of efficientnet_b0 took 4x longer at 2 threads than
+// at 1). A thread that finishes its share takes the rest of the others'
+// from their ends, so a late or descheduled thread still holds at most the
+// one chunk it is running.
 struct Job {
   ChunkFn fn;
   void* ctx;
-  std::size_t chunks;
-  std::atomic<std::size_t> next{0};  // next unclaimed chunk index
+  Share* shares;
+  std::size_t nshares;
 };
 
-void work_on(Job& job) noexcept {
+// Claims one index from the front (own share) or the back (another's).
+inline bool claim(Share& sh, bool front, std::size_t* index) {
+  std::uint64_t v = sh.range.load(std::memory_order_relaxed);
   for (;;) {
-    std::size_t i = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (i >= job.chunks) return;
-    job.fn(job.ctx, i);
+    const std::uint64_t b = v >> 32, e = v & 0xffffffffu;
+    if (b >= e) return false;
+    const std::uint64_t next = front ? pack(b + 1, e) : pack(b, e - 1);
+    if (sh.range.compare_exchange_weak(v, next, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+      *index = static_cast<std::size_t>(front ? b : e - 1);
+      return true;
+    }
+  }
+}
+
+// Runs chunks until none is left unclaimed: thread `self`'s share first,
+// then the others', each from its end.
+void work_on(Job& job, std::size_t self) noexcept {
+  std::size_t i;
+  if (self < job.nshares)
+    while (claim(job.shares[self], true, &i)) job.fn(job.ctx, i);
+  for (std::size_t k = 1; k < job.nshares; ++k) {
+    Share& other = job.shares[(self + k) % job.nshares];
+    while (claim(other, false, &i)) job.fn(job.ctx, i);
   }
 }
 
@@ -107,8 +151,10 @@ class StdPool final : public Pool {
   // refused one.
   bool start(std::size_t workers) {
     try {
+      shares_.reset(new Share[workers + 1]);
       workers_.reserve(workers);
-      for (std::size_t i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_main(); });
+      for (std::size_t i = 0; i < workers; ++i)
+        workers_.emplace_back([this, i] { worker_main(i + 1); });
     } catch (const std::system_error&) {
       stop();
       return false;
@@ -124,15 +170,19 @@ class StdPool final : public Pool {
   std::size_t threads() const override { return workers_.size() + 1; }
 
   void run(std::size_t chunks, ChunkFn fn, void* ctx) override {
-    Job job;
-    job.fn = fn;
-    job.ctx = ctx;
-    job.chunks = chunks;
     if (workers_.empty() || chunks <= 1) {
-      work_on(job);
+      for (std::size_t i = 0; i < chunks; ++i) fn(ctx, i);
       return;
     }
     std::lock_guard<std::mutex> turn(run_mu_);  // one job at a time
+    Job job;
+    job.fn = fn;
+    job.ctx = ctx;
+    job.shares = shares_.get();
+    job.nshares = threads();
+    for (std::size_t t = 0; t < job.nshares; ++t)
+      job.shares[t].range.store(pack(t * chunks / job.nshares, (t + 1) * chunks / job.nshares),
+                                std::memory_order_relaxed);
     // Publish. The seq_cst pair (generation_ bumped, then sleepers_ read)
     // against the worker's (sleepers_ bumped, then generation_ read) means
     // either the worker sees the job or the caller sees the sleeper.
@@ -142,7 +192,7 @@ class StdPool final : public Pool {
       { std::lock_guard<std::mutex> lock(mu_); }  // a sleeper is now waiting or sees the job
       wake_.notify_all();
     }
-    work_on(job);  // returns when every chunk has been claimed
+    work_on(job, 0);  // returns when every chunk has been claimed
     // Close the job, then wait for the workers inside it (and only those: a
     // worker that enters later reads job_ == nullptr). seq_cst: a worker
     // bumps active_ before reading job_, the caller clears job_ before reading
@@ -174,13 +224,13 @@ class StdPool final : public Pool {
     return generation_.load(std::memory_order_acquire);
   }
 
-  void worker_main() noexcept {
+  void worker_main(std::size_t self) noexcept {
     std::uint64_t seen = 0;
     for (;;) {
       seen = wait_for_job(seen);
       if (stopping_.load(std::memory_order_acquire)) return;
       active_.fetch_add(1, std::memory_order_seq_cst);
-      if (Job* job = job_.load(std::memory_order_seq_cst)) work_on(*job);
+      if (Job* job = job_.load(std::memory_order_seq_cst)) work_on(*job, self);
       if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
           caller_waiting_.load(std::memory_order_seq_cst)) {
         { std::lock_guard<std::mutex> lock(mu_); }  // the caller is now waiting or sees 0
@@ -201,6 +251,7 @@ class StdPool final : public Pool {
   }
 
   std::vector<std::thread> workers_;
+  std::unique_ptr<Share[]> shares_;  // one per thread, reused by every job
   std::mutex run_mu_;  // held by the caller of run() for the whole job
   std::mutex mu_;      // for the condition variables only
   std::condition_variable wake_, done_;

@@ -68,6 +68,20 @@ def dw(c, k, s=1, p=0, d=1, m=1, bias=True, seed=1):
     return conv
 
 
+def conv(ci, co, k, s=1, p=0, g=1, seed=2):
+    c = nn.Conv2d(ci, co, k, stride=s, padding=p, groups=g)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        c.weight.copy_(torch.randn_like(c.weight) * 0.3)
+        c.bias.copy_(torch.randn_like(c.bias) * 0.3)
+    return c
+
+
+def lin(i, o, seed=3):
+    torch.manual_seed(seed)
+    return nn.Linear(i, o)
+
+
 # name -> (module, inputs, node types the delegate must run, rtol, atol, pairs that
 # backend.cpp's fuse_elementwise fuses: with PTERON_XNNPACK_FUSE=0 each of those runs a
 # Multiply too)
@@ -193,6 +207,20 @@ def programs():
         [rnd(1, 8, 6, 7, seed=59, scale=3.0)], [R, "Sigmoid"], fused=(1, [R]))
     add("dw3x3_mult2_hardswish_c3", Fn(lambda m, x: hswish(m[0](x)), dw(3, 3, 1, 1, m=2)),
         [rnd(1, 3, 7, 6, seed=66, scale=3.0)], [R, "Hardswish"], fused=(1, [R]))
+    # The same activations fused into the GEMM of a Conv2d (direct 1x1, indirect 3x3 split in
+    # row tasks, grouped) or a FullyConnected (rows split, one row split by columns).
+    C, F = "Conv2d", "FullyConnected"
+    add("conv1x1_silu_c24", Fn(lambda m, x: silu(m[0](x)), conv(20, 24, 1)),
+        [rnd(1, 20, 9, 7, seed=68)], [C, "Sigmoid", "Multiply"], fused=(2, [C]))
+    add("conv3x3_hardswish_many_pixels", Fn(lambda m, x: hswish(m[0](x)), conv(8, 19, 3, p=1)),
+        [rnd(1, 8, 24, 26, seed=69, scale=2.0)], [C, "Hardswish"], fused=(1, [C]))
+    add("conv3x3_s2_groups2_sigmoid", Fn(lambda m, x: torch.sigmoid(m[0](x)),
+                                         conv(8, 12, 3, s=2, p=1, g=2)),
+        [rnd(1, 8, 11, 9, seed=70, scale=2.0)], [C, "Sigmoid"], fused=(1, [C]))
+    add("linear_silu_rows", Fn(lambda m, x: silu(m[0](x)), lin(64, 40)),
+        [rnd(50, 64, seed=71)], [F, "Sigmoid", "Multiply"], fused=(2, [F]))
+    add("linear_hardswish_one_row", Fn(lambda m, x: hswish(m[0](x)), lin(96, 130)),
+        [rnd(1, 96, seed=72, scale=2.0)], [F, "Hardswish"], fused=(1, [F]))
     # The sigmoid read twice, the convolution's output read twice: not fused.
     add("silu_sigmoid_read_twice", Fn(lambda m, v: (lambda s: (v * s, s + 1.0))(
         torch.sigmoid(v))), [rnd(4, 33, seed=57)], ["Sigmoid", "Multiply", "Add"])

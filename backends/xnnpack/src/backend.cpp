@@ -945,9 +945,11 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
     }
   }
   // A Sigmoid, SiLU or Hardswish without an output range whose input only it
-  // reads, written by a DepthwiseConv2d: the convolution applies it to each
-  // output row (while the row is in cache) and writes the activation's output.
-  if (!wants_library(policy, Op::DepthwiseConv2d) && !wants_library(policy, Op::Hardswish)) {
+  // reads, written by a DepthwiseConv2d, a Conv2d or a FullyConnected: that
+  // node applies it to its output while the output is in cache (a row of
+  // the depthwise convolution, a tile of the GEMM) and writes the
+  // activation's output.
+  if (!wants_library(policy, Op::Hardswish)) {
     for (size_t ku = 0; ku < g.nodes.size(); ++ku) {
       Node& u = g.nodes[ku];
       if (drop[ku] || (u.op != Op::Sigmoid && u.op != Op::Hardswish) || u.has_range() ||
@@ -961,10 +963,14 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
       const bool silu = u.flags == kOwnFlagSilu;
       if (reads[t] != (silu ? 2u : 1u)) continue;
       Node& d = g.nodes[size_t(producer[t])];
-      if (d.op != Op::DepthwiseConv2d || d.flags != 0 || d.outputs.size() != 1 || d.p[15] != 0)
+      // The producer's own flags that its kernel accepts alongside the epilogue.
+      const uint32_t own_flags = d.op == Op::FullyConnected ? 1u : 0u;
+      if ((d.op != Op::DepthwiseConv2d && d.op != Op::Conv2d && d.op != Op::FullyConnected) ||
+          wants_library(policy, d.op) || (d.flags & ~own_flags) != 0 || d.outputs.size() != 1 ||
+          d.p[15] != 0)
         continue;
       if (g.values[t].dims != g.values[u.outputs[0]].dims) continue;
-      d.flags = kOwnFlagEpilogue;
+      d.flags |= kOwnFlagEpilogue;
       d.p[15] = u.op == Op::Hardswish ? kOwnActHardswish : silu ? kOwnActSilu : kOwnActSigmoid;
       d.outputs[0] = u.outputs[0];
       drop[ku] = 1;
@@ -1194,12 +1200,13 @@ bool plan(Delegate& d, std::string* err) {
   for (size_t k = 0; k < d.g.nodes.size(); ++k)
     if (d.g.nodes[k].op == Op::Sigmoid && (d.g.nodes[k].flags & kOwnFlagSilu))
       d.why[k] += "; fused: x * Sigmoid(x) (SiLU), a Sigmoid and this Multiply";
-    else if (d.g.nodes[k].op == Op::DepthwiseConv2d && (d.g.nodes[k].flags & kOwnFlagEpilogue))
+    else if (d.g.nodes[k].flags & kOwnFlagEpilogue)
       d.why[k] += std::string("; fused: the ") +
                   (d.g.nodes[k].p[15] == kOwnActSilu      ? "SiLU"
                    : d.g.nodes[k].p[15] == kOwnActSigmoid ? "Sigmoid"
                                                           : "Hardswish") +
-                  " after it, applied to each output row";
+                  " after it, applied to each " +
+                  (d.g.nodes[k].op == Op::DepthwiseConv2d ? "output row" : "output tile");
   const std::vector<char> chosen = f.native;
   move_reshapes_to_own_side(d.g, f);
   for (size_t k = 0; k < chosen.size(); ++k)

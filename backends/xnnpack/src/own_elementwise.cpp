@@ -57,8 +57,7 @@ struct DwState : NodeState {
 };
 
 bool dw_check(const Node& n, std::string* why) {
-  if (n.flags == kOwnFlagEpilogue && (n.p[15] < kOwnActSigmoid || n.p[15] > kOwnActHardswish))
-    return refuse(n, why, "fused activation " + std::to_string(n.p[15]) + " is not known");
+  if (!epilogue_ok(n, why)) return false;
   if (n.flags != 0 && n.flags != kOwnFlagEpilogue)
     return refuse(n, why, "flags " + std::to_string(n.flags) + " are not supported (only 0)");
   if (n.p[10] != 1)
@@ -128,12 +127,9 @@ bool dw_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   p.bias = s.bias.data();
   p.lo = range_lo(n);
   p.hi = range_hi(n);
-  if (n.flags & kOwnFlagEpilogue) {
-    p.act = true;
-    p.act_op = n.p[15] == kOwnActSigmoid ? cpu::NUnary::Sigmoid
-               : n.p[15] == kOwnActSilu  ? cpu::NUnary::Silu
-                                         : cpu::NUnary::Hardswish;
-  }
+  const cpu::GemmAct act = fused_activation(n);
+  p.act = act.on;
+  p.act_op = act.op;
   const size_t row = size_t(p.iw) * size_t(p.ic);
   if (s.zeros.size() < row) {
     try {

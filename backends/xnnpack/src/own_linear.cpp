@@ -105,7 +105,8 @@ bool run_fc(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     return out_of_memory(n, err);
   int64_t m = 1;
   for (size_t d = 0; d + 1 < xs.size(); ++d) m *= int64_t(xs[d]);
-  pteron_opt::gemm_packed(m, ptr[n.inputs[0]], k, s.w, ptr[n.outputs[0]], oc, n.out_min, n.out_max);
+  pteron_opt::gemm_packed(m, ptr[n.inputs[0]], k, s.w, ptr[n.outputs[0]], oc, n.out_min, n.out_max,
+                          fused_activation(n));
   return true;
 }
 
@@ -274,6 +275,7 @@ struct ConvTasks {
   float* out;
   int64_t oc;
   float lo, hi;
+  pteron_opt::GemmAct act;
 };
 
 // Items [begin, end): output pixels [task * rows_per_task, ...) (task = item / gsplit): their
@@ -293,7 +295,8 @@ void conv_tasks(void* user, int64_t begin, int64_t end) {
     for (int64_t gi = g0; gi < g1; ++gi)
       pteron_opt::gemm_packed_indirect_serial(r1 - r0, segs, seglen, s.ind.data() + r0 * segs,
                                               gi * p.cin_g, s.w[size_t(gi)],
-                                              t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi);
+                                              t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi,
+                                              t.act);
   }
 }
 
@@ -319,7 +322,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
     for (int64_t gi = 0; gi < p.groups; ++gi)
       pteron_opt::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, oc,
-                              n.out_min, n.out_max);
+                              n.out_min, n.out_max, fused_activation(n));
     return true;
   }
   if ((s.ind_x != x || s.ind_shape != xs) && !build_indirection(s, p, x, xs, oh, ow)) {
@@ -335,13 +338,14 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
   if (p.groups > 1 || threads == 1 || tasks >= 4 * threads) {
     ConvTasks t{
-        {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, oc, n.out_min, n.out_max};
+        {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, oc, n.out_min, n.out_max,
+        fused_activation(n)};
     pteron_parallel_for(0, tasks * p.groups, 1, &conv_tasks, &t);
     return true;
   }
   refresh_edges(s, p, x, w, c, 0, m);
   pteron_opt::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
-                                   oc, n.out_min, n.out_max);
+                                   oc, n.out_min, n.out_max, fused_activation(n));
   return true;
 }
 
@@ -563,14 +567,16 @@ const OwnKernel kBatchMatMul = {&prepare_bmm, &run_bmm};
 const OwnKernel* linear_kernel(const Node& n, std::string* why) {
   switch (n.op) {
     case Op::FullyConnected:
-      if (n.flags & ~1u) {
+      if (!epilogue_ok(n, why)) return nullptr;
+      if (n.flags & ~(1u | kOwnFlagEpilogue)) {
         *why = "flags " + std::to_string(n.flags) +
                " are not understood (only bit 0, XNN_FLAG_TRANSPOSE_WEIGHTS)";
         return nullptr;
       }
       return &kFullyConnected;
     case Op::Conv2d:
-      if (n.flags != 0) {
+      if (!epilogue_ok(n, why)) return nullptr;
+      if ((n.flags & ~kOwnFlagEpilogue) != 0) {
         *why = "flags " + std::to_string(n.flags) + " are not understood (expected 0)";
         return nullptr;
       }

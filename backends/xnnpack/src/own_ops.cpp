@@ -333,6 +333,23 @@ const OwnKernel* own_kernel(const Node& n, std::string* why) {
   return elementwise_kernel(n, why);
 }
 
+pteron_opt::GemmAct fused_activation(const Node& n) {
+  pteron_opt::GemmAct a;
+  if (!(n.flags & kOwnFlagEpilogue)) return a;
+  a.on = true;
+  a.op = n.p[15] == kOwnActSigmoid ? pteron_opt::NUnary::Sigmoid
+         : n.p[15] == kOwnActSilu  ? pteron_opt::NUnary::Silu
+                                   : pteron_opt::NUnary::Hardswish;
+  return a;
+}
+
+bool epilogue_ok(const Node& n, std::string* why) {
+  if (!(n.flags & kOwnFlagEpilogue) || (n.p[15] >= kOwnActSigmoid && n.p[15] <= kOwnActHardswish))
+    return true;
+  *why = "fused activation " + std::to_string(n.p[15]) + " is not known";
+  return false;
+}
+
 void apply_range(float* out, size_t count, float lo, float hi) {
   for (size_t i = 0; i < count; ++i) {
     const float x = out[i];

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm.h"  // GemmAct
 #include "graph.h"
 
 namespace pteron {
@@ -49,11 +50,19 @@ struct OwnKernel {
 // x * sigmoid(x) (SiLU: a Sigmoid and the Multiply of its input by its
 // result, fused). Only pteron's kernel runs such a node.
 constexpr uint32_t kOwnFlagSilu = 0x80000000u;
-// Another, on a DepthwiseConv2d node: the activation p[15] names
-// (kOwnActSigmoid, kOwnActSilu, kOwnActHardswish) is applied to its output,
-// after its output range (the activation node that read it, fused).
+// Another, on a DepthwiseConv2d, Conv2d or FullyConnected node: the
+// activation p[15] names (kOwnActSigmoid, kOwnActSilu, kOwnActHardswish) is
+// applied to its output, after its output range (the activation node that
+// read it, fused; p[15] is unused by those node types otherwise).
 constexpr uint32_t kOwnFlagEpilogue = 0x40000000u;
 constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;
+
+// The activation of a kOwnFlagEpilogue node (GemmAct::on false without the
+// flag). Call only on a node whose epilogue_ok() held.
+pteron_opt::GemmAct fused_activation(const Node& n);
+// False with *why set when n has kOwnFlagEpilogue and p[15] names no known
+// activation.
+bool epilogue_ok(const Node& n, std::string* why);
 
 // The kernel for node `n`, or null: then *why says why when the node type is
 // known but its parameters are not supported (empty: no kernel for the type).

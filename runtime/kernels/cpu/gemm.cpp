@@ -129,6 +129,7 @@ struct Job {
   int64_t ntiles;                      // tiles along N
   const float* const* rows = nullptr;  // indirect rows (then a and lda unused)
   int64_t segs = 0, seglen = 0, aoff = 0;
+  GemmAct act;
 };
 
 // Rows [i0, i1) x panels [q0, q1): panel outer, so one packed panel (k x 16 floats) serves
@@ -149,6 +150,14 @@ void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
                                                          c, j.ldc, j.minmax);
     }
   }
+  if (j.act.on) {  // the fused activation, on the tile's outputs while they are in cache
+    const int64_t c0 = q0 * kGemmNr, c1 = std::min(n, q1 * kGemmNr);
+    const auto unary = nhwc_ops().unary;
+    for (int64_t i = i0; i < i1; ++i) {
+      float* row = j.c + i * j.ldc + c0;
+      unary(j.act.op, row, row, c1 - c0, 0.0f, 0.0f);
+    }
+  }
 }
 
 void run_tiles(void* user, int64_t begin, int64_t end) {
@@ -161,8 +170,9 @@ void run_tiles(void* user, int64_t begin, int64_t end) {
 }
 
 Job make_job(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
-             float lo, float hi) {
+             float lo, float hi, GemmAct act) {
   Job j{};
+  j.act = act;
   j.kt = &gemm_kernels();
   j.m = m, j.a = a, j.lda = lda, j.w = &w, j.c = c, j.ldc = ldc;
   j.minmax[0] = lo, j.minmax[1] = hi;
@@ -216,34 +226,34 @@ void run_parallel(Job& j) {
 }  // namespace
 
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
-                        int64_t ldc, float lo, float hi) {
+                        int64_t ldc, float lo, float hi, GemmAct act) {
   if (m <= 0 || w.n() <= 0 || w.empty()) return;
-  Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
+  Job j = make_job(m, a, lda, w, c, ldc, lo, hi, act);
   run_tiles(&j, 0, split(j, 1));
 }
 
 void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
                                  int64_t aoff, const PackedWeights& w, float* c, int64_t ldc,
-                                 float lo, float hi) {
+                                 float lo, float hi, GemmAct act) {
   if (m <= 0 || w.n() <= 0 || w.empty() || segs <= 0 || segs * seglen != w.k()) return;
-  Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi);
+  Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi, act);
   j.rows = rows, j.segs = segs, j.seglen = seglen, j.aoff = aoff;
   run_tiles(&j, 0, split(j, 1));
 }
 
 void gemm_packed_indirect(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
                           int64_t aoff, const PackedWeights& w, float* c, int64_t ldc, float lo,
-                          float hi) {
+                          float hi, GemmAct act) {
   if (m <= 0 || w.n() <= 0 || w.empty() || segs <= 0 || segs * seglen != w.k()) return;
-  Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi);
+  Job j = make_job(m, nullptr, 0, w, c, ldc, lo, hi, act);
   j.rows = rows, j.segs = segs, j.seglen = seglen, j.aoff = aoff;
   run_parallel(j);
 }
 
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
-                 int64_t ldc, float lo, float hi) {
+                 int64_t ldc, float lo, float hi, GemmAct act) {
   if (m <= 0 || w.n() <= 0 || w.empty()) return;
-  Job j = make_job(m, a, lda, w, c, ldc, lo, hi);
+  Job j = make_job(m, a, lda, w, c, ldc, lo, hi, act);
   run_parallel(j);
 }
 

@@ -24,6 +24,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nhwc.h"  // NUnary
+
 namespace pteron_opt {
 
 constexpr int64_t kGemmNr = 16;  // columns per packed panel (all ISA levels)
@@ -62,16 +64,24 @@ class PackedWeights {
   void* block_ = nullptr;  // what malloc returned (data_ is aligned inside it)
 };
 
-// C = clamp(A x B + bias, lo, hi) as above, M x w.n(), K = w.k(). lda >= K, ldc >= N (or any
+// An activation fused into a GEMM: when `on`, C = op(clamp(...)) for every output, applied to
+// each tile right after the tile is computed (while it is in cache). op: one of nhwc.h's unary
+// functions without parameters (Sigmoid, Silu, Hardswish).
+struct GemmAct {
+  bool on = false;
+  NUnary op = NUnary::Abs;
+};
+
+// C = clamp(A x B + bias, lo, hi) as above (then act), M x w.n(), K = w.k(). lda >= K, ldc >= N (or any
 // strides when M <= 1). Work is split in tiles of (rows x panels) over pteron_parallel_for
 // (pteron/kernel.h), rows when N is small, columns when M is small, so every thread has work.
 // Uses the microkernels of pteron_opt::isa_level(). Never fails; C must not overlap A.
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
-                 int64_t ldc, float lo, float hi);
+                 int64_t ldc, float lo, float hi, GemmAct act = {});
 
 // The same on the calling thread only (a caller that splits the work itself).
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
-                        int64_t ldc, float lo, float hi);
+                        int64_t ldc, float lo, float hi, GemmAct act = {});
 
 // Rows per microkernel block at pteron_opt::isa_level() (6 at avx2, 14 at avx512, 3 or 4 at
 // the baseline): a caller that splits M itself (gemm_packed_serial on row ranges) wastes no
@@ -84,12 +94,12 @@ int64_t gemm_rows_per_block();
 // otherwise). Split over pteron_parallel_for like gemm_packed.
 void gemm_packed_indirect(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
                           int64_t aoff, const PackedWeights& w, float* c, int64_t ldc, float lo,
-                          float hi);
+                          float hi, GemmAct act = {});
 
 // The same on the calling thread only.
 void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const float* const* rows,
                                  int64_t aoff, const PackedWeights& w, float* c, int64_t ldc,
-                                 float lo, float hi);
+                                 float lo, float hi, GemmAct act = {});
 
 // ---- between gemm.cpp and gemm_kernels.cpp (not for callers) ------------------------------
 
