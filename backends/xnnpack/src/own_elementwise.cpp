@@ -186,11 +186,33 @@ bool pool_run(const Node& n, NodeState*, const std::vector<Shape>& shapes,
   return true;
 }
 
-bool global_pool_run(const Node& n, NodeState*, const std::vector<Shape>& shapes,
-                     const std::vector<float*>& ptr, std::string*) {
+// The partial sums of a large image (nhwc.h), sized at the first run of each shape.
+struct GlobalPoolState : NodeState {
+  std::vector<float> partial;
+};
+
+bool global_pool_prepare(const Graph&, const Node&, std::unique_ptr<NodeState>* state,
+                         std::string*) {
+  state->reset(new GlobalPoolState);
+  return true;
+}
+
+bool global_pool_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
+                     const std::vector<float*>& ptr, std::string* err) {
+  GlobalPoolState& s = *static_cast<GlobalPoolState*>(state);
   const Shape& x = shapes[n.inputs[0]];
-  cpu::global_avg_pool2d(int64_t(x[0]), int64_t(x[1] * x[2]), int64_t(x[3]), ptr[n.inputs[0]],
-                         ptr[n.outputs[0]], range_lo(n), range_hi(n));
+  const int64_t b = int64_t(x[0]), hw = int64_t(x[1] * x[2]), c = int64_t(x[3]);
+  const int64_t parts = cpu::global_avg_pool2d_parts(hw, c);
+  if (parts > 1 && s.partial.size() < size_t(b * parts * c)) {
+    try {
+      s.partial.resize(size_t(b * parts * c));
+    } catch (...) {
+      *err = node_str(n) + ": out of memory for the partial sums";
+      return false;
+    }
+  }
+  cpu::global_avg_pool2d(b, hw, c, ptr[n.inputs[0]], ptr[n.outputs[0]], range_lo(n), range_hi(n),
+                         s.partial.data());
   return true;
 }
 
@@ -330,7 +352,7 @@ bool softmax_run(const Node& n, NodeState*, const std::vector<Shape>& shapes,
 
 const OwnKernel kDepthwise = {&dw_prepare, &dw_run};
 const OwnKernel kPool = {nullptr, &pool_run};
-const OwnKernel kGlobalPool = {nullptr, &global_pool_run};
+const OwnKernel kGlobalPool = {&global_pool_prepare, &global_pool_run};
 const OwnKernel kResize = {&resize_prepare, &resize_run};
 const OwnKernel kBinary = {nullptr, &binary_run};
 const OwnKernel kPrelu = {nullptr, &prelu_run};

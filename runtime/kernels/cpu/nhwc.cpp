@@ -173,28 +173,63 @@ void pool2d(const Pool2d& p, const float* in, float* out, bool max) {
 void max_pool2d(const Pool2d& p, const float* in, float* out) { pool2d(p, in, out, true); }
 void avg_pool2d(const Pool2d& p, const float* in, float* out) { pool2d(p, in, out, false); }
 
+int64_t global_avg_pool2d_parts(int64_t hw, int64_t c) {
+  constexpr int64_t kMaxParts = 8;
+  const int64_t parts = hw * c / kGrainWork;  // at least kGrainWork elements a part
+  return parts < 1 ? 1 : parts > kMaxParts ? kMaxParts : parts > hw ? hw : parts;
+}
+
 void global_avg_pool2d(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo,
-                       float hi) {
+                       float hi, float* partial) {
   const NhwcOps& k = nhwc_ops();
-  // Split over (image, channel block of 64): each chunk sums its columns over every pixel.
-  constexpr int64_t kCb = 64;
+  constexpr int64_t kCb = 64;  // channels summed in registers at a time
   const int64_t blocks = (c + kCb - 1) / kCb;
   const bool clamp = has_range(lo, hi);
-  auto body = [&](int64_t b, int64_t e) {
+  const float scale = 1.0f / static_cast<float>(hw);  // hw == 0: 0 * inf = NaN
+  const int64_t parts = global_avg_pool2d_parts(hw, c);
+  // Sums pixels [p0, p1) of image img, every channel, into dst[c] (scaled when `mean`).
+  auto sum_range = [&](int64_t img, int64_t p0, int64_t p1, float* dst, bool mean) {
     float acc[kCb];
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t img = t / blocks, c0 = (t % blocks) * kCb;
+    for (int64_t c0 = 0; c0 < c; c0 += kCb) {
       const int64_t len = c - c0 < kCb ? c - c0 : kCb;
       for (int64_t j = 0; j < len; ++j) acc[j] = 0.0f;
-      const float* base = in + img * hw * c + c0;
-      k.sum_pixels(base, hw, c, len, acc);
-      const float scale = 1.0f / static_cast<float>(hw);  // hw == 0: 0 * inf = NaN
-      float* o = out + img * c + c0;
-      for (int64_t j = 0; j < len; ++j) o[j] = acc[j] * scale;
-      if (clamp) k.clamp(o, len, lo, hi);
+      k.sum_pixels(in + (img * hw + p0) * c + c0, p1 - p0, c, len, acc);
+      for (int64_t j = 0; j < len; ++j) dst[c0 + j] = mean ? acc[j] * scale : acc[j];
     }
   };
-  parallel(n * blocks, grain_for(hw * (c < kCb ? c : kCb)), body);
+  if (parts == 1) {  // small: (image, channel block) items, each over every pixel
+    auto body = [&](int64_t b, int64_t e) {
+      float acc[kCb];
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t img = t / blocks, c0 = (t % blocks) * kCb;
+        const int64_t len = c - c0 < kCb ? c - c0 : kCb;
+        for (int64_t j = 0; j < len; ++j) acc[j] = 0.0f;
+        k.sum_pixels(in + img * hw * c + c0, hw, c, len, acc);
+        float* o = out + img * c + c0;
+        for (int64_t j = 0; j < len; ++j) o[j] = acc[j] * scale;
+        if (clamp) k.clamp(o, len, lo, hi);
+      }
+    };
+    parallel(n * blocks, grain_for(hw * (c < kCb ? c : kCb)), body);
+    return;
+  }
+  // (image, part) items, then the parts of each image added in order.
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / parts, part = t % parts;
+      sum_range(img, hw * part / parts, hw * (part + 1) / parts, partial + t * c, false);
+    }
+  };
+  parallel(n * parts, 1, body);
+  for (int64_t img = 0; img < n; ++img) {
+    float* o = out + img * c;
+    const float* p = partial + img * parts * c;
+    for (int64_t j = 0; j < c; ++j) o[j] = p[j];
+    for (int64_t q = 1; q < parts; ++q)
+      for (int64_t j = 0; j < c; ++j) o[j] += p[q * c + j];
+    for (int64_t j = 0; j < c; ++j) o[j] *= scale;
+    if (clamp) k.clamp(o, c, lo, hi);
+  }
 }
 
 // ---- resize -----------------------------------------------------------------------------------

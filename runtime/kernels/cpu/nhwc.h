@@ -180,8 +180,13 @@ void avg_pool2d(const Pool2d& p, const float* in, float* out);
 
 // Global average pooling, NHWC: [n, h, w, c] -> [n, 1, 1, c], the mean over h * w pixels
 // (summed in float), clamped to [lo, hi]; h * w == 0 gives NaN (0 / 0, as PyTorch's mean).
+// A large image is summed in global_avg_pool2d_parts(hw, c) parts of consecutive pixels (each
+// part's sums into `partial`, at least n * parts * c floats; then the parts added in order), so
+// that each thread reads the rows it wrote in the node before; the parts depend on the shape
+// only, so the result is the same at every thread count. One part: `partial` is not used.
+int64_t global_avg_pool2d_parts(int64_t hw, int64_t c);
 void global_avg_pool2d(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo,
-                       float hi);
+                       float hi, float* partial);
 
 // Bilinear resize, NHWC: [n, ih, iw, c] -> [n, oh, ow, c], PyTorch's upsample_bilinear2d
 // (align_corners, or half-pixel centres with the source index clamped at 0), which the
