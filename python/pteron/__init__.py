@@ -1,6 +1,46 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""pteron: Python tools for the pteron runtime package.
+"""pteron: run ExecuTorch programs (``.pte``) from Python.
 
-Submodules are imported on demand (for example ``python -m pteron.verify``);
-importing the package itself loads nothing.
+    import numpy as np, pteron
+    program = pteron.Program.load("model.pte")
+    method = program.load_method("forward")
+    (y,) = method(np.ones(method.inputs[0].shape, np.float32))
+
+Importing the package loads nothing native: ``pteron.verify`` (the package
+checker) works without the extension. The native extension
+(``pteron._pteron``, linked against the runtime library) and the component
+libraries (kernels, thread pool, delegates) load on the first use of the
+runtime API, by absolute path from the folder of the runtime library the
+extension links: the wheel's own library folder or a conda prefix's ``lib/``
+(``Library/bin`` on Windows, registered with ``os.add_dll_directory`` first).
+``pteron.load_components([...])`` loads a chosen set instead of all installed
+ones; it must come before any other runtime call.
+
+The runtime API (see ``pteron._runtime`` for each one's documentation):
+``Program``, ``Method``, ``TensorSpec``, ``operators()``, ``backends()``,
+``components()``, ``load_components()``, ``set_num_threads()``,
+``num_threads()``, ``version()``, and the error classes: ``Error`` and one
+subclass per runtime error code.
 """
+
+_RUNTIME_NAMES = {
+    "Program", "Method", "TensorSpec", "operators", "backends", "components",
+    "load_components", "set_num_threads", "num_threads", "version", "Error",
+    "InvalidArgumentError", "InvalidProgramError", "NotFoundError",
+    "MissingOperatorError", "MissingDelegateError", "UnsupportedDtypeError",
+    "ShapeMismatchError", "OutOfMemoryError", "FileAccessError", "InternalError",
+    "AbiMismatchError", "NotSupportedError", "KernelFailedError", "DelegateFailedError",
+}
+
+__all__ = sorted(_RUNTIME_NAMES)
+
+
+def __getattr__(name):
+    if name in _RUNTIME_NAMES:
+        from . import _runtime
+        return getattr(_runtime, name)
+    raise AttributeError(f"module 'pteron' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _RUNTIME_NAMES)

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""python -m pteron run MODEL.pte [--data FILE.ptd] [--method NAME] [--input FILE.npy]...
+                                  [--output-dir DIR] [--iterations N] [--threads N]
+python -m pteron info
+
+``run`` behaves like the C++ ``pteron-run``: one line per output (dtype, shape,
+min, max, mean), the median time per execution, ``output_<i>.npy`` files with
+--output-dir. ``info`` prints the runtime and component files found, the ISA
+level kernels_optimized chose, the thread count, and the operator and backend
+counts. Errors print ``pteron: error: <message>`` and exit 1.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def _run(args) -> int:
+    import numpy as np
+
+    import pteron
+    if args.threads is not None:
+        pteron.set_num_threads(args.threads)
+    program = pteron.Program.load(args.model, data=args.data)
+    method = program.load_method(args.method)
+    inputs = [np.load(p, allow_pickle=False) for p in args.input]
+    times = []
+    outs = []
+    for _ in range(max(1, args.iterations)):
+        t0 = time.perf_counter()
+        outs = method(*inputs)
+        times.append((time.perf_counter() - t0) * 1e3)
+    for i, o in enumerate(outs):
+        if o.size and o.dtype.kind in "biuf":
+            f = o.astype(np.float64)
+            print(f"output {i}: {o.dtype} {list(o.shape)} min {f.min():g} max {f.max():g} "
+                  f"mean {f.mean():g}")
+        else:
+            print(f"output {i}: {o.dtype} {list(o.shape)}")
+        if args.output_dir:
+            d = Path(args.output_dir)
+            d.mkdir(parents=True, exist_ok=True)
+            np.save(d / f"output_{i}.npy", o)
+    print(f"median time per execution: {statistics.median(times):.3f} ms over {len(times)} "
+          "iteration(s)")
+    return 0
+
+
+def _info(_args) -> int:
+    import pteron
+    from pteron import _runtime
+    comps = pteron.components()
+    print(f"pteron {pteron.version()}")
+    for name, path in comps.items():
+        print(f"  {name:18s} {path}")
+    if "kernels_optimized" in _runtime._loaded:
+        lib = _runtime._loaded["kernels_optimized"][1]
+        lib.pteron_kernels_optimized_isa.restype = ctypes.c_char_p
+        print(f"ISA (kernels_optimized, PTERON_ISA): {lib.pteron_kernels_optimized_isa().decode()}")
+    else:
+        print("ISA: kernels_optimized not installed")
+    print(f"threads: {pteron.num_threads()}")
+    ops = pteron.operators()
+    print(f"operators: {len(ops)} kernel entries, {len({(o.name, o.overload) for o in ops})} "
+          "distinct operator overloads")
+    print(f"backends: {', '.join(b.id for b in pteron.backends()) or 'none'}")
+    print("CUDA: no CUDA component in this build")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pteron")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a program, like pteron-run")
+    r.add_argument("model")
+    r.add_argument("--data", help="the program's external data file (.ptd)")
+    r.add_argument("--method", default="forward")
+    r.add_argument("--input", action="append", default=[], metavar="FILE.npy")
+    r.add_argument("--output-dir")
+    r.add_argument("--iterations", type=int, default=1)
+    r.add_argument("--threads", type=int)
+    sub.add_parser("info", help="components, ISA, threads, operator and backend counts")
+    args = ap.parse_args(argv)
+    from pteron import _runtime
+    try:
+        return _run(args) if args.cmd == "run" else _info(args)
+    except (_runtime.Error, TypeError, ValueError, ImportError, OSError) as e:
+        print(f"pteron: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

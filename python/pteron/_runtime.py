@@ -1,0 +1,505 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The runtime API of the pteron package, over the native extension
+``pteron._pteron`` (python/src/pteron_ext.cpp, the runtime's C API).
+
+Nothing native loads when this module is imported; the first call that needs
+the runtime loads the extension and the components (``_native()``).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+# ---- errors -----------------------------------------------------------------------------------
+
+
+class Error(Exception):
+    """A runtime error: ``code`` is the runtime's error code (pteron/types.h,
+    ``pteron_error``), ``message`` the runtime's message (it names the program
+    part, operator, input or file at fault)."""
+
+    code = -1
+
+    def __init__(self, message: str, code: Optional[int] = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A bad value from the caller (code 1)."""
+    code = 1
+
+
+class InvalidProgramError(Error):
+    """A malformed or inconsistent ``.pte`` (code 2)."""
+    code = 2
+
+
+class NotFoundError(Error, LookupError):
+    """No such method, input or external tensor (code 3)."""
+    code = 3
+
+
+class MissingOperatorError(Error):
+    """The method needs operators no loaded kernel library registers (code 4);
+    the message lists them all."""
+    code = 4
+
+
+class MissingDelegateError(Error):
+    """The method needs a backend no loaded library registers (code 5)."""
+    code = 5
+
+
+class UnsupportedDtypeError(Error, TypeError):
+    """An operator met a dtype it cannot handle (code 6)."""
+    code = 6
+
+
+class ShapeMismatchError(Error, ValueError):
+    """A wrong shape, or a size beyond a dynamic bound (code 7)."""
+    code = 7
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """code 8"""
+    code = 8
+
+
+class FileAccessError(Error, OSError):
+    """A file that could not be opened or mapped (code 9)."""
+    code = 9
+
+
+class InternalError(Error):
+    """code 10"""
+    code = 10
+
+
+class AbiMismatchError(Error):
+    """A component built for another ABI version (code 11)."""
+    code = 11
+
+
+class NotSupportedError(Error):
+    """A valid feature this build does not have (code 12)."""
+    code = 12
+
+
+class KernelFailedError(Error):
+    """A kernel reported a failure at execute (code 13)."""
+    code = 13
+
+
+class DelegateFailedError(Error):
+    """A delegate reported a failure (code 14)."""
+    code = 14
+
+
+_ERRORS = {c.code: c for c in (
+    InvalidArgumentError, InvalidProgramError, NotFoundError, MissingOperatorError,
+    MissingDelegateError, UnsupportedDtypeError, ShapeMismatchError, OutOfMemoryError,
+    FileAccessError, InternalError, AbiMismatchError, NotSupportedError, KernelFailedError,
+    DelegateFailedError)}
+
+
+def _make_error(code: int, message: str) -> Error:
+    cls = _ERRORS.get(code)
+    return cls(message) if cls else Error(message, code)
+
+
+# ---- loading ----------------------------------------------------------------------------------
+
+# Component names (cmake/components.json), in load order; the runtime itself is what the
+# extension links.
+_COMPONENTS = ("kernels_portable", "kernels_optimized", "threadpool", "backend_xnnpack")
+_lock = threading.Lock()
+_ext = None
+_libdir: Optional[Path] = None
+_loaded = {}  # component name -> (path, ctypes.CDLL)
+_chosen: Optional[Tuple[str, ...]] = None
+
+
+def _component_file(libdir: Path, name: str) -> Optional[Path]:
+    """The component's library in the runtime's folder (Linux: the SONAME file
+    libpteron_<name>.so.<MAJOR.MINOR>, else libpteron_<name>.so; Windows:
+    pteron_<name>.dll), or None."""
+    if sys.platform == "win32":
+        p = libdir / f"pteron_{name}.dll"
+        return p if p.is_file() else None
+    if sys.platform == "darwin":
+        cands = sorted(libdir.glob(f"libpteron_{name}.*dylib"))
+        return cands[0] if cands else None
+    exact = libdir / f"libpteron_{name}.so"
+    versioned = sorted(libdir.glob(f"libpteron_{name}.so.*"), key=lambda p: len(p.name))
+    if versioned:
+        return versioned[0]  # the shortest: the SONAME link (.so.0.1), not .so.0.1.0
+    return exact if exact.is_file() else None
+
+
+def _windows_dll_dirs() -> List[Path]:
+    """Folders that may hold pteron.dll for the extension, in order: the
+    wheel's pteron/lib (or the package folder itself), a conda prefix's
+    Library/bin."""
+    here = Path(__file__).resolve().parent
+    dirs = [here / "lib", here]
+    prefix = Path(sys.prefix)
+    dirs.append(prefix / "Library" / "bin")
+    return [d for d in dirs if (d / "pteron.dll").is_file()]
+
+
+def _native():
+    """The extension, loaded with the components on first use."""
+    global _ext, _libdir
+    if _ext is not None:
+        return _ext
+    with _lock:
+        if _ext is not None:
+            return _ext
+        if sys.platform == "win32":
+            # Python 3.8+ ignores PATH for an extension's DLLs: register the folder holding
+            # pteron.dll first, so that one (and never another copy on PATH) loads.
+            for d in _windows_dll_dirs():
+                os.add_dll_directory(str(d))
+        try:
+            from . import _pteron as ext  # noqa: PLC0415
+        except ImportError as e:
+            raise ImportError(
+                f"pteron: the native extension pteron._pteron could not be loaded ({e}); "
+                "it is built with the wheel (pip install .) or the conda package "
+                "'pteron'") from e
+        ext.set_error_factory(_make_error)
+        libdir = Path(ext.runtime_library_path()).parent
+        names = _chosen if _chosen is not None else _COMPONENTS
+        if _chosen is None and _component_file(libdir, "threadpool") is None:
+            # Chosen behaviour for a damaged install: fail loudly rather than run serially.
+            raise ImportError(
+                f"pteron: the thread pool library (component 'threadpool', "
+                f"{'pteron_threadpool.dll' if sys.platform == 'win32' else 'libpteron_threadpool.so.*'}"
+                f") is missing from {libdir}; reinstall pteron, or call "
+                "pteron.load_components([...]) without 'threadpool' to run serially")
+        for name in names:
+            path = _component_file(libdir, name)
+            if path is None:
+                if _chosen is not None:
+                    raise ImportError(f"pteron: component {name!r} is not installed in {libdir}")
+                continue
+            try:
+                # Absolute path: the loader never searches for it. RTLD_GLOBAL is not needed:
+                # each component registers itself with the runtime when it loads.
+                _loaded[name] = (path, ctypes.CDLL(str(path)))
+            except OSError as e:
+                raise ImportError(f"pteron: cannot load component {name!r} from {path}: {e}") \
+                    from e
+        _libdir = libdir
+        _ext = ext
+        return ext
+
+
+def load_components(names: Iterable[str]) -> None:
+    """Load only these components (names of cmake/components.json, e.g.
+    ``["kernels_portable", "threadpool"]``) instead of every installed one.
+    Must be called before any other runtime call; ImportError if one is not
+    installed beside the runtime library, ValueError for an unknown name,
+    RuntimeError once the runtime is loaded."""
+    global _chosen
+    names = tuple(names)
+    bad = [n for n in names if n not in _COMPONENTS]
+    if bad:
+        raise ValueError(f"unknown component(s) {bad}; known: {list(_COMPONENTS)}")
+    if _ext is not None:
+        raise RuntimeError("pteron: the runtime is already loaded; call load_components() "
+                           "before any other runtime call")
+    _chosen = names
+    _native()
+
+
+def components() -> dict:
+    """{name: absolute path} of the runtime and every loaded component library."""
+    ext = _native()
+    out = {"runtime": ext.runtime_library_path()}
+    out.update({n: str(p) for n, (p, _) in _loaded.items()})
+    return out
+
+
+def version() -> str:
+    """The runtime's version, "MAJOR.MINOR.PATCH"."""
+    return _native().version()
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One registered kernel: ``name`` ("aten::add"), ``overload`` ("out"),
+    ``key`` ("" generic, "dtype=6" float32-specialised), ``library`` (the
+    component that registered it), ``selected`` (it wins lookups)."""
+    name: str
+    overload: str
+    key: str
+    library: str
+    priority: int
+    selected: bool
+
+
+def operators() -> List[Operator]:
+    """Every registered kernel entry (winners and not)."""
+    return [Operator(*k) for k in _native().kernels()]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A registered delegate backend: ``id`` ("XnnpackBackend"), the library
+    that registered it, whether it is available."""
+    id: str
+    library: str
+    available: bool
+
+
+def backends() -> List[Backend]:
+    return [Backend(*b) for b in _native().backends()]
+
+
+def _threadpool():
+    _native()
+    if "threadpool" not in _loaded:
+        raise NotSupportedError("pteron: the threadpool component is not loaded")
+    lib = _loaded["threadpool"][1]
+    lib.pteron_threadpool_set_num_threads.argtypes = [ctypes.c_size_t]
+    lib.pteron_threadpool_set_num_threads.restype = ctypes.c_int32
+    lib.pteron_threadpool_num_threads.argtypes = []
+    lib.pteron_threadpool_num_threads.restype = ctypes.c_size_t
+    return lib
+
+
+def set_num_threads(n: int) -> None:
+    """Resize the process's one thread pool to ``n`` threads (the caller
+    included; 0 = the hardware threads). InvalidArgumentError above the
+    pool's maximum; NotSupportedError without the threadpool component."""
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"set_num_threads: n must be an int >= 0, not {n!r}")
+    code = _threadpool().pteron_threadpool_set_num_threads(n)
+    if code:
+        raise _make_error(code, f"pteron_threadpool_set_num_threads({n}) failed")
+
+
+def num_threads() -> int:
+    """Threads a parallel operator may use now (1 without a thread pool)."""
+    return int(_native().parallel_threads())
+
+
+# ---- dtypes, specs --------------------------------------------------------------------------
+
+# pteron_dtype (pteron/types.h, ExecuTorch's ScalarType numbering) <-> numpy.
+_NP_OF = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.float16,
+          6: np.float32, 7: np.float64, 9: np.complex64, 10: np.complex128, 11: np.bool_,
+          27: np.uint16, 28: np.uint32, 29: np.uint64}
+_NAME_OF = {8: "complex32", 12: "qint8", 13: "quint8", 14: "qint32", 15: "bfloat16"}
+_TAG_NONE, _TAG_INT, _TAG_BOOL, _TAG_DOUBLE, _TAG_TENSOR = 0, 1, 2, 3, 4
+_DYNAMISM = {0: "static", 1: "bound", 2: "unbound"}
+
+
+def _dtype_of(code: int):
+    if code in _NP_OF:
+        return np.dtype(_NP_OF[code])
+    return _NAME_OF.get(code, f"dtype {code}")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of a method.
+
+    ``kind``: "tensor", "int", "bool", "double" or "none".
+    For tensors: ``dtype`` (a numpy dtype, or a name such as "bfloat16" that
+    numpy lacks), ``shape`` (the current sizes: the exported sizes for inputs,
+    the last execute's for outputs), ``bounds`` (per-dim upper bounds: equal to
+    the shape when static), ``dynamism`` ("static", "bound": each size may
+    shrink to any value up to its bound, "unbound"), ``dim_order`` (the
+    storage order of the dims; (0, 1, ...) is contiguous row-major)."""
+    kind: str
+    dtype: object = None
+    shape: Tuple[int, ...] = ()
+    bounds: Tuple[int, ...] = ()
+    dynamism: str = "static"
+    dim_order: Tuple[int, ...] = ()
+
+    @staticmethod
+    def _from(info) -> "TensorSpec":
+        tag, dtype, dyn, sizes, bounds, order, _nbytes, _scalar = info
+        kind = {_TAG_NONE: "none", _TAG_INT: "int", _TAG_BOOL: "bool", _TAG_DOUBLE: "double",
+                _TAG_TENSOR: "tensor"}.get(tag, f"tag {tag}")
+        if tag != _TAG_TENSOR:
+            return TensorSpec(kind)
+        return TensorSpec(kind, _dtype_of(dtype), tuple(sizes), tuple(bounds),
+                          _DYNAMISM.get(dyn, str(dyn)), tuple(order))
+
+
+# ---- program, method --------------------------------------------------------------------------
+
+
+class Program:
+    """A loaded, verified ``.pte`` program. Make one with ``Program.load``."""
+
+    def __init__(self, handle, source: str):
+        self._h = handle
+        self._source = source
+
+    @classmethod
+    def load(cls, source, data=None) -> "Program":
+        """Load a program from a path (str or os.PathLike), or from bytes,
+        bytearray or a memoryview (copied: the caller may reuse the buffer).
+        ``data``: the program's external data file (``.ptd``), a path or bytes
+        likewise, or None.
+
+        Errors: FileAccessError (a file that cannot be opened or mapped, naming
+        it), InvalidProgramError (malformed: the message names what),
+        NotSupportedError, TypeError for another kind of source."""
+        ext = _native()
+        if isinstance(source, (str, os.PathLike)):
+            path = os.fspath(source)
+            if data is not None and not isinstance(data, (str, os.PathLike)):
+                raise TypeError("Program.load: with a path, data must be a path too")
+            h = ext.ProgramHandle.load_file(path, os.fspath(data) if data is not None else None)
+            return cls(h, path)
+        buf = _as_bytes(source, "source")
+        dbuf = _as_bytes(data, "data") if data is not None else None
+        return cls(ext.ProgramHandle.load_bytes(buf, dbuf), "<bytes>")
+
+    @property
+    def method_names(self) -> List[str]:
+        """The program's method names, in the program's order."""
+        return list(self._h.method_names())
+
+    def load_method(self, name: str = "forward") -> "Method":
+        """Load method ``name``: every operator and delegate resolved, memory
+        planned. Errors: NotFoundError (no such method), MissingOperatorError
+        (lists every missing operator), MissingDelegateError (names the
+        backend), InvalidProgramError."""
+        if not isinstance(name, str):
+            raise TypeError(f"load_method: name must be a str, not {type(name).__name__}")
+        return Method(self, name, self._h.load_method(name))
+
+    def __repr__(self):
+        return f"<pteron.Program {self._source} methods={self.method_names}>"
+
+
+def _as_bytes(obj, what):
+    if isinstance(obj, np.ndarray):
+        obj = memoryview(obj)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        mv = memoryview(obj)
+        if not mv.c_contiguous:
+            mv = memoryview(mv.tobytes())
+        return np.frombuffer(mv.cast("B"), dtype=np.uint8)
+    raise TypeError(f"Program.load: {what} must be a path, bytes, bytearray or memoryview, "
+                    f"not {type(obj).__name__}")
+
+
+class Method:
+    """A loaded method. Call it with one array per input; it returns a list
+    with one ``numpy.ndarray`` per output (C-contiguous, owned by the caller,
+    valid after later calls).
+
+    Inputs: numpy arrays, anything ``numpy.asarray`` accepts, or any DLPack
+    producer on the CPU (a torch tensor); Python numbers for int, bool and
+    double inputs. Views, transposes, Fortran order, structured-array fields,
+    byte-swapped and read-only arrays are copied to a contiguous native
+    array first. A dtype other than the input's is a TypeError naming the
+    input index and both dtypes (no silent cast); a wrong rank, a static size
+    that differs or a size above its bound is a ValueError naming them.
+
+    Execution releases the GIL. Calls on one Method from several threads are
+    serialised (one runs at a time); different methods run concurrently."""
+
+    def __init__(self, program: Program, name: str, handle):
+        self._program = program  # the program outlives its methods
+        self.name = name
+        self._h = handle
+        self._lock = threading.Lock()
+        self.inputs = [TensorSpec._from(handle.input_info(i)) for i in range(handle.input_count())]
+
+    @property
+    def outputs(self) -> List[TensorSpec]:
+        """The outputs' specs (shapes are the last execute's)."""
+        return [TensorSpec._from(self._h.output_info(i)) for i in range(self._h.output_count())]
+
+    def _prepare(self, i: int, spec: TensorSpec, x):
+        if spec.kind in ("int", "bool", "double"):
+            if isinstance(x, np.ndarray) and x.ndim == 0:
+                x = x.item()
+            if not isinstance(x, (int, float, bool, np.number, np.bool_)):
+                raise TypeError(f"input {i}: expects a {spec.kind} scalar, got "
+                                f"{type(x).__name__}")
+            return float(x)
+        if spec.kind != "tensor":
+            raise TypeError(f"input {i}: a {spec.kind} input cannot be set")
+        if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
+            try:
+                x = np.from_dlpack(x)
+            except (TypeError, RuntimeError, BufferError) as e:
+                raise TypeError(f"input {i}: cannot read the DLPack tensor ({e}); pteron "
+                                "takes CPU tensors") from e
+        a = np.asarray(x)
+        want = spec.dtype
+        if not isinstance(want, np.dtype):
+            raise TypeError(f"input {i}: the method's dtype {want} has no numpy equivalent")
+        have = a.dtype.newbyteorder("=") if a.dtype.byteorder not in ("=", "|") else a.dtype
+        if have.fields is not None or have != want:
+            raise TypeError(f"input {i}: dtype {a.dtype} does not match the method's {want}")
+        if a.ndim != len(spec.shape):
+            raise ValueError(f"input {i}: shape {a.shape} has rank {a.ndim}, the method's "
+                             f"{spec.shape} has rank {len(spec.shape)}")
+        for d, (got, size, bound) in enumerate(zip(a.shape, spec.shape, spec.bounds)):
+            if spec.dynamism == "static" and got != size:
+                raise ValueError(f"input {i}: shape {a.shape} differs from the method's "
+                                 f"static shape {spec.shape} in dim {d}")
+            if spec.dynamism == "bound" and got > bound:
+                raise ValueError(f"input {i}: dim {d} is {got}, above its bound {bound} "
+                                 f"(bounds {spec.bounds})")
+        return np.ascontiguousarray(a, dtype=want)
+
+    def __call__(self, *args) -> List[np.ndarray]:
+        if len(args) != len(self.inputs):
+            raise TypeError(f"method {self.name!r} takes {len(self.inputs)} input(s), "
+                            f"{len(args)} given")
+        prepared = [self._prepare(i, s, x) for i, (s, x) in enumerate(zip(self.inputs, args))]
+        with self._lock:
+            for i, (s, v) in enumerate(zip(self.inputs, prepared)):
+                code = _dtype_code(s.dtype) if s.kind == "tensor" else None
+                if code is None:
+                    self._h.set_input_scalar(i, v)
+                else:
+                    self._h.set_input(i, code, v)
+            self._h.execute()
+            outs = []
+            for i in range(self._h.output_count()):
+                tag, dtype, _dyn, sizes, _b, _o, _n, scalar = self._h.output_info(i)
+                if tag != _TAG_TENSOR:
+                    outs.append(np.array(scalar))
+                    continue
+                dt = _dtype_of(dtype)
+                if not isinstance(dt, np.dtype):
+                    raise NotSupportedError(f"output {i}: dtype {dt} has no numpy equivalent")
+                out = np.empty(tuple(sizes), dtype=dt)
+                self._h.copy_output(i, out.reshape(-1).view(np.uint8))
+                outs.append(out)
+            return outs
+
+    def __repr__(self):
+        ins = ", ".join(f"{s.dtype}{list(s.shape)}" if s.kind == "tensor" else s.kind
+                        for s in self.inputs)
+        return f"<pteron.Method {self.name}({ins})>"
+
+
+def _dtype_code(dt) -> int:
+    for code, t in _NP_OF.items():
+        if np.dtype(t) == dt:
+            return code
+    raise TypeError(f"dtype {dt} has no pteron code")

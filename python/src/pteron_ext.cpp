@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// pteron_ext.cpp - pteron._pteron, the nanobind extension of the Python module: a thin layer
+// over the runtime's C API (include/pteron/pteron.h), linked against the runtime shared library
+// (libpteron.so / pteron.dll) and never a copy of it. The pythonic API (pteron.Program,
+// pteron.Method, the error classes, the input checks) is python/pteron/_runtime.py; this file
+// only moves handles, arrays and errors across.
+//
+// Errors: a failed pteron_status becomes the exception that the Python layer's factory
+// (set_error_factory, called once at import) makes from (code, message), so every error is a
+// pteron.Error subclass carrying the runtime's message.
+// Threads: program load, method load and execute release the GIL. The Python layer serialises
+// calls on one Method (its lock); the runtime allows different methods on different threads.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <dlfcn.h>
+#endif
+
+#include "pteron/pteron.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+// The Python layer's factory: (code, message) -> exception instance. Kept for the process's
+// lifetime (never released: the interpreter may be finalising when the module goes).
+nb::object* g_error_factory = nullptr;
+
+[[noreturn]] void raise(int32_t code, const std::string& message) {
+  if (g_error_factory) {
+    nb::object exc = (*g_error_factory)(code, message);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    throw nb::python_error();
+  }
+  throw std::runtime_error(std::string(pteron_error_name(code)) + ": " + message);
+}
+
+// Raises the status's error (and releases it); returns if s is NULL (success).
+void check(pteron_status* s) {
+  if (!s) return;
+  const int32_t code = pteron_status_code(s);
+  const char* m = pteron_status_message(s);
+  std::string message = m ? m : "";
+  pteron_status_release(s);
+  if (code == PTERON_OK) return;
+  raise(code, message);
+}
+
+struct Program {
+  pteron_program* p = nullptr;
+  Program() = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  ~Program() { pteron_program_release(p); }
+};
+
+struct Method {
+  pteron_method* m = nullptr;
+  Method() = default;
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+  ~Method() { pteron_method_release(m); }
+};
+
+using Bytes = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using OutArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+// (tag, dtype, dynamism, sizes, bounds, dim_order, nbytes, scalar) of one value.
+using Info = std::tuple<int32_t, int32_t, int32_t, std::vector<int64_t>, std::vector<int64_t>,
+                        std::vector<int64_t>, size_t, double>;
+
+Info to_tuple(const pteron_value_info& v) {
+  const int32_t dim = v.tag == PTERON_VALUE_TENSOR ? v.dim : 0;
+  std::vector<int64_t> sizes(v.sizes, v.sizes + dim), bound(v.bound, v.bound + dim);
+  std::vector<int64_t> order(v.dim_order, v.dim_order + dim);
+  return Info(v.tag, v.dtype, v.dynamism, sizes, bound, order, v.nbytes, v.scalar);
+}
+
+std::unique_ptr<Program> load_file(const std::string& path, std::optional<std::string> data_path) {
+  std::unique_ptr<Program> prog(new Program);
+  pteron_status* s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = pteron_program_load_file_with_data(path.c_str(), data_path ? data_path->c_str() : nullptr,
+                                           &prog->p);
+  }
+  check(s);
+  return prog;
+}
+
+std::unique_ptr<Program> load_bytes(Bytes data, std::optional<Bytes> data_file) {
+  std::unique_ptr<Program> prog(new Program);
+  pteron_status* s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = pteron_program_load_memory_with_data(data.data(), data.size(),
+                                             data_file ? data_file->data() : nullptr,
+                                             data_file ? data_file->size() : 0, &prog->p);
+  }
+  check(s);
+  return prog;
+}
+
+std::vector<std::string> method_names(const Program& prog) {
+  std::vector<std::string> names;
+  const size_t n = pteron_program_method_count(prog.p);
+  for (size_t i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    check(pteron_program_method_name(prog.p, i, &name));
+    names.emplace_back(name ? name : "");
+  }
+  return names;
+}
+
+std::unique_ptr<Method> load_method(Program& prog, const std::string& name) {
+  std::unique_ptr<Method> m(new Method);
+  pteron_status* s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = pteron_method_load(prog.p, name.c_str(), nullptr, &m->m);
+  }
+  check(s);
+  return m;
+}
+
+Info input_info(const Method& m, size_t i) {
+  pteron_value_info v;
+  std::memset(&v, 0, sizeof v);
+  check(pteron_method_input_info(m.m, i, &v));
+  return to_tuple(v);
+}
+
+Info output_info(const Method& m, size_t i) {
+  pteron_value_info v;
+  std::memset(&v, 0, sizeof v);
+  check(pteron_method_output_info(m.m, i, &v));
+  return to_tuple(v);
+}
+
+void set_input(Method& m, size_t i, int32_t dtype, InArray a) {
+  std::vector<int64_t> sizes(a.ndim());
+  for (size_t d = 0; d < a.ndim(); ++d) sizes[d] = int64_t(a.shape(d));
+  check(pteron_method_set_input(m.m, i, dtype, sizes.data(), int32_t(sizes.size()), a.data(),
+                                a.nbytes()));
+}
+
+void set_input_scalar(Method& m, size_t i, double value) {
+  check(pteron_method_set_input_scalar(m.m, i, value));
+}
+
+void execute(Method& m) {
+  pteron_status* s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = pteron_method_execute(m.m);
+  }
+  check(s);
+}
+
+void copy_output(const Method& m, size_t i, OutArray dst) {
+  check(pteron_method_copy_output(m.m, i, dst.data(), dst.nbytes()));
+}
+
+// Registered kernels: (name, overload, key, library, priority, selected).
+std::vector<std::tuple<std::string, std::string, std::string, std::string, int32_t, bool>>
+kernels() {
+  std::vector<std::tuple<std::string, std::string, std::string, std::string, int32_t, bool>> out;
+  const size_t n = pteron_kernel_count();
+  for (size_t i = 0; i < n; ++i) {
+    pteron_kernel_info k;
+    std::memset(&k, 0, sizeof k);
+    check(pteron_kernel_get(i, &k));
+    out.emplace_back(k.name ? k.name : "", k.overload ? k.overload : "", k.key ? k.key : "",
+                     k.library ? k.library : "", k.priority, k.selected != 0);
+  }
+  return out;
+}
+
+// Registered backends: (id, library, available).
+std::vector<std::tuple<std::string, std::string, bool>> backends() {
+  std::vector<std::tuple<std::string, std::string, bool>> out;
+  const size_t n = pteron_backend_count();
+  for (size_t i = 0; i < n; ++i) {
+    pteron_backend_info b;
+    std::memset(&b, 0, sizeof b);
+    check(pteron_backend_get(i, &b));
+    out.emplace_back(b.id ? b.id : "", b.library ? b.library : "", b.available != 0);
+  }
+  return out;
+}
+
+std::vector<std::string> registration_errors() {
+  std::vector<std::string> out;
+  const size_t n = pteron_registration_error_count();
+  for (size_t i = 0; i < n; ++i) {
+    const char* e = pteron_registration_error(i);
+    out.emplace_back(e ? e : "");
+  }
+  return out;
+}
+
+// The file of the runtime library this extension is linked against (UTF-8): the folder the
+// Python layer loads the components from.
+std::string runtime_library_path() {
+#if defined(_WIN32)
+  HMODULE h = nullptr;
+  if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+                              GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                          reinterpret_cast<LPCWSTR>(&pteron_version), &h))
+    return std::string();
+  std::wstring w(32768, L'\0');
+  const DWORD n = GetModuleFileNameW(h, &w[0], DWORD(w.size()));
+  if (n == 0) return std::string();
+  const int len = WideCharToMultiByte(CP_UTF8, 0, w.data(), int(n), nullptr, 0, nullptr, nullptr);
+  std::string out(size_t(len), '\0');
+  WideCharToMultiByte(CP_UTF8, 0, w.data(), int(n), &out[0], len, nullptr, nullptr);
+  return out;
+#else
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&pteron_version), &info) == 0 || !info.dli_fname)
+    return std::string();
+  return info.dli_fname;
+#endif
+}
+
+}  // namespace
+
+NB_MODULE(_pteron, m) {
+  m.doc() =
+      "pteron's native layer (the runtime's C API). Use the pteron package's API "
+      "(pteron.Program, pteron.Method), not this module.";
+  m.def("set_error_factory", [](nb::object f) {
+    if (!g_error_factory) g_error_factory = new nb::object();
+    *g_error_factory = std::move(f);
+  });
+  m.def("version", [] { return std::string(pteron_version()); });
+  m.def("abi_version", [] { return pteron_abi_version(); });
+  m.def("error_name", [](int32_t code) { return std::string(pteron_error_name(code)); });
+  m.def("runtime_library_path", &runtime_library_path);
+  m.def("parallel_threads", [] { return pteron_parallel_threads(); });
+  m.def("kernels", &kernels);
+  m.def("backends", &backends);
+  m.def("registration_errors", &registration_errors);
+
+  nb::class_<Program>(m, "ProgramHandle")
+      .def_static("load_file", &load_file, nb::arg("path"), nb::arg("data_path").none())
+      .def_static("load_bytes", &load_bytes, nb::arg("data"), nb::arg("data_file").none())
+      .def("method_names", &method_names)
+      .def("has_data_file", [](const Program& p) { return pteron_program_has_data_file(p.p) != 0; })
+      .def("load_method", &load_method, nb::arg("name"));
+
+  nb::class_<Method>(m, "MethodHandle")
+      .def("input_count", [](const Method& x) { return pteron_method_input_count(x.m); })
+      .def("output_count", [](const Method& x) { return pteron_method_output_count(x.m); })
+      .def("input_info", &input_info)
+      .def("output_info", &output_info)
+      .def("set_input", &set_input)
+      .def("set_input_scalar", &set_input_scalar)
+      .def("execute", &execute)
+      .def("copy_output", &copy_output);
+}

@@ -1,0 +1,315 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The Python module (python/pteron, its extension python/src/pteron_ext.cpp): built here
+against the Linux release package (python/CMakeLists.txt, find_package(pteron)), staged as a
+package folder (the pure-Python files plus the extension), and run in child processes of this
+interpreter (each with a timeout) with PYTHONPATH on the stage and nothing on
+LD_LIBRARY_PATH: the extension finds the runtime through its RUNPATH, the components by
+absolute path from the runtime's folder.
+
+Checked: `import pteron` loads nothing native; fixtures match eager; every input case of the
+issue (a view, a transpose, Fortran order, a structured field, byte-swapped, read-only, a DLPack
+producer) gives the contiguous array's output; wrong dtype, rank, static size and dynamic
+bound are TypeError / ValueError naming the input; runtime errors are pteron.Error subclasses
+carrying the runtime's message; one Method called from several threads at once gives each call
+its own correct result; `load_components` and a missing thread pool library; each pteron
+library mapped once (/proc/self/maps); `python -m pteron run` and `info`.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run
+
+FIXTURES = REPO / "models" / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def stage(linux_package, tmp_path_factory):
+    """A folder holding the package `pteron` (python/pteron + the built extension)."""
+    try:
+        import nanobind  # noqa: F401
+    except ImportError:
+        pytest.fail("nanobind is not installed in this interpreter (scripts/setup.sh installs it)",
+                    pytrace=False)
+    base = tmp_path_factory.mktemp("py")
+    b = base / "build"
+    r = run(["cmake", "-S", REPO / "python", "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+             f"-DCMAKE_PREFIX_PATH={linux_package}", f"-DPython_EXECUTABLE={sys.executable}"],
+            timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = run(["cmake", "--build", b], timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    st = base / "stage"
+    shutil.copytree(REPO / "python" / "pteron", st / "pteron")
+    ext = list(b.glob("_pteron*.so"))
+    assert len(ext) == 1, list(b.iterdir())
+    shutil.copy2(ext[0], st / "pteron")
+    return st
+
+
+def py(stage, code, timeout=120, env=None):
+    e = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PTERON_NUM_THREADS")}
+    e["PYTHONPATH"] = str(stage)
+    e.update(env or {})
+    return run([sys.executable, "-c", textwrap.dedent(code)], timeout=timeout, env=e)
+
+
+def ok(r):
+    assert r.returncode == 0, f"rc {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n" \
+                              f"{r.stderr[-4000:]}"
+    return r.stdout
+
+
+def test_import_loads_nothing_native(stage):
+    out = ok(py(stage, """
+        import sys, pteron
+        assert issubclass(pteron.InvalidProgramError, pteron.Error)
+        import pteron.verify
+        print(sorted(m for m in sys.modules if m.startswith("pteron")))
+        print([l for l in open("/proc/self/maps") if "libpteron" in l])
+    """))
+    assert "pteron._pteron" not in out and "'pteron._runtime'" in out
+    assert out.strip().endswith("[]")
+
+
+@pytest.mark.parametrize("name", ["mlp_xnnpack", "cnn_xnnpack", "ops_xnnpack", "cnn"])
+def test_fixture_matches_eager(stage, name):
+    if not (FIXTURES / f"{name}.pte").exists():
+        pytest.skip(f"no fixture {name}")
+    out = ok(py(stage, f"""
+        import glob, numpy as np, pteron
+        F = "{FIXTURES}/{name}"
+        m = pteron.Program.load(F + ".pte").load_method("forward")
+        ins = [np.load(p) for p in sorted(glob.glob(F + ".forward.input_*.npy"))]
+        outs = m(*ins)
+        exps = [np.load(p) for p in sorted(glob.glob(F + ".forward.expected_*.npy"))]
+        assert len(outs) == len(exps), (len(outs), len(exps))
+        for o, e in zip(outs, exps):
+            assert o.dtype == e.dtype and o.shape == e.shape, (o.dtype, o.shape, e.dtype, e.shape)
+            assert o.flags.c_contiguous and o.flags.owndata
+            np.testing.assert_allclose(o, e, rtol=1e-4, atol=1e-5)
+        again = m(*ins)  # earlier outputs stay the caller's
+        for o, a in zip(outs, again):
+            assert o is not a and np.array_equal(o, a)
+        print("OK", len(outs))
+    """))
+    assert "OK" in out
+
+
+def test_every_input_case_equals_the_contiguous_array(stage):
+    out = ok(py(stage, f"""
+        import numpy as np, pteron
+        m = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
+        x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")
+        (want,) = m(x)
+        big = np.zeros((x.shape[0], 2 * x.shape[1]), np.float32); big[:, ::2] = x
+        rec = np.zeros(x.shape, dtype=[("a", "<f4"), ("b", "<f4")]); rec["b"] = x
+        ro = x.copy(); ro.flags.writeable = False
+        class DL:  # a DLPack producer that is not an ndarray
+            def __init__(self, a): self.a = a
+            def __dlpack__(self, **kw): return self.a.__dlpack__(**kw)
+            def __dlpack_device__(self): return self.a.__dlpack_device__()
+        cases = {{"view": big[:, ::2], "transposed": np.ascontiguousarray(x.T).T,
+                 "fortran": np.asfortranarray(x), "field": rec["b"],
+                 "byteswapped": x.astype(x.dtype.newbyteorder("S")), "readonly": ro,
+                 "dlpack": DL(x.copy())}}
+        assert not cases["view"].flags.c_contiguous and cases["fortran"].flags.f_contiguous
+        assert not cases["byteswapped"].dtype.isnative
+        for k, v in cases.items():
+            (got,) = m(v)
+            assert np.array_equal(got, want), k
+        print("OK", len(cases))
+    """))
+    assert "OK 7" in out
+
+
+def test_bad_inputs_are_clear_errors(stage):
+    out = ok(py(stage, f"""
+        import numpy as np, pteron
+        m = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
+        x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")
+        def err(f):
+            try:
+                f()
+            except Exception as e:
+                return type(e).__name__ + ": " + str(e)
+            raise AssertionError("no error")
+        print(err(lambda: m(x.astype(np.float64))))
+        print(err(lambda: m(x[None])))
+        print(err(lambda: m(x[:1])))
+        print(err(lambda: m()))
+        print(err(lambda: m(x, x)))
+        d = pteron.Program.load("{FIXTURES}/dynamic_batch_xnnpack.pte").load_method()
+        s = d.inputs[0]
+        assert s.dynamism == "bound", s
+        big = np.zeros((s.bounds[0] + 1,) + s.shape[1:], np.float32)
+        print(err(lambda: d(big)))
+        (y,) = d(np.zeros((1,) + s.shape[1:], np.float32))
+        print("dyn", y.shape)
+    """))
+    lines = out.splitlines()
+    assert lines[0] == "TypeError: input 0: dtype float64 does not match the method's float32"
+    assert lines[1].startswith("ValueError: input 0: shape (1, 4, 16) has rank 3")
+    assert lines[2].startswith("ValueError: input 0: shape (1, 16) differs from the method's "
+                               "static shape (4, 16) in dim 0")
+    assert lines[3] == "TypeError: method 'forward' takes 1 input(s), 0 given"
+    assert lines[4] == "TypeError: method 'forward' takes 1 input(s), 2 given"
+    assert lines[5].startswith("ValueError: input 0: dim 0 is ") and "above its bound" in lines[5]
+    assert lines[6].startswith("dyn (1,")
+
+
+def test_runtime_errors_form_one_hierarchy(stage, tmp_path):
+    bad = tmp_path / "bad.pte"
+    data = (FIXTURES / "mlp_xnnpack.pte").read_bytes()
+    bad.write_bytes(data[:200])
+    out = ok(py(stage, f"""
+        import pteron
+        def err(f):
+            try:
+                f()
+            except pteron.Error as e:
+                return f"{{type(e).__name__}} {{e.code}} {{isinstance(e, pteron.Error)}}: {{e}}"
+            raise AssertionError("no error")
+        print(err(lambda: pteron.Program.load("{bad}")))
+        print(err(lambda: pteron.Program.load(b"ET12 not a program")))
+        print(err(lambda: pteron.Program.load("{tmp_path}/missing.pte")))
+        print(err(lambda: pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method("nope")))
+        un = "{FIXTURES}/unsupported_op.pte"
+        import os
+        if os.path.exists(un):
+            print(err(lambda: pteron.Program.load(un).load_method()))
+        try:
+            pteron.Program.load(12)
+        except TypeError as e:
+            print("TypeError", e)
+    """))
+    lines = out.splitlines()
+    assert lines[0].startswith("InvalidProgramError 2 True: "), lines[0]
+    assert lines[1].startswith("InvalidProgramError 2 True: "), lines[1]
+    assert lines[2].startswith("FileAccessError 9 True: ") and "missing.pte" in lines[2]
+    assert lines[3].startswith("NotFoundError 3 True: ") and "nope" in lines[3]
+    if (FIXTURES / "unsupported_op.pte").exists():
+        assert lines[4].startswith("MissingOperatorError 4 True: ") and "::absent_unary.out" in lines[4]
+    assert lines[-1].startswith("TypeError Program.load: source must be")
+
+
+def test_one_method_from_several_threads(stage):
+    out = ok(py(stage, f"""
+        import threading, numpy as np, pteron
+        m = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
+        x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")
+        xs = [x * (k + 1) for k in range(4)]
+        want = [m(v)[0] for v in xs]
+        bad = []
+        def work(k):
+            for _ in range(200):
+                (y,) = m(xs[k])
+                if not np.array_equal(y, want[k]):
+                    bad.append(k)
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        [t.start() for t in ts]; [t.join() for t in ts]
+        print("bad", len(bad))
+    """, timeout=300))
+    assert "bad 0" in out
+
+
+def test_components_are_loaded_once_from_the_runtimes_folder(stage, linux_package):
+    out = ok(py(stage, """
+        import json, pteron
+        c = pteron.components()
+        maps = {}
+        for l in open("/proc/self/maps"):
+            parts = l.split()
+            if len(parts) >= 6 and "libpteron" in parts[5]:
+                maps.setdefault(parts[5].rsplit("/", 1)[1].split(".so")[0], set()).add(parts[5])
+        print(json.dumps({"components": c, "maps": {k: sorted(v) for k, v in maps.items()},
+                          "threads": pteron.num_threads(),
+                          "backends": [b.id for b in pteron.backends()]}))
+    """))
+    d = json.loads(out.strip().splitlines()[-1])
+    lib = os.path.realpath(linux_package / "lib")
+    assert set(d["components"]) >= {"runtime", "kernels_portable", "threadpool"}
+    for name, path in d["components"].items():
+        assert os.path.dirname(os.path.realpath(path)) == lib, (name, path)
+    for name, paths in d["maps"].items():
+        assert len(paths) == 1, f"{name} mapped from {paths}"
+    assert "XnnpackBackend" in d["backends"]
+
+
+def test_load_components_and_a_missing_threadpool(stage, linux_package, tmp_path):
+    out = ok(py(stage, f"""
+        import pteron
+        pteron.load_components(["kernels_portable"])
+        print(sorted(pteron.components()))
+        try:
+            pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
+        except pteron.MissingDelegateError as e:
+            print("MissingDelegateError", e)
+        try:
+            pteron.load_components(["kernels_portable"])
+        except RuntimeError as e:
+            print("RuntimeError", e)
+    """))
+    assert "['kernels_portable', 'runtime']" in out
+    assert "MissingDelegateError" in out and "XnnpackBackend" in out
+    assert "RuntimeError pteron: the runtime is already loaded" in out
+    # A copy of the package's libraries without the thread pool, found first (LD_LIBRARY_PATH
+    # comes before the extension's RUNPATH): the import names the missing library.
+    lib = tmp_path / "lib"
+    shutil.copytree(linux_package / "lib", lib, symlinks=True,
+                    ignore=shutil.ignore_patterns("cmake", "*threadpool*"))
+    r = py(stage, """
+        import pteron
+        try:
+            pteron.operators()
+        except ImportError as e:
+            print("ImportError", e)
+    """, env={"LD_LIBRARY_PATH": str(lib)})
+    assert "ImportError pteron: the thread pool library" in ok(r), r.stdout
+    assert str(lib) in r.stdout
+
+
+def test_python_m_pteron_run_and_info(stage, tmp_path):
+    e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    e["PYTHONPATH"] = str(stage)
+    r = run([sys.executable, "-m", "pteron", "run", FIXTURES / "mlp_xnnpack.pte", "--input",
+             FIXTURES / "mlp_xnnpack.forward.input_0.npy", "--output-dir", tmp_path,
+             "--iterations", "3"], timeout=120, env=e)
+    out = ok(r)
+    assert out.startswith("output 0: float32 [4, 8] min ")
+    assert "median time per execution: " in out and "over 3 iteration(s)" in out
+    import numpy as np
+    np.testing.assert_allclose(np.load(tmp_path / "output_0.npy"),
+                               np.load(FIXTURES / "mlp_xnnpack.forward.expected_0.npy"),
+                               rtol=1e-4, atol=1e-5)
+    r = run([sys.executable, "-m", "pteron", "run", tmp_path / "nothing.pte"], timeout=60, env=e)
+    assert r.returncode == 1 and r.stderr.startswith("pteron: error: cannot open program file")
+    out = ok(run([sys.executable, "-m", "pteron", "info"], timeout=60, env=e))
+    for want in ("runtime ", "kernels_portable ", "threadpool ", "ISA (kernels_optimized",
+                 "threads: ", "operators: ", "backends: XnnpackBackend"):
+        assert want in out, out
+
+
+def test_readme_python_quick_start_runs_as_written(linux_package, tmp_path):
+    """The README's Python block, run with bash in a scratch folder (python/, models/ and
+    .venv linked from this clone) against the Linux package."""
+    import re
+    text = (REPO / "README.md").read_text()
+    m = re.search(r"<!-- tested: python-quickstart -->\n+```sh\n(.*?)\n```", text, re.S)
+    assert m, "README has no block marked 'python-quickstart'"
+    block = m.group(1).replace("<pteron package folder>", str(linux_package))
+    for d in ("python", "models", ".venv"):
+        (tmp_path / d).symlink_to(REPO / d)
+    r = run(["bash", "-euo", "pipefail", "-c", block], timeout=900, cwd=tmp_path,
+            env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"})
+    out = ok(r)
+    assert "TensorSpec(kind='tensor', dtype=dtype('float32'), shape=(4, 16)" in out
+    assert "(4, 8) {'runtime': " in out and "kernels_portable" in out
+    assert "backends: XnnpackBackend" in out
+    assert "output 0: float32 [4, 8] min " in out
