@@ -27,6 +27,10 @@ import pytest
 from conftest import REPO, run
 
 FIXTURES = REPO / "models" / "fixtures"
+# A child's prelude: the MLP fixture's method `m` and its input `x`.
+MLP = (f'import numpy as np, pteron; '
+       f'm = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method(); '
+       f'x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")')
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +108,7 @@ def test_fixture_matches_eager(stage, name):
 
 def test_every_input_case_equals_the_contiguous_array(stage):
     out = ok(py(stage, f"""
-        import numpy as np, pteron
-        m = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
-        x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")
+        {MLP}
         (want,) = m(x)
         big = np.zeros((x.shape[0], 2 * x.shape[1]), np.float32); big[:, ::2] = x
         rec = np.zeros(x.shape, dtype=[("a", "<f4"), ("b", "<f4")]); rec["b"] = x
@@ -131,9 +133,7 @@ def test_every_input_case_equals_the_contiguous_array(stage):
 
 def test_bad_inputs_are_clear_errors(stage):
     out = ok(py(stage, f"""
-        import numpy as np, pteron
-        m = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
-        x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")
+        {MLP}
         def err(f):
             try:
                 f()
@@ -201,9 +201,8 @@ def test_runtime_errors_form_one_hierarchy(stage, tmp_path):
 
 def test_one_method_from_several_threads(stage):
     out = ok(py(stage, f"""
-        import threading, numpy as np, pteron
-        m = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
-        x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")
+        import threading
+        {MLP}
         xs = [x * (k + 1) for k in range(4)]
         want = [m(v)[0] for v in xs]
         bad = []
