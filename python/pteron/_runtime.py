@@ -404,8 +404,9 @@ def _as_bytes(obj, what):
 
 class Method:
     """A loaded method. Call it with one array per input; it returns a list
-    with one ``numpy.ndarray`` per output (C-contiguous, owned by the caller,
-    valid after later calls).
+    with one ``numpy.ndarray`` per tensor output (C-contiguous, a new array
+    per call that owns its memory: valid after later calls) and a Python
+    int, bool or float per scalar output.
 
     Inputs: numpy arrays, anything ``numpy.asarray`` accepts, or any DLPack
     producer on the CPU (a torch tensor); Python numbers for int, bool and
@@ -424,6 +425,12 @@ class Method:
         self._h = handle
         self._lock = threading.Lock()
         self.inputs = [TensorSpec._from(handle.input_info(i)) for i in range(handle.input_count())]
+        # Per input: the dtype code for the extension (-1: a number), and (dtype, shape) when a
+        # matching array can be passed without a check or copy (static tensor inputs).
+        self._codes = [_dtype_code(s.dtype) if s.kind == "tensor" and isinstance(s.dtype, np.dtype)
+                       else -1 for s in self.inputs]
+        self._fast = [(s.dtype, s.shape) if s.kind == "tensor" and s.dynamism == "static" and
+                      isinstance(s.dtype, np.dtype) else None for s in self.inputs]
 
     @property
     def outputs(self) -> List[TensorSpec]:
@@ -469,28 +476,19 @@ class Method:
         if len(args) != len(self.inputs):
             raise TypeError(f"method {self.name!r} takes {len(self.inputs)} input(s), "
                             f"{len(args)} given")
-        prepared = [self._prepare(i, s, x) for i, (s, x) in enumerate(zip(self.inputs, args))]
+        fast = self._fast
+        prepared = []
+        for i, x in enumerate(args):
+            f = fast[i]
+            # The common case without a copy: a C-contiguous, native, static-shaped array of
+            # the input's dtype is passed as it is.
+            if (f is not None and type(x) is np.ndarray and x.dtype is f[0] and
+                    x.shape == f[1] and x.flags.c_contiguous):
+                prepared.append(x)
+            else:
+                prepared.append(self._prepare(i, self.inputs[i], x))
         with self._lock:
-            for i, (s, v) in enumerate(zip(self.inputs, prepared)):
-                code = _dtype_code(s.dtype) if s.kind == "tensor" else None
-                if code is None:
-                    self._h.set_input_scalar(i, v)
-                else:
-                    self._h.set_input(i, code, v)
-            self._h.execute()
-            outs = []
-            for i in range(self._h.output_count()):
-                tag, dtype, _dyn, sizes, _b, _o, _n, scalar = self._h.output_info(i)
-                if tag != _TAG_TENSOR:
-                    outs.append(np.array(scalar))
-                    continue
-                dt = _dtype_of(dtype)
-                if not isinstance(dt, np.dtype):
-                    raise NotSupportedError(f"output {i}: dtype {dt} has no numpy equivalent")
-                out = np.empty(tuple(sizes), dtype=dt)
-                self._h.copy_output(i, out.reshape(-1).view(np.uint8))
-                outs.append(out)
-            return outs
+            return self._h.call(prepared, self._codes)
 
     def __repr__(self):
         ins = ", ".join(f"{s.dtype}{list(s.shape)}" if s.kind == "tensor" else s.kind

@@ -18,6 +18,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -178,6 +179,68 @@ void copy_output(const Method& m, size_t i, OutArray dst) {
   check(pteron_method_copy_output(m.m, i, dst.data(), dst.nbytes()));
 }
 
+// The numpy dtype of a pteron_dtype (nb::dlpack codes: Int 0, UInt 1, Float 2, Complex 5, Bool
+// 6); false for the ones numpy lacks (bfloat16, quantized).
+bool dlpack_dtype(int32_t code, nb::dlpack::dtype* d) {
+  using C = nb::dlpack::dtype_code;
+  struct Row { int32_t code; C kind; uint8_t bits; };
+  static const Row rows[] = {{0, C::UInt, 8},    {1, C::Int, 8},       {2, C::Int, 16},
+                             {3, C::Int, 32},    {4, C::Int, 64},      {5, C::Float, 16},
+                             {6, C::Float, 32},  {7, C::Float, 64},    {9, C::Complex, 64},
+                             {10, C::Complex, 128}, {11, C::Bool, 8},  {27, C::UInt, 16},
+                             {28, C::UInt, 32},  {29, C::UInt, 64}};
+  for (const Row& r : rows)
+    if (r.code == code) {
+      d->code = uint8_t(r.kind);
+      d->bits = r.bits;
+      d->lanes = 1;
+      return true;
+    }
+  return false;
+}
+
+// One call: inputs set (codes[i] >= 0: a C-contiguous array of that dtype, prepared by the
+// Python layer; -1: a number for an int, bool or double input), the method executed with the GIL
+// released, every output copied into a new C-contiguous numpy array (a Python number for a
+// scalar output). The arrays own their memory (freed with the array).
+nb::list call(Method& m, nb::list inputs, const std::vector<int32_t>& codes) {
+  const size_t n = nb::len(inputs);
+  if (codes.size() != n) raise(PTERON_ERROR_INVALID_ARGUMENT, "call: one dtype code per input");
+  for (size_t i = 0; i < n; ++i) {
+    if (codes[i] < 0) {
+      set_input_scalar(m, i, nb::cast<double>(inputs[i]));
+    } else {
+      set_input(m, i, codes[i], nb::cast<InArray>(inputs[i]));
+    }
+  }
+  execute(m);
+  nb::list out;
+  const size_t outs = pteron_method_output_count(m.m);
+  for (size_t i = 0; i < outs; ++i) {
+    pteron_value_info v;
+    std::memset(&v, 0, sizeof v);
+    check(pteron_method_output_info(m.m, i, &v));
+    if (v.tag != PTERON_VALUE_TENSOR) {
+      if (v.tag == PTERON_VALUE_INT) out.append(nb::int_(int64_t(v.scalar)));
+      else if (v.tag == PTERON_VALUE_BOOL) out.append(nb::bool_(v.scalar != 0.0));
+      else out.append(nb::float_(v.scalar));
+      continue;
+    }
+    nb::dlpack::dtype dt;
+    if (!dlpack_dtype(v.dtype, &dt))
+      raise(PTERON_ERROR_NOT_SUPPORTED, "output " + std::to_string(i) + ": dtype " +
+                                            std::to_string(v.dtype) + " has no numpy equivalent");
+    size_t shape[PTERON_MAX_DIM];
+    for (int32_t d = 0; d < v.dim; ++d) shape[d] = size_t(v.sizes[d]);
+    void* buf = std::malloc(v.nbytes ? v.nbytes : 1);
+    if (!buf) raise(PTERON_ERROR_OUT_OF_MEMORY, "output " + std::to_string(i));
+    nb::capsule owner(buf, [](void* p) noexcept { std::free(p); });
+    check(pteron_method_copy_output(m.m, i, buf, v.nbytes));
+    out.append(nb::ndarray<nb::numpy>(buf, size_t(v.dim), shape, owner, nullptr, dt).cast());
+  }
+  return out;
+}
+
 // Registered kernels: (name, overload, key, library, priority, selected).
 std::vector<std::tuple<std::string, std::string, std::string, std::string, int32_t, bool>>
 kernels() {
@@ -274,5 +337,6 @@ NB_MODULE(_pteron, m) {
       .def("set_input", &set_input)
       .def("set_input_scalar", &set_input_scalar)
       .def("execute", &execute)
-      .def("copy_output", &copy_output);
+      .def("copy_output", &copy_output)
+      .def("call", &call);
 }
