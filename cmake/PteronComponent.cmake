@@ -59,7 +59,6 @@ function(pteron_add_component _name)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     DEBUG_POSTFIX ""
-    VERSION ${PROJECT_VERSION}
     SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
     EXPORT_NAME ${_name}
     # Every component beside the runtime in the build tree too (RUNPATH=$ORIGIN,
@@ -67,6 +66,9 @@ function(pteron_add_component _name)
     LIBRARY_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}"
     RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}"
     ARCHIVE_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}")
+  if(NOT PTERON_SINGLE_FILE_LIBS)
+    set_target_properties(${_tgt} PROPERTIES VERSION ${PROJECT_VERSION})
+  endif()
   if(WIN32)
     # pteron*.dll with every toolchain; import library per toolchain family.
     set_target_properties(${_tgt} PROPERTIES PREFIX "")

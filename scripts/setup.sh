@@ -5,7 +5,8 @@
 #    pthreadpool, XNNPACK (the XNNPACK delegate), MinGW-w64 and Wine;
 #  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja, conan,
 #    pefile, pyelftools, wheel (pip install ./python builds a wheel offline) and
-#    nanobind (the Python module's extension, python/CMakeLists.txt);
+#    nanobind and scikit-build-core (the Python module's extension,
+#    python/CMakeLists.txt; the wheel, pyproject.toml);
 #  - upstream's exporter in .venv-export (pteron_install_export_venv), for the
 #    model zoo's tests (models/zoo.py).
 set -euo pipefail
@@ -33,10 +34,10 @@ pteron_install_venv() {
     echo "==> creating $VENV"
     python3 -m venv "$VENV"
   fi
-  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel, nanobind" >/dev/null 2>&1 ||
+  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel, nanobind, scikit_build_core" >/dev/null 2>&1 ||
      [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ] || [ ! -x "$VENV/bin/conan" ]; then
     echo "==> installing Python packages into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel nanobind "$@"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel nanobind scikit-build-core "$@"
   fi
   export PATH="$VENV/bin:$PATH"
 }

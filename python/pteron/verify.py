@@ -4,7 +4,8 @@ platform's loader and linker see them.
 
     python -m pteron.verify PACKAGE_DIR [--arch x86_64] [--json]
 
-PACKAGE_DIR is a Conan package folder or a ``cmake --install`` prefix. What
+PACKAGE_DIR is a Conan package folder, a ``cmake --install`` prefix, a wheel
+(``.whl``: its ``pteron/`` folder is checked) or an unpacked wheel. What
 the package should hold is read from the package itself:
 
   lib/cmake/pteron/pteron-components.cmake  the components built, with each
@@ -60,6 +61,9 @@ REGISTRY_FUNCTIONS = ("pteron_register_kernels", "pteron_register_backend",
 
 # Programs a package may ship in bin/ besides the Windows DLLs.
 TOOLS = ("pteron-run",)
+
+# The Python module's extension, at the root of a wheel's pteron/ folder.
+PYTHON_EXTENSION = re.compile(r"^_pteron(\.[\w.-]+)?\.(so|pyd)$")
 
 # The one component allowed to depend on CUDA, and the only CUDA library it may import.
 CUDA_COMPONENT = "backend_cuda"
@@ -471,6 +475,13 @@ def check_files(pkg, report):
                + (f"options {_short([f'{k}={v}' for k, v in options.items()], 20)}"
                   if options else "the built options"))
 
+    # The Python module's extension (a wheel's pteron/ folder, the package root here).
+    for fn in sorted(os.listdir(pkg.root)):
+        if PYTHON_EXTENSION.match(fn) and os.path.isfile(os.path.join(pkg.root, fn)):
+            accounted[fn] = "python extension"
+            binaries.append(read_binary(fn, os.path.join(pkg.root, fn)))
+            report.add("files", fn, True, "the Python module's extension (pteron._pteron)")
+
     # Programs in bin/.
     for tool in TOOLS:
         rel = os.path.join("bin", tool + (".exe" if pkg.fmt == "pe" else ""))
@@ -807,8 +818,40 @@ def check_private_helpers(pkg, binaries, report):
                        + ("" if b.fmt == "elf" else ", no imported cpuinfo"))
 
 
+def package_root(path, tmp):
+    """The folder to check for `path`: itself; for a wheel (.whl) its pteron/ folder, unpacked
+    into `tmp`; for an unpacked wheel or a site-packages folder, its pteron/ folder."""
+    if os.path.isfile(path) and path.endswith(".whl"):
+        import zipfile
+        try:
+            with zipfile.ZipFile(path) as z:
+                z.extractall(tmp)
+        except zipfile.BadZipFile as e:
+            raise ValueError(f"not a zip file ({e})") from e
+        return os.path.join(tmp, "pteron")
+    inner = os.path.join(path, "pteron")
+    if os.path.isfile(os.path.join(inner, "lib", "cmake", "pteron", "pteron-components.cmake")):
+        return inner
+    return path
+
+
 def verify(root, arch=None):
-    """Runs every check on the package at root; returns (Report, facts)."""
+    """Runs every check on the package at root (a package folder, a wheel or an unpacked
+    wheel); returns (Report, facts)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="pteron-verify-") as tmp:
+        try:
+            inner = package_root(root, tmp)
+        except (OSError, ValueError) as e:  # a damaged zip
+            report = Report()
+            report.add("files", "package", False, f"cannot unpack {root}: {e}")
+            return report, {"package": os.path.abspath(root)}
+        report, facts = _verify(inner, arch)
+        facts["package"] = os.path.abspath(root)
+        return report, facts
+
+
+def _verify(root, arch=None):
     report = Report()
     facts = {"package": os.path.abspath(root)}
     try:
@@ -854,7 +897,8 @@ def main(argv=None):
         prog="pteron-verify",
         description="Verify the binary layout of an installed pteron package (PE and ELF).")
     ap.add_argument("package", metavar="PACKAGE_DIR",
-                    help="Conan package folder or cmake --install prefix")
+                    help="Conan package folder, cmake --install prefix, wheel (.whl) or "
+                         "unpacked wheel")
     ap.add_argument("--arch", default=None,
                     help="the package's arch (x86_64, x86, armv8/aarch64, armv7); default: "
                          "conaninfo.txt's arch, else x86_64")
@@ -862,8 +906,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if not os.path.exists(args.package):
         ap.error(f"{args.package}: no such directory")
-    if not os.path.isdir(args.package):
-        ap.error(f"{args.package}: not a directory (give the package folder)")
+    if not os.path.isdir(args.package) and not args.package.endswith(".whl"):
+        ap.error(f"{args.package}: not a directory or a wheel (give the package folder)")
     if args.arch is not None and ARCH_ALIASES.get(args.arch.lower(), args.arch.lower()) not in ARCHES:
         ap.error(f"--arch {args.arch!r}: unknown (known: {', '.join(ARCHES)}, "
                  f"{', '.join(ARCH_ALIASES)})")
