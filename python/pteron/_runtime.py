@@ -425,12 +425,13 @@ class Method:
         self._h = handle
         self._lock = threading.Lock()
         self.inputs = [TensorSpec._from(handle.input_info(i)) for i in range(handle.input_count())]
-        # Per input: the dtype code for the extension (-1: a number), and (dtype, shape) when a
-        # matching array can be passed without a check or copy (static tensor inputs).
+        # Per input: the dtype code for the extension (-1: a number), and the static shape with
+        # which a matching array is passed without a check or copy (empty: always prepared).
         self._codes = [_dtype_code(s.dtype) if s.kind == "tensor" and isinstance(s.dtype, np.dtype)
                        else -1 for s in self.inputs]
-        self._fast = [(s.dtype, s.shape) if s.kind == "tensor" and s.dynamism == "static" and
-                      isinstance(s.dtype, np.dtype) else None for s in self.inputs]
+        self._static = [list(s.shape) if s.kind == "tensor" and s.dynamism == "static" and
+                        isinstance(s.dtype, np.dtype) and s.shape else [] for s in self.inputs]
+        handle.set_call_info(self._codes, self._static)
 
     @property
     def outputs(self) -> List[TensorSpec]:
@@ -473,22 +474,16 @@ class Method:
         return np.ascontiguousarray(a, dtype=want)
 
     def __call__(self, *args) -> List[np.ndarray]:
-        if len(args) != len(self.inputs):
+        if len(args) != len(self._codes):
             raise TypeError(f"method {self.name!r} takes {len(self.inputs)} input(s), "
                             f"{len(args)} given")
-        fast = self._fast
-        prepared = []
-        for i, x in enumerate(args):
-            f = fast[i]
-            # The common case without a copy: a C-contiguous, native, static-shaped array of
-            # the input's dtype is passed as it is.
-            if (f is not None and type(x) is np.ndarray and x.dtype is f[0] and
-                    x.shape == f[1] and x.flags.c_contiguous):
-                prepared.append(x)
-            else:
-                prepared.append(self._prepare(i, self.inputs[i], x))
+        # The extension passes a C-contiguous array of the input's dtype and static shape as it
+        # is, and asks _prepare_at for anything else.
         with self._lock:
-            return self._h.call(prepared, self._codes)
+            return self._h.call(args, self._prepare_at)
+
+    def _prepare_at(self, i, x):
+        return self._prepare(i, self.inputs[i], x)
 
     def __repr__(self):
         ins = ", ".join(f"{s.dtype}{list(s.shape)}" if s.kind == "tensor" else s.kind

@@ -16,7 +16,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
-#include <nanobind/stl/vector.h>
+#include <nanobind/stl/vector.h>  // also vector<vector<int64_t>>
 
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +34,13 @@
 #endif
 
 #include "pteron/pteron.h"
+
+// numpy's C API, for the per-call path only (arrays in and out without a DLPack or buffer
+// round trip); import_array at module load. Built against numpy 2.x headers, which serve
+// numpy 1.x and 2.x at run time.
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL pteron_ext_ARRAY_API
+#include <numpy/arrayobject.h>
 
 namespace nb = nanobind;
 
@@ -73,6 +80,10 @@ struct Program {
 
 struct Method {
   pteron_method* m = nullptr;
+  // Per input, set once by the Python layer (set_call_info): the dtype code (-1: a number) and
+  // the static shape a matching array is passed with unchecked (empty: always prepared).
+  std::vector<int32_t> codes;
+  std::vector<std::vector<int64_t>> static_shapes;
   Method() = default;
   Method(const Method&) = delete;
   Method& operator=(const Method&) = delete;
@@ -203,15 +214,72 @@ bool dlpack_dtype(int32_t code, nb::dlpack::dtype* d) {
 // Python layer; -1: a number for an int, bool or double input), the method executed with the GIL
 // released, every output copied into a new C-contiguous numpy array (a Python number for a
 // scalar output). The arrays own their memory (freed with the array).
-nb::list call(Method& m, nb::list inputs, const std::vector<int32_t>& codes) {
-  const size_t n = nb::len(inputs);
-  if (codes.size() != n) raise(PTERON_ERROR_INVALID_ARGUMENT, "call: one dtype code per input");
+// numpy's type number of a pteron_dtype, or -1 (bfloat16, quantized).
+int npy_type(int32_t code) {
+  switch (code) {
+    case 0: return NPY_UINT8;
+    case 1: return NPY_INT8;
+    case 2: return NPY_INT16;
+    case 3: return NPY_INT32;
+    case 4: return NPY_INT64;
+    case 5: return NPY_FLOAT16;
+    case 6: return NPY_FLOAT32;
+    case 7: return NPY_FLOAT64;
+    case 9: return NPY_COMPLEX64;
+    case 10: return NPY_COMPLEX128;
+    case 11: return NPY_BOOL;
+    case 27: return NPY_UINT16;
+    case 28: return NPY_UINT32;
+    case 29: return NPY_UINT64;
+    default: return -1;
+  }
+}
+
+// One call: every input set, the method executed with the GIL released, every output copied
+// into a new C-contiguous numpy array (a Python number for a scalar output) that owns its
+// memory. Input i is passed as it is when m.codes[i] >= 0 and it is a C-contiguous CPU array of
+// that dtype whose shape is m.static_shapes[i] (when that is not empty); otherwise
+// prepare(i, x) (the Python layer's checks and conversion) gives what is set: an array of
+// dtype codes[i], or a number for an int, bool or double input (codes[i] < 0).
+nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
+  const size_t n = inputs.size();
+  const std::vector<int32_t>& codes = m.codes;
+  const std::vector<std::vector<int64_t>>& static_shapes = m.static_shapes;
+  if (codes.size() != n || static_shapes.size() != n)
+    raise(PTERON_ERROR_INVALID_ARGUMENT, "call: one dtype code and shape per input");
   for (size_t i = 0; i < n; ++i) {
-    if (codes[i] < 0) {
-      set_input_scalar(m, i, nb::cast<double>(inputs[i]));
-    } else {
-      set_input(m, i, codes[i], nb::cast<InArray>(inputs[i]));
+    PyObject* x = inputs[i].ptr();
+    nb::object prepared;
+    if (!(codes[i] >= 0 && !static_shapes[i].empty() && PyArray_Check(x))) {
+      prepared = prepare(i, nb::handle(x));
+      if (codes[i] < 0) {
+        set_input_scalar(m, i, nb::cast<double>(prepared));
+        continue;
+      }
+      x = prepared.ptr();
     }
+    PyArrayObject* a = reinterpret_cast<PyArrayObject*>(x);
+    bool ok = PyArray_Check(x) && PyArray_TYPE(a) == npy_type(codes[i]) &&
+              PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISNOTSWAPPED(a) &&
+              size_t(PyArray_NDIM(a)) <= PTERON_MAX_DIM;
+    if (ok && !prepared.is_valid()) {  // unprepared: must be exactly the static shape
+      ok = size_t(PyArray_NDIM(a)) == static_shapes[i].size();
+      for (int d = 0; ok && d < PyArray_NDIM(a); ++d)
+        ok = PyArray_DIM(a, d) == static_shapes[i][size_t(d)];
+    }
+    if (!ok && !prepared.is_valid()) {  // the Python layer's checks and conversion
+      prepared = prepare(i, nb::handle(x));
+      x = prepared.ptr();
+      a = reinterpret_cast<PyArrayObject*>(x);
+      ok = PyArray_Check(x) && PyArray_TYPE(a) == npy_type(codes[i]) &&
+           PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISNOTSWAPPED(a) &&
+           size_t(PyArray_NDIM(a)) <= PTERON_MAX_DIM;
+    }
+    if (!ok) raise(PTERON_ERROR_INTERNAL, "input " + std::to_string(i) + ": not prepared");
+    int64_t sizes[PTERON_MAX_DIM];
+    for (int d = 0; d < PyArray_NDIM(a); ++d) sizes[d] = int64_t(PyArray_DIM(a, d));
+    check(pteron_method_set_input(m.m, i, codes[i], sizes, PyArray_NDIM(a), PyArray_DATA(a),
+                                  size_t(PyArray_NBYTES(a))));
   }
   execute(m);
   nb::list out;
@@ -226,17 +294,18 @@ nb::list call(Method& m, nb::list inputs, const std::vector<int32_t>& codes) {
       else out.append(nb::float_(v.scalar));
       continue;
     }
-    nb::dlpack::dtype dt;
-    if (!dlpack_dtype(v.dtype, &dt))
+    const int t = npy_type(v.dtype);
+    if (t < 0)
       raise(PTERON_ERROR_NOT_SUPPORTED, "output " + std::to_string(i) + ": dtype " +
                                             std::to_string(v.dtype) + " has no numpy equivalent");
-    size_t shape[PTERON_MAX_DIM];
-    for (int32_t d = 0; d < v.dim; ++d) shape[d] = size_t(v.sizes[d]);
-    void* buf = std::malloc(v.nbytes ? v.nbytes : 1);
-    if (!buf) raise(PTERON_ERROR_OUT_OF_MEMORY, "output " + std::to_string(i));
-    nb::capsule owner(buf, [](void* p) noexcept { std::free(p); });
-    check(pteron_method_copy_output(m.m, i, buf, v.nbytes));
-    out.append(nb::ndarray<nb::numpy>(buf, size_t(v.dim), shape, owner, nullptr, dt).cast());
+    npy_intp dims[PTERON_MAX_DIM];
+    for (int32_t d = 0; d < v.dim; ++d) dims[d] = npy_intp(v.sizes[d]);
+    PyObject* arr = PyArray_SimpleNew(v.dim, dims, t);
+    if (!arr) throw nb::python_error();
+    nb::object owned = nb::steal(arr);
+    PyArrayObject* o = reinterpret_cast<PyArrayObject*>(arr);
+    check(pteron_method_copy_output(m.m, i, PyArray_DATA(o), size_t(PyArray_NBYTES(o))));
+    out.append(owned);
   }
   return out;
 }
@@ -306,6 +375,7 @@ std::string runtime_library_path() {
 }  // namespace
 
 NB_MODULE(_pteron, m) {
+  if (_import_array() < 0) throw nb::python_error();
   m.doc() =
       "pteron's native layer (the runtime's C API). Use the pteron package's API "
       "(pteron.Program, pteron.Method), not this module.";
@@ -338,5 +408,10 @@ NB_MODULE(_pteron, m) {
       .def("set_input_scalar", &set_input_scalar)
       .def("execute", &execute)
       .def("copy_output", &copy_output)
+      .def("set_call_info",
+           [](Method& x, std::vector<int32_t> codes, std::vector<std::vector<int64_t>> shapes) {
+             x.codes = std::move(codes);
+             x.static_shapes = std::move(shapes);
+           })
       .def("call", &call);
 }
