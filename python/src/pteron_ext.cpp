@@ -190,30 +190,6 @@ void copy_output(const Method& m, size_t i, OutArray dst) {
   check(pteron_method_copy_output(m.m, i, dst.data(), dst.nbytes()));
 }
 
-// The numpy dtype of a pteron_dtype (nb::dlpack codes: Int 0, UInt 1, Float 2, Complex 5, Bool
-// 6); false for the ones numpy lacks (bfloat16, quantized).
-bool dlpack_dtype(int32_t code, nb::dlpack::dtype* d) {
-  using C = nb::dlpack::dtype_code;
-  struct Row { int32_t code; C kind; uint8_t bits; };
-  static const Row rows[] = {{0, C::UInt, 8},    {1, C::Int, 8},       {2, C::Int, 16},
-                             {3, C::Int, 32},    {4, C::Int, 64},      {5, C::Float, 16},
-                             {6, C::Float, 32},  {7, C::Float, 64},    {9, C::Complex, 64},
-                             {10, C::Complex, 128}, {11, C::Bool, 8},  {27, C::UInt, 16},
-                             {28, C::UInt, 32},  {29, C::UInt, 64}};
-  for (const Row& r : rows)
-    if (r.code == code) {
-      d->code = uint8_t(r.kind);
-      d->bits = r.bits;
-      d->lanes = 1;
-      return true;
-    }
-  return false;
-}
-
-// One call: inputs set (codes[i] >= 0: a C-contiguous array of that dtype, prepared by the
-// Python layer; -1: a number for an int, bool or double input), the method executed with the GIL
-// released, every output copied into a new C-contiguous numpy array (a Python number for a
-// scalar output). The arrays own their memory (freed with the array).
 // numpy's type number of a pteron_dtype, or -1 (bfloat16, quantized).
 int npy_type(int32_t code) {
   switch (code) {
