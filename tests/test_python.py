@@ -314,3 +314,60 @@ def test_readme_python_quick_start_runs_as_written(linux_package, tmp_path):
     assert "(4, 8) {'runtime': " in out and "kernels_portable" in out
     assert "backends: XnnpackBackend" in out
     assert "output 0: float32 [4, 8] min " in out
+
+
+def test_a_program_file_rewritten_after_load_changes_nothing(stage, tmp_path):
+    """Program.load(path) reads the file: rewriting or truncating it later neither breaks
+    (SIGBUS on a mapping) nor silently changes the loaded program."""
+    cp = tmp_path / "cp.pte"
+    shutil.copy(FIXTURES / "mlp.pte", cp)
+    out = ok(py(stage, f"""
+        import os, shutil, numpy as np, pteron
+        m = pteron.Program.load("{cp}").load_method()
+        x = np.load("{FIXTURES}/mlp.forward.input_0.npy")
+        e = np.load("{FIXTURES}/mlp.forward.expected_0.npy")
+        with open("{cp}", "r+b") as f:
+            f.write(b"\\0" * os.path.getsize("{cp}"))
+        a = m(x)[0]
+        os.truncate("{cp}", 0)
+        b = m(x)[0]
+        print("err", float(np.abs(a - e).max()), float(np.abs(b - e).max()))
+    """))
+    errs = [float(v) for v in out.split()[1:3]]
+    assert max(errs) < 1e-5, out
+
+
+def test_zero_dim_inputs_and_argument_checks(stage):
+    out = ok(py(stage, f"""
+        import glob, numpy as np, pteron
+        F = "{FIXTURES}/item_scalar"
+        m = pteron.Program.load(F + ".pte").load_method()
+        ins = [np.load(p) for p in sorted(glob.glob(F + ".forward.input_*.npy"))]
+        assert any(a.ndim == 0 for a in ins)
+        exps = [np.load(p) for p in sorted(glob.glob(F + ".forward.expected_*.npy"))]
+        got = m(*ins)
+        assert all(np.array_equal(o, e) for o, e in zip(got, exps))
+        py_numbers = [ins[0]] + [a.item() for a in ins[1:]]  # Python numbers for 0-d inputs
+        assert all(np.array_equal(o, e) for o, e in zip(m(*py_numbers), exps))
+        def err(f):
+            try:
+                f()
+            except Exception as e:
+                return type(e).__name__ + ": " + str(e)
+            return "no error"
+        print(err(lambda: pteron.set_num_threads(2 ** 64)))
+        print(err(lambda: pteron.set_num_threads(2.0)))
+        print(err(lambda: pteron.Program.load(F + ".pte\\0x")))
+        print(err(lambda: m(ins[0], 1.5, ins[2])))
+        print(err(lambda: m(None, ins[1], ins[2])))
+        print(err(lambda: pteron.load_components("kernels_portable")))
+        print("OK")
+    """))
+    lines = out.splitlines()
+    assert lines[0].startswith("ValueError: set_num_threads: n must be 0") and "1024" in lines[0]
+    assert lines[1] == "TypeError: set_num_threads: n must be an int, not float"
+    assert lines[2].startswith("ValueError: Program.load: the program file path contains a NUL")
+    assert lines[3].startswith("TypeError: input 1: float values for a int64 input")
+    assert lines[4].startswith("TypeError: input 0: expects a float32 tensor of shape")
+    assert lines[5].startswith("TypeError: load_components: give a list")
+    assert lines[-1] == "OK"

@@ -27,10 +27,20 @@ def _run(args) -> int:
         pteron.set_num_threads(args.threads)
     program = pteron.Program.load(args.model, data=args.data)
     method = program.load_method(args.method)
-    inputs = [np.load(p, allow_pickle=False) for p in args.input]
+    if args.iterations < 1:
+        raise ValueError(f"--iterations {args.iterations}: give at least 1")
+    inputs = []
+    for p in args.input:
+        try:
+            a = np.load(p, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:
+            raise ValueError(f"--input {p}: not a readable .npy file ({e})") from None
+        if not isinstance(a, np.ndarray):  # an .npz archive
+            raise ValueError(f"--input {p}: an .npz archive, not an .npy array")
+        inputs.append(a)
     times = []
     outs = []
-    for _ in range(max(1, args.iterations)):
+    for _ in range(args.iterations):
         t0 = time.perf_counter()
         outs = method(*inputs)
         times.append((time.perf_counter() - t0) * 1e3)

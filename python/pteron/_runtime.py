@@ -212,6 +212,8 @@ def load_components(names: Iterable[str]) -> None:
     installed beside the runtime library, ValueError for an unknown name,
     RuntimeError once the runtime is loaded."""
     global _chosen
+    if isinstance(names, (str, bytes)):
+        raise TypeError("load_components: give a list of component names, not a single string")
     names = tuple(names)
     bad = [n for n in names if n not in _COMPONENTS]
     if bad:
@@ -279,12 +281,20 @@ def _threadpool():
     return lib
 
 
+_MAX_THREADS = 1024  # PTERON_THREADPOOL_MAX_THREADS (pteron/threadpool.h)
+
+
 def set_num_threads(n: int) -> None:
     """Resize the process's one thread pool to ``n`` threads (the caller
     included; 0 = the hardware threads). InvalidArgumentError above the
     pool's maximum; NotSupportedError without the threadpool component."""
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"set_num_threads: n must be an int >= 0, not {n!r}")
+    import numbers
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"set_num_threads: n must be an int, not {type(n).__name__}")
+    n = int(n)
+    if n < 0 or n > _MAX_THREADS:
+        raise ValueError(f"set_num_threads: n must be 0 (the hardware threads) to "
+                         f"{_MAX_THREADS}, not {n}")
     code = _threadpool().pteron_threadpool_set_num_threads(n)
     if code:
         raise _make_error(code, f"pteron_threadpool_set_num_threads({n}) failed")
@@ -358,24 +368,29 @@ class Program:
         ``data``: the program's external data file (``.ptd``), a path or bytes
         likewise, or None.
 
-        Errors: FileAccessError (a file that cannot be opened or mapped, naming
-        it), InvalidProgramError (malformed: the message names what),
-        NotSupportedError, TypeError for another kind of source."""
+        A file is read into memory (not mapped), so rewriting or truncating it
+        afterwards cannot change or break the loaded program.
+
+        Errors: FileAccessError (a file that cannot be read, naming it),
+        InvalidProgramError (malformed: the message names what),
+        NotSupportedError, TypeError for another kind of source, ValueError
+        for a path with a NUL character."""
         ext = _native()
         if isinstance(source, (str, os.PathLike)):
             path = os.fspath(source)
             if data is not None and not isinstance(data, (str, os.PathLike)):
                 raise TypeError("Program.load: with a path, data must be a path too")
-            h = ext.ProgramHandle.load_file(path, os.fspath(data) if data is not None else None)
-            return cls(h, path)
+            dbuf = _read_file(data, "data file") if data is not None else None
+            return cls(ext.ProgramHandle.load_bytes(_read_file(path, "program file"), dbuf), path)
         buf = _as_bytes(source, "source")
         dbuf = _as_bytes(data, "data") if data is not None else None
         return cls(ext.ProgramHandle.load_bytes(buf, dbuf), "<bytes>")
 
     @property
     def method_names(self) -> List[str]:
-        """The program's method names, in the program's order."""
-        return list(self._h.method_names())
+        """The program's method names, in the program's order (a name that is
+        not valid UTF-8 shows its bytes as backslash escapes)."""
+        return [b.decode("utf-8", "backslashreplace") for b in self._h.method_names()]
 
     def load_method(self, name: str = "forward") -> "Method":
         """Load method ``name``: every operator and delegate resolved, memory
@@ -384,10 +399,31 @@ class Program:
         backend), InvalidProgramError."""
         if not isinstance(name, str):
             raise TypeError(f"load_method: name must be a str, not {type(name).__name__}")
-        return Method(self, name, self._h.load_method(name))
+        if "\0" in name:
+            raise ValueError(f"load_method: the name contains a NUL character: {name!r}")
+        try:
+            raw = name.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"load_method: the name is not valid UTF-8 text: {name!r}") from e
+        return Method(self, name, self._h.load_method(raw))
 
     def __repr__(self):
         return f"<pteron.Program {self._source} methods={self.method_names}>"
+
+
+def _read_file(path, what):
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if "\0" in path:
+        raise ValueError(f"Program.load: the {what} path contains a NUL character: {path!r}")
+    try:
+        with open(path, "rb") as f:
+            return np.frombuffer(f.read(), dtype=np.uint8)
+    except IsADirectoryError:
+        raise FileAccessError(f"cannot open {what} '{path}': it is a directory") from None
+    except OSError as e:
+        raise FileAccessError(f"cannot open {what} '{path}': {e.strerror or e}") from None
 
 
 def _as_bytes(obj, what):
@@ -448,6 +484,24 @@ class Method:
             return float(x)
         if spec.kind != "tensor":
             raise TypeError(f"input {i}: a {spec.kind} input cannot be set")
+        if x is None or isinstance(x, (str, bytes, dict)):
+            raise TypeError(f"input {i}: expects a {spec.dtype} tensor of shape {spec.shape}, "
+                            f"got {type(x).__name__}")
+        if isinstance(x, (list, tuple, int, float, bool)) and isinstance(spec.dtype, np.dtype):
+            # Python numbers carry no dtype: they take the input's, except that a float never
+            # becomes an integer or bool silently.
+            try:
+                guess = np.asarray(x)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(f"input {i}: cannot make a tensor of {type(x).__name__} "
+                                f"({e})") from e
+            if guess.dtype.kind in "fc" and spec.dtype.kind in "iub":
+                raise TypeError(f"input {i}: float values for a {spec.dtype} input")
+            try:
+                x = np.asarray(x, dtype=spec.dtype)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(f"input {i}: cannot make a {spec.dtype} tensor of "
+                                f"{type(x).__name__} ({e})") from e
         if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
             try:
                 x = np.from_dlpack(x)
@@ -471,7 +525,7 @@ class Method:
             if spec.dynamism == "bound" and got > bound:
                 raise ValueError(f"input {i}: dim {d} is {got}, above its bound {bound} "
                                  f"(bounds {spec.bounds})")
-        return np.ascontiguousarray(a, dtype=want)
+        return np.asarray(a, dtype=want, order="C")  # keeps 0-d arrays 0-d
 
     def __call__(self, *args) -> List[np.ndarray]:
         if len(args) != len(self._codes):

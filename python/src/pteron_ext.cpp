@@ -130,23 +130,24 @@ std::unique_ptr<Program> load_bytes(Bytes data, std::optional<Bytes> data_file) 
   return prog;
 }
 
-std::vector<std::string> method_names(const Program& prog) {
-  std::vector<std::string> names;
+std::vector<nb::bytes> method_names(const Program& prog) {
+  std::vector<nb::bytes> names;
   const size_t n = pteron_program_method_count(prog.p);
   for (size_t i = 0; i < n; ++i) {
     const char* name = nullptr;
     check(pteron_program_method_name(prog.p, i, &name));
-    names.emplace_back(name ? name : "");
+    names.emplace_back(name ? name : "");  // bytes: the Python layer decodes them
   }
   return names;
 }
 
-std::unique_ptr<Method> load_method(Program& prog, const std::string& name) {
+std::unique_ptr<Method> load_method(Program& prog, nb::bytes name) {
   std::unique_ptr<Method> m(new Method);
+  const std::string n(name.c_str(), name.size());
   pteron_status* s;
   {
     nb::gil_scoped_release unlocked;
-    s = pteron_method_load(prog.p, name.c_str(), nullptr, &m->m);
+    s = pteron_method_load(prog.p, n.c_str(), nullptr, &m->m);
   }
   check(s);
   return m;
