@@ -508,8 +508,26 @@ XNN_DIR = REPO / "tests" / "xnnpack"
 NO_OWN_KERNEL = "pteron has no kernel for it"
 
 
+def _xnn_fixture(name):
+    """The manifest entry of tests/xnnpack/<name>.pte."""
+    fixtures = json.loads((XNN_DIR / "manifest.json").read_text())["fixtures"]
+    return next(f for f in fixtures if f["name"] == name)
+
+
 def _layout():
-    return json.loads((XNN_DIR / "manifest.json").read_text())["fixtures"][0]
+    return _xnn_fixture("layout_xnnpack")
+
+
+def _run_matching(tmp_path, entry, use):
+    """_run_debug with PTERON_XNNPACK_USE_LIBRARY=use; asserts that it ran, that every output
+    matches eager and that one delegate summary was printed."""
+    r, nodes, summary = _run_debug(tmp_path, XNN_DIR, entry, {"PTERON_XNNPACK_USE_LIBRARY": use})
+    assert r.returncode == 0, r.stderr
+    for i, p in enumerate(entry["methods"]["forward"]["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(XNN_DIR / p),
+                       entry["rtol"], entry["atol"], f"{entry['name']} output {i}")
+    assert len(summary) == 1, r.stderr
+    return r, nodes, summary
 
 
 def _run_debug(tmp_path, folder, entry, env_extra):
@@ -536,13 +554,7 @@ def test_layout_program_runs_on_pterons_kernels_and_matches_eager(tmp_path, use)
     """tests/xnnpack/layout_xnnpack: transposes, slices, concatenations, a
     constant pad and reshapes. With PTERON_XNNPACK_USE_LIBRARY=none (and in a
     build with no XNNPACK library) every node runs on pteron's side."""
-    entry = _layout()
-    r, nodes, summary = _run_debug(tmp_path, XNN_DIR, entry, {"PTERON_XNNPACK_USE_LIBRARY": use})
-    assert r.returncode == 0, r.stderr
-    for i, p in enumerate(entry["methods"]["forward"]["expected"]):
-        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(XNN_DIR / p),
-                       entry["rtol"], entry["atol"], f"layout_xnnpack output {i}")
-    assert len(summary) == 1, r.stderr
+    r, nodes, summary = _run_matching(tmp_path, _layout(), use)
     assert len(nodes) == int(summary[0].split(": ")[1].split(" nodes")[0]), r.stderr
     if use == "none" or "none linked" in summary[0]:
         assert all(" on pteron" in l for l in nodes), nodes
@@ -583,11 +595,6 @@ def test_transposes_that_cancel_are_removed_at_load(tmp_path):
                for l in nodes), nodes
 
 
-def _shuffle():
-    fixtures = json.loads((XNN_DIR / "manifest.json").read_text())["fixtures"]
-    return next(f for f in fixtures if f["name"] == "shuffle_xnnpack")
-
-
 @pytest.mark.parametrize("use", ["none", "all"])
 def test_transpose_chain_of_a_channel_shuffle_folds_into_one_transpose_and_matches_eager(
         tmp_path, use):
@@ -596,13 +603,7 @@ def test_transpose_chain_of_a_channel_shuffle_folds_into_one_transpose_and_match
     the three transposes become one (reshape views around it), the debug
     summary counts what was folded, and the outputs match eager. With the
     library (use=all) the folded transpose runs there."""
-    entry = _shuffle()
-    r, nodes, summary = _run_debug(tmp_path, XNN_DIR, entry, {"PTERON_XNNPACK_USE_LIBRARY": use})
-    assert r.returncode == 0, r.stderr
-    for i, p in enumerate(entry["methods"]["forward"]["expected"]):
-        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(XNN_DIR / p),
-                       entry["rtol"], entry["atol"], f"shuffle_xnnpack output {i}")
-    assert len(summary) == 1, r.stderr
+    r, nodes, summary = _run_matching(tmp_path, _xnn_fixture("shuffle_xnnpack"), use)
     m = re.search(r"transposes folded: (\d+) \(in (\d+) chain\(s\)\)", summary[0])
     assert m and int(m.group(1)) >= 2 and int(m.group(2)) >= 1, summary
     transposes = [l for l in nodes if ": StaticTranspose on " in l]

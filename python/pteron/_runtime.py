@@ -463,11 +463,11 @@ class Method:
         self.inputs = [TensorSpec._from(handle.input_info(i)) for i in range(handle.input_count())]
         # Per input: the dtype code for the extension (-1: a number), and the static shape with
         # which a matching array is passed without a check or copy (empty: always prepared).
-        self._codes = [_dtype_code(s.dtype) if s.kind == "tensor" and isinstance(s.dtype, np.dtype)
-                       else -1 for s in self.inputs]
-        self._static = [list(s.shape) if s.kind == "tensor" and s.dynamism == "static" and
-                        isinstance(s.dtype, np.dtype) and s.shape else [] for s in self.inputs]
-        handle.set_call_info(self._codes, self._static)
+        handle.set_call_info(
+            [_dtype_code(s.dtype) if s.kind == "tensor" and isinstance(s.dtype, np.dtype) else -1
+             for s in self.inputs],
+            [list(s.shape) if s.kind == "tensor" and s.dynamism == "static" and
+             isinstance(s.dtype, np.dtype) and s.shape else [] for s in self.inputs])
 
     @property
     def outputs(self) -> List[TensorSpec]:
@@ -528,7 +528,7 @@ class Method:
         return np.asarray(a, dtype=want, order="C")  # keeps 0-d arrays 0-d
 
     def __call__(self, *args) -> List[np.ndarray]:
-        if len(args) != len(self._codes):
+        if len(args) != len(self.inputs):
             raise TypeError(f"method {self.name!r} takes {len(self.inputs)} input(s), "
                             f"{len(args)} given")
         # The extension passes a C-contiguous array of the input's dtype and static shape as it

@@ -8,7 +8,8 @@
 // Errors: a failed pteron_status becomes the exception that the Python layer's factory
 // (set_error_factory, called once at import) makes from (code, message), so every error is a
 // pteron.Error subclass carrying the runtime's message.
-// Threads: program load, method load and execute release the GIL. The Python layer serialises
+// Threads: program load, method load and execute release the GIL (files are read by the
+// Python layer, which hands the bytes over). The Python layer serialises
 // calls on one Method (its lock); the runtime allows different methods on different threads.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -91,8 +92,6 @@ struct Method {
 };
 
 using Bytes = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
-using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
-using OutArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
 
 // (tag, dtype, dynamism, sizes, bounds, dim_order, nbytes, scalar) of one value.
 using Info = std::tuple<int32_t, int32_t, int32_t, std::vector<int64_t>, std::vector<int64_t>,
@@ -103,18 +102,6 @@ Info to_tuple(const pteron_value_info& v) {
   std::vector<int64_t> sizes(v.sizes, v.sizes + dim), bound(v.bound, v.bound + dim);
   std::vector<int64_t> order(v.dim_order, v.dim_order + dim);
   return Info(v.tag, v.dtype, v.dynamism, sizes, bound, order, v.nbytes, v.scalar);
-}
-
-std::unique_ptr<Program> load_file(const std::string& path, std::optional<std::string> data_path) {
-  std::unique_ptr<Program> prog(new Program);
-  pteron_status* s;
-  {
-    nb::gil_scoped_release unlocked;
-    s = pteron_program_load_file_with_data(path.c_str(), data_path ? data_path->c_str() : nullptr,
-                                           &prog->p);
-  }
-  check(s);
-  return prog;
 }
 
 std::unique_ptr<Program> load_bytes(Bytes data, std::optional<Bytes> data_file) {
@@ -167,13 +154,6 @@ Info output_info(const Method& m, size_t i) {
   return to_tuple(v);
 }
 
-void set_input(Method& m, size_t i, int32_t dtype, InArray a) {
-  std::vector<int64_t> sizes(a.ndim());
-  for (size_t d = 0; d < a.ndim(); ++d) sizes[d] = int64_t(a.shape(d));
-  check(pteron_method_set_input(m.m, i, dtype, sizes.data(), int32_t(sizes.size()), a.data(),
-                                a.nbytes()));
-}
-
 void set_input_scalar(Method& m, size_t i, double value) {
   check(pteron_method_set_input_scalar(m.m, i, value));
 }
@@ -185,10 +165,6 @@ void execute(Method& m) {
     s = pteron_method_execute(m.m);
   }
   check(s);
-}
-
-void copy_output(const Method& m, size_t i, OutArray dst) {
-  check(pteron_method_copy_output(m.m, i, dst.data(), dst.nbytes()));
 }
 
 // numpy's type number of a pteron_dtype, or -1 (bfloat16, quantized).
@@ -212,6 +188,21 @@ int npy_type(int32_t code) {
   }
 }
 
+// x is a C-contiguous, native-order numpy array of pteron dtype `code` and at most
+// PTERON_MAX_DIM dims, of exactly `shape` when that is given.
+bool ready(PyObject* x, int32_t code, const std::vector<int64_t>* shape) {
+  if (!PyArray_Check(x)) return false;
+  PyArrayObject* a = reinterpret_cast<PyArrayObject*>(x);
+  if (PyArray_TYPE(a) != npy_type(code) || !PyArray_IS_C_CONTIGUOUS(a) ||
+      !PyArray_ISNOTSWAPPED(a) || PyArray_NDIM(a) > PTERON_MAX_DIM)
+    return false;
+  if (!shape) return true;
+  if (size_t(PyArray_NDIM(a)) != shape->size()) return false;
+  for (int d = 0; d < PyArray_NDIM(a); ++d)
+    if (PyArray_DIM(a, d) != (*shape)[size_t(d)]) return false;
+  return true;
+}
+
 // One call: every input set, the method executed with the GIL released, every output copied
 // into a new C-contiguous numpy array (a Python number for a scalar output) that owns its
 // memory. Input i is passed as it is when m.codes[i] >= 0 and it is a C-contiguous CPU array of
@@ -226,33 +217,18 @@ nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
     raise(PTERON_ERROR_INVALID_ARGUMENT, "call: one dtype code and shape per input");
   for (size_t i = 0; i < n; ++i) {
     PyObject* x = inputs[i].ptr();
+    if (codes[i] < 0) {
+      set_input_scalar(m, i, nb::cast<double>(prepare(i, nb::handle(x))));
+      continue;
+    }
     nb::object prepared;
-    if (!(codes[i] >= 0 && !static_shapes[i].empty() && PyArray_Check(x))) {
+    if (static_shapes[i].empty() || !ready(x, codes[i], &static_shapes[i])) {
       prepared = prepare(i, nb::handle(x));
-      if (codes[i] < 0) {
-        set_input_scalar(m, i, nb::cast<double>(prepared));
-        continue;
-      }
       x = prepared.ptr();
+      if (!ready(x, codes[i], nullptr))
+        raise(PTERON_ERROR_INTERNAL, "input " + std::to_string(i) + ": not prepared");
     }
     PyArrayObject* a = reinterpret_cast<PyArrayObject*>(x);
-    bool ok = PyArray_Check(x) && PyArray_TYPE(a) == npy_type(codes[i]) &&
-              PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISNOTSWAPPED(a) &&
-              size_t(PyArray_NDIM(a)) <= PTERON_MAX_DIM;
-    if (ok && !prepared.is_valid()) {  // unprepared: must be exactly the static shape
-      ok = size_t(PyArray_NDIM(a)) == static_shapes[i].size();
-      for (int d = 0; ok && d < PyArray_NDIM(a); ++d)
-        ok = PyArray_DIM(a, d) == static_shapes[i][size_t(d)];
-    }
-    if (!ok && !prepared.is_valid()) {  // the Python layer's checks and conversion
-      prepared = prepare(i, nb::handle(x));
-      x = prepared.ptr();
-      a = reinterpret_cast<PyArrayObject*>(x);
-      ok = PyArray_Check(x) && PyArray_TYPE(a) == npy_type(codes[i]) &&
-           PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISNOTSWAPPED(a) &&
-           size_t(PyArray_NDIM(a)) <= PTERON_MAX_DIM;
-    }
-    if (!ok) raise(PTERON_ERROR_INTERNAL, "input " + std::to_string(i) + ": not prepared");
     int64_t sizes[PTERON_MAX_DIM];
     for (int d = 0; d < PyArray_NDIM(a); ++d) sizes[d] = int64_t(PyArray_DIM(a, d));
     check(pteron_method_set_input(m.m, i, codes[i], sizes, PyArray_NDIM(a), PyArray_DATA(a),
@@ -370,7 +346,6 @@ NB_MODULE(_pteron, m) {
   m.def("registration_errors", &registration_errors);
 
   nb::class_<Program>(m, "ProgramHandle")
-      .def_static("load_file", &load_file, nb::arg("path"), nb::arg("data_path").none())
       .def_static("load_bytes", &load_bytes, nb::arg("data"), nb::arg("data_file").none())
       .def("method_names", &method_names)
       .def("has_data_file", [](const Program& p) { return pteron_program_has_data_file(p.p) != 0; })
@@ -381,10 +356,6 @@ NB_MODULE(_pteron, m) {
       .def("output_count", [](const Method& x) { return pteron_method_output_count(x.m); })
       .def("input_info", &input_info)
       .def("output_info", &output_info)
-      .def("set_input", &set_input)
-      .def("set_input_scalar", &set_input_scalar)
-      .def("execute", &execute)
-      .def("copy_output", &copy_output)
       .def("set_call_info",
            [](Method& x, std::vector<int32_t> codes, std::vector<std::vector<int64_t>> shapes) {
              x.codes = std::move(codes);

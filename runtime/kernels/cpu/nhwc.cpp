@@ -187,14 +187,14 @@ void global_avg_pool2d(int64_t n, int64_t hw, int64_t c, const float* in, float*
   const bool clamp = has_range(lo, hi);
   const float scale = 1.0f / static_cast<float>(hw);  // hw == 0: 0 * inf = NaN
   const int64_t parts = global_avg_pool2d_parts(hw, c);
-  // Sums pixels [p0, p1) of image img, every channel, into dst[c] (scaled when `mean`).
-  auto sum_range = [&](int64_t img, int64_t p0, int64_t p1, float* dst, bool mean) {
+  // Sums pixels [p0, p1) of image img, every channel, into dst[c].
+  auto sum_range = [&](int64_t img, int64_t p0, int64_t p1, float* dst) {
     float acc[kCb];
     for (int64_t c0 = 0; c0 < c; c0 += kCb) {
       const int64_t len = c - c0 < kCb ? c - c0 : kCb;
       for (int64_t j = 0; j < len; ++j) acc[j] = 0.0f;
       k.sum_pixels(in + (img * hw + p0) * c + c0, p1 - p0, c, len, acc);
-      for (int64_t j = 0; j < len; ++j) dst[c0 + j] = mean ? acc[j] * scale : acc[j];
+      for (int64_t j = 0; j < len; ++j) dst[c0 + j] = acc[j];
     }
   };
   if (parts == 1) {  // small: (image, channel block) items, each over every pixel
@@ -217,7 +217,7 @@ void global_avg_pool2d(int64_t n, int64_t hw, int64_t c, const float* in, float*
   auto body = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       const int64_t img = t / parts, part = t % parts;
-      sum_range(img, hw * part / parts, hw * (part + 1) / parts, partial + t * c, false);
+      sum_range(img, hw * part / parts, hw * (part + 1) / parts, partial + t * c);
     }
   };
   parallel(n * parts, 1, body);
