@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The conda packages, offline: recipe/recipe.yaml built with py-rattler-build into a local
+channel, then installed with py-rattler into fresh prefixes (scripts/conda.sh runs both).
+
+    python scripts/conda_channel.py build CHANNEL [--platform linux-64|win-64]...
+    python scripts/conda_channel.py install CHANNEL PREFIX [--platform P] SPEC...
+
+build: no channel is reachable, so the variant sets pteron_offline: true (recipe.yaml leaves out
+the compilers, cmake, python, ... and the build machine's own build them) and python to this
+interpreter's X.Y (the `pteron` module is built for, and tested with, this interpreter). Each
+build runs the recipe's own tests where they can run here (linux-64). rattler-build indexes
+CHANNEL after each package, so CHANNEL is a local channel. The build log goes to
+CHANNEL/build-<platform>.log; its warnings and errors are printed.
+install: a solve against CHANNEL only (file://) for the platform, then an install into PREFIX
+(created; an existing one is refused, so every install is fresh).
+"""
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+RECIPE = Path(__file__).resolve().parent.parent / "recipe" / "recipe.yaml"
+PLATFORMS = ("linux-64", "win-64")
+
+
+class _Log:
+    """rattler-build's progress callback: every message to the log file, warnings, errors and
+    build steps to stdout."""
+
+    def __init__(self, path):
+        self.f = open(path, "w", encoding="utf-8")
+
+    def _write(self, text, show):
+        self.f.write(text + "\n")
+        self.f.flush()
+        if show:
+            print(text, flush=True)
+
+    def on_download_start(self, event):
+        self._write(f"download {event.url}", False)
+
+    def on_download_progress(self, event):
+        pass
+
+    def on_download_complete(self, event):
+        pass
+
+    def on_build_step(self, event):
+        self._write(f"[{event.step_name}] {event.message}", True)
+
+    def on_log(self, event):
+        self._write(f"{event.level}: {event.message}", event.level in ("error", "warn"))
+
+
+def build(channel: Path, platforms):
+    from rattler_build import (PlatformConfig, RenderConfig, Stage0Recipe, ToolConfiguration,
+                               VariantConfig)
+    from rattler_build import RattlerBuildError
+
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    channel.mkdir(parents=True, exist_ok=True)
+    built = []
+    for plat in platforms:
+        log_path = channel / f"build-{plat}.log"
+        print(f"==> conda: building {RECIPE} for {plat} (python {py}, offline) into {channel}; "
+              f"log {log_path}", flush=True)
+        recipe = Stage0Recipe.from_file(RECIPE)
+        log = _Log(log_path)
+        try:
+            results = recipe.run_build(
+                variant_config=VariantConfig({"pteron_offline": [True], "python": [py]}),
+                render_config=RenderConfig(platform=PlatformConfig(target_platform=plat)),
+                tool_config=ToolConfiguration(test_strategy="native"),
+                output_dir=channel, channels=[], progress_callback=log)
+        except RattlerBuildError as e:
+            log.f.close()
+            _show_failed_scripts(channel)
+            raise SystemExit(f"conda: the {plat} build failed: {e} (log: {log_path})")
+        log.f.close()
+        for r in results:
+            for p in r.packages:
+                print(f"    {r.name} {r.version}: {p}", flush=True)
+                built.append(Path(p))
+    return built
+
+
+def _show_failed_scripts(channel: Path):
+    """The tail of the newest build script log (rattler-build keeps a failed build's folder)."""
+    logs = sorted((channel / "bld").glob("*/work/conda_build.log"),
+                  key=lambda p: p.stat().st_mtime)
+    if logs:
+        lines = logs[-1].read_text(encoding="utf-8", errors="replace").splitlines()
+        print(f"---- {logs[-1]} (last 60 lines)", file=sys.stderr)
+        print("\n".join(lines[-60:]), file=sys.stderr)
+
+
+async def _install(channel: Path, prefix: Path, platform: str, specs):
+    from rattler import Channel, Gateway, VirtualPackage, install, solve
+    from rattler.platform import Platform
+
+    virtual = VirtualPackage.detect() if platform.startswith("linux") else []
+    records = await solve(
+        sources=[Channel(channel.resolve().as_uri())], specs=list(specs), gateway=Gateway(),
+        platforms=[Platform(platform), Platform("noarch")], virtual_packages=virtual)
+    await install(records, target_prefix=prefix, platform=Platform(platform),
+                  show_progress=False)
+    return records
+
+
+def install_prefix(channel: Path, prefix: Path, platform: str, specs):
+    if prefix.exists():
+        raise SystemExit(f"conda: {prefix} exists; install wants a fresh prefix")
+    records = asyncio.run(_install(channel, prefix, platform, specs))
+    for r in records:
+        print(f"    {platform}: {r.name.normalized} {r.version} {r.build}", flush=True)
+    return records
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build recipe/recipe.yaml into CHANNEL")
+    b.add_argument("channel", type=Path)
+    b.add_argument("--platform", action="append", choices=PLATFORMS,
+                   help="target platform (repeatable; default: both)")
+    i = sub.add_parser("install", help="install SPECs from CHANNEL into a fresh PREFIX")
+    i.add_argument("channel", type=Path)
+    i.add_argument("prefix", type=Path)
+    i.add_argument("--platform", default="linux-64", choices=PLATFORMS)
+    i.add_argument("specs", nargs="+")
+    a = ap.parse_args(argv)
+    if a.cmd == "build":
+        build(a.channel, a.platform or list(PLATFORMS))
+    else:
+        install_prefix(a.channel, a.prefix, a.platform, a.specs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""recipe/meta.yaml (conda-build's recipe format) generated from recipe/recipe.yaml (rattler-build's
+v1 format, the one source). conda-build users and conda-forge's older tooling read meta.yaml;
+rattler-build reads only recipe.yaml.
+
+    python scripts/conda_meta.py          # writes recipe/meta.yaml
+    python scripts/conda_meta.py --check  # exit 1 (and a diff) if meta.yaml is not current
+
+What is translated, and how (the v1 form on the left):
+  context: {k: v}                  {% set k = "v" %}
+  ${{ expr }}                      {{ expr }}
+  pin_subpackage(n, upper_bound=p) pin_subpackage(n, max_pin=p)
+  - if: C / then: [...] / else:    {% if C %} ... {% else %} ... {% endif %} (conda-build renders
+                                   meta.yaml with Jinja, selector names such as `win` included)
+  build: script: NAME              script: NAME.sh, or NAME.bat on Windows
+  build: script: env: {K: V}       build: script_env: [K=V]
+  build: skip: EXPR                build: skip: true  # [EXPR]
+  requirements: run_exports        build: run_exports
+  ignore_run_exports: from_package build: ignore_run_exports_from
+  tests: (all of an output's)      test: (one block: requires, files (recipe), source_files,
+                                   commands; a package_contents test becomes `test -f` commands,
+                                   or `if not exist` on Windows)
+  about: homepage / documentation  about: home / doc_url
+Only the keys this recipe uses are known; any other is an error, so a new key in recipe.yaml
+needs a rule here.
+"""
+import argparse
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipe"
+
+HEADER = """\
+# SPDX-License-Identifier: BSD-3-Clause
+# GENERATED from recipe.yaml by scripts/conda_meta.py: do not edit; edit recipe.yaml and run
+#   python scripts/conda_meta.py
+# This is conda-build's form of the recipe (conda-build renders it with Jinja first). The offline
+# variant key pteron_offline (see recipe.yaml) means the same here.
+"""
+
+
+class RecipeError(ValueError):
+    pass
+
+
+def expr(s):
+    """A v1 string's Jinja expressions in conda-build's spelling."""
+    s = s.replace("${{", "{{")
+    return re.sub(r"(pin_subpackage\([^)]*?)upper_bound=", r"\1max_pin=", s)
+
+
+def scalar(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    s = expr(str(v))
+    if s.startswith("{{") and s.endswith("}}"):
+        return s
+    if (re.search(r": |#|^[\[\]{}&*!|>'\"%@`,?-]|^\s|\s$", s) or s == ""
+            or s.lower() in ("true", "false", "yes", "no", "null", "~")
+            or re.fullmatch(r"[0-9.eE+-]+", s)):
+        return json.dumps(s)
+    return s
+
+
+def only(d, keys, where):
+    extra = set(d) - set(keys)
+    if extra:
+        raise RecipeError(f"{where}: no conda-build rule for key(s) {sorted(extra)}")
+
+
+class Out:
+    def __init__(self):
+        self.lines = []
+
+    def add(self, indent, text):
+        self.lines.append(" " * indent + text)
+
+    def items(self, indent, seq, where):
+        """A YAML list at `indent`, with v1 if/then/else items as Jinja blocks."""
+        for item in seq:
+            if isinstance(item, dict) and "if" in item:
+                only(item, ("if", "then", "else"), where)
+                self.add(indent, "{% if " + item["if"] + " %}")
+                self.items(indent, as_list(item["then"]), where)
+                if "else" in item:
+                    self.add(indent, "{% else %}")
+                    self.items(indent, as_list(item["else"]), where)
+                self.add(indent, "{% endif %}")
+            elif isinstance(item, (dict, list)):
+                raise RecipeError(f"{where}: a nested list item has no conda-build rule")
+            else:
+                self.add(indent, "- " + scalar(item))
+
+    def block(self, indent, key, value, where):
+        """key: value, or key: followed by an indented list or literal block."""
+        if isinstance(value, list):
+            self.add(indent, key + ":")
+            self.items(indent + 2, value, f"{where}.{key}")
+        elif isinstance(value, str) and "\n" in value:
+            self.add(indent, key + ": |")
+            for ln in value.rstrip("\n").split("\n"):
+                self.add(indent + 2, ln) if ln else self.lines.append("")
+        else:
+            self.add(indent, f"{key}: {scalar(value)}")
+
+
+def as_list(v):
+    return v if isinstance(v, list) else [v]
+
+
+def contents_commands(pc, where):
+    """A v1 package_contents test as conda-build test commands (unix, then Windows)."""
+    only(pc, ("lib", "include", "files", "bin"), where)
+    unix, win = [], []
+    for n in pc.get("lib", []):
+        unix.append(f'test -f "$PREFIX/lib/lib{n}${{SHLIB_EXT}}"')
+        win.append(f'if not exist "%LIBRARY_BIN%\\{n}.dll" exit 1')
+    for h in pc.get("include", []):
+        unix.append(f'test -f "$PREFIX/include/{h}"')
+        win.append(f'if not exist "%LIBRARY_INC%\\{h.replace("/", chr(92))}" exit 1')
+    for b in pc.get("bin", []):
+        unix.append(f'test -f "$PREFIX/bin/{b}"')
+        win.append(f'if not exist "%LIBRARY_BIN%\\{b}.exe" exit 1')
+    files = []
+    for f in pc.get("files", []):
+        if isinstance(f, dict):
+            only(f, ("if", "then", "else"), where)
+            files.append((f["if"], as_list(f["then"]), as_list(f.get("else", []))))
+        else:
+            files.append((None, [f], []))
+    return unix, win, files
+
+
+def file_commands(out, files):
+    """`files` (paths relative to the prefix) must exist: a command per file and platform."""
+    out.add(8, "{% if win %}")
+    for f in files:
+        out.add(8, '- if not exist "%PREFIX%\\' + f.replace("/", "\\") + '" exit 1')
+    out.add(8, "{% else %}")
+    for f in files:
+        out.add(8, f'- test -f "$PREFIX/{f}"')
+    out.add(8, "{% endif %}")
+
+
+def output(o, out):
+    where = o.get("package", {}).get("name", "?")
+    only(o, ("package", "build", "requirements", "tests"), where)
+    only(o["package"], ("name",), where)
+    out.add(2, "- name: " + scalar(o["package"]["name"]))
+    b = dict(o.get("build", {}))
+    only(b, ("script", "skip"), where + ".build")
+    script = b.get("script")
+    env = {}
+    if isinstance(script, dict):
+        only(script, ("file", "env"), where + ".build.script")
+        env = script.get("env", {})
+        script = script["file"]
+    if script and as_list(b.get("skip", [])) == ["win"]:
+        out.add(4, f"script: {script}.sh")
+    elif script:
+        out.add(4, "{% if win %}")
+        out.add(4, f"script: {script}.bat")
+        out.add(4, "{% else %}")
+        out.add(4, f"script: {script}.sh")
+        out.add(4, "{% endif %}")
+    req = dict(o.get("requirements", {}))
+    only(req, ("build", "host", "run", "run_exports", "ignore_run_exports"), where)
+    build_keys = []
+    if "skip" in b:
+        build_keys.append(("skip", None))
+    if env:
+        build_keys.append(("script_env", None))
+    if "run_exports" in req:
+        build_keys.append(("run_exports", None))
+    if "ignore_run_exports" in req:
+        build_keys.append(("ignore_run_exports_from", None))
+    if build_keys:
+        out.add(4, "build:")
+        if "skip" in b:
+            for cond in as_list(b["skip"]):
+                out.add(6, f"skip: true  # [{cond}]")
+        if env:
+            out.block(6, "script_env", [f"{k}={v}" for k, v in env.items()], where)
+        if "run_exports" in req:
+            out.block(6, "run_exports", req["run_exports"], where)
+        if "ignore_run_exports" in req:
+            ire = req["ignore_run_exports"]
+            only(ire, ("from_package",), where)
+            out.block(6, "ignore_run_exports_from", ire["from_package"], where)
+    deps = [(k, req[k]) for k in ("build", "host", "run") if k in req]
+    if deps:
+        out.add(4, "requirements:")
+        for k, v in deps:
+            out.block(6, k, v, where + ".requirements")
+    tests = o.get("tests", [])
+    if tests:
+        requires, files, source_files, commands = [], [], [], []
+        unix_contents, win_contents, file_checks = [], [], []
+        for t in tests:
+            if "package_contents" in t:
+                only(t, ("package_contents",), where + ".tests")
+                u, w, f = contents_commands(t["package_contents"], where + ".tests")
+                unix_contents += u
+                win_contents += w
+                file_checks += f
+                continue
+            only(t, ("files", "requirements", "script"), where + ".tests")
+            fs = t.get("files", {})
+            only(fs, ("recipe", "source"), where + ".tests.files")
+            files += fs.get("recipe", [])
+            source_files += fs.get("source", [])
+            r = t.get("requirements", {})
+            only(r, ("run",), where + ".tests.requirements")
+            requires += r.get("run", [])
+            commands += as_list(t["script"])
+        out.add(4, "test:")
+        if requires:
+            out.block(6, "requires", requires, where + ".test")
+        if files:
+            out.block(6, "files", files, where + ".test")
+        if source_files:
+            out.block(6, "source_files", source_files, where + ".test")
+        out.add(6, "commands:")
+        if unix_contents or win_contents or file_checks:
+            out.add(8, "{% if win %}")
+            out.items(8, win_contents, where)
+            out.add(8, "{% else %}")
+            out.items(8, unix_contents, where)
+            out.add(8, "{% endif %}")
+        for cond, then, other in file_checks:
+            if cond is not None:
+                out.add(8, "{% if " + cond + " %}")
+            file_commands(out, then)
+            if other:
+                out.add(8, "{% else %}")
+                file_commands(out, other)
+            if cond is not None:
+                out.add(8, "{% endif %}")
+        if commands:
+            # The v1 script tests are bash: conda-build runs them on unix only.
+            out.add(8, "{% if unix %}")
+            out.items(8, commands, where)
+            out.add(8, "{% endif %}")
+
+
+def generate(recipe_text):
+    r = yaml.safe_load(recipe_text)
+    only(r, ("schema_version", "context", "recipe", "source", "build", "outputs", "about"),
+         "recipe.yaml")
+    if r.get("schema_version") != 1:
+        raise RecipeError("recipe.yaml: schema_version 1 (rattler-build's v1 format) expected")
+    out = Out()
+    out.lines += HEADER.rstrip("\n").split("\n")
+    for k, v in r.get("context", {}).items():
+        out.add(0, "{% set " + k + " = " + json.dumps(str(v)) + " %}")
+    out.add(0, "")
+    only(r["recipe"], ("name", "version"), "recipe")
+    out.add(0, "package:")
+    out.add(2, "name: " + scalar(r["recipe"]["name"]))
+    out.add(2, "version: " + scalar(r["recipe"]["version"]))
+    out.add(0, "")
+    src = r["source"]
+    only(src, ("path", "use_gitignore"), "source")
+    out.add(0, "source:")
+    out.add(2, "path: " + scalar(src["path"].rstrip("/") or "."))
+    out.add(0, "")
+    only(r["build"], ("number",), "build")
+    out.add(0, "build:")
+    out.add(2, f"number: {r['build']['number']}")
+    out.add(0, "")
+    out.add(0, "outputs:")
+    for o in r["outputs"]:
+        output(o, out)
+    out.add(0, "")
+    about = r.get("about", {})
+    only(about, ("homepage", "license", "license_file", "summary", "description",
+                 "documentation"), "about")
+    out.add(0, "about:")
+    names = {"homepage": "home", "documentation": "doc_url"}
+    for k in ("homepage", "license", "license_file", "summary", "description", "documentation"):
+        if k in about:
+            out.block(2, names.get(k, k), about[k], "about")
+    return "\n".join(out.lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="do not write; exit 1 with a diff if recipe/meta.yaml is not current")
+    ap.add_argument("--recipe-dir", type=Path, default=RECIPE_DIR)
+    a = ap.parse_args(argv)
+    src = a.recipe_dir / "recipe.yaml"
+    dst = a.recipe_dir / "meta.yaml"
+    try:
+        text = generate(src.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, RecipeError, KeyError, TypeError) as e:
+        print(f"conda_meta: {src}: {e}", file=sys.stderr)
+        return 2
+    if a.check:
+        old = dst.read_text(encoding="utf-8") if dst.exists() else ""
+        if old != text:
+            sys.stdout.writelines(difflib.unified_diff(
+                old.splitlines(True), text.splitlines(True), str(dst), "regenerated"))
+            print(f"conda_meta: {dst} is not current: run python scripts/conda_meta.py",
+                  file=sys.stderr)
+            return 1
+        print(f"conda_meta: {dst} is current")
+        return 0
+    dst.write_text(text, encoding="utf-8")
+    print(f"conda_meta: wrote {dst}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
