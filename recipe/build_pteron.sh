@@ -25,4 +25,4 @@ cmake --build build-conda-py --parallel "${CPU_COUNT:-2}"
 cmake --install build-conda-py
 mkdir -p "${sp}/pteron"
 (cd python/pteron && find . -name '*.py' -print0 | xargs -0 -I{} cp --parents {} "${sp}/pteron/")
-"${py}" -c "import sys; sys.path.insert(0, '${sp}'); import pteron, pteron.verify"
+"${py}" -B -c "import sys; sys.path.insert(0, '${sp}'); import pteron, pteron.verify"

@@ -49,7 +49,8 @@ class _Log:
         self._write(f"[{event.step_name}] {event.message}", True)
 
     def on_log(self, event):
-        self._write(f"{event.level}: {event.message}", event.level in ("error", "warn"))
+        self._write(f"{event.level}: {event.message}",
+                    event.level in ("error", "warn") and event.message.strip() != "")
 
 
 def build(channel: Path, platforms):

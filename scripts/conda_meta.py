@@ -15,6 +15,8 @@ What is translated, and how (the v1 form on the left):
   build: script: NAME              script: NAME.sh, or NAME.bat on Windows
   build: script: env: {K: V}       build: script_env: [K=V]
   build: skip: EXPR                build: skip: true  # [EXPR]
+  dynamic_linking:                 build: binary_relocation
+    binary_relocation
   requirements: run_exports        build: run_exports
   ignore_run_exports: from_package build: ignore_run_exports_from
   tests: (all of an output's)      test: (one block: requires, files (recipe), source_files,
@@ -115,38 +117,53 @@ def as_list(v):
     return v if isinstance(v, list) else [v]
 
 
-def contents_commands(pc, where):
-    """A v1 package_contents test as conda-build test commands (unix, then Windows)."""
+def _contents_cmds(kind, item):
+    """(windows, unix) test commands that a package_contents item is installed."""
+    if kind == "lib":
+        return (f'if not exist "%LIBRARY_BIN%\\{item}.dll" exit 1',
+                f'test -f "$PREFIX/lib/lib{item}${{SHLIB_EXT}}"')
+    if kind == "include":
+        return (f'if not exist "%LIBRARY_INC%\\{item.replace("/", chr(92))}" exit 1',
+                f'test -f "$PREFIX/include/{item}"')
+    if kind == "bin":
+        return (f'if not exist "%LIBRARY_BIN%\\{item}.exe" exit 1',
+                f'test -f "$PREFIX/bin/{item}"')
+    # files: paths (globs) relative to the prefix
+    return (f'if not exist "%PREFIX%\\{item.replace("/", chr(92))}" exit 1',
+            f'ls "$PREFIX"/{item} >/dev/null')
+
+
+def contents_commands(out, pc, where):
+    """A v1 package_contents test as conda-build test commands, each in its Windows and its
+    unix spelling; the test's own conditions as Jinja blocks around them."""
     only(pc, ("lib", "include", "files", "bin"), where)
-    unix, win = [], []
-    for n in pc.get("lib", []):
-        unix.append(f'test -f "$PREFIX/lib/lib{n}${{SHLIB_EXT}}"')
-        win.append(f'if not exist "%LIBRARY_BIN%\\{n}.dll" exit 1')
-    for h in pc.get("include", []):
-        unix.append(f'test -f "$PREFIX/include/{h}"')
-        win.append(f'if not exist "%LIBRARY_INC%\\{h.replace("/", chr(92))}" exit 1')
-    for b in pc.get("bin", []):
-        unix.append(f'test -f "$PREFIX/bin/{b}"')
-        win.append(f'if not exist "%LIBRARY_BIN%\\{b}.exe" exit 1')
-    files = []
-    for f in pc.get("files", []):
-        if isinstance(f, dict):
-            only(f, ("if", "then", "else"), where)
-            files.append((f["if"], as_list(f["then"]), as_list(f.get("else", []))))
-        else:
-            files.append((None, [f], []))
-    return unix, win, files
 
+    def plain(kind, items):
+        if not items:
+            return
+        cmds = [_contents_cmds(kind, i) for i in items]
+        out.add(8, "{% if win %}")
+        out.items(8, [w for w, _ in cmds], where)
+        out.add(8, "{% else %}")
+        out.items(8, [u for _, u in cmds], where)
+        out.add(8, "{% endif %}")
 
-def file_commands(out, files):
-    """`files` (paths relative to the prefix) must exist: a command per file and platform."""
-    out.add(8, "{% if win %}")
-    for f in files:
-        out.add(8, '- if not exist "%PREFIX%\\' + f.replace("/", "\\") + '" exit 1')
-    out.add(8, "{% else %}")
-    for f in files:
-        out.add(8, f'- test -f "$PREFIX/{f}"')
-    out.add(8, "{% endif %}")
+    for kind in ("lib", "include", "bin", "files"):
+        run = []
+        for item in pc.get(kind, []):
+            if isinstance(item, dict):
+                only(item, ("if", "then", "else"), where)
+                plain(kind, run)
+                run = []
+                out.add(8, "{% if " + item["if"] + " %}")
+                plain(kind, as_list(item["then"]))
+                if "else" in item:
+                    out.add(8, "{% else %}")
+                    plain(kind, as_list(item["else"]))
+                out.add(8, "{% endif %}")
+            else:
+                run.append(item)
+        plain(kind, run)
 
 
 def output(o, out):
@@ -155,7 +172,9 @@ def output(o, out):
     only(o["package"], ("name",), where)
     out.add(2, "- name: " + scalar(o["package"]["name"]))
     b = dict(o.get("build", {}))
-    only(b, ("script", "skip"), where + ".build")
+    only(b, ("script", "skip", "dynamic_linking"), where + ".build")
+    dyn = b.get("dynamic_linking", {})
+    only(dyn, ("binary_relocation",), where + ".build.dynamic_linking")
     script = b.get("script")
     env = {}
     if isinstance(script, dict):
@@ -177,6 +196,8 @@ def output(o, out):
         build_keys.append(("skip", None))
     if env:
         build_keys.append(("script_env", None))
+    if "binary_relocation" in dyn:
+        build_keys.append(("binary_relocation", None))
     if "run_exports" in req:
         build_keys.append(("run_exports", None))
     if "ignore_run_exports" in req:
@@ -186,6 +207,8 @@ def output(o, out):
         if "skip" in b:
             for cond in as_list(b["skip"]):
                 out.add(6, f"skip: true  # [{cond}]")
+        if "binary_relocation" in dyn:
+            out.add(6, f"binary_relocation: {scalar(dyn['binary_relocation'])}")
         if env:
             out.block(6, "script_env", [f"{k}={v}" for k, v in env.items()], where)
         if "run_exports" in req:
@@ -201,15 +224,11 @@ def output(o, out):
             out.block(6, k, v, where + ".requirements")
     tests = o.get("tests", [])
     if tests:
-        requires, files, source_files, commands = [], [], [], []
-        unix_contents, win_contents, file_checks = [], [], []
+        requires, files, source_files, commands, contents = [], [], [], [], []
         for t in tests:
             if "package_contents" in t:
                 only(t, ("package_contents",), where + ".tests")
-                u, w, f = contents_commands(t["package_contents"], where + ".tests")
-                unix_contents += u
-                win_contents += w
-                file_checks += f
+                contents.append(t["package_contents"])
                 continue
             only(t, ("files", "requirements", "script"), where + ".tests")
             fs = t.get("files", {})
@@ -228,21 +247,8 @@ def output(o, out):
         if source_files:
             out.block(6, "source_files", source_files, where + ".test")
         out.add(6, "commands:")
-        if unix_contents or win_contents or file_checks:
-            out.add(8, "{% if win %}")
-            out.items(8, win_contents, where)
-            out.add(8, "{% else %}")
-            out.items(8, unix_contents, where)
-            out.add(8, "{% endif %}")
-        for cond, then, other in file_checks:
-            if cond is not None:
-                out.add(8, "{% if " + cond + " %}")
-            file_commands(out, then)
-            if other:
-                out.add(8, "{% else %}")
-                file_commands(out, other)
-            if cond is not None:
-                out.add(8, "{% endif %}")
+        for pc in contents:
+            contents_commands(out, pc, where + ".tests")
         if commands:
             # The v1 script tests are bash: conda-build runs them on unix only.
             out.add(8, "{% if unix %}")

@@ -9,7 +9,9 @@
 #     scripts/test.sh has just made them);
 #   - the wheel (pyproject.toml: `pip wheel . --no-build-isolation`, a C++ build
 #     of its own in build-wheel/) and tests/test_wheel.py on it (auditwheel,
-#     pteron-verify, an install in a folder whose path holds a space).
+#     pteron-verify, an install in a folder whose path holds a space);
+#   - the conda packages (scripts/conda.sh: recipe/recipe.yaml built offline for linux-64 and
+#     win-64 into a local channel, installed into fresh prefixes, tests/test_conda.py).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/conan.sh"
@@ -42,4 +44,5 @@ plat="$(python -m auditwheel show "$raw" | tr -s ' \n' ' ' | sed -n 's/.*platfor
 python -m auditwheel repair --plat "$plat" -w "$REPO/build-wheel/manylinux" "$raw"
 PTERON_WHEEL="$(ls "$REPO"/build-wheel/manylinux/pteron-*.whl)" python -m pytest tests/test_wheel.py -q
 echo "==> the wheel took $(( $(date +%s) - start )) s"
+bash "$REPO/scripts/conda.sh"
 echo "pteron: slower targets passed"

@@ -35,6 +35,7 @@ pytestmark = pytest.mark.skipif(not (CHANNEL and PREFIX and WIN_PREFIX),
                                        "(scripts/conda.sh builds and installs the packages)")
 FIXTURE = REPO / "models" / "fixtures" / "mlp_xnnpack"
 MINGW_TOOLCHAIN = REPO / "cmake" / "toolchain-mingw-w64.cmake"
+TEST_PACKAGE = f"-DPTERON_TEST_PACKAGE_DIR={REPO / 'test_package'}"
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
 
@@ -81,7 +82,7 @@ def package_record(prefix, name):
 # ---- linux-64 -----------------------------------------------------------------------------
 
 def test_linux_cxx_consumer_through_find_package(tmp_path):
-    cmake_project(REPO / "recipe" / "test", tmp_path / "b", PREFIX)
+    cmake_project(REPO / "recipe" / "test", tmp_path / "b", PREFIX, TEST_PACKAGE)
     r = run([tmp_path / "b" / "test_package", REPO / "test_package" / "mlp.pte"], timeout=120,
             env=clean_env())
     assert r.returncode == 0 and "MATCH" in r.stdout, r.stdout + r.stderr
@@ -113,7 +114,8 @@ err = ctypes.create_string_buffer(512)
 rc = f(str(fixture + ".pte").encode(), x.ctypes.data_as(ctypes.c_void_p), sizes, x.ndim,
        y_cc.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(y_cc.size), ctypes.byref(kernels),
        err, 512)
-maps = sorted({{ln.split()[-1] for ln in open("/proc/self/maps") if "libpteron" in ln}})
+maps = sorted({{ln.split(None, 5)[5].strip() for ln in open("/proc/self/maps")
+               if "libpteron" in ln}})
 print(json.dumps(dict(rc=rc, err=err.value.decode(), kernels_cc=kernels.value,
                       kernels_py=len(pteron.operators()), maps=maps,
                       expected=np.load(fixture + ".forward.expected_0.npy").ravel().tolist(),
@@ -145,6 +147,28 @@ def test_linux_one_process_python_and_cxx_maps_each_library_once(tmp_path):
     for name, paths in by_name.items():
         assert len(paths) == 1, f"{name} mapped from {len(paths)} files: {sorted(paths)}"
         assert os.path.dirname(next(iter(paths))) == libdir, f"{name} from {paths}, not {libdir}"
+
+
+# The C and C++ runtime: conda-forge's compilers and sysroot supply these (their run_exports);
+# offline they are the build machine's, and rattler-build names them. Nothing else may be
+# linked from outside the prefix (no Debian libXNNPACK.so.0 or libpthreadpool.so.0).
+SYSTEM_RUNTIME = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1",
+                  "ld-linux-x86-64.so.2", "libpthread.so.0", "libdl.so.2"}
+
+
+def test_linux_overlinking_only_against_the_c_and_cxx_runtime():
+    log = (Path(CHANNEL) / "build-linux-64.log").read_text(encoding="utf-8", errors="replace")
+    assert "Artifact:" in log and "libpteron" in log, "not the build log of the packages"
+    over = re.findall(r'Overlinking against "([^"]+)" for "([^"]+)"', log)
+    bad = [f"{lib} for {f}" for lib, f in over if lib not in SYSTEM_RUNTIME]
+    assert not bad, bad
+    assert not re.search(r"^error:", log, re.M), "rattler-build logged errors"
+
+
+def test_linux_prefix_passes_pteron_verify():
+    r = run([sys.executable, "-m", "pteron.verify", PREFIX], timeout=120,
+            env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
 def _build_prefix_markers():
@@ -237,7 +261,8 @@ def test_win_layout_imported_locations_and_implibs(tmp_path):
 
 def test_win_consumer_runs_under_wine_with_nothing_on_path(tmp_path, wine_env):
     lib = Path(WIN_PREFIX) / "Library"
-    cmake_project(REPO / "recipe" / "test", tmp_path / "b", lib, toolchain=MINGW_TOOLCHAIN)
+    cmake_project(REPO / "recipe" / "test", tmp_path / "b", lib, TEST_PACKAGE,
+                  toolchain=MINGW_TOOLCHAIN)
     exe = tmp_path / "b" / "test_package.exe"
     assert exe.is_file()
     beside = sorted(p.name for p in exe.parent.glob("*.dll"))

@@ -123,6 +123,8 @@ def test_meta_yaml_declares_what_recipe_yaml_does(platform, offline):
         name = o["package"]["name"]
         m = meta_outs[name]
         assert bool(m.get("build", {}).get("skip")) == _skipped(o, ns), name
+        assert m.get("build", {}).get("binary_relocation", True) == \
+            o["build"].get("dynamic_linking", {}).get("binary_relocation", True), name
         req = o.get("requirements", {})
         for k in ("build", "host", "run"):
             assert (m.get("requirements", {}).get(k) or []) == (req.get(k) or []), (name, k)
@@ -152,6 +154,11 @@ def test_meta_yaml_declares_what_recipe_yaml_does(platform, offline):
             for lib in pc.get("lib", []):
                 want = f"{lib}.dll" if platform == "win" else f"lib{lib}$"
                 assert any(want in c for c in cmds), (name, lib, cmds)
+            for f in pc.get("files", []):
+                want = f.replace("/", "\\") if platform == "win" else f
+                assert any(want in c for c in cmds), (name, f, cmds)
+        if name == "libpteron":
+            assert contents, "libpteron has no package_contents test"
 
 
 def test_offline_leaves_out_what_only_a_channel_provides():
@@ -168,3 +175,13 @@ def test_generator_refuses_a_key_without_a_rule():
     text = RECIPE.read_text().replace("  number: 0\n", "  number: 0\n  noarch: python\n", 1)
     with pytest.raises(conda_meta.RecipeError, match="noarch"):
         conda_meta.generate(text)
+
+
+def test_readme_conda_block_is_the_command_slow_sh_runs():
+    import re as _re
+    text = (REPO / "README.md").read_text()
+    m = _re.search(r"<!-- tested: conda -->\n+```sh\n(.*?)\n```", text, _re.S)
+    assert m, "README has no block marked 'conda'"
+    assert m.group(1).split("#")[0].strip() == "scripts/conda.sh"
+    assert 'bash "$REPO/scripts/conda.sh"' in (REPO / "scripts" / "slow.sh").read_text()
+    assert "tests/test_conda.py" in (REPO / "scripts" / "conda.sh").read_text()
