@@ -21,7 +21,8 @@ What is translated, and how (the v1 form on the left):
   ignore_run_exports: from_package build: ignore_run_exports_from
   tests: (all of an output's)      test: (one block: requires, files (recipe), source_files,
                                    commands; a package_contents test becomes `test -f` commands,
-                                   or `if not exist` on Windows)
+                                   or `if not exist` on Windows; a conditional test's entries
+                                   sit in a Jinja block of its condition)
   about: homepage / documentation  about: home / doc_url
 Only the keys this recipe uses are known; any other is an error, so a new key in recipe.yaml
 needs a rule here.
@@ -225,20 +226,32 @@ def output(o, out):
     tests = o.get("tests", [])
     if tests:
         requires, files, source_files, commands, contents = [], [], [], [], []
+
+        def wrap(cond, items):
+            # A conditional test's items as one v1 conditional list item (Out.items renders it).
+            return items if cond is None or not items else [{"if": cond, "then": items}]
+
         for t in tests:
+            cond = None
+            if "if" in t:  # - if: C / then: {a test}
+                only(t, ("if", "then"), where + ".tests")
+                cond, t = t["if"], t["then"]
             if "package_contents" in t:
                 only(t, ("package_contents",), where + ".tests")
+                if cond is not None:
+                    raise RecipeError(f"{where}.tests: a conditional package_contents test "
+                                      "has no conda-build rule")
                 contents.append(t["package_contents"])
                 continue
             only(t, ("files", "requirements", "script"), where + ".tests")
             fs = t.get("files", {})
             only(fs, ("recipe", "source"), where + ".tests.files")
-            files += fs.get("recipe", [])
-            source_files += fs.get("source", [])
+            files += wrap(cond, fs.get("recipe", []))
+            source_files += wrap(cond, fs.get("source", []))
             r = t.get("requirements", {})
             only(r, ("run",), where + ".tests.requirements")
-            requires += r.get("run", [])
-            commands += as_list(t["script"])
+            requires += wrap(cond, r.get("run", []))
+            commands += wrap(cond, as_list(t["script"]))
         out.add(4, "test:")
         if requires:
             out.block(6, "requires", requires, where + ".test")
@@ -249,11 +262,7 @@ def output(o, out):
         out.add(6, "commands:")
         for pc in contents:
             contents_commands(out, pc, where + ".tests")
-        if commands:
-            # The v1 script tests are bash: conda-build runs them on unix only.
-            out.add(8, "{% if unix %}")
-            out.items(8, commands, where)
-            out.add(8, "{% endif %}")
+        out.items(8, commands, where)
 
 
 def generate(recipe_text):

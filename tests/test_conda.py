@@ -27,9 +27,14 @@ import pytest
 
 from conftest import REPO, run, wine_run, winpath
 
-CHANNEL = os.environ.get("PTERON_CONDA_CHANNEL")
-PREFIX = os.environ.get("PTERON_CONDA_PREFIX")
-WIN_PREFIX = os.environ.get("PTERON_CONDA_WIN_PREFIX")
+def _abs(var):
+    v = os.environ.get(var)
+    return os.path.abspath(v) if v else None
+
+
+CHANNEL = _abs("PTERON_CONDA_CHANNEL")
+PREFIX = _abs("PTERON_CONDA_PREFIX")
+WIN_PREFIX = _abs("PTERON_CONDA_WIN_PREFIX")
 pytestmark = pytest.mark.skipif(not (CHANNEL and PREFIX and WIN_PREFIX),
                                 reason="PTERON_CONDA_CHANNEL / _PREFIX / _WIN_PREFIX are not set "
                                        "(scripts/conda.sh builds and installs the packages)")
@@ -230,9 +235,10 @@ def test_pteron_pins_libpteron_exactly_and_holds_no_library():
     lib = package_record(PREFIX, "libpteron")
     assert any(re.fullmatch(rf"libpteron =?={re.escape(lib['version'])} {lib['build']}", d)
                for d in rec["depends"]), rec["depends"]
-    files = rec["files"]
+    # The module, and the recipe's test files (rattler-build ships them in etc/conda/test-files).
+    files = [f for f in rec["files"] if not f.startswith("etc/conda/test-files/pteron/")]
     assert all(f.startswith(f"lib/{PY}/site-packages/pteron/") for f in files), files
-    exts = [f for f in files if re.search(r"\.so(\.|$)", f)]
+    exts = [f for f in rec["files"] if re.search(r"\.(so|dll|pyd)(\.|$)", f)]
     assert len(exts) == 1 and "/_pteron" in exts[0], exts  # the extension, no libpteron copy
 
 

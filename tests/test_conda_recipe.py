@@ -55,7 +55,11 @@ def _stub_env():
 
 
 def _ns(platform, offline):
-    ns = {"win": platform == "win", "unix": platform != "win", "linux": platform == "linux",
+    """platform: linux, win (a native Windows build) or win-cross (win-64 from linux-64)."""
+    win = platform.startswith("win")
+    target = "win-64" if win else "linux-64"
+    ns = {"win": win, "unix": not win, "linux": not win, "target_platform": target,
+          "build_platform": "linux-64" if platform != "win" else "win-64",
           "python": "3.11", "hash": "h0", "build_number": 0}
     if offline:
         ns["pteron_offline"] = True
@@ -111,7 +115,7 @@ def _skipped(v1_output, ns):
                                                          else [skip]))
 
 
-@pytest.mark.parametrize("platform", ["linux", "win"])
+@pytest.mark.parametrize("platform", ["linux", "win", "win-cross"])
 @pytest.mark.parametrize("offline", [False, True], ids=["conda-forge", "offline"])
 def test_meta_yaml_declares_what_recipe_yaml_does(platform, offline):
     meta, v1 = render_meta(platform, offline), render_v1(platform, offline)
@@ -133,29 +137,31 @@ def test_meta_yaml_declares_what_recipe_yaml_does(platform, offline):
             req.get("ignore_run_exports", {}).get("from_package", [])
         script = o["build"]["script"]
         script = script["file"] if isinstance(script, dict) else script
-        assert m["script"] == script + (".bat" if platform == "win" and name == "libpteron"
+        assert m["script"] == script + (".bat" if ns["win"] and name == "libpteron"
                                         else ".sh")
         assert (REPO / "recipe" / m["script"]).is_file(), m["script"]
         test = m.get("test", {})
         recipe_files = [f for t in o.get("tests", []) for f in t.get("files", {}).get("recipe", [])]
         source_files = [f for t in o.get("tests", []) for f in t.get("files", {}).get("source", [])]
-        assert test.get("files", []) == recipe_files
-        assert test.get("source_files", []) == source_files
+        assert (test.get("files") or []) == recipe_files
+        assert (test.get("source_files") or []) == source_files
         for f in recipe_files:
             assert (REPO / "recipe" / f).is_file(), f
         for f in source_files:
             assert (REPO / f).is_file(), f
         scripts = [c for t in o.get("tests", []) for c in t.get("script", [])]
-        cmds = test.get("commands", [])
-        if platform != "win":
-            assert all(c in cmds for c in scripts), (name, cmds)
+        cmds = test.get("commands") or []
+        assert all(c in cmds for c in scripts), (name, cmds)
+        if name == "libpteron":  # the consumer test: only where the package can run
+            consumer = any("test_package" in c for c in cmds)
+            assert consumer == (platform != "win-cross"), (platform, cmds)
         contents = [t["package_contents"] for t in o.get("tests", []) if "package_contents" in t]
         for pc in contents:
             for lib in pc.get("lib", []):
-                want = f"{lib}.dll" if platform == "win" else f"lib{lib}$"
+                want = f"{lib}.dll" if ns["win"] else f"lib{lib}$"
                 assert any(want in c for c in cmds), (name, lib, cmds)
             for f in pc.get("files", []):
-                want = f.replace("/", "\\") if platform == "win" else f
+                want = f.replace("/", "\\") if ns["win"] else f
                 assert any(want in c for c in cmds), (name, f, cmds)
         if name == "libpteron":
             assert contents, "libpteron has no package_contents test"

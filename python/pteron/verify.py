@@ -48,6 +48,7 @@ import argparse
 import importlib.util
 import fnmatch
 import json
+import glob
 import os
 import re
 import sys
@@ -475,12 +476,21 @@ def check_files(pkg, report):
                + (f"options {_short([f'{k}={v}' for k, v in options.items()], 20)}"
                   if options else "the built options"))
 
-    # The Python module's extension (a wheel's pteron/ folder, the package root here).
-    for fn in sorted(os.listdir(pkg.root)):
-        if PYTHON_EXTENSION.match(fn) and os.path.isfile(os.path.join(pkg.root, fn)):
-            accounted[fn] = "python extension"
-            binaries.append(read_binary(fn, os.path.join(pkg.root, fn)))
-            report.add("files", fn, True, "the Python module's extension (pteron._pteron)")
+    # The Python module's extension: at the root of a wheel's pteron/ folder (the package root
+    # here), or in a prefix's site-packages (a conda environment: lib/pythonX.Y/site-packages
+    # on Linux, Lib/site-packages on Windows).
+    module_dirs = [""] + sorted(
+        os.path.relpath(d, pkg.root) for d in
+        glob.glob(os.path.join(pkg.root, "lib", "python*", "site-packages", "pteron"))
+        + glob.glob(os.path.join(pkg.root, "Lib", "site-packages", "pteron")))
+    for d in module_dirs:
+        folder = os.path.join(pkg.root, d)
+        for fn in sorted(os.listdir(folder)):
+            rel = os.path.normpath(os.path.join(d, fn))
+            if PYTHON_EXTENSION.match(fn) and os.path.isfile(os.path.join(folder, fn)):
+                accounted[rel] = "python extension"
+                binaries.append(read_binary(rel, os.path.join(folder, fn)))
+                report.add("files", rel, True, "the Python module's extension (pteron._pteron)")
 
     # Programs in bin/.
     for tool in TOOLS:
