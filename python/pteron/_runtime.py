@@ -121,7 +121,8 @@ def _make_error(code: int, message: str) -> Error:
 
 # Component names (cmake/components.json), in load order; the runtime itself is what the
 # extension links.
-_COMPONENTS = ("kernels_portable", "kernels_optimized", "threadpool", "backend_xnnpack")
+_COMPONENTS = ("kernels_portable", "kernels_optimized", "kernels_quantized", "threadpool",
+               "backend_xnnpack")
 _lock = threading.Lock()
 _ext = None
 _libdir: Optional[Path] = None
