@@ -1463,8 +1463,12 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
   if (!lib_initialize(&err)) return failf(ctx, PTERON_ERROR_NOT_SUPPORTED, "%s", err.c_str());
   std::unique_ptr<Delegate> d(new (std::nothrow) Delegate);
   if (!d) return pteron_kernel_fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, nullptr);
-  if (!parse_blob(ctx, static_cast<const uint8_t*>(processed), size, &d->g, &err))
-    return failf(ctx, PTERON_ERROR_INVALID_PROGRAM, "%s", err.c_str());
+  if (!parse_blob(ctx, static_cast<const uint8_t*>(processed), size, &d->g, &err)) {
+    // A quantized or other non-float32 graph is valid, only not run by this build yet.
+    const bool unsupported = err.find("runs float32 graphs only") != std::string::npos;
+    return failf(ctx, unsupported ? PTERON_ERROR_NOT_SUPPORTED : PTERON_ERROR_INVALID_PROGRAM,
+                 "%s", err.c_str());
+  }
   if (!plan(*d, &err)) {
     const bool unsupported = err.find("cannot run") != std::string::npos;
     const bool setting = err.rfind("PTERON_XNNPACK_USE_LIBRARY='", 0) == 0;
