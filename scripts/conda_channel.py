@@ -16,6 +16,7 @@ install: a solve against CHANNEL only (file://) for the platform, then an instal
 """
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -111,7 +112,16 @@ async def _install(channel: Path, prefix: Path, platform: str, specs):
 def install_prefix(channel: Path, prefix: Path, platform: str, specs):
     if prefix.exists():
         raise SystemExit(f"conda: {prefix} exists; install wants a fresh prefix")
-    records = asyncio.run(_install(channel, prefix, platform, specs))
+    if not (channel / platform / "repodata.json").is_file():
+        raise SystemExit(f"conda: {channel} is not a channel with {platform} packages (no "
+                         f"{platform}/repodata.json): build it first (conda_channel.py build)")
+    try:
+        records = asyncio.run(_install(channel, prefix, platform, specs))
+    except Exception as e:  # py-rattler's GatewayError, SolverError, InvalidMatchSpecError, ...
+        msg = str(e).strip().splitlines()
+        raise SystemExit(f"conda: cannot install {' '.join(specs)} from {channel} for {platform}: "
+                         f"{type(e).__name__}: {msg[0] if msg else e}"
+                         + ("".join(f"\n    {m}" for m in msg[1:8]) if len(msg) > 1 else ""))
     for r in records:
         print(f"    {platform}: {r.name.normalized} {r.version} {r.build}", flush=True)
     return records
@@ -137,5 +147,22 @@ def main(argv=None):
     return 0
 
 
+def _exit_now(code):
+    """Ends the process without the interpreter's finalisation: py-rattler 0.28 crashes at exit
+    in about one run in four (SIGSEGV or SIGABRT after the work is done and reported), which
+    would fail a successful build or install."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        rc = main()
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            rc = 1
+        else:
+            rc = e.code or 0
+    _exit_now(rc)

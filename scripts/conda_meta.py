@@ -315,8 +315,14 @@ def main(argv=None):
     dst = a.recipe_dir / "meta.yaml"
     try:
         text = generate(src.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, RecipeError, KeyError, TypeError) as e:
-        print(f"conda_meta: {src}: {e}", file=sys.stderr)
+    except KeyError as e:
+        print(f"conda_meta: {src}: required key {e} is missing", file=sys.stderr)
+        return 2
+    except (OSError, yaml.YAMLError, RecipeError, TypeError, AttributeError) as e:
+        # AttributeError / TypeError: a section of the wrong kind (a list item that is not a
+        # mapping, ...).
+        print(f"conda_meta: {src}: {type(e).__name__}: {e} (is every section the kind "
+              "recipe.yaml's v1 format gives it?)", file=sys.stderr)
         return 2
     if a.check:
         old = dst.read_text(encoding="utf-8") if dst.exists() else ""

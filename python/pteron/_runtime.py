@@ -176,17 +176,19 @@ def _native():
         except ImportError as e:
             raise ImportError(
                 f"pteron: the native extension pteron._pteron could not be loaded ({e}); "
-                "it is built with the wheel (pip install .) or the conda package "
-                "'pteron'") from e
+                "it comes with the wheel (pip install .) or the conda package 'pteron', and "
+                "needs the runtime library (in the wheel, or the conda package "
+                "'libpteron')") from e
         ext.set_error_factory(_make_error)
-        libdir = Path(ext.runtime_library_path()).parent
+        # normpath: the extension's RUNPATH may hold "..", e.g. site-packages/pteron/../../..
+        libdir = Path(os.path.normpath(ext.runtime_library_path())).parent
         names = _chosen if _chosen is not None else _COMPONENTS
         if _chosen is None and _component_file(libdir, "threadpool") is None:
             # Chosen behaviour for a damaged install: fail loudly rather than run serially.
             raise ImportError(
                 f"pteron: the thread pool library (component 'threadpool', "
                 f"{'pteron_threadpool.dll' if sys.platform == 'win32' else 'libpteron_threadpool.so.*'}"
-                f") is missing from {libdir}; reinstall pteron, or call "
+                f") is missing from {libdir}; reinstall pteron (pip) or libpteron (conda), or call "
                 "pteron.load_components([...]) without 'threadpool' to run serially")
         for name in names:
             path = _component_file(libdir, name)
@@ -229,7 +231,7 @@ def load_components(names: Iterable[str]) -> None:
 def components() -> dict:
     """{name: absolute path} of the runtime and every loaded component library."""
     ext = _native()
-    out = {"runtime": ext.runtime_library_path()}
+    out = {"runtime": os.path.normpath(ext.runtime_library_path())}
     out.update({n: str(p) for n, (p, _) in _loaded.items()})
     return out
 

@@ -200,6 +200,8 @@ class Package:
         self.fmt = "pe" if windows else "elf"
         self.os = "Windows" if windows else "Linux"
         self.conaninfo = read_conaninfo(os.path.join(self.root, "conaninfo.txt"))
+        # A conda environment (an installed prefix): its relocation writes DT_RPATH.
+        self.conda = os.path.isdir(os.path.join(self.root, "conda-meta"))
         # The XNNPACK library backend_xnnpack links, as the build recorded it
         # ("none", or the library's file or target name); None in a package
         # that predates the record.
@@ -716,7 +718,12 @@ def check_dependencies(pkg, binaries, report):
             _check_xnnpack_library(pkg, b, problems, seen)
         # Search paths.
         if b.fmt == "elf":
-            if b.rpath:
+            search = b.runpath
+            if b.rpath and pkg.conda and not b.runpath:
+                # conda-build and rattler-build relocate with DT_RPATH on purpose (the
+                # environment's libraries win over LD_LIBRARY_PATH); the same entries apply.
+                search = b.rpath
+            elif b.rpath:
                 problems.append(f"has DT_RPATH {':'.join(b.rpath)} (only DT_RUNPATH is allowed)")
             if comp is not None:
                 want = ["$ORIGIN"]
@@ -724,14 +731,20 @@ def check_dependencies(pkg, binaries, report):
                 libdir = os.path.dirname(next(iter(pkg.components.values())).location) or "lib"
                 want = ["$ORIGIN/" + os.path.relpath(os.path.join(pkg.root, libdir),
                                                      os.path.dirname(b.path)).replace(os.sep, "/")]
-            bad = [p for p in b.runpath if p.replace("${ORIGIN}", "$ORIGIN") not in want]
+            def norm(p):  # $ORIGIN/ and $ORIGIN/. (relocation's spelling) are $ORIGIN
+                p = p.replace("${ORIGIN}", "$ORIGIN")
+                while p.endswith("/.") or (p.endswith("/") and p != "/"):
+                    p = p[:-2] if p.endswith("/.") else p[:-1]
+                return p
+            bad = [p for p in search if norm(p) not in want]
+            kind = "RPATH" if search is b.rpath and b.rpath else "RUNPATH"
             if bad:
-                problems.append(f"RUNPATH entry {':'.join(bad)} (allowed: {', '.join(want)})")
+                problems.append(f"{kind} entry {':'.join(bad)} (allowed: {', '.join(want)})")
             needs_sibling = any((d in by_file) for d in b.needed)
-            if needs_sibling and not b.runpath:
+            if needs_sibling and not search:
                 problems.append(f"no RUNPATH, yet it needs pteron libraries (want {want[0]})")
-            if b.runpath:
-                seen.append("RUNPATH " + ":".join(b.runpath))
+            if search:
+                seen.append(f"{kind} " + ":".join(search))
         for tag, s in b.dyn_strings:
             if tag in ("DT_RUNPATH", "DT_RPATH"):
                 parts = [p for p in s.split(":") if p and not p.startswith(("$ORIGIN", "${ORIGIN}"))]
