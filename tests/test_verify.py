@@ -257,6 +257,18 @@ def test_rpath_instead_of_runpath_fails_dependencies(pkg, victim, tmp_path):
     assert "has DT_RPATH $ORIGIN" in f["detail"]
 
 
+def test_rpath_is_accepted_in_a_conda_environment_only(pkg, victim, tmp_path):
+    """conda's relocation writes DT_RPATH: a prefix with conda-meta/ accepts it (the same
+    $ORIGIN entries), a plain package does not (the test above)."""
+    build_fake(pkg, victim, tmp_path, "-Wl,--disable-new-dtags")
+    (pkg / "conda-meta").mkdir()
+    r, data = verify_json(pkg)
+    rows = [x for x in data["results"] if x["check"] == "dependencies"
+            and x["binary"] == victim["location"]]
+    assert rows and rows[0]["result"] == "PASS", rows
+    assert "RPATH $ORIGIN" in rows[0]["detail"], rows
+
+
 def test_undeclared_dependency_fails_dependencies(pkg, victim, tmp_path):
     build_fake(pkg, victim, tmp_path, "-Wl,--no-as-needed", "-lz")
     r, data = verify_json(pkg)
