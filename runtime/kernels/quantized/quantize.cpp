@@ -195,13 +195,9 @@ void zip(const pteron_tensor* in, const pteron_tensor* out, F&& f) {
   });
 }
 
-// ---- quantize_per_tensor ---------------------------------------------------------------------
-
-int32_t quantize_tensor_scalar(const Args& a, pteron_tensor* in, double scale, int64_t zp,
-                               size_t i_min, pteron_tensor* out) {
-  int64_t qmin = 0, qmax = 0;
-  int32_t qd = 0;
-  PTERON_CHECK_OK(quant_args(a, i_min, i_min + 1, i_min + 2, &qmin, &qmax, &qd));
+// A quantize operator's tensors: a float input, an out of the quantized dtype.
+int32_t check_quantize_io(const Args& a, const pteron_tensor* in, const pteron_tensor* out,
+                          int32_t qd) {
   if (!is_float_input(in->dtype))
     return fail(a.ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
                 "%s: input has dtype %s (float32, float16 or bfloat16 expected)", a.op,
@@ -209,6 +205,17 @@ int32_t quantize_tensor_scalar(const Args& a, pteron_tensor* in, double scale, i
   if (out->dtype != qd)
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out has dtype %s but dtype is %s", a.op,
                 kern::dtype_name(out->dtype), kern::dtype_name(qd));
+  return PTERON_OK;
+}
+
+// ---- quantize_per_tensor ---------------------------------------------------------------------
+
+int32_t quantize_tensor_scalar(const Args& a, pteron_tensor* in, double scale, int64_t zp,
+                               size_t i_min, pteron_tensor* out) {
+  int64_t qmin = 0, qmax = 0;
+  int32_t qd = 0;
+  PTERON_CHECK_OK(quant_args(a, i_min, i_min + 1, i_min + 2, &qmin, &qmax, &qd));
+  PTERON_CHECK_OK(check_quantize_io(a, in, out, qd));
   PTERON_CHECK_OK(resize_like_input(a, out, in));
   // PyTorch: input * (1.0 / scale) with the Python float narrowed to float32, round, + zp.
   const float inv = static_cast<float>(1.0 / scale), z = static_cast<float>(zp);
@@ -382,6 +389,33 @@ void dequantize_groups(const pteron_tensor* in, pteron_tensor* out, const pteron
   });
 }
 
+// Checks the per-group parameters (zero points optional for dequantize), resizes out and runs
+// the loop in the scales' dtype.
+int32_t quantize_with(const Args& a, const pteron_tensor* in, pteron_tensor* out,
+                      const pteron_tensor* scales, const pteron_tensor* zps, const Group& g,
+                      bool zp_before_round, int64_t qmin, int64_t qmax) {
+  PTERON_CHECK_OK(param_tensor(a, scales, "scales", g.count, true));
+  PTERON_CHECK_OK(param_tensor(a, zps, "zero_points", g.count, false));
+  PTERON_CHECK_OK(resize_like_input(a, out, in));
+  if (scales->dtype == PTERON_DTYPE_FLOAT64)
+    quantize_groups<double>(in, out, scales, zps, g, zp_before_round, qmin, qmax);
+  else
+    quantize_groups<float>(in, out, scales, zps, g, zp_before_round, qmin, qmax);
+  return PTERON_OK;
+}
+
+int32_t dequantize_with(const Args& a, const pteron_tensor* in, pteron_tensor* out,
+                        const pteron_tensor* scales, const pteron_tensor* zps, const Group& g) {
+  PTERON_CHECK_OK(param_tensor(a, scales, "scales", g.count, true));
+  if (zps) PTERON_CHECK_OK(param_tensor(a, zps, "zero_points", g.count, false));
+  PTERON_CHECK_OK(resize_like_input(a, out, in));
+  if (scales->dtype == PTERON_DTYPE_FLOAT64)
+    dequantize_groups<double>(in, out, scales, zps, g);
+  else
+    dequantize_groups<float>(in, out, scales, zps, g);
+  return PTERON_OK;
+}
+
 int32_t channel_group(const Args& a, const pteron_tensor* in, int64_t axis, Group* g) {
   if (axis < 0) axis += in->dim;
   if (axis < 0 || axis >= in->dim)
@@ -410,23 +444,10 @@ int32_t quantize_per_channel_out(pteron_kernel_context* ctx, pteron_value* const
   PTERON_CHECK_OK(a.integer(3, "axis", &axis));
   PTERON_CHECK_OK(quant_args(a, 4, 5, 6, &qmin, &qmax, &qd));
   PTERON_CHECK_OK(kern::tensor_arg(a, 7, "out", &out));
-  if (!is_float_input(in->dtype))
-    return fail(a.ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
-                "%s: input has dtype %s (float32, float16 or bfloat16 expected)", a.op,
-                kern::dtype_name(in->dtype));
-  if (out->dtype != qd)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out has dtype %s but dtype is %s", a.op,
-                kern::dtype_name(out->dtype), kern::dtype_name(qd));
+  PTERON_CHECK_OK(check_quantize_io(a, in, out, qd));
   Group g;
   PTERON_CHECK_OK(channel_group(a, in, axis, &g));
-  PTERON_CHECK_OK(param_tensor(a, scales, "scales", g.count, true));
-  PTERON_CHECK_OK(param_tensor(a, zps, "zero_points", g.count, false));
-  PTERON_CHECK_OK(resize_like_input(a, out, in));
-  if (scales->dtype == PTERON_DTYPE_FLOAT64)
-    quantize_groups<double>(in, out, scales, zps, g, false, qmin, qmax);
-  else
-    quantize_groups<float>(in, out, scales, zps, g, false, qmin, qmax);
-  return PTERON_OK;
+  return quantize_with(a, in, out, scales, zps, g, false, qmin, qmax);
 }
 
 // dequantize_per_channel.out(Tensor input, Tensor scales, Tensor? zero_points, int axis,
@@ -451,14 +472,7 @@ int32_t dequantize_per_channel_out(pteron_kernel_context* ctx, pteron_value* con
   PTERON_CHECK_OK(out_dtype_arg(a, 7, out, &od));
   Group g;
   PTERON_CHECK_OK(channel_group(a, in, axis, &g));
-  PTERON_CHECK_OK(param_tensor(a, scales, "scales", g.count, true));
-  if (zps) PTERON_CHECK_OK(param_tensor(a, zps, "zero_points", g.count, false));
-  PTERON_CHECK_OK(resize_like_input(a, out, in));
-  if (scales->dtype == PTERON_DTYPE_FLOAT64)
-    dequantize_groups<double>(in, out, scales, zps, g);
-  else
-    dequantize_groups<float>(in, out, scales, zps, g);
-  return PTERON_OK;
+  return dequantize_with(a, in, out, scales, zps, g);
 }
 
 // Per token: the last dim is a token's values; every other dim counts tokens.
@@ -484,22 +498,9 @@ int32_t quantize_per_token_out(pteron_kernel_context* ctx, pteron_value* const* 
   PTERON_CHECK_OK(kern::tensor_arg(a, 2, "zero_points", &zps));
   PTERON_CHECK_OK(quant_args(a, 3, 4, 5, &qmin, &qmax, &qd));
   PTERON_CHECK_OK(kern::tensor_arg(a, 6, "out", &out));
-  if (!is_float_input(in->dtype))
-    return fail(a.ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
-                "%s: input has dtype %s (float32, float16 or bfloat16 expected)", a.op,
-                kern::dtype_name(in->dtype));
-  if (out->dtype != qd)
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: out has dtype %s but dtype is %s", a.op,
-                kern::dtype_name(out->dtype), kern::dtype_name(qd));
+  PTERON_CHECK_OK(check_quantize_io(a, in, out, qd));
   const Group g = token_group(in);
-  PTERON_CHECK_OK(param_tensor(a, scales, "scales", g.count, true));
-  PTERON_CHECK_OK(param_tensor(a, zps, "zero_points", g.count, false));
-  PTERON_CHECK_OK(resize_like_input(a, out, in));
-  if (scales->dtype == PTERON_DTYPE_FLOAT64)
-    quantize_groups<double>(in, out, scales, zps, g, true, qmin, qmax);
-  else
-    quantize_groups<float>(in, out, scales, zps, g, true, qmin, qmax);
-  return PTERON_OK;
+  return quantize_with(a, in, out, scales, zps, g, true, qmin, qmax);
 }
 
 // dequantize_per_token.out(Tensor input, Tensor scales, Tensor zero_points, int quant_min,
@@ -519,14 +520,7 @@ int32_t dequantize_per_token_out(pteron_kernel_context* ctx, pteron_value* const
   PTERON_CHECK_OK(check_quantized_input(a, in, qd));
   PTERON_CHECK_OK(out_dtype_arg(a, 6, out, &od));
   const Group g = token_group(in);
-  PTERON_CHECK_OK(param_tensor(a, scales, "scales", g.count, true));
-  PTERON_CHECK_OK(param_tensor(a, zps, "zero_points", g.count, false));
-  PTERON_CHECK_OK(resize_like_input(a, out, in));
-  if (scales->dtype == PTERON_DTYPE_FLOAT64)
-    dequantize_groups<double>(in, out, scales, zps, g);
-  else
-    dequantize_groups<float>(in, out, scales, zps, g);
-  return PTERON_OK;
+  return dequantize_with(a, in, out, scales, zps, g);
 }
 
 // ---- choose_qparams ------------------------------------------------------------------------
