@@ -506,3 +506,55 @@ def test_every_operator_of_upstreams_quantized_yaml_is_registered(call):
         if rc == 4:  # PTERON_ERROR_MISSING_OPERATOR
             missing.append(f"{op}.{overload}")
     assert not missing, missing
+
+
+def test_zero_points_must_be_integers_within_int32(call):
+    q = np.zeros((2, 3), np.int8)
+    s = np.ones(3, np.float32)
+    for z, words in ((np.array([0.5, 0, 0], np.float32), "zero points are integers"),
+                     (np.array([-2**63, 0, 0], np.int64), "outside the int32 range")):
+        rc, msg = call("dequantize_per_channel", "out",
+                       [("in", q, "int8"), ("in", s, "float32"), ("in", z, name_of(z)), 1, -128,
+                        127, ("dtype", "int8"), None, ("out", np.zeros((2, 3), np.float32),
+                                                       "float32")])
+        assert rc in (1, 6) and words in msg, (rc, msg)
+
+
+def test_empty_channel_axis_and_empty_tokens_give_empty_outputs(call):
+    x = np.zeros((2, 0, 4), np.float32)
+    o = np.zeros((2, 0, 4), np.int8)
+    rc, msg = call("quantize_per_channel", "out",
+                   [("in", x, "float32"), ("in", np.zeros(0, np.float32), "float32"),
+                    ("in", np.zeros(0, np.int64), "int64"), 1, -128, 127, ("dtype", "int8"),
+                    ("out", o, "int8")])
+    assert rc == 0, msg
+    xt = np.zeros((3, 0), np.float32)
+    rc, msg = call("quantize_per_token", "out",
+                   [("in", xt, "float32"), ("in", np.ones((3, 1), np.float32), "float32"),
+                    ("in", np.zeros((3, 1), np.int64), "int64"), -128, 127, ("dtype", "int8"),
+                    ("out", np.zeros((3, 0), np.int8), "int8")])
+    assert rc == 0, msg
+
+
+def test_axis_error_names_the_axis_given(call):
+    rc, msg = call("dequantize_per_channel", "out",
+                   [("in", np.zeros((2, 3, 4), np.int8), "int8"),
+                    ("in", np.ones(3, np.float32), "float32"), None, -4, -128, 127,
+                    ("dtype", "int8"), None, ("out", np.zeros((2, 3, 4), np.float32), "float32")])
+    assert rc == 1 and "axis -4" in msg, (rc, msg)
+
+
+def test_embedding_whose_out_overlaps_its_indices_fails_cleanly(call):
+    """The indices live in out's storage: out's first row overwrites them with floats that
+    are no valid index; the kernel checks each index again as it reads it."""
+    buf = np.zeros(3 * 8, np.float32)
+    idx = buf[:6].view(np.int64)  # 3 int64 indices in out's first 24 bytes
+    idx[:] = [0, 5, 2]
+    w = np.full((6, 8), 100, np.int8)
+    out = buf.reshape(3, 8)
+    rc, msg = call("embedding_byte", "out",
+                   [("in", w, "int8"), ("in", np.full(6, 1e6, np.float32), "float32"), None,
+                    -128, 127, ("in", idx, "int64"), ("in", out, "float32")])
+    assert rc in (0, 1), (rc, msg)  # a clean result or a clean error, never a crash
+    if rc == 1:
+        assert "overlaps indices" in msg, msg

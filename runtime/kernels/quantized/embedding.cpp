@@ -132,6 +132,9 @@ int32_t embedding(const Args& a, int bits, bool with_dtype) {
   if (idx->dtype != PTERON_DTYPE_INT64 && idx->dtype != PTERON_DTYPE_INT32)
     return fail(a.ctx, PTERON_ERROR_UNSUPPORTED_DTYPE, "%s: indices has dtype %s (int64 or int32)",
                 a.op, kern::dtype_name(idx->dtype));
+  if (w->sizes[1] > INT64_MAX / 16)
+    return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: weight's row of %lld bytes is too large",
+                a.op, static_cast<long long>(w->sizes[1]));
   const int64_t rows = w->sizes[0], width = w->sizes[1] * (8 / bits);
   const int64_t groups = scales->dim == 2 ? scales->sizes[1] : 1;
   if (groups <= 0 || width % groups != 0)
@@ -177,10 +180,16 @@ int32_t embedding(const Args& a, int bits, bool with_dtype) {
   const int64_t o_last = out->strides[idx->dim];
   kern::View lead = kern::lead_view(out, idx->dim);
   int64_t t = 0;
+  bool changed = false;  // an index that changed after the check (out overlaps indices)
   std::vector<int64_t> out_rows;
   kern::for_each_offset(lead, [&](int64_t off) { out_rows.push_back(off); });
   kern::for_each_offset(kern::view_of(idx), [&](int64_t off) {
     const int64_t r = index_at(idx, off);
+    if (r < 0 || r >= rows) {  // out overlaps indices and overwrote them: checked again
+      changed = true;
+      ++t;
+      return;
+    }
     const int64_t base = idx->dim == 0 ? 0 : out_rows[static_cast<size_t>(t)];
     for (int64_t d = 0; d < width; ++d) {
       const int64_t g = d / group;
@@ -192,6 +201,9 @@ int32_t embedding(const Args& a, int bits, bool with_dtype) {
     }
     ++t;
   });
+  if (changed)
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: out overlaps indices: an index changed while out was written", a.op);
   return PTERON_OK;
 }
 

@@ -159,6 +159,7 @@ int32_t mixed_mm_out(pteron_kernel_context* ctx, pteron_value* const* args, size
   const int64_t m = in->sizes[0];
   const int64_t sizes[2] = {m, nn};
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, sizes, 2));
+  if (kern::numel(out) == 0) return PTERON_OK;  // (an empty weight may declare any K)
   // The dequantized weight once (K x N), then row by row: out[i, :] = sum_p x[i, p] * W[p, :].
   std::vector<float> wd(static_cast<size_t>(k * nn));
   for (int64_t p = 0; p < k; ++p) {
@@ -209,6 +210,7 @@ int32_t mixed_linear_out(pteron_kernel_context* ctx, pteron_value* const* args, 
   for (int32_t i = 0; i < in->dim; ++i) sizes[i] = in->sizes[i];
   sizes[in->dim - 1] = nn;
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, sizes, in->dim));
+  if (kern::numel(out) == 0) return PTERON_OK;  // (an empty weight may declare any K)
   const int64_t gsize = k / groups;
   std::vector<float> wd(static_cast<size_t>(nn * k));  // dequantized, [N, K] row-major
   for (int64_t j = 0; j < nn; ++j)

@@ -168,8 +168,7 @@ double param(const pteron_tensor* t, int64_t i) { return load_param(t, param_off
 int32_t param_tensor(const Args& a, const pteron_tensor* t, const char* name, int64_t count,
                      bool scales) {
   const bool ok = scales ? (t->dtype == PTERON_DTYPE_FLOAT32 || t->dtype == PTERON_DTYPE_FLOAT64)
-                         : (kern::is_integral(t->dtype, false) || t->dtype == PTERON_DTYPE_FLOAT32 ||
-                            t->dtype == PTERON_DTYPE_FLOAT64);
+                         : kern::is_integral(t->dtype, false);
   if (!ok)
     return fail(a.ctx, PTERON_ERROR_UNSUPPORTED_DTYPE, "%s: '%s' has dtype %s (%s)", a.op, name,
                 kern::dtype_name(t->dtype),
@@ -178,6 +177,14 @@ int32_t param_tensor(const Args& a, const pteron_tensor* t, const char* name, in
     return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: '%s' has %lld elements, expected %lld",
                 a.op, name, static_cast<long long>(kern::numel(t)),
                 static_cast<long long>(count));
+  if (!scales)  // the differences q - zp and the float sums stay exact and defined
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t z = load_int(t, param_offset(t, i));
+      if (z < INT32_MIN || z > INT32_MAX)
+        return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                    "%s: '%s'[%lld] = %lld is outside the int32 range", a.op, name,
+                    static_cast<long long>(i), static_cast<long long>(z));
+    }
   return PTERON_OK;
 }
 
@@ -358,7 +365,7 @@ int32_t dequantize_per_tensor_tensor_out(pteron_kernel_context* ctx, pteron_valu
 // Which parameter element each logical element of `in` uses: (i / inner) % count.
 struct Group {
   int64_t inner = 1, count = 1;
-  int64_t of(int64_t i) const { return (i / inner) % count; }
+  int64_t of(int64_t i) const { return count > 0 ? (i / inner) % count : 0; }
 };
 
 // quantize with per-group parameters, in the scales' dtype S (PyTorch promotes the float32 input
@@ -416,16 +423,15 @@ int32_t dequantize_with(const Args& a, const pteron_tensor* in, pteron_tensor* o
   return PTERON_OK;
 }
 
-int32_t channel_group(const Args& a, const pteron_tensor* in, int64_t axis, Group* g) {
-  if (axis < 0) axis += in->dim;
+int32_t channel_group(const Args& a, const pteron_tensor* in, int64_t axis_arg, Group* g) {
+  const int64_t axis = axis_arg < 0 && axis_arg >= -in->dim ? axis_arg + in->dim : axis_arg;
   if (axis < 0 || axis >= in->dim)
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: axis %lld is out of range for rank %d",
-                a.op, static_cast<long long>(axis), static_cast<int>(in->dim));
-  g->count = in->sizes[axis];
+                a.op, static_cast<long long>(axis_arg), static_cast<int>(in->dim));
+  g->count = in->sizes[axis];  // 0 for an empty axis: no element uses a parameter
   g->inner = 1;
   for (int32_t d = static_cast<int32_t>(axis) + 1; d < in->dim; ++d) g->inner *= in->sizes[d];
   if (g->inner == 0) g->inner = 1;
-  if (g->count == 0) g->count = 1;
   return PTERON_OK;
 }
 
@@ -479,9 +485,9 @@ int32_t dequantize_per_channel_out(pteron_kernel_context* ctx, pteron_value* con
 Group token_group(const pteron_tensor* in) {
   Group g;
   g.inner = in->dim > 0 ? in->sizes[in->dim - 1] : 1;
-  if (g.inner == 0) g.inner = 1;
-  g.count = kern::numel(in) / g.inner;
-  if (g.count == 0) g.count = 1;
+  g.count = 1;  // the tokens: every dim but the last (0 when one is empty)
+  for (int32_t d = 0; d + 1 < in->dim; ++d) g.count *= in->sizes[d];
+  if (g.inner == 0) g.inner = 1;  // no element: of() is never called
   return g;
 }
 
