@@ -109,7 +109,10 @@ class Out:
         elif isinstance(value, str) and "\n" in value:
             self.add(indent, key + ": |")
             for ln in value.rstrip("\n").split("\n"):
-                self.add(indent + 2, ln) if ln else self.lines.append("")
+                if ln:
+                    self.add(indent + 2, ln)
+                else:
+                    self.lines.append("")
         else:
             self.add(indent, f"{key}: {scalar(value)}")
 

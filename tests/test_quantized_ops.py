@@ -394,11 +394,10 @@ def test_dequantize_per_channel_int32_zero_points_equal_int64(call):
     q = rng.integers(-128, 128, (5, 7)).astype(np.int8)
     s = rng.uniform(0.01, 0.1, 7).astype(np.float32)
     outs = []
-    for zd in (np.int64, np.int32):
+    z64 = rng.integers(-5, 5, 7).astype(np.int64)
+    for z in (z64, z64.astype(np.int32)):
         # The zero points at the end of an allocation of exactly their size: a read as int64
         # of an int32 array would run past it (ASan in build-asan; wrong values here).
-        z = np.array(rng.integers(-5, 5, 7), zd) if not outs else outs_z.astype(zd)
-        outs_z = z.astype(np.int64)
         o = np.zeros((5, 7), np.float32)
         rc, msg = call("dequantize_per_channel", "out",
                        [("in", q, "int8"), ("in", s, "float32"), ("in", z, name_of(z)), 1,
@@ -406,7 +405,7 @@ def test_dequantize_per_channel_int32_zero_points_equal_int64(call):
         assert rc == 0, msg
         outs.append(o)
     np.testing.assert_array_equal(outs[0], outs[1])
-    want = (q.astype(np.int64) - outs_z).astype(np.float32) * s
+    want = (q.astype(np.int64) - z64).astype(np.float32) * s
     np.testing.assert_array_equal(outs[0], want)
 
 

@@ -661,6 +661,15 @@ def _registry_imports(b, runtime):
     return []
 
 
+def _origin_entry(p):
+    """A search path entry as compared: ${ORIGIN} is $ORIGIN, and a trailing / or /. (the
+    spelling of conda's relocation, $ORIGIN/) is dropped."""
+    p = p.replace("${ORIGIN}", "$ORIGIN")
+    while p.endswith("/.") or (p.endswith("/") and p != "/"):
+        p = p[:-2] if p.endswith("/.") else p[:-1]
+    return p
+
+
 def _looks_absolute(s):
     return s.startswith("/") or s.startswith("\\") or bool(re.match(r"^[A-Za-z]:[\\/]", s))
 
@@ -731,12 +740,7 @@ def check_dependencies(pkg, binaries, report):
                 libdir = os.path.dirname(next(iter(pkg.components.values())).location) or "lib"
                 want = ["$ORIGIN/" + os.path.relpath(os.path.join(pkg.root, libdir),
                                                      os.path.dirname(b.path)).replace(os.sep, "/")]
-            def norm(p):  # $ORIGIN/ and $ORIGIN/. (relocation's spelling) are $ORIGIN
-                p = p.replace("${ORIGIN}", "$ORIGIN")
-                while p.endswith("/.") or (p.endswith("/") and p != "/"):
-                    p = p[:-2] if p.endswith("/.") else p[:-1]
-                return p
-            bad = [p for p in search if norm(p) not in want]
+            bad = [p for p in search if _origin_entry(p) not in want]
             kind = "RPATH" if search is b.rpath and b.rpath else "RUNPATH"
             if bad:
                 problems.append(f"{kind} entry {':'.join(bad)} (allowed: {', '.join(want)})")

@@ -62,6 +62,7 @@ inline C load(const void* p, int32_t dt, int64_t i) {
     case PTERON_DTYPE_UINT8: return convert<C>(static_cast<const uint8_t*>(p)[i]);
     case PTERON_DTYPE_INT8: return convert<C>(static_cast<const int8_t*>(p)[i]);
     case PTERON_DTYPE_INT16: return convert<C>(static_cast<const int16_t*>(p)[i]);
+    case PTERON_DTYPE_UINT16: return convert<C>(static_cast<const uint16_t*>(p)[i]);
     case PTERON_DTYPE_INT32: return convert<C>(static_cast<const int32_t*>(p)[i]);
     case PTERON_DTYPE_INT64: return convert<C>(static_cast<const int64_t*>(p)[i]);
     case PTERON_DTYPE_FLOAT32: return convert<C>(static_cast<const float*>(p)[i]);
@@ -84,6 +85,7 @@ inline void store(void* p, int32_t dt, int64_t i, C v) {
     case PTERON_DTYPE_UINT8: static_cast<uint8_t*>(p)[i] = convert<uint8_t>(v); break;
     case PTERON_DTYPE_INT8: static_cast<int8_t*>(p)[i] = convert<int8_t>(v); break;
     case PTERON_DTYPE_INT16: static_cast<int16_t*>(p)[i] = convert<int16_t>(v); break;
+    case PTERON_DTYPE_UINT16: static_cast<uint16_t*>(p)[i] = convert<uint16_t>(v); break;
     case PTERON_DTYPE_INT32: static_cast<int32_t*>(p)[i] = convert<int32_t>(v); break;
     case PTERON_DTYPE_INT64: static_cast<int64_t*>(p)[i] = convert<int64_t>(v); break;
     case PTERON_DTYPE_FLOAT32: static_cast<float*>(p)[i] = convert<float>(v); break;

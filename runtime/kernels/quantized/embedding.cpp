@@ -34,12 +34,8 @@ using pteron::kern::fail;
 using pteron::kern::Half;
 namespace kern = pteron::kern;
 
-float load_scale(const pteron_tensor* t, int64_t i) {
-  switch (t->dtype) {
-    case PTERON_DTYPE_FLOAT16: return static_cast<const Half*>(t->data)[i];
-    case PTERON_DTYPE_BFLOAT16: return static_cast<const BFloat16*>(t->data)[i];
-    default: return static_cast<const float*>(t->data)[i];
-  }
+float load_scale(const pteron_tensor* t, int64_t i) {  // float32 / float16 / bfloat16
+  return kern::load<float>(t->data, t->dtype, i);
 }
 
 // Rounds a float32 step to the scales' dtype.

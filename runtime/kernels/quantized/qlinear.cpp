@@ -29,9 +29,8 @@ using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
 
-int64_t load_q(const pteron_tensor* t, int64_t off) {
-  return t->dtype == PTERON_DTYPE_UINT8 ? int64_t{static_cast<const uint8_t*>(t->data)[off]}
-                                        : int64_t{static_cast<const int8_t*>(t->data)[off]};
+int64_t load_q(const pteron_tensor* t, int64_t off) {  // uint8 / int8
+  return kern::load<int64_t>(t->data, t->dtype, off);
 }
 
 bool is_q8(int32_t d) { return d == PTERON_DTYPE_UINT8 || d == PTERON_DTYPE_INT8; }

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "kernel_util.h"
 #include "strided_views.h"
@@ -80,39 +81,15 @@ bool is_float_input(int32_t d) {
   return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT16 || d == PTERON_DTYPE_BFLOAT16;
 }
 
-// Element `off` of a float32 / float16 / bfloat16 tensor, as float32.
-float load_f32(const pteron_tensor* t, int64_t off) {
-  switch (t->dtype) {
-    case PTERON_DTYPE_FLOAT16: return static_cast<const Half*>(t->data)[off];
-    case PTERON_DTYPE_BFLOAT16: return static_cast<const BFloat16*>(t->data)[off];
-    default: return static_cast<const float*>(t->data)[off];
-  }
+// Elements by storage offset, through the kernels' one typed load and store (dtype_convert.h).
+float load_f32(const pteron_tensor* t, int64_t off) {  // float32 / float16 / bfloat16
+  return kern::load<float>(t->data, t->dtype, off);
 }
-
-// Element `off` of an integer tensor (the quantized dtypes, int64), as int64.
-int64_t load_int(const pteron_tensor* t, int64_t off) {
-  switch (t->dtype) {
-    case PTERON_DTYPE_UINT8: return static_cast<const uint8_t*>(t->data)[off];
-    case PTERON_DTYPE_INT8: return static_cast<const int8_t*>(t->data)[off];
-    case PTERON_DTYPE_INT16: return static_cast<const int16_t*>(t->data)[off];
-    case PTERON_DTYPE_UINT16: return static_cast<const uint16_t*>(t->data)[off];
-    case PTERON_DTYPE_INT32: return static_cast<const int32_t*>(t->data)[off];
-    default: return static_cast<const int64_t*>(t->data)[off];
-  }
+int64_t load_int(const pteron_tensor* t, int64_t off) {  // the quantized dtypes, int64
+  return kern::load<int64_t>(t->data, t->dtype, off);
 }
-
-// Stores an integral value already clamped to the quantized range.
-void store_q(pteron_tensor* t, int64_t off, int64_t v) {
-  switch (t->dtype) {
-    case PTERON_DTYPE_UINT8: static_cast<uint8_t*>(t->data)[off] = static_cast<uint8_t>(v); return;
-    case PTERON_DTYPE_INT8: static_cast<int8_t*>(t->data)[off] = static_cast<int8_t>(v); return;
-    case PTERON_DTYPE_INT16: static_cast<int16_t*>(t->data)[off] = static_cast<int16_t>(v); return;
-    case PTERON_DTYPE_UINT16:
-      static_cast<uint16_t*>(t->data)[off] = static_cast<uint16_t>(v);
-      return;
-    default: static_cast<int32_t*>(t->data)[off] = static_cast<int32_t>(v); return;
-  }
-}
+// v already clamped to the quantized range.
+void store_q(pteron_tensor* t, int64_t off, int64_t v) { kern::store(t->data, t->dtype, off, v); }
 
 // clamp(r, qmin, qmax) as an integer; NaN gives qmin. r is already integral (rounded).
 template <typename F>
@@ -138,18 +115,6 @@ bool is_float_out(int32_t d) {
          d == PTERON_DTYPE_BFLOAT16;
 }
 
-// A parameter tensor's element as double (scales: float32 / float64 / float16 / bfloat16; zero
-// points: any integer dtype, or a float one).
-double load_param(const pteron_tensor* t, int64_t i) {
-  switch (t->dtype) {
-    case PTERON_DTYPE_FLOAT32: return static_cast<const float*>(t->data)[i];
-    case PTERON_DTYPE_FLOAT64: return static_cast<const double*>(t->data)[i];
-    case PTERON_DTYPE_FLOAT16: return static_cast<const Half*>(t->data)[i];
-    case PTERON_DTYPE_BFLOAT16: return static_cast<const BFloat16*>(t->data)[i];
-    default: return static_cast<double>(load_int(t, i));
-  }
-}
-
 // The logical element i of a parameter tensor (its strides: a [C] or [T, 1] view may have any).
 int64_t param_offset(const pteron_tensor* t, int64_t i) {
   int64_t off = 0;
@@ -162,7 +127,10 @@ int64_t param_offset(const pteron_tensor* t, int64_t i) {
   return off;
 }
 
-double param(const pteron_tensor* t, int64_t i) { return load_param(t, param_offset(t, i)); }
+// Logical element i of a parameter tensor (scales: float32 / float64; zero points: integers).
+double param(const pteron_tensor* t, int64_t i) {
+  return kern::load<double>(t->data, t->dtype, param_offset(t, i));
+}
 
 // A tensor of parameters (scales or zero points): `count` elements of an accepted dtype.
 int32_t param_tensor(const Args& a, const pteron_tensor* t, const char* name, int64_t count,
@@ -375,12 +343,16 @@ template <typename S>
 void quantize_groups(const pteron_tensor* in, pteron_tensor* out, const pteron_tensor* scales,
                      const pteron_tensor* zps, const Group& g, bool zp_before_round, int64_t qmin,
                      int64_t qmax) {
+  // Each group's 1 / scale and zero point once, not per element.
+  std::vector<S> inv(static_cast<size_t>(g.count)), zp(static_cast<size_t>(g.count));
+  for (int64_t c = 0; c < g.count; ++c) {
+    inv[static_cast<size_t>(c)] = S(1) / static_cast<S>(param(scales, c));
+    zp[static_cast<size_t>(c)] = static_cast<S>(param(zps, c));
+  }
   zip(in, out, [&](int64_t i, int64_t io, int64_t oo) {
-    const int64_t c = g.of(i);
-    const S inv = S(1) / static_cast<S>(param(scales, c));
-    const S z = static_cast<S>(param(zps, c));
-    const S x = static_cast<S>(load_f32(in, io)) * inv;
-    const S r = zp_before_round ? std::nearbyint(x + z) : std::nearbyint(x) + z;
+    const size_t c = static_cast<size_t>(g.of(i));
+    const S x = static_cast<S>(load_f32(in, io)) * inv[c];
+    const S r = zp_before_round ? std::nearbyint(x + zp[c]) : std::nearbyint(x) + zp[c];
     store_q(out, oo, clamp_q(r, qmin, qmax));
   });
 }
@@ -389,10 +361,15 @@ void quantize_groups(const pteron_tensor* in, pteron_tensor* out, const pteron_t
 template <typename S>
 void dequantize_groups(const pteron_tensor* in, pteron_tensor* out, const pteron_tensor* scales,
                        const pteron_tensor* zps, const Group& g) {
+  std::vector<S> scale(static_cast<size_t>(g.count));
+  std::vector<int64_t> zp(static_cast<size_t>(g.count), 0);
+  for (int64_t c = 0; c < g.count; ++c) {
+    scale[static_cast<size_t>(c)] = static_cast<S>(param(scales, c));
+    if (zps) zp[static_cast<size_t>(c)] = static_cast<int64_t>(param(zps, c));
+  }
   zip(in, out, [&](int64_t i, int64_t io, int64_t oo) {
-    const int64_t c = g.of(i);
-    const int64_t d = load_int(in, io) - (zps ? static_cast<int64_t>(param(zps, c)) : 0);
-    store_f(out, oo, static_cast<S>(d) * static_cast<S>(param(scales, c)));
+    const size_t c = static_cast<size_t>(g.of(i));
+    store_f(out, oo, static_cast<S>(load_int(in, io) - zp[c]) * scale[c]);
   });
 }
 
