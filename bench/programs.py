@@ -8,7 +8,8 @@ with the exporter's environment .venv-export, which has torch and executorch).
 Written through the project's one fixture writer (models/fixture_writer.py):
 OUT_DIR/<name>.pte, OUT_DIR/<name>.forward.input_0.npy, .expected_0.npy and
 OUT_DIR/manifest.json (2 x Linear(1024), a MobileNet-v1-like CNN, both
-portable and XNNPACK-lowered; torchvision's MobileNetV2 XNNPACK-lowered),
+portable and XNNPACK-lowered; torchvision's MobileNetV2 XNNPACK-lowered; the
+quantized MLP and transformer block, both ways),
 whose entries add to the writer's the description, the
 FLOPs per execution and the eager output's sum. A program whose file exists and
 whose entry was made by this same exporter version and the same text of this
@@ -89,8 +90,23 @@ def flops_of(model: nn.Module, x: torch.Tensor) -> int:
     return total[0]
 
 
+def quantized(name: str):
+    """The quantized programs: (float model, input, description, per_channel, dynamic), to be
+    quantized by upstream's PT2E flow (models/export_quantized.py's quantize())."""
+    from export_quantized import Block  # models/: the quantized fixtures' transformer block
+    if name.startswith("qmlp1024"):
+        return (MLP1024().eval(), torch.randn(256, 1024),
+                "2 x Linear(1024) + ReLU, batch 256, PT2E static int8 (per-channel weights)",
+                True, False)
+    return (Block(d=256, heads=4, ff=1024).eval(), torch.randn(1, 128, 256),
+            "transformer block (d 256, 4 heads, MLP 1024, 128 tokens), linear layers PT2E "
+            "dynamic int8 (per-token activations, per-channel weights)", True, True)
+
+
 def make(name: str):
     torch.manual_seed(0)
+    if name.startswith("q"):
+        return quantized(name)[:3]
     if name.startswith("mlp1024"):
         m = MLP1024().eval()
         x = torch.randn(256, 1024)
@@ -116,17 +132,25 @@ def make(name: str):
 
 
 # mobilenet_v2 only XNNPACK-lowered: upstream's portable convolutions take seconds.
+# The quantized ones (issue 15's benchmark; quantized MobileNetV2 is the zoo's
+# mobilenet_v2_int8): both variants each.
 NAMES = ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack",
-         "mobilenet_v2_xnnpack"]
+         "mobilenet_v2_xnnpack", "qmlp1024_portable", "qmlp1024_xnnpack",
+         "qblock_dynamic_portable", "qblock_dynamic_xnnpack"]
 
 
 def export_one(name: str, out: Path) -> dict:
     m, x, desc = make(name)
+    flops = flops_of(m, x)
+    if name.startswith("q"):
+        from export_quantized import quantize
+        _, _, _, per_channel, dynamic = quantized(name)
+        m = quantize(m, x, per_channel, dynamic)
     methods = {"forward": fw.MethodSpec(m, (x,))}
     expected = fw.eager_reference(methods)
     pte = fw.export_program(methods, xnnpack=name.endswith("_xnnpack"))
     entry = fw.write_fixture(out, name, pte, methods, expected)
-    entry.update({"description": desc, "flops": flops_of(m, x), "gemm_heavy": True,
+    entry.update({"description": desc, "flops": flops, "gemm_heavy": True,
                   "eager_out0_sum": float(expected["forward"][0][0].double().sum())})
     return entry
 

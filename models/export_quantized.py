@@ -8,8 +8,9 @@ kernels_quantized and kernels_portable run) and lowered to XNNPACK.
 
 Writes NAME.pte, NAME.forward.input_0.npy, NAME.forward.expected_0.npy (eager PyTorch's output of
 the converted model) and manifest.json (per program: its configuration, operators, and
-`quantum`: one quantum of the expected output's range over 8 bits, the comparison bound of
-tests/test_quantized_programs.py). Random weights, fixed seeds; every file is a few KB.
+`quantum`: one quantum of the expected output's range over 8 bits; `upstream_error`: the max
+abs error against eager of upstream's own runtime on the same program and input. Their
+comparison bound in tests/test_quantized_programs.py is max(quantum, 4 * upstream_error)). Random weights, fixed seeds; every file is a few KB.
 """
 import argparse
 import json
@@ -47,6 +48,25 @@ class CNN(nn.Module):
         return self.fc(y.mean(dim=(2, 3)))
 
 
+class Block(nn.Module):
+    """A pre-norm transformer block: attention (4 heads over 64 features) and a GELU MLP."""
+
+    def __init__(self, d=64, heads=4, ff=128):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, ff), nn.Linear(ff, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).reshape(b, t, 3, self.heads, d // self.heads).permute(
+            2, 0, 3, 1, 4)
+        att = torch.softmax(q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5, dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
 CONFIGS = {
     # name: (model class, input shape, per_channel, dynamic)
     "qmlp_static_per_tensor": (MLP, (4, 16), False, False),
@@ -54,7 +74,25 @@ CONFIGS = {
     # dynamic activations (choose_qparams per tensor at run time), per-channel int8 weights
     "qmlp_dynamic": (MLP, (4, 16), True, True),
     "qcnn_static_per_channel": (CNN, (1, 3, 8, 8), True, False),
+    # the transformer block: its linear layers dynamic-quantized, and all of it static
+    "qblock_dynamic": (Block, (1, 16, 64), True, True),
+    "qblock_static_per_channel": (Block, (1, 16, 64), True, False),
 }
+
+
+def op_name(target):
+    """An operator's name as it stays from run to run (a Python function has no address in it)."""
+    if isinstance(target, torch._ops.OpOverload) or not hasattr(target, "__name__"):
+        return str(target)
+    return f"{getattr(target, '__module__', None) or 'builtins'}.{target.__name__}"
+
+
+def upstream_error(pte, x, want):
+    """Max abs error of upstream's own runtime (executorch.runtime, its portable, quantized and
+    XNNPACK kernels) against eager: the reference bound of tests/test_quantized_programs.py."""
+    from executorch.runtime import Runtime
+    method = Runtime.get().load_program(pte).load_method("forward")
+    return float((method.execute([x])[0] - want).abs().max())
 
 
 def quantize(model, x, per_channel, dynamic):
@@ -67,7 +105,10 @@ def quantize(model, x, per_channel, dynamic):
     g = torch.Generator().manual_seed(1)
     for _ in range(16):
         prepared(torch.randn(x.shape, generator=g))
-    return convert_pt2e(prepared)
+    from torchao.quantization.pt2e import allow_exported_model_train_eval
+    # .eval() on the result (the fixture writer calls it) switches the exported graph's mode
+    # the supported way instead of raising.
+    return allow_exported_model_train_eval(convert_pt2e(prepared))
 
 
 def main():
@@ -93,13 +134,14 @@ def main():
             (a.out / f"{prog}.pte").write_bytes(et.buffer)
             np.save(a.out / f"{prog}.forward.input_0.npy", x.numpy())
             np.save(a.out / f"{prog}.forward.expected_0.npy", want.numpy())
-            ops = Counter(str(n.target) for n in et.exported_program().graph.nodes
+            ops = Counter(op_name(n.target) for n in et.exported_program().graph.nodes
                           if n.op == "call_function" and "alloc" not in str(n.target))
             manifest["programs"].append({
                 "name": prog, "file": f"{prog}.pte", "xnnpack": lowered,
                 "per_channel": per_channel, "dynamic": dynamic,
                 "operators": sorted(ops),
                 "quantum": float((want.max() - want.min()) / 255.0),
+                "upstream_error": upstream_error(et.buffer, x, want),
             })
             print(prog, dict(ops))
     (a.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")

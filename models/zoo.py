@@ -158,6 +158,20 @@ def _small_vit():
     return m, _image()
 
 
+def _quantized_classifier(fn_name: str):
+    """A classifier quantized by upstream's PT2E flow, static per-channel int8
+    (models/export_quantized.py's quantize(): XNNPACKQuantizer, 16 random
+    calibration images). The converted module is what eager runs and what is
+    exported, portable and XNNPACK-lowered."""
+    def build():
+        sys.path.insert(0, str(HERE))
+        import export_quantized
+
+        m, x = _classifier(fn_name)()
+        return export_quantized.quantize(m, x[0], per_channel=True, dynamic=False), x
+    return build
+
+
 ZOO: List[ZooModel] = [
     ZooModel("mobilenet_v3_small", "depthwise", _classifier("mobilenet_v3_small"), False),
     ZooModel("resnet18", "residual", _classifier("resnet18"), True),
@@ -172,6 +186,11 @@ ZOO: List[ZooModel] = [
              False, note="output: the model's 'out' (1x21x224x224)"),
     ZooModel("vit_tiny4", "vision-transformer", _small_vit, True,
              note="torchvision VisionTransformer: 224px, patch 16, 4 layers, 3 heads, hidden 192"),
+    ZooModel("mobilenet_v2_int8", "quantized", _quantized_classifier("mobilenet_v2"), False,
+             note="PT2E static per-channel int8 (XNNPACKQuantizer); the bound has a floor of "
+                  "one quantum of the output's range"),
+    ZooModel("resnet18_int8", "quantized", _quantized_classifier("resnet18"), False,
+             note="PT2E static per-channel int8 (XNNPACKQuantizer)"),
 ]
 
 

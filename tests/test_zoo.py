@@ -33,12 +33,18 @@ EXPORT_TIMEOUT = 1800  # seconds, one model's two exports and upstream's two run
 RUN_TIMEOUT = 600
 
 
-def tolerance_check(actual, eager, upstream):
-    """(passes, err_pteron, err_upstream, bound) of one float output."""
+def tolerance_check(actual, eager, upstream, quantized=False):
+    """(passes, err_pteron, err_upstream, bound) of one float output: within 4x upstream's
+    error, with a floor of 1e-5 of the largest magnitude, or (a quantized model, family
+    "quantized") of one quantum of the output's range over 8 bits."""
     a, e, u = (np.asarray(x, dtype=np.float64) for x in (actual, eager, upstream))
     err_p = float(np.max(np.abs(a - e))) if e.size else 0.0
     err_u = float(np.max(np.abs(u - e))) if e.size else 0.0
-    bound = max(4 * err_u, 1e-5 * (float(np.max(np.abs(e))) if e.size else 0.0))
+    if quantized:
+        floor = float(e.max() - e.min()) / 255.0 if e.size else 0.0
+    else:
+        floor = 1e-5 * (float(np.max(np.abs(e))) if e.size else 0.0)
+    bound = max(4 * err_u, floor)
     return bool(err_p <= bound), err_p, err_u, bound
 
 
@@ -76,7 +82,7 @@ def check_outputs(folder, entry, got_files, what):
         a, ex, up = np.load(g), np.load(folder / e), np.load(folder / u)
         assert a.dtype == ex.dtype and a.shape == ex.shape, \
             f"{what} output {i}: {a.dtype}{list(a.shape)}, eager gives {ex.dtype}{list(ex.shape)}"
-        ok, err_p, err_u, bound = tolerance_check(a, ex, up)
+        ok, err_p, err_u, bound = tolerance_check(a, ex, up, entry.get("family") == "quantized")
         assert ok, (f"{what} output {i}: err pteron {err_p:.3g} > bound {bound:.3g} "
                     f"(err upstream {err_u:.3g})")
 
@@ -126,14 +132,19 @@ def test_zoo_tolerance_fails_an_output_further_from_eager_than_upstream_allows()
     # an exact upstream leaves the floor: 1e-5 of the largest magnitude
     assert tolerance_check(eager + np.float32(2e-5), eager, eager)[0]
     assert not tolerance_check(eager + np.float32(4e-5), eager, eager)[0]
+    # a quantized model's floor is one quantum of the output's range (5 / 255 here)
+    assert tolerance_check(eager + np.float32(0.019), eager, eager, quantized=True)[0]
+    assert not tolerance_check(eager + np.float32(0.021), eager, eager, quantized=True)[0]
 
 
 def test_zoo_registry_has_the_families_and_a_ci_set_of_four():
     fams = {m.family for m in zoo.ZOO}
     assert {"depthwise", "residual", "channel-shuffle", "squeeze-excite", "dense-concat",
-            "attention", "segmentation", "vision-transformer", "decoder"} <= fams
+            "attention", "segmentation", "vision-transformer", "decoder", "quantized"} <= fams
+    assert {"mobilenet_v2_int8", "resnet18_int8"} <= {m.name for m in zoo.ZOO}
     classifiers = [m for m in zoo.ZOO
-                   if m.family not in ("segmentation", "vision-transformer", "decoder")]
+                   if m.family not in ("segmentation", "vision-transformer", "decoder",
+                                       "quantized")]
     assert len(classifiers) >= 8
     assert sum(m.ci for m in zoo.ZOO) >= 4
     assert len({m.name for m in zoo.ZOO}) == len(zoo.ZOO)

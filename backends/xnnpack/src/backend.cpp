@@ -93,6 +93,7 @@ struct Delegate {
   std::vector<const OwnKernel*> kernel;            // per node: pteron's kernel, if pteron runs it
   std::vector<std::unique_ptr<NodeState>> state;   // per node: what its kernel prepared
   std::vector<std::string> why;                    // per node: why it runs on its side
+  std::vector<char> requant;                       // per node: round its output (quantized)
   size_t cancelled = 0;                            // transposes removed at load
   size_t fused = 0;                                // element-wise pairs fused at load
   size_t folded = 0, chains = 0;                   // transposes removed by folding chains
@@ -895,6 +896,18 @@ bool wants_library(const SidePolicy& p, Op op) {
   }
 }
 
+// Is value v quantized (Value::quant)? Does node n read or write one?
+bool quantized(const Graph& g, uint32_t v) {
+  return v < g.values.size() && g.values[v].quant.kind != QuantKind::None;
+}
+bool touches_quant(const Graph& g, const Node& n) {
+  for (uint32_t v : n.inputs)
+    if (quantized(g, v)) return true;
+  for (uint32_t v : n.outputs)
+    if (quantized(g, v)) return true;
+  return false;
+}
+
 // fuse_elementwise: at method load, before the sides are chosen, a Sigmoid
 // whose only reader is a Multiply of the Sigmoid's own input by its result
 // (x * sigmoid(x), SiLU: EfficientNet's activation) becomes one node: the
@@ -934,6 +947,7 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
       if (ks >= km || drop[ks] || s.op != Op::Sigmoid || s.inputs.size() != 1 ||
           s.outputs.size() != 1 || s.inputs[0] != x || s.flags != 0 || s.has_range())
         continue;
+      if (touches_quant(g, s) || touches_quant(g, m)) continue;  // each output is rounded
       if (g.values[x].dims != g.values[m.outputs[0]].dims) continue;
       m.op = Op::Sigmoid;
       m.inputs = {x};
@@ -959,6 +973,7 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
       const uint32_t t = u.inputs[0];
       if (t >= nv || producer[t] < 0 || size_t(producer[t]) >= ku || g.values[t].graph_output)
         continue;
+      if (touches_quant(g, u) || touches_quant(g, g.nodes[size_t(producer[t])])) continue;
       // Reads of t: the fused SiLU node read it twice before (x and sigmoid(x)).
       const bool silu = u.flags == kOwnFlagSilu;
       if (reads[t] != (silu ? 2u : 1u)) continue;
@@ -1002,14 +1017,19 @@ bool choose_sides(Delegate& d, PlanFacts& f, std::string* err) {
     const Node& n = g.nodes[k];
     std::string own_why;
     const bool own = own_kernel(n, &own_why) != nullptr && n.outputs.size() == 1;
-    const bool lib = n.outputs.size() == 1 && lib_supports(n);
+    // Quantized values are float32 here, rounded after each node that writes
+    // one (requantize): only pteron's kernels run such nodes.
+    const bool quant = touches_quant(g, n);
+    const bool lib = n.outputs.size() == 1 && !quant && lib_supports(n);
     const bool want = wants_library(policy, n.op);
     const std::string node = "node " + std::to_string(n.index) + " (" + op_name(n.op) + ")";
     if (lib && want) {
       f.native[k] = 1;
       d.why[k] = by;
     } else if (own) {
-      d.why[k] = want ? "the library cannot define it" : by;
+      d.why[k] = quant ? "quantized values (pteron rounds them after each node)"
+                 : want ? "the library cannot define it"
+                        : by;
     } else if (!own_why.empty()) {
       *err = node + ": " + own_why;
       return false;
@@ -1125,7 +1145,9 @@ void place_values(Delegate& d, PlanFacts& f) {
       continue;
     }
     if (val.graph_input || val.graph_output) {
-      d.home[v] = Home::Argument;
+      // A quantized argument is int8 / uint8: the float32 copy the nodes
+      // use lives in the arena (stage_quantized_inputs / _outputs).
+      d.home[v] = quantized(g, uint32_t(v)) ? Home::Buffer : Home::Argument;
       continue;
     }
     const int ps = f.producer[v] >= 0 ? f.step_of[size_t(f.producer[v])] : -1;
@@ -1183,6 +1205,46 @@ void find_boundaries(Delegate& d, const PlanFacts& f) {
   }
 }
 
+// A FullyConnected reading a dynamically quantized value (QDInt8) that a Convert node made from
+// a float32 value: the node's int8 kernel quantizes that float32 value itself, with the same
+// per-token parameters (own_qlinear.cpp), so it gets it as Node::qsource.
+void link_dynamic_sources(Graph& g) {
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (uint32_t v : g.nodes[k].outputs)
+      if (v < producer.size() && producer[v] < 0) producer[v] = int(k);
+  for (Node& n : g.nodes) {
+    if (n.op != Op::FullyConnected || n.inputs.empty()) continue;
+    const uint32_t x = n.inputs[0];
+    if (g.values[x].quant.kind != QuantKind::Dynamic || producer[x] < 0) continue;
+    const Node& c = g.nodes[size_t(producer[x])];
+    if (c.op == Op::Convert && c.inputs.size() == 1 && !quantized(g, c.inputs[0]) &&
+        !g.values[c.inputs[0]].constant)
+      n.qsource = c.inputs[0];
+  }
+}
+
+// Must node n's output be rounded onto its quantization grid after it runs?
+// Not where it only moves or selects elements of an input quantized the same
+// way (the values are on that grid already).
+bool needs_requantize(const Graph& g, const Node& n) {
+  if (n.outputs.size() != 1 || !quantized(g, n.outputs[0])) return false;
+  const Quant& q = g.values[n.outputs[0]].quant;
+  switch (n.op) {
+    case Op::StaticTranspose:
+    case Op::StaticReshape:
+    case Op::StaticSlice:
+    case Op::Copy:
+    case Op::MaxPool2d: {
+      if (n.inputs.empty() || n.has_range()) return true;
+      const Quant& a = g.values[n.inputs[0]].quant;
+      return !(a.kind == QuantKind::Tensor && q.kind == QuantKind::Tensor && a.scale == q.scale &&
+               a.zero_point == q.zero_point && a.qmin == q.qmin && a.qmax == q.qmax);
+    }
+    default: return true;
+  }
+}
+
 bool plan(Delegate& d, std::string* err) {
   rewrite_trivial_transposes(d.g);
   // Chains first: a round trip cancelled inside a chain would leave a value
@@ -1194,6 +1256,7 @@ bool plan(Delegate& d, std::string* err) {
     std::string ignored;  // a bad setting fails in choose_sides, naming it
     if (read_policy(&policy, &ignored)) d.fused = fuse_elementwise(d.g, policy);
   }
+  link_dynamic_sources(d.g);
   PlanFacts f;
   if (!find_producers(d.g, f, err)) return false;
   if (!choose_sides(d, f, err)) return false;
@@ -1231,6 +1294,12 @@ bool plan(Delegate& d, std::string* err) {
     }
     if (d.kernel[k]->prepare && !d.kernel[k]->prepare(d.g, n, &d.state[k], err)) return false;
   }
+  for (size_t k = 0; k < d.g.nodes.size(); ++k)
+    if (d.state[k] && d.state[k]->int8_path())
+      d.why[k] += std::string("; int8 GEMM (") + d.state[k]->int8_path() + ")";
+  d.requant.assign(d.g.nodes.size(), 0);
+  for (size_t k = 0; k < d.g.nodes.size(); ++k)
+    d.requant[k] = needs_requantize(d.g, d.g.nodes[k]);
   return true;
 }
 
@@ -1300,7 +1369,12 @@ size_t plan_arena(const Delegate& d, Variant& var) {
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     for (uint32_t v : g.nodes[k].inputs) touch(v, step_of[k]);
     for (uint32_t v : g.nodes[k].outputs) touch(v, step_of[k]);
+    if (g.nodes[k].qsource != kNoValue) touch(g.nodes[k].qsource, step_of[k]);
   }
+  // The float32 copies of quantized arguments: written before the first
+  // step, read after the last.
+  for (uint32_t v : g.inputs) touch(v, 0);
+  for (uint32_t v : g.outputs) touch(v, d.steps.empty() ? 0 : int(d.steps.size()) - 1);
   struct Block {
     uint32_t v;
     size_t bytes;
@@ -1464,8 +1538,8 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
   std::unique_ptr<Delegate> d(new (std::nothrow) Delegate);
   if (!d) return pteron_kernel_fail(ctx, PTERON_ERROR_OUT_OF_MEMORY, nullptr);
   if (!parse_blob(ctx, static_cast<const uint8_t*>(processed), size, &d->g, &err)) {
-    // A quantized or other non-float32 graph is valid, only not run by this build yet.
-    const bool unsupported = err.find("runs float32 graphs only") != std::string::npos;
+    // A datatype or quantization pteron has no kernel for: valid, not run here.
+    const bool unsupported = err.find(kUnsupported) != std::string::npos;
     return failf(ctx, unsupported ? PTERON_ERROR_NOT_SUPPORTED : PTERON_ERROR_INVALID_PROGRAM,
                  "%s", err.c_str());
   }
@@ -1501,6 +1575,16 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
   return PTERON_OK;
 }
 
+// The dtype of the delegate argument that holds graph value `val`: float32,
+// or int8 / uint8 for a per-tensor quantized one (QInt8 / QUInt8).
+int32_t argument_dtype(const Value& val) {
+  if (val.quant.kind != QuantKind::Tensor) return PTERON_DTYPE_FLOAT32;
+  return val.quant.qmin < 0 ? PTERON_DTYPE_INT8 : PTERON_DTYPE_UINT8;
+}
+const char* argument_dtype_name(int32_t dtype) {
+  return dtype == PTERON_DTYPE_INT8 ? "int8" : dtype == PTERON_DTYPE_UINT8 ? "uint8" : "float32";
+}
+
 // The delegate call's tensor for graph value `v` (an external), or null.
 pteron_tensor* tensor_arg(const Graph& g, pteron_value* const* args, uint32_t v) {
   const pteron_value* a = args[g.values[v].external];
@@ -1516,10 +1600,11 @@ int32_t read_input_shapes(pteron_kernel_context* ctx, const Graph& g, pteron_val
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const uint32_t v = g.inputs[i];
     const pteron_tensor* t = tensor_arg(g, args, v);
-    if (!t || t->dtype != PTERON_DTYPE_FLOAT32)
+    const int32_t want = argument_dtype(g.values[v]);
+    if (!t || t->dtype != want)
       return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                   "%s: argument %u (graph input %zu) must be a float32 tensor", kId,
-                   g.values[v].external, i);
+                   "%s: argument %u (graph input %zu) must be a %s tensor", kId,
+                   g.values[v].external, i, argument_dtype_name(want));
     const Shape& decl = g.values[v].dims;
     Shape s(t->sizes, t->sizes + t->dim);
     if (!t->data && numel(s) != 0)
@@ -1584,10 +1669,11 @@ int32_t resize_outputs(pteron_kernel_context* ctx, const Graph& g, pteron_value*
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const uint32_t v = g.outputs[i];
     pteron_tensor* t = tensor_arg(g, args, v);
-    if (!t || t->dtype != PTERON_DTYPE_FLOAT32)
+    const int32_t want = argument_dtype(g.values[v]);
+    if (!t || t->dtype != want)
       return failf(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                   "%s: argument %u (graph output %zu) must be a float32 tensor", kId,
-                   g.values[v].external, i);
+                   "%s: argument %u (graph output %zu) must be a %s tensor", kId,
+                   g.values[v].external, i, argument_dtype_name(want));
     const Shape& s = var.shapes[v];
     if (size_t(t->dim) == s.size()) {
       int64_t sizes[PTERON_MAX_DIM];
@@ -1676,6 +1762,8 @@ int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
       const uint32_t k = s.nodes[0];
       if (!d.kernel[k]->run(n, d.state[k].get(), var.shapes, d.ptr, &err))
         return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: %s", kId, err.c_str());
+      if (d.requant[k]) requantize(g.values[n.outputs[0]].quant, d.ptr[n.outputs[0]],
+                                   var.shapes[n.outputs[0]]);
       continue;
     }
     if (!run_segment(var.runtimes[si], s, d.ptr, &err))
@@ -1683,6 +1771,50 @@ int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
                    err.c_str());
   }
   return PTERON_OK;
+}
+
+// Quantized graph inputs, int8 / uint8 in the call, into their float32
+// copies: (q - zero_point) * scale, as dequantize_per_tensor.
+void stage_quantized_inputs(Delegate& d, pteron_value* const* args, const Variant& var) {
+  const Graph& g = d.g;
+  for (uint32_t v : g.inputs) {
+    const Quant& q = g.values[v].quant;
+    if (q.kind != QuantKind::Tensor) continue;
+    const pteron_tensor* t = tensor_arg(g, args, v);
+    const size_t count = numel(var.shapes[v]);
+    float* x = d.ptr[v];
+    const float zp = float(q.zero_point);
+    if (t->dtype == PTERON_DTYPE_INT8) {
+      const int8_t* in = static_cast<const int8_t*>(t->data);
+      for (size_t i = 0; i < count; ++i) x[i] = (float(in[i]) - zp) * q.scale;
+    } else {
+      const uint8_t* in = static_cast<const uint8_t*>(t->data);
+      for (size_t i = 0; i < count; ++i) x[i] = (float(in[i]) - zp) * q.scale;
+    }
+  }
+}
+
+// Quantized graph outputs, from their float32 copies (on the grid already)
+// into the call's int8 / uint8 tensors: clamp(round(x / scale) + zero_point).
+void stage_quantized_outputs(Delegate& d, pteron_value* const* args, const Variant& var) {
+  const Graph& g = d.g;
+  for (uint32_t v : g.outputs) {
+    const Quant& q = g.values[v].quant;
+    if (q.kind != QuantKind::Tensor) continue;
+    pteron_tensor* t = tensor_arg(g, args, v);
+    const size_t count = numel(var.shapes[v]);
+    const float* x = d.ptr[v];
+    const float inv = static_cast<float>(1.0 / double(q.scale));
+    for (size_t i = 0; i < count; ++i) {
+      float r = std::nearbyint(x[i] * inv) + float(q.zero_point);
+      r = r > float(q.qmin) ? r : float(q.qmin);  // NaN too
+      r = r < float(q.qmax) ? r : float(q.qmax);
+      if (t->dtype == PTERON_DTYPE_INT8)
+        static_cast<int8_t*>(t->data)[i] = static_cast<int8_t>(r);
+      else
+        static_cast<uint8_t*>(t->data)[i] = static_cast<uint8_t>(r);
+    }
+  }
 }
 
 int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* args,
@@ -1701,7 +1833,10 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
   rc = resize_outputs(ctx, g, args, *var);
   if (rc != PTERON_OK) return rc;
   bind_storage(d, args, *var);
-  return run_steps(ctx, d, *var);
+  stage_quantized_inputs(d, args, *var);
+  rc = run_steps(ctx, d, *var);
+  if (rc == PTERON_OK) stage_quantized_outputs(d, args, *var);
+  return rc;
 }
 
 // PTERON_XNNPACK_PROFILE=1: when the delegate is destroyed, its steps on

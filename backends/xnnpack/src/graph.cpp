@@ -217,64 +217,58 @@ const float* own_copy(Graph* g, const Shape& dims, const void* data, uint64_t by
   return g->owned_constants.back().data();
 }
 
-// The data of a constant value: the program's named data (used in place when
-// aligned) or the blob's constant region (copied).
-bool read_constant(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
-                   uint32_t ci, Value& v, Graph* g, std::string* err) {
+// The bytes of constant `ci` (at least `want` of them, for value id `vid`):
+// the program's named data (in place) or the blob's constant region.
+bool constant_bytes(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
+                    uint32_t ci, uint64_t want, uint32_t vid, const char* what, const void** out,
+                    std::string* err) {
   const auto* consts = root->constants();
   if (!consts || ci >= consts->size())
-    return fail(err, "value id %u: constant index %u out of range (%u constants)", v.id, ci,
+    return fail(err, "value id %u: %s index %u out of range (%u constants)", vid, what, ci,
                 consts ? consts->size() : 0u);
   const fbx::Constant* c = consts->Get(ci);
-  const uint64_t want = uint64_t(numel(v.dims)) * sizeof(float);
   if (c->offset() != ~uint64_t(0)) {
     if (c->offset() > r.constants_size || want > r.constants_size - c->offset())
       return fail(err,
-                  "value id %u: constant %u at [%llu, %llu) lies outside the blob's "
+                  "value id %u: %s %u at [%llu, %llu) lies outside the blob's "
                   "constant data (%llu bytes)",
-                  v.id, ci, (unsigned long long)c->offset(),
+                  vid, what, ci, (unsigned long long)c->offset(),
                   (unsigned long long)(c->offset() + want), (unsigned long long)r.constants_size);
-    v.constant = own_copy(g, v.dims, r.constants + c->offset(), want);
+    *out = r.constants + c->offset();
     return true;
   }
   if (!c->key() || c->key()->size() == 0)
-    return fail(err, "value id %u: constant %u has neither an offset nor a named-data key", v.id,
+    return fail(err, "value id %u: %s %u has neither an offset nor a named-data key", vid, what,
                 ci);
-  const void* data = nullptr;
   size_t dsize = 0;
-  if (pteron_named_data_get(ctx, c->key()->c_str(), &data, &dsize) != PTERON_OK)
+  if (pteron_named_data_get(ctx, c->key()->c_str(), out, &dsize) != PTERON_OK)
     return fail(err,
                 "value id %u: named data '%s' is in neither the program nor its data file (.ptd)",
-                v.id, printable(c->key()).c_str());
+                vid, printable(c->key()).c_str());
   if (dsize < want)
-    return fail(err, "value id %u: named data '%s' holds %zu bytes, the tensor %s needs %llu", v.id,
-                printable(c->key()).c_str(), dsize, shape_str(v.dims).c_str(),
-                (unsigned long long)want);
-  if (reinterpret_cast<uintptr_t>(data) % alignof(float) == 0)
+    return fail(err, "value id %u: named data '%s' holds %zu bytes, the %s needs %llu", vid,
+                printable(c->key()).c_str(), dsize, what, (unsigned long long)want);
+  return true;
+}
+
+// The data of a float32 constant value: named data used in place when
+// aligned, else a copy.
+bool read_constant(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
+                   uint32_t ci, Value& v, Graph* g, std::string* err) {
+  const uint64_t want = uint64_t(numel(v.dims)) * sizeof(float);
+  const void* data = nullptr;
+  if (!constant_bytes(ctx, root, r, ci, want, v.id, "constant", &data, err)) return false;
+  const auto* c = root->constants()->Get(ci);
+  if (c->offset() == ~uint64_t(0) && reinterpret_cast<uintptr_t>(data) % alignof(float) == 0)
     v.constant = static_cast<const float*>(data);
   else
     v.constant = own_copy(g, v.dims, data, want);
   return true;
 }
 
-// Value `i`: a float32 tensor with its id, shape, external index and data.
-bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
-                uint32_t i, Graph* g, ValueIds* ids, std::string* err) {
-  const fbx::Value* fv = root->values()->Get(i);
-  const fbx::Tensor* t = nullptr;
-  if (fv && fv->kind_type() == fbx::ValueKind::Tensor) t = fv->kind_as_Tensor();
-  if (fv && fv->kind_type() == fbx::ValueKind::QuantizedTensor)
-    return fail(err,
-                "value %u is a quantized tensor; pteron's XnnpackBackend runs float32 "
-                "graphs only",
-                i);
-  if (!t) return fail(err, "value %u is not a tensor", i);
-  if (t->dtype() != fbx::DataType::F32)
-    return fail(err,
-                "value %u (id %u) has datatype %s; pteron's XnnpackBackend runs float32 "
-                "graphs only",
-                i, t->id(), dtype_name(t->dtype()));
-  Value& v = g->values[i];
+// What every tensor value has: id, shape, graph input / output, external index.
+bool read_tensor_fields(const fbx::Graph* root, const fbx::Tensor* t, uint32_t i, Value& v,
+                        ValueIds* ids, std::string* err) {
   v.id = t->id();
   v.dims = to_sizes(t->shape());
   if (t->rank() != v.dims.size())
@@ -294,6 +288,183 @@ bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRe
       return fail(err, "value id %u: external index %u out of range (%u externals)", v.id,
                   v.external, root->num_externals());
   }
+  return true;
+}
+
+// ---- quantized values ---------------------------------------------------------
+
+// Bytes per element of a quantized constant's datatype, 0 for those not read.
+size_t quant_elem_size(fbx::DataType t) {
+  switch (t) {
+    case fbx::DataType::QInt8:
+    case fbx::DataType::QUInt8:
+    case fbx::DataType::QCInt8: return 1;
+    case fbx::DataType::QInt32:
+    case fbx::DataType::QCInt32: return 4;
+    default: return 0;
+  }
+}
+
+int64_t quant_elem(fbx::DataType t, const void* data, size_t i) {
+  switch (t) {
+    case fbx::DataType::QUInt8: return static_cast<const uint8_t*>(data)[i];
+    case fbx::DataType::QInt32:
+    case fbx::DataType::QCInt32: {
+      int32_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + 4 * i, 4);  // any alignment
+      return v;
+    }
+    default: return static_cast<const int8_t*>(data)[i];
+  }
+}
+
+const char* quant_params_name(fbx::QuantParams q) {
+  const char* n = fbx::EnumNameQuantParams(q);
+  return (n && *n) ? n : "unknown";
+}
+
+// A quantized value's datatype and parameters that this delegate does not
+// run: NOT_SUPPORTED at method load (backend.cpp looks for kUnsupported).
+bool unsupported_quant(std::string* err, uint32_t vid, fbx::DataType dt, fbx::QuantParams qp,
+                       const char* where) {
+  return fail(err, "value id %u: %s with %s parameters%s is %s", vid, dtype_name(dt),
+              quant_params_name(qp), where, kUnsupported);
+}
+
+// A constant with a quantized datatype, dequantized into float32 the graph
+// owns: (q - zero_point) * scale per tensor, q * scale[c] per channel
+// (ChannelQuant: zero point 0, channel c along channel_dim, scales inline or
+// in the constant scale_buffer names, float32).
+bool read_quantized_constant(pteron_kernel_context* ctx, const fbx::Graph* root,
+                             const BlobRegions& r, const fbx::QuantizedTensor* qt,
+                             uint32_t ci, Value& v, Graph* g, std::string* err) {
+  const fbx::DataType dt = qt->tensor()->dtype();
+  const size_t esz = quant_elem_size(dt);
+  const fbx::QuantParams qp = qt->quant_type();
+  if (esz == 0) return unsupported_quant(err, v.id, dt, qp, " (a constant)");
+  const size_t count = numel(v.dims);
+  const void* raw = nullptr;
+  if (!constant_bytes(ctx, root, r, ci, uint64_t(count) * esz, v.id, "constant", &raw, err))
+    return false;
+  g->owned_constants.emplace_back(count);
+  float* out = g->owned_constants.back().data();
+  if (const fbx::TensorQuant* tq = qt->quant_as_TensorQuant()) {
+    if (!std::isfinite(tq->scale()))
+      return fail(err, "value id %u: scale %g is not finite", v.id, double(tq->scale()));
+    const int64_t zp = tq->zero_point();
+    for (size_t i = 0; i < count; ++i)
+      out[i] = static_cast<float>(quant_elem(dt, raw, i) - zp) * tq->scale();
+    if (dt == fbx::DataType::QInt8 && zp == 0 && !v.dims.empty()) {
+      auto qc = std::make_shared<QConstant>();
+      qc->q.assign(static_cast<const int8_t*>(raw), static_cast<const int8_t*>(raw) + count);
+      qc->scales.assign(v.dims[0], tq->scale());
+      v.qconstant = std::move(qc);
+    }
+  } else if (const fbx::ChannelQuant* cq = qt->quant_as_ChannelQuant()) {
+    const int32_t cd = cq->channel_dim();
+    if (cd < 0 || size_t(cd) >= v.dims.size())
+      return fail(err, "value id %u: channel_dim %d is not a dim of its shape %s", v.id, cd,
+                  shape_str(v.dims).c_str());
+    const size_t channels = v.dims[size_t(cd)];
+    size_t inner = 1;
+    for (size_t d = size_t(cd) + 1; d < v.dims.size(); ++d) inner *= v.dims[d];
+    const float* scales = nullptr;
+    std::vector<float> inline_scales;
+    if (cq->scales() && cq->scales()->size() != 0) {
+      if (cq->scales()->size() != channels)
+        return fail(err, "value id %u: %u scales for %zu channels", v.id, cq->scales()->size(),
+                    channels);
+      inline_scales.assign(cq->scales()->begin(), cq->scales()->end());
+      scales = inline_scales.data();
+    } else {
+      if (cq->scale_count() != channels)
+        return fail(err, "value id %u: scale_count %u for %zu channels", v.id, cq->scale_count(),
+                    channels);
+      const void* sb = nullptr;
+      if (!constant_bytes(ctx, root, r, cq->scale_buffer(), uint64_t(channels) * sizeof(float),
+                          v.id, "scale buffer", &sb, err))
+        return false;
+      inline_scales.resize(channels);
+      if (channels) std::memcpy(inline_scales.data(), sb, channels * sizeof(float));
+      scales = inline_scales.data();
+    }
+    for (size_t c = 0; c < channels; ++c)
+      if (!std::isfinite(scales[c]))
+        return fail(err, "value id %u: the scale of channel %zu, %g, is not finite", v.id, c,
+                    double(scales[c]));
+    for (size_t i = 0; i < count; ++i)
+      out[i] = static_cast<float>(quant_elem(dt, raw, i)) * scales[(i / inner) % channels];
+    if (dt == fbx::DataType::QCInt8 && cd == 0) {
+      auto qc = std::make_shared<QConstant>();
+      qc->q.assign(static_cast<const int8_t*>(raw), static_cast<const int8_t*>(raw) + count);
+      qc->scales = inline_scales;
+      v.qconstant = std::move(qc);
+    }
+  } else {
+    return unsupported_quant(err, v.id, dt, qp, " (a constant)");
+  }
+  v.constant = out;
+  return true;
+}
+
+// A non-constant quantized value: per-tensor QInt8 / QUInt8, or per-token
+// dynamic QDInt8 (Value::quant).
+bool read_quantized_activation(const fbx::QuantizedTensor* qt, Value& v, std::string* err) {
+  const fbx::DataType dt = qt->tensor()->dtype();
+  const fbx::QuantParams qp = qt->quant_type();
+  Quant& q = v.quant;
+  const fbx::TensorQuant* tq = qt->quant_as_TensorQuant();
+  if (tq && (dt == fbx::DataType::QInt8 || dt == fbx::DataType::QUInt8)) {
+    q.kind = QuantKind::Tensor;
+    q.qmin = dt == fbx::DataType::QInt8 ? -128 : 0;
+    q.qmax = dt == fbx::DataType::QInt8 ? 127 : 255;
+    q.scale = tq->scale();
+    q.zero_point = tq->zero_point();
+    if (!(q.scale > 0.0f) || !std::isfinite(q.scale))
+      return fail(err, "value id %u: scale %g (a finite positive number expected)", v.id,
+                  double(q.scale));
+    if (q.zero_point < q.qmin || q.zero_point > q.qmax)
+      return fail(err, "value id %u: zero point %d lies outside %s's range [%d, %d]", v.id,
+                  q.zero_point, dtype_name(dt), q.qmin, q.qmax);
+    return true;
+  }
+  const fbx::TokenDynamicQuant* dq = qt->quant_as_TokenDynamicQuant();
+  if (dq && dt == fbx::DataType::QDInt8 && (v.graph_input || v.graph_output))
+    return fail(err, "value id %u: a dynamically quantized graph %s is %s", v.id,
+                v.graph_input ? "input" : "output", kUnsupported);
+  if (dq && dt == fbx::DataType::QDInt8) {
+    q.kind = QuantKind::Dynamic;
+    q.qmin = -128, q.qmax = 127;
+    if (dq->non_batch_dims() < 1 || size_t(dq->non_batch_dims()) > v.dims.size())
+      return fail(err, "value id %u: non_batch_dims %d for a tensor of rank %zu", v.id,
+                  dq->non_batch_dims(), v.dims.size());
+    q.token_dims = uint32_t(dq->non_batch_dims());
+    return true;
+  }
+  return unsupported_quant(err, v.id, dt, qp, "");
+}
+
+// Value `i`: a tensor with its id, shape, external index and data; float32,
+// or quantized (see Quant in graph.h).
+bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
+                uint32_t i, Graph* g, ValueIds* ids, std::string* err) {
+  const fbx::Value* fv = root->values()->Get(i);
+  Value& v = g->values[i];
+  if (fv && fv->kind_type() == fbx::ValueKind::QuantizedTensor) {
+    const fbx::QuantizedTensor* qt = fv->kind_as_QuantizedTensor();
+    if (!qt || !qt->tensor()) return fail(err, "value %u is a quantized tensor without a tensor", i);
+    if (!read_tensor_fields(root, qt->tensor(), i, v, ids, err)) return false;
+    if (qt->tensor()->constant_index() != 0)
+      return read_quantized_constant(ctx, root, r, qt, qt->tensor()->constant_index(), v, g, err);
+    return read_quantized_activation(qt, v, err);
+  }
+  const fbx::Tensor* t = nullptr;
+  if (fv && fv->kind_type() == fbx::ValueKind::Tensor) t = fv->kind_as_Tensor();
+  if (!t) return fail(err, "value %u is not a tensor", i);
+  if (t->dtype() != fbx::DataType::F32)
+    return fail(err, "value %u (id %u): datatype %s is %s", i, t->id(), dtype_name(t->dtype()),
+                kUnsupported);
+  if (!read_tensor_fields(root, t, i, v, ids, err)) return false;
   if (t->constant_index() != 0) return read_constant(ctx, root, r, t->constant_index(), v, g, err);
   return true;
 }

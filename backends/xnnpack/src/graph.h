@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,42 @@ using Shape = std::vector<size_t>;
 
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;  // "no bias", "not external"
 
+// Ends a parse_blob error about a valid blob this delegate does not run (a
+// datatype or quantization it has no kernel for): init() fails those with
+// NOT_SUPPORTED, every other parse error with INVALID_PROGRAM.
+constexpr const char* kUnsupported = "not supported by pteron's XnnpackBackend";
+
 // Name of a node type as pteron's schema spells it ("StaticTranspose").
 const char* op_name(Op op);
+
+// The quantization of a value with one of XNNPACK's quantized datatypes
+// (upstream's XNNGraph schema, XNNQuantizedTensorValue). The delegate keeps
+// every value as float32: a quantized value holds its dequantized numbers,
+// (q - zero_point) * scale, so every float kernel reads it as it is, and the
+// node that writes it rounds its result onto that grid (quantize, then
+// dequantize: backend.cpp, requantize_output). Constants are dequantized
+// once, when the blob is read. The arithmetic is PyTorch's
+// quantized_decomposed reference in float32:
+//   Tensor (QInt8, QUInt8): q = clamp(round(x * f32(1 / scale)) + zero_point, qmin, qmax)
+//   Dynamic (QDInt8): per token (the trailing `token_dims` dims), scale and
+//     zero point chosen as choose_qparams_per_token_asymmetric does (int8,
+//     range widened to hold 0), then q = clamp(round(x * (1 / scale) + zp))
+// round() is half to even.
+enum class QuantKind : uint8_t { None, Tensor, Dynamic };
+struct Quant {
+  QuantKind kind = QuantKind::None;
+  float scale = 1.0f;      // Tensor
+  int32_t zero_point = 0;  // Tensor
+  int32_t qmin = 0, qmax = 0;
+  uint32_t token_dims = 1;  // Dynamic: trailing dims that make one token
+};
+
+// The integers of an int8 weight constant (QInt8 with zero point 0, or QCInt8 along dim 0),
+// kept beside its dequantized Value::constant for the int8 kernels (own_qlinear.cpp).
+struct QConstant {
+  std::vector<int8_t> q;      // the constant's elements, row-major
+  std::vector<float> scales;  // one per index of dim 0 (per-tensor: repeated)
+};
 
 struct Value {
   uint32_t id = 0;                  // id as nodes refer to it
@@ -34,6 +69,8 @@ struct Value {
   uint32_t external = kNoValue;     // index among the delegate's arguments
   bool graph_input = false;
   bool graph_output = false;
+  Quant quant;  // of a non-constant quantized value (constants are dequantized)
+  std::shared_ptr<const QConstant> qconstant;  // an int8 weight constant's integers, or null
 };
 
 // One node, its parameters copied out of the flatbuffer.
@@ -46,6 +83,9 @@ struct Node {
   uint32_t p[16] = {};               // integer parameters, see graph.cpp per kind
   float f = 0.0f;                    // float parameter (pad value, alpha, slope)
   std::vector<size_t> list0, list1;  // permutation / new shape / paddings / offsets
+  // backend.cpp: a FullyConnected whose input is dynamically quantized (QDInt8) by a Convert
+  // node: that Convert's float32 input, which the int8 kernel quantizes itself.
+  uint32_t qsource = kNoValue;
   float out_min = -std::numeric_limits<float>::infinity();
   float out_max = std::numeric_limits<float>::infinity();
   bool has_range() const {

@@ -57,6 +57,8 @@ const float* constant_or_null(const Graph& g, const Node& n, size_t i) {
 struct FcState : NodeState {
   PackedWeights w;
   bool packed = false;  // at prepare (constant filter and bias)
+  QLinearPtr q;         // the int8 path (own_qlinear.cpp), when the node has one
+  const char* int8_path() const override { return q ? qlinear_path() : nullptr; }
 };
 
 // K and N of a fully connected filter of shape ws.
@@ -69,6 +71,11 @@ void fc_dims(const Node& n, const Shape& ws, int64_t* k, int64_t* oc) {
 bool prepare_fc(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
                 std::string* err) {
   std::unique_ptr<FcState> s(new FcState);
+  if (!prepare_qlinear(g, n, &s->q, err)) return false;
+  if (s->q) {
+    *state = std::move(s);
+    return true;
+  }
   const float* w = constant_or_null(g, n, 1);
   const bool has_bias = n.inputs.size() > 2;
   const float* b = has_bias ? constant_or_null(g, n, 2) : nullptr;
@@ -96,6 +103,7 @@ bool prepare_fc(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state
 bool run_fc(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
             const std::vector<float*>& ptr, std::string* err) {
   FcState& s = *static_cast<FcState*>(state);
+  if (s.q) return run_qlinear(*s.q, n, shapes, ptr, err);
   const Shape& xs = shapes[n.inputs[0]];
   const Shape& ws = shapes[n.inputs[1]];
   int64_t k, oc;
@@ -133,6 +141,8 @@ ConvParams conv_params(const Node& n) {
 //    pixel, each group's GEMM adding its first channel (aoff = group * cin_g).
 // Taps above or below the input (or, per tap, outside it) point at zeros.
 struct ConvState : NodeState {
+  QLinearPtr q;                  // the int8 path (own_qlinear.cpp), when the node has one
+  const char* int8_path() const override { return q ? qlinear_path() : nullptr; }
   std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
   std::vector<float> zeros;      // max(kw, groups) * cin_g zeros
   struct Edge {
@@ -184,6 +194,11 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
   const float *w = nullptr, *b = nullptr;
   if (!conv_constants(g, n, p, &w, &b, err)) return false;
   std::unique_ptr<ConvState> s(new ConvState);
+  if (n.op == Op::Conv2d && !prepare_qlinear(g, n, &s->q, err)) return false;
+  if (s->q) {
+    *state = std::move(s);
+    return true;
+  }
   const int64_t kg = p.kh * p.kw * p.cin_g;
   s->zeros.assign(size_t(std::max(p.kw, p.groups) * p.cin_g), 0.0f);
   s->w.resize(size_t(p.groups));
@@ -303,6 +318,7 @@ void conv_tasks(void* user, int64_t begin, int64_t end) {
 bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
               const std::vector<float*>& ptr, std::string* err) {
   ConvState& s = *static_cast<ConvState*>(state);
+  if (s.q) return run_qlinear(*s.q, n, shapes, ptr, err);
   const ConvParams p = conv_params(n);
   const Shape& xs = shapes[n.inputs[0]];
   const Shape& os = shapes[n.outputs[0]];

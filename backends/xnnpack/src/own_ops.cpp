@@ -12,6 +12,7 @@
 // kStrip input columns between the input's innermost dim and the output's
 // (pteron_cpu's NhwcOps::transpose).
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -296,7 +297,88 @@ bool run_layout(const Node& n, NodeState*, const std::vector<Shape>& shapes,
 
 const OwnKernel kLayout = {nullptr, &run_layout};
 
+// ---- quantized values ---------------------------------------------------------
+
+// round(t) half to even for |t| <= 2^22 (the float32 sum's own rounding;
+// vectorises, unlike nearbyint); larger |t| are clamped anyway.
+inline float round_even(float t) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (t + kMagic) - kMagic;
+}
+
+// clamp(v, lo, hi) with NaN giving lo (kernels_quantized's rule).
+inline float clamp_q(float v, float lo, float hi) {
+  v = v > lo ? v : lo;
+  return v < hi ? v : hi;
+}
+
+// x[i] = dequantize(quantize(x[i])) with one scale and zero point, the
+// quantize as quantize_per_tensor (x * f32(1 / scale)), the dequantize as
+// dequantize_per_tensor.
+void fake_quantize(float* x, size_t count, float scale, float inv, float zp, float qmin,
+                   float qmax) {
+  const float lo = qmin - zp, hi = qmax - zp;  // the clamp, before the zero point is added
+  for (size_t i = 0; i < count; ++i) {
+    float t = x[i] * inv;
+    t = clamp_q(t, lo - 1.0f, hi + 1.0f);  // within round_even's range, NaN -> lo - 1
+    x[i] = clamp_q(round_even(t), lo, hi) * scale;
+  }
+}
+
 }  // namespace
+
+// One token's parameters, as choose_qparams_per_token_asymmetric computes
+// them (kernels_quantized, quantize.cpp), into scale, 1 / scale and zero point.
+void token_qparams(const float* x, size_t n, float* scale, float* inv, float* zp) {
+  float mn = x[0], mx = x[0];
+  for (size_t i = 1; i < n; ++i) {
+    const float v = x[i];
+    mn = (v < mn || std::isnan(v)) ? v : mn;
+    mx = (v > mx || std::isnan(v)) ? v : mx;
+  }
+  const float lo = std::isnan(mn) ? mn : (mn < 0 ? mn : 0.0f);
+  const float hi = std::isnan(mx) ? mx : (mx > 0 ? mx : 0.0f);
+  float s = (hi - lo) / 255.0f;
+  if (s < FLT_EPSILON) s = FLT_EPSILON;  // NaN stays NaN
+  const float dmin = lo / s, dmax = hi / s;
+  float z = (-128.0f + dmin + 127.0f + dmax > 0.0f) ? -128.0f - dmin : 127.0f - dmax;
+  z = clamp_q(z, -128.0f, 127.0f);
+  *scale = s;
+  *inv = 1.0f / s;
+  *zp = std::nearbyint(z);
+}
+
+
+void requantize(const Quant& q, float* x, const Shape& shape) {
+  const size_t count = numel(shape);
+  if (count == 0) return;
+  if (q.kind == QuantKind::Tensor) {
+    const float inv = static_cast<float>(1.0 / double(q.scale));
+    const float zp = float(q.zero_point);
+    parallel(count, grain_for(sizeof(float)) * 4, [&](size_t b, size_t e) {
+      fake_quantize(x + b, e - b, q.scale, inv, zp, float(q.qmin), float(q.qmax));
+    });
+    return;
+  }
+  if (q.kind != QuantKind::Dynamic) return;
+  size_t token = 1;
+  for (size_t d = shape.size() - std::min<size_t>(q.token_dims, shape.size()); d < shape.size();
+       ++d)
+    token *= shape[d];
+  const size_t tokens = count / token;
+  parallel(tokens, grain_for(token * sizeof(float)) * 4, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      float* row = x + t * token;
+      float scale = 1, inv = 1, zp = 0;
+      token_qparams(row, token, &scale, &inv, &zp);
+      // quantize_per_token: round(x * (1 / scale) + zp), then clamp.
+      for (size_t i = 0; i < token; ++i) {
+        const float t2 = clamp_q(row[i] * inv + zp, -129.0f, 128.0f);
+        row[i] = (clamp_q(round_even(t2), -128.0f, 127.0f) - zp) * scale;
+      }
+    }
+  });
+}
 
 const OwnKernel* layout_kernel(const Node& n, std::string* why) {
   switch (n.op) {

@@ -28,6 +28,8 @@ namespace xnnpack {
 // tables, scratch it reuses). Owned by the delegate.
 struct NodeState {
   virtual ~NodeState() = default;
+  // The int8 GEMM's ISA level when this node runs on the int8 path, else null.
+  virtual const char* int8_path() const { return nullptr; }
 };
 
 struct OwnKernel {
@@ -73,6 +75,33 @@ const OwnKernel* own_kernel(const Node& n, std::string* why);
 const OwnKernel* layout_kernel(const Node& n, std::string* why);
 const OwnKernel* linear_kernel(const Node& n, std::string* why);
 const OwnKernel* elementwise_kernel(const Node& n, std::string* why);
+
+// x (a node's output of shape `shape`, dense) rounded onto the grid of its
+// quantization q (graph.h, Quant): each element quantized and dequantized
+// again, per tensor or (Dynamic) per token with parameters chosen from that
+// token. NaN becomes the lowest quantized value. Nothing for QuantKind::None.
+void requantize(const Quant& q, float* x, const Shape& shape);
+
+// The int8 path of FullyConnected and Conv2d (own_qlinear.cpp): prepared at method load where
+// the node qualifies (*q set; null: the float path runs the node), run instead of the float
+// kernel. qlinear_path() names the int8 GEMM's ISA level ("avx512vnni", "avx512", "avx2",
+// "baseline").
+struct QLinear;
+struct QLinearDeleter {
+  void operator()(QLinear* q) const;
+};
+using QLinearPtr = std::unique_ptr<QLinear, QLinearDeleter>;
+bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* q, std::string* err);
+bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
+                 const std::vector<float*>& ptr, std::string* err);
+const char* qlinear_path();
+
+// One token's quantization parameters (x: n > 0 floats), as PyTorch's
+// choose_qparams_per_token_asymmetric computes them (int8): scale, 1 / scale and the zero point
+// (an integer in [-128, 127], as a float). requantize's Dynamic kind uses them; so does the int8
+// fully connected node of a dynamically quantized input (own_qlinear.cpp), which quantizes the
+// same float input itself.
+void token_qparams(const float* x, size_t n, float* scale, float* inv, float* zp);
 
 // out[i] = min(max(out[i], lo), hi) for i < count, NaN kept (XNNPACK's
 // clamp of a NaN is not specified; pteron keeps PyTorch's NaN).

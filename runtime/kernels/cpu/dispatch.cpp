@@ -5,13 +5,16 @@
 //
 // The level is the widest one that both the CPU (CPUID) and the operating
 // system (XGETBV: the OS saves the YMM / ZMM state on context switches)
-// support. PTERON_ISA=baseline|avx2|avx512 lowers it, never raises it above
-// what the CPU supports. Compiled at the library's baseline ISA.
+// support. PTERON_ISA=baseline|avx2|avx512|avx512vnni lowers it, never raises it above
+// what the CPU supports (avx512vnni: the int8 GEMM of qgemm.h on AVX512-VNNI; the float
+// tables stay at avx512; PTERON_ISA=avx512 leaves the int8 GEMM at avx512 too). Compiled at the
+// library's baseline ISA.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "isa.h"
+#include "qgemm.h"
 
 #if defined(PTERON_OPT_HAVE_X86_ISAS)
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -79,6 +82,15 @@ Level cpu_level() {
   return kAvx2;
 }
 
+// AVX512-VNNI (CPUID.7.0:ECX bit 11), with the AVX-512 state cpu_level() checked.
+bool cpu_vnni() {
+  unsigned r[4];
+  cpuid(0, 0, r);
+  if (r[0] < 7) return false;
+  cpuid(7, 0, r);
+  return (r[2] >> 11) & 1u;
+}
+
 #else
 
 Level cpu_level() { return kBaseline; }
@@ -103,12 +115,12 @@ Level choose() {
         want = kBaseline;
       else if (std::strcmp(env, "avx2") == 0)
         want = kAvx2;
-      else if (std::strcmp(env, "avx512") == 0)
+      else if (std::strcmp(env, "avx512") == 0 || std::strcmp(env, "avx512vnni") == 0)
         want = kAvx512;
       else
         std::fprintf(stderr,
                      "pteron: ignoring PTERON_ISA=%s "
-                     "(expected baseline, avx2 or avx512)\n",
+                     "(expected baseline, avx2, avx512 or avx512vnni)\n",
                      env);
       if (want < l) l = want;  // only ever lower
     }
@@ -122,6 +134,19 @@ int isa_level() {
   static const Level chosen = choose();  // thread-safe, once per process
   return chosen;
 }
+
+#if defined(PTERON_OPT_HAVE_X86_ISAS)
+bool isa_vnni() {
+  static const bool on = [] {
+    if (isa_level() < kAvx512 || !cpu_vnni()) return false;
+    const char* env = std::getenv("PTERON_ISA");
+    return !env || !*env || std::strcmp(env, "avx512vnni") == 0 ||
+           (std::strcmp(env, "baseline") != 0 && std::strcmp(env, "avx2") != 0 &&
+            std::strcmp(env, "avx512") != 0);  // an ignored setting lowers nothing
+  }();
+  return on;
+}
+#endif
 
 const IsaOps& ops() {
   static const IsaOps* chosen = table(Level(isa_level()));

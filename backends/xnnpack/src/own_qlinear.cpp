@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// own_qlinear.cpp - the int8 path of pteron's FullyConnected and Conv2d kernels (own_linear.cpp
+// asks prepare_qlinear first): int8 weights times 8-bit activation codes, summed exactly in
+// int32 by pteron_cpu's qgemm.h (run-time ISA dispatch up to AVX512-VNNI), then scaled to
+// float32.
+//
+// Taken where the node's input is quantized per tensor (QInt8 / QUInt8) or dynamically per token
+// (QDInt8 made by a Convert node, Node::qsource), its filter an int8 constant (QConstant: QInt8
+// with zero point 0 or QCInt8 along the output channels), a fully connected filter stored
+// [N, K], a convolution with one group; every other node keeps the float32 path (the same
+// results up to float rounding). What it computes, per output (i, j):
+//
+//   y = float(C[i, j] - o_i * colsum_j) * (s_i * w_j) + bias_j,  clamped to the output range
+//
+// C the int32 GEMM of the activation codes (qgemm.h: u = q + 128 for int8, q for uint8, o_i the
+// matching zero point offset), s_i the input's scale (per token when dynamic), w_j the filter's
+// scale of output channel j, bias the dequantized bias. The input codes are the quantized values
+// the graph's values already hold (they lie on their grid: x * (1 / s) is within rounding of an
+// integer); a dynamic input is quantized here from the Convert's float input with the Convert's
+// own per-token parameters (token_qparams). The output goes through the node's requantization
+// like any other (backend.cpp).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "own_ops.h"
+#include "pteron/kernel.h"
+#include "qgemm.h"
+
+namespace pteron {
+namespace xnnpack {
+
+struct QLinear {
+  pteron_opt::QPackedWeights w;
+  std::vector<float> wscale, bias;  // per output channel
+  bool conv = false, dynamic = false;
+  int64_t k = 0, n = 0;  // fully connected: K, N
+  // convolution: pads, kernel, stride, dilation, input channels
+  int64_t pt = 0, pl = 0, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, cin = 0;
+  Quant in;
+  // per run
+  std::vector<char> codes;  // activation codes (act_bytes each), + a zero row, + padding
+  std::vector<const void*> rows;
+  std::vector<int32_t> acc;
+  std::vector<float> rscale;  // per row (dynamic)
+  std::vector<float> roff;
+};
+
+void QLinearDeleter::operator()(QLinear* q) const { delete q; }
+
+const char* qlinear_path() { return pteron_opt::qgemm_kernels().name; }
+
+namespace {
+
+template <typename F>
+void parallel(size_t n, size_t grain, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  if (n == 0) return;
+  pteron_parallel_for(
+      0, int64_t(n), int64_t(std::max<size_t>(grain, 1)),
+      [](void* u, int64_t b, int64_t e) { (*static_cast<Fn*>(u))(size_t(b), size_t(e)); }, &f);
+}
+
+inline float round_even(float t) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t half to even
+  return (t + kMagic) - kMagic;
+}
+
+inline float clampf(float v, float lo, float hi) {
+  v = v > lo ? v : lo;  // NaN -> lo
+  return v < hi ? v : hi;
+}
+
+// Codes of `count` floats quantized by (inv, zp, qmin, qmax), shifted by `shift` (128 for int8
+// values, 0 for uint8), stored as T.
+template <typename T>
+void encode(const float* x, size_t count, float inv, float zp, float qmin, float qmax, float shift,
+            T* out, bool add_zp_before_round) {
+  for (size_t i = 0; i < count; ++i) {
+    // quantize_per_token: round(x * inv + zp); per tensor: round(x * inv) + zp.
+    const float r = add_zp_before_round
+                        ? round_even(clampf(x[i] * inv + zp, qmin - 1, qmax + 1))
+                        : round_even(clampf(x[i] * inv, qmin - zp - 1, qmax - zp + 1)) + zp;
+    out[i] = static_cast<T>(clampf(r, qmin, qmax) + shift);
+  }
+}
+
+void encode_any(int act_bytes, const float* x, size_t count, float inv, float zp, float qmin,
+                float qmax, float shift, void* out, bool dynamic) {
+  if (act_bytes == 1)
+    encode(x, count, inv, zp, qmin, qmax, shift, static_cast<uint8_t*>(out), dynamic);
+  else
+    encode(x, count, inv, zp, qmin, qmax, shift, static_cast<int16_t*>(out), dynamic);
+}
+
+void fill_code(int act_bytes, void* out, size_t count, float code) {
+  if (act_bytes == 1)
+    std::memset(out, int(code), count);
+  else
+    std::fill(static_cast<int16_t*>(out), static_cast<int16_t*>(out) + count, int16_t(code));
+}
+
+}  // namespace
+
+bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string* err) {
+  out->reset();
+  if (n.op != Op::FullyConnected && n.op != Op::Conv2d) return true;
+  if (n.inputs.size() < 2 || n.outputs.size() != 1 || (n.flags & kOwnFlagEpilogue)) return true;
+  const Value& x = g.values[n.inputs[0]];
+  const Value& wv = g.values[n.inputs[1]];
+  if (!wv.qconstant) return true;
+  const bool dynamic = x.quant.kind == QuantKind::Dynamic;
+  if (dynamic && (n.op != Op::FullyConnected || n.qsource == kNoValue || x.quant.token_dims != 1))
+    return true;
+  if (!dynamic && x.quant.kind != QuantKind::Tensor) return true;
+  const float* bias = n.inputs.size() > 2 ? g.values[n.inputs[2]].constant : nullptr;
+  if (n.inputs.size() > 2 && !bias) return true;
+  QLinearPtr q(new QLinear);
+  q->dynamic = dynamic;
+  q->in = x.quant;
+  int64_t segs = 1, seglen = 0;
+  if (n.op == Op::FullyConnected) {
+    if ((n.flags & 1u) || wv.dims.size() != 2) return true;  // [K, N] filters: the float path
+    q->n = int64_t(wv.dims[0]), q->k = int64_t(wv.dims[1]);
+    seglen = q->k;
+  } else {
+    // pad top, right, bottom, left, kernel h, w, stride h, w, dilation h, w, group input
+    // channels, group output channels, groups (graph.cpp's order)
+    if (n.p[12] != 1) return true;
+    q->conv = true;
+    q->pt = n.p[0], q->pl = n.p[3], q->kh = n.p[4], q->kw = n.p[5], q->sh = n.p[6];
+    q->sw = n.p[7], q->dh = n.p[8], q->dw = n.p[9], q->cin = n.p[10], q->n = n.p[11];
+    const Shape want{size_t(q->n), size_t(q->kh), size_t(q->kw), size_t(q->cin)};
+    if (wv.dims != want) return true;  // the float path names the mismatch
+    segs = q->kh * q->kw, seglen = q->cin;
+    q->k = segs * seglen;
+  }
+  if (q->n < 1 || q->k < 1 || q->k >= 65536) return true;
+  if (bias && numel(g.values[n.inputs[2]].dims) != size_t(q->n)) return true;
+  if (!q->w.pack(q->n, segs, seglen, wv.qconstant->q.data())) {
+    *err = "node " + std::to_string(n.index) + " (" + op_name(n.op) +
+           "): out of memory packing int8 weights";
+    return false;
+  }
+  q->wscale = wv.qconstant->scales;
+  q->bias.assign(size_t(q->n), 0.0f);
+  if (bias) std::copy(bias, bias + q->n, q->bias.begin());
+  *out = std::move(q);
+  return true;
+}
+
+bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
+                 const std::vector<float*>& ptr, std::string* err) {
+  const pteron_opt::QGemmKernels& kt = pteron_opt::qgemm_kernels();
+  const int ab = kt.act_bytes;
+  const Shape& xs = shapes[n.inputs[0]];
+  const Shape& os = shapes[n.outputs[0]];
+  const size_t in_count = numel(xs);
+  const float shift = q.in.qmin < 0 ? 128.0f : 0.0f;
+  int64_t m = 0, segs = 1;
+  size_t row_elems = 0;  // codes per input row (fully connected) or pixel (convolution)
+  if (!q.conv) {
+    m = int64_t(in_count / size_t(q.k));
+    row_elems = size_t(q.k);
+  } else {
+    if (xs.size() != 4 || int64_t(xs[3]) != q.cin) {
+      *err = "node " + std::to_string(n.index) + ": input " + shape_str(xs) + " does not have " +
+             std::to_string(q.cin) + " channels";
+      return false;
+    }
+    m = int64_t(os[0] * os[1] * os[2]);
+    segs = q.kh * q.kw;
+    row_elems = size_t(q.cin);
+  }
+  if (m == 0 || q.n == 0) return true;
+  // Codes: the input, then one row of the zero code (padding taps), then kQGemmPad more.
+  const size_t total = in_count + row_elems + size_t(pteron_opt::kQGemmPad);
+  try {
+    q.codes.resize(total * size_t(ab));
+    q.rows.resize(size_t(m * segs));
+    q.acc.resize(size_t(m * q.n));
+    if (q.dynamic) q.rscale.resize(size_t(m)), q.roff.resize(size_t(m));
+  } catch (const std::bad_alloc&) {
+    *err = "node " + std::to_string(n.index) + ": out of memory for the int8 buffers";
+    return false;
+  }
+  char* codes = q.codes.data();
+  const float qmin = float(q.in.qmin), qmax = float(q.in.qmax);
+  if (q.dynamic) {
+    const float* src = ptr[n.qsource];
+    parallel(size_t(m), 16, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        const float* xr = src + r * row_elems;
+        float s = 1, inv = 1, zp = 0;
+        token_qparams(xr, row_elems, &s, &inv, &zp);
+        encode_any(ab, xr, row_elems, inv, zp, -128.0f, 127.0f, 128.0f,
+                   codes + r * row_elems * size_t(ab), true);
+        q.rscale[r] = s, q.roff[r] = zp + 128.0f;
+      }
+    });
+  } else {
+    const float* x = ptr[n.inputs[0]];
+    const float inv = static_cast<float>(1.0 / double(q.in.scale));
+    const float zp = float(q.in.zero_point);
+    parallel(in_count, 16384, [&](size_t b, size_t e) {
+      encode_any(ab, x + b, e - b, inv, zp, qmin, qmax, shift, codes + b * size_t(ab), false);
+    });
+  }
+  const float zero_code = q.dynamic ? 0.0f : float(q.in.zero_point) + shift;
+  fill_code(ab, codes + in_count * size_t(ab), row_elems + size_t(pteron_opt::kQGemmPad),
+            zero_code);
+  const char* zero_row = codes + in_count * size_t(ab);
+  // Rows: fully connected, one segment per row; convolution, one per filter tap.
+  if (!q.conv) {
+    for (int64_t r = 0; r < m; ++r) q.rows[size_t(r)] = codes + size_t(r) * row_elems * size_t(ab);
+  } else {
+    const int64_t h = int64_t(xs[1]), w = int64_t(xs[2]), oh = int64_t(os[1]), ow = int64_t(os[2]);
+    parallel(size_t(m), 256, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        const int64_t bi = int64_t(r) / (oh * ow), oy = int64_t(r) / ow % oh, ox = int64_t(r) % ow;
+        const void** dst = q.rows.data() + r * size_t(segs);
+        for (int64_t ky = 0; ky < q.kh; ++ky)
+          for (int64_t kx = 0; kx < q.kw; ++kx) {
+            const int64_t iy = oy * q.sh - q.pt + ky * q.dh, ix = ox * q.sw - q.pl + kx * q.dw;
+            *dst++ = (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                         ? zero_row
+                         : codes + size_t((bi * h + iy) * w + ix) * row_elems * size_t(ab);
+          }
+      }
+    });
+  }
+  pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, q.acc.data(), q.n);
+  // y = (C - o * colsum) * (s * w) + bias, clamped.
+  float* y = ptr[n.outputs[0]];
+  const float lo = n.out_min, hi = n.out_max;
+  const float off_static = float(q.in.zero_point) + shift;
+  parallel(size_t(m), 16, [&](size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      const float s = q.dynamic ? q.rscale[r] : q.in.scale;
+      const float off = q.dynamic ? q.roff[r] : off_static;
+      const int32_t* c = q.acc.data() + r * size_t(q.n);
+      float* yr = y + r * size_t(q.n);
+      for (int64_t j = 0; j < q.n; ++j) {
+        const float corr = float(int64_t(c[j]) - int64_t(off) * q.w.colsum(j));
+        float v = corr * (s * q.wscale[size_t(j)]) + q.bias[size_t(j)];
+        v = v < lo ? lo : v;
+        yr[j] = v > hi ? hi : v;
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace xnnpack
+}  // namespace pteron

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// qgemm.cpp - qgemm.h's level choice, weight packing and parallel driver (the baseline ISA).
+#include "qgemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "isa.h"
+#include "pteron/kernel.h"  // pteron_parallel_for
+
+namespace pteron_opt {
+
+namespace {
+
+const QGemmKernels* table_for(int level) {
+#if defined(PTERON_OPT_HAVE_X86_ISAS)
+  if (level >= 2 && isa_vnni()) return isa_avx512vnni::qgemm_kernels();
+  if (level >= 2) return isa_avx512::qgemm_kernels();
+  if (level == 1) return isa_avx2::qgemm_kernels();
+#endif
+  (void)level;
+  return isa_baseline::qgemm_kernels();
+}
+
+}  // namespace
+
+const QGemmKernels& qgemm_kernels() {
+  static const QGemmKernels* chosen = table_for(isa_level());
+  return *chosen;
+}
+
+QPackedWeights::~QPackedWeights() {
+  std::free(data_);
+  std::free(colsum_);
+}
+
+const void* QPackedWeights::panel(int64_t q) const {
+  return static_cast<const char*>(data_) + q * panel_bytes_;
+}
+
+bool QPackedWeights::pack(int64_t n, int64_t segs, int64_t seglen, const int8_t* w) {
+  const QGemmKernels& kt = qgemm_kernels();
+  const int64_t k = segs * seglen;
+  if (n < 1 || segs < 1 || seglen < 1 || k >= 65536) return false;
+  const int64_t seglen4 = (seglen + 3) / 4 * 4;
+  const int64_t panels = (n + kQGemmNr - 1) / kQGemmNr;
+  const int64_t panel_bytes = segs * seglen4 * kQGemmNr * kt.w_bytes;
+  std::free(data_);
+  std::free(colsum_);
+  data_ = std::calloc(size_t(panels * panel_bytes), 1);
+  colsum_ = static_cast<int32_t*>(std::calloc(size_t(n), sizeof(int32_t)));
+  if (!data_ || !colsum_) {
+    std::free(data_);
+    std::free(colsum_);
+    data_ = nullptr, colsum_ = nullptr;
+    return false;
+  }
+  n_ = n, segs_ = segs, seglen_ = seglen, panel_bytes_ = panel_bytes;
+  groups_ = seglen4 / kt.k_group;
+  const int64_t kg = kt.k_group;
+  for (int64_t j = 0; j < n; ++j) {
+    const int8_t* row = w + j * k;
+    int32_t sum = 0;
+    for (int64_t p = 0; p < k; ++p) sum += row[p];
+    colsum_[j] = sum;
+    const int64_t q = j / kQGemmNr, col = j % kQGemmNr;
+    char* panel = static_cast<char*>(data_) + q * panel_bytes;
+    for (int64_t s = 0; s < segs; ++s)
+      for (int64_t p = 0; p < seglen; ++p) {
+        // panel row (s, p / kg): kQGemmNr columns of kg taps
+        const int64_t idx = ((s * (seglen4 / kg) + p / kg) * kQGemmNr + col) * kg + p % kg;
+        if (kt.w_bytes == 1)
+          reinterpret_cast<int8_t*>(panel)[idx] = row[s * seglen + p];
+        else
+          reinterpret_cast<int16_t*>(panel)[idx] = row[s * seglen + p];
+      }
+  }
+  return true;
+}
+
+namespace {
+
+struct QJob {
+  const QGemmKernels* kt;
+  int64_t m;
+  const void* const* rows;
+  const QPackedWeights* w;
+  int32_t* c;
+  int64_t ldc;
+  int64_t mt, nt, ntiles;  // tile: rows (a multiple of mr), panels; tiles along N
+};
+
+void run_qtiles(void* user, int64_t begin, int64_t end) {
+  const QJob& j = *static_cast<const QJob*>(user);
+  const int64_t mr = j.kt->mr, n = j.w->n(), segs = j.w->segs();
+  const int64_t panels = (n + kQGemmNr - 1) / kQGemmNr;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t i0 = (t / j.ntiles) * j.mt, q0 = (t % j.ntiles) * j.nt;
+    const int64_t i1 = std::min(j.m, i0 + j.mt), q1 = std::min(panels, q0 + j.nt);
+    for (int64_t q = q0; q < q1; ++q) {
+      const void* panel = j.w->panel(q);
+      const int64_t nc = std::min(kQGemmNr, n - q * kQGemmNr);
+      for (int64_t i = i0; i < i1; i += mr)
+        j.kt->ukernel(std::min(mr, i1 - i), nc, segs, j.w->groups(), j.rows + i * segs, panel,
+                      j.c + i * j.ldc + q * kQGemmNr, j.ldc);
+    }
+  }
+}
+
+}  // namespace
+
+void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w, int32_t* c,
+                    int64_t ldc) {
+  if (m <= 0 || w.n() <= 0) return;
+  QJob j{};
+  j.kt = &qgemm_kernels();
+  j.m = m, j.rows = rows, j.w = &w, j.c = c, j.ldc = ldc;
+  const int64_t mr = j.kt->mr, panels = (w.n() + kQGemmNr - 1) / kQGemmNr;
+  const int64_t mblocks = (m + mr - 1) / mr;
+  // Tiles of up to 8 row blocks x 8 panels, shrunk until there are about 4 per thread.
+  const int64_t threads = std::max<int64_t>(1, pteron_parallel_threads());
+  int64_t mb = std::min<int64_t>(mblocks, 8), nt = std::min<int64_t>(panels, 8);
+  auto count = [&] { return ((mblocks + mb - 1) / mb) * ((panels + nt - 1) / nt); };
+  while (count() < 4 * threads && (mb > 1 || nt > 1)) {
+    if (mb >= nt && mb > 1)
+      mb = (mb + 1) / 2;
+    else
+      nt = (nt + 1) / 2;
+  }
+  j.mt = mb * mr, j.nt = nt, j.ntiles = (panels + nt - 1) / nt;
+  const int64_t tiles = ((m + j.mt - 1) / j.mt) * j.ntiles;
+  if (threads <= 1 || tiles <= 1)
+    run_qtiles(&j, 0, tiles);
+  else
+    pteron_parallel_for(0, tiles, 1, run_qtiles, &j);
+}
+
+}  // namespace pteron_opt

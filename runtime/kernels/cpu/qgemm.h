@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// qgemm.h - the int8 GEMM of pteron_cpu: 8-bit activation codes times int8 weights, summed
+// exactly in int32, on indirect rows (a fully connected layer: one segment per row; a
+// convolution without im2col: one segment per filter tap). Weight packing, microkernels per
+// ISA level (qgemm_kernels.cpp), the parallel driver (qgemm.cpp). Used by backend_xnnpack's
+// quantized fully connected and convolution nodes.
+//
+// What it computes (sizes in elements):
+//
+//   C[i, j] = sum over s < segs, p < seglen of A_s[i][p] * W[j, s * seglen + p]     (int32)
+//
+// for i < M, j < N. A_s[i] (row i's segment s) is at rows[i * segs + s]: seglen activation
+// codes in [0, 255], each stored as one uint8 or one int16 (QGemmKernels::act_bytes of the
+// chosen level). A segment may be read up to kQGemmPad - 1 elements past seglen (the packed
+// weights there are zero, so whatever is read adds nothing, but the storage must exist: callers
+// allocate kQGemmPad elements more than they use). W is N x K int8 (K = segs * seglen), row j
+// at w + j * K.
+//
+// An affine int8 quantization q = round(x / s) + zp maps to codes u = q + 128 (int8 values) or
+// u = q (uint8 values) with offset o = zp + 128 or zp: sum (q - zp) w = C - o * colsum(w), where
+// QPackedWeights::colsum(j) = sum over K of W[j, :] (the callers' epilogue).
+//
+// Sums cannot overflow while K * 255 * 128 < 2^31 (K < 65,793): pack() refuses larger K.
+//
+// Levels (pteron_opt::qgemm_kernels(), chosen once per process like isa.h's tables):
+//   baseline    scalar loops, uint8 codes, weights as 16 columns x 4 taps per row of a panel;
+//   avx2        int16 codes and weights, vpmaddwd: 6 rows x 16 columns;
+//   avx512      the same with 16-lane vectors: 12 rows x 16 columns;
+//   avx512vnni  uint8 codes, int8 weights, vpdpbusd (AVX512-VNNI): 12 rows x 16 columns.
+// avx512vnni runs where the CPU has AVX512-VNNI and isa_level() is AVX-512;
+// PTERON_ISA=avx512 (or lower) turns it off, as it lowers the other tables.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pteron_opt {
+
+constexpr int64_t kQGemmNr = 16;  // columns per packed panel (all levels)
+constexpr int64_t kQGemmPad = 4;  // elements a segment may be read past its end
+
+// One microkernel call: rows i < mr (1 <= mr <= QGemmKernels::mr), columns j < nc
+// (1 <= nc <= kQGemmNr) of C from row segments rows[i * segs + s], each `groups` groups of
+// QGemmKernels::k_group codes (the segment length rounded up), one packed panel w.
+using QGemmUkernel = void (*)(int64_t mr, int64_t nc, int64_t segs, int64_t groups,
+                              const void* const* rows, const void* w, int32_t* c, int64_t ldc);
+
+struct QGemmKernels {
+  const char* name;   // "baseline", "avx2", "avx512" or "avx512vnni"
+  int64_t mr;         // rows per microkernel call
+  int act_bytes;      // 1: uint8 codes; 2: int16 codes
+  int w_bytes;        // 1: int8 weights, panel rows of 16 columns x 4 taps; 2: int16, x 2 taps
+  int64_t k_group;    // taps per panel row (4 or 2)
+  QGemmUkernel ukernel;
+};
+
+// The level of this process (qgemm.cpp).
+const QGemmKernels& qgemm_kernels();
+
+// Packed W (N x K, int8) for the chosen level: per panel of kQGemmNr columns and per segment,
+// seglen rounded up to a multiple of 4 taps, zeros past seglen and past N. Owns its memory.
+class QPackedWeights {
+ public:
+  QPackedWeights() = default;
+  QPackedWeights(const QPackedWeights&) = delete;
+  QPackedWeights& operator=(const QPackedWeights&) = delete;
+  ~QPackedWeights();
+
+  // False when K is too large for int32 sums or memory cannot be had.
+  bool pack(int64_t n, int64_t segs, int64_t seglen, const int8_t* w);
+
+  int64_t n() const { return n_; }
+  int64_t segs() const { return segs_; }
+  int64_t seglen() const { return seglen_; }
+  int64_t groups() const { return groups_; }  // per segment
+  const void* panel(int64_t q) const;
+  int32_t colsum(int64_t j) const { return colsum_[j]; }
+
+ private:
+  int64_t n_ = 0, segs_ = 0, seglen_ = 0, groups_ = 0, panel_bytes_ = 0;
+  void* data_ = nullptr;
+  int32_t* colsum_ = nullptr;
+};
+
+// C (M x N, row stride ldc) of `m` rows given as segment pointers (rows[i * segs + s]), split
+// in tiles over pteron_parallel_for. Never fails.
+void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w, int32_t* c,
+                    int64_t ldc);
+
+// One table per level, each defined in its own object of qgemm_kernels.cpp (the ODR rule of
+// isa_kernels.cpp).
+namespace isa_baseline {
+const QGemmKernels* qgemm_kernels();
+}
+#if defined(PTERON_OPT_HAVE_X86_ISAS)
+namespace isa_avx2 {
+const QGemmKernels* qgemm_kernels();
+}
+namespace isa_avx512 {
+const QGemmKernels* qgemm_kernels();
+}
+namespace isa_avx512vnni {
+const QGemmKernels* qgemm_kernels();
+}
+// Whether the CPU and the PTERON_ISA setting allow the avx512vnni level (dispatch.cpp).
+bool isa_vnni();
+#endif
+
+}  // namespace pteron_opt
