@@ -347,6 +347,8 @@ def build_against_tree(tree):
     if not (tree / "libpteron.so").exists():
         raise SystemExit(f"bench/run.py: {tree} has no libpteron.so: build it first")
     libs = ["kernels_portable", "kernels_optimized", "threadpool"]
+    if (tree / "libpteron_kernels_quantized.so").exists():
+        libs.append("kernels_quantized")
     has_xnnpack = (tree / "libpteron_backend_xnnpack.so").exists()
     if has_xnnpack:
         libs.append("backend_xnnpack")
@@ -428,20 +430,14 @@ def zoo_programs(folders):
     return progs
 
 
-BIG_PROGRAMS = ["mlp1024_portable", "mlp1024_xnnpack", "mobilenet_portable", "mobilenet_xnnpack",
-                "mobilenet_v2_xnnpack"]
-
-
 def program_list(only, zoo_folders=(), fixtures=False, zoo_variants=("xnnpack",)):
     """The programs to measure. "xnnpack": whether it is XNNPACK-lowered (the
     contention run, the delegate settings and Wine take only those)."""
     progs = []
     # bench/programs.py writes the same manifest format as models/export.py.
-    index = {e["name"]: e for e in json.loads((PROGRAMS / "manifest.json").read_text())["fixtures"]}
-    for name in BIG_PROGRAMS:
-        e = index.get(name)
-        if e is None:
-            continue
+    # Its entries, in bench/programs.py's order (NAMES).
+    for e in json.loads((PROGRAMS / "manifest.json").read_text())["fixtures"]:
+        name = e["name"]
         progs.append({"name": name, "pte": PROGRAMS / e["file"], "method": "forward",
                       "inputs": [PROGRAMS / f for f in e["methods"]["forward"]["inputs"]],
                       "flops": e["flops"], "xnnpack": name.endswith("_xnnpack"),

@@ -94,6 +94,7 @@ struct Delegate {
   std::vector<std::unique_ptr<NodeState>> state;   // per node: what its kernel prepared
   std::vector<std::string> why;                    // per node: why it runs on its side
   std::vector<char> requant;                       // per node: round its output (quantized)
+  std::vector<char> idle;                          // per node: nothing to do (see plan)
   size_t cancelled = 0;                            // transposes removed at load
   size_t fused = 0;                                // element-wise pairs fused at load
   size_t folded = 0, chains = 0;                   // transposes removed by folding chains
@@ -1205,6 +1206,55 @@ void find_boundaries(Delegate& d, const PlanFacts& f) {
   }
 }
 
+// A Clamp on a quantized value (ReLU6 after a quantized convolution: upstream's partitioner
+// leaves those separate) whose input only it reads, written by a Conv2d, DepthwiseConv2d or
+// FullyConnected with the same quantization: that node takes the Clamp's bounds into its own
+// output range and writes the Clamp's output, which saves a pass over the tensor and one
+// rounding (the result is the rounded clamp of the unrounded sum, as XNNPACK's fused clamp
+// gives). Returns the number of Clamp nodes removed.
+size_t fuse_quantized_clamps(Graph& g) {
+  const size_t nv = g.values.size();
+  std::vector<int> producer(nv, -1);
+  std::vector<size_t> reads(nv, 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (uint32_t v : g.nodes[k].outputs)
+      if (v < nv && producer[v] < 0) producer[v] = int(k);
+    for (uint32_t v : g.nodes[k].inputs)
+      if (v < nv) ++reads[v];
+  }
+  auto same = [](const Quant& a, const Quant& b) {
+    return a.kind == QuantKind::Tensor && b.kind == QuantKind::Tensor && a.scale == b.scale &&
+           a.zero_point == b.zero_point && a.qmin == b.qmin && a.qmax == b.qmax;
+  };
+  std::vector<char> drop(g.nodes.size(), 0);
+  size_t fused = 0;
+  for (size_t ku = 0; ku < g.nodes.size(); ++ku) {
+    const Node& u = g.nodes[ku];
+    if (u.op != Op::Clamp || u.flags != 0 || u.inputs.size() != 1 || u.outputs.size() != 1)
+      continue;
+    const uint32_t t = u.inputs[0], o = u.outputs[0];
+    if (t >= nv || o >= nv || producer[t] < 0 || size_t(producer[t]) >= ku || reads[t] != 1 ||
+        g.values[t].graph_output || !same(g.values[t].quant, g.values[o].quant) ||
+        g.values[t].dims != g.values[o].dims)
+      continue;
+    Node& d = g.nodes[size_t(producer[t])];
+    if ((d.op != Op::Conv2d && d.op != Op::DepthwiseConv2d && d.op != Op::FullyConnected) ||
+        drop[size_t(producer[t])] || d.outputs.size() != 1 || (d.flags & kOwnFlagEpilogue))
+      continue;
+    d.out_min = std::max(d.out_min, u.out_min);
+    d.out_max = std::min(d.out_max, u.out_max);
+    d.outputs[0] = o;
+    drop[ku] = 1;
+    ++fused;
+  }
+  if (!fused) return 0;
+  std::vector<Node> kept;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+  return fused;
+}
+
 // A FullyConnected reading a dynamically quantized value (QDInt8) that a Convert node made from
 // a float32 value: the node's int8 kernel quantizes that float32 value itself, with the same
 // per-token parameters (own_qlinear.cpp), so it gets it as Node::qsource.
@@ -1256,6 +1306,7 @@ bool plan(Delegate& d, std::string* err) {
     std::string ignored;  // a bad setting fails in choose_sides, naming it
     if (read_policy(&policy, &ignored)) d.fused = fuse_elementwise(d.g, policy);
   }
+  d.fused += fuse_quantized_clamps(d.g);
   link_dynamic_sources(d.g);
   PlanFacts f;
   if (!find_producers(d.g, f, err)) return false;
@@ -1297,9 +1348,31 @@ bool plan(Delegate& d, std::string* err) {
   for (size_t k = 0; k < d.g.nodes.size(); ++k)
     if (d.state[k] && d.state[k]->int8_path())
       d.why[k] += std::string("; int8 GEMM (") + d.state[k]->int8_path() + ")";
+  // A Convert to QDInt8 whose every reader is an int8 FullyConnected quantizing the Convert's
+  // input itself (Node::qsource) has nothing to do.
+  d.idle.assign(d.g.nodes.size(), 0);
+  for (size_t k = 0; k < d.g.nodes.size(); ++k) {
+    const Node& c = d.g.nodes[k];
+    if (c.op != Op::Convert || c.outputs.size() != 1 || c.inputs.size() != 1 ||
+        d.g.values[c.outputs[0]].quant.kind != QuantKind::Dynamic ||
+        d.g.values[c.outputs[0]].graph_output)
+      continue;
+    bool all = true, any = false;
+    for (size_t r = 0; r < d.g.nodes.size(); ++r)
+      for (uint32_t v : d.g.nodes[r].inputs)
+        if (v == c.outputs[0]) {
+          any = true;
+          all &= d.g.nodes[r].qsource == c.inputs[0] && d.state[r] && d.state[r]->int8_path();
+        }
+    if (any && all) {
+      d.idle[k] = 1;
+      d.why[k] += "; not run: each reader quantizes its input itself (int8 GEMM)";
+    }
+  }
   d.requant.assign(d.g.nodes.size(), 0);
   for (size_t k = 0; k < d.g.nodes.size(); ++k)
-    d.requant[k] = needs_requantize(d.g, d.g.nodes[k]);
+    d.requant[k] = needs_requantize(d.g, d.g.nodes[k]) &&
+                   !(d.state[k] && d.state[k]->int8_path());  // which rounds it itself
   return true;
 }
 
@@ -1760,6 +1833,7 @@ int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
       if (n.op == Op::StaticReshape && d.ptr[n.inputs[0]] == d.ptr[n.outputs[0]])
         continue;  // a view: nothing to do
       const uint32_t k = s.nodes[0];
+      if (d.idle[k]) continue;
       if (!d.kernel[k]->run(n, d.state[k].get(), var.shapes, d.ptr, &err))
         return failf(ctx, PTERON_ERROR_DELEGATE_FAILED, "%s: %s", kId, err.c_str());
       if (d.requant[k]) requantize(g.values[n.outputs[0]].quant, d.ptr[n.outputs[0]],

@@ -23,6 +23,7 @@
 #include "graph.h"
 #include "nhwc.h"
 #include "own_ops.h"
+#include "qgemm.h"
 
 namespace pteron {
 namespace xnnpack {
@@ -330,12 +331,8 @@ void fake_quantize(float* x, size_t count, float scale, float inv, float zp, flo
 // One token's parameters, as choose_qparams_per_token_asymmetric computes
 // them (kernels_quantized, quantize.cpp), into scale, 1 / scale and zero point.
 void token_qparams(const float* x, size_t n, float* scale, float* inv, float* zp) {
-  float mn = x[0], mx = x[0];
-  for (size_t i = 1; i < n; ++i) {
-    const float v = x[i];
-    mn = (v < mn || std::isnan(v)) ? v : mn;
-    mx = (v > mx || std::isnan(v)) ? v : mx;
-  }
+  float mn = 0, mx = 0;
+  pteron_opt::qgemm_kernels().minmax(x, int64_t(n), &mn, &mx);  // NaN when one is NaN
   const float lo = std::isnan(mn) ? mn : (mn < 0 ? mn : 0.0f);
   const float hi = std::isnan(mx) ? mx : (mx > 0 ? mx : 0.0f);
   float s = (hi - lo) / 255.0f;

@@ -28,7 +28,8 @@ namespace xnnpack {
 // tables, scratch it reuses). Owned by the delegate.
 struct NodeState {
   virtual ~NodeState() = default;
-  // The int8 GEMM's ISA level when this node runs on the int8 path, else null.
+  // The int8 GEMM's ISA level when this node runs on the int8 path, else null. Such a node's
+  // kernel rounds its quantized output onto the output's grid itself.
   virtual const char* int8_path() const { return nullptr; }
 };
 

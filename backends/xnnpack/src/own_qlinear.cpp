@@ -17,8 +17,8 @@
 // scale of output channel j, bias the dequantized bias. The input codes are the quantized values
 // the graph's values already hold (they lie on their grid: x * (1 / s) is within rounding of an
 // integer); a dynamic input is quantized here from the Convert's float input with the Convert's
-// own per-token parameters (token_qparams). The output goes through the node's requantization
-// like any other (backend.cpp).
+// own per-token parameters (token_qparams). A quantized output is rounded onto its grid here
+// (NodeState::int8_path: backend.cpp leaves such a node's output as it is).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -40,13 +40,20 @@ struct QLinear {
   int64_t k = 0, n = 0;  // fully connected: K, N
   // convolution: pads, kernel, stride, dilation, input channels
   int64_t pt = 0, pl = 0, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, cin = 0;
-  Quant in;
+  bool per_row = false;  // convolution: a segment per filter row (else per tap)
+  Quant in, out;  // the input's and the output's quantization
   // per run
   std::vector<char> codes;  // activation codes (act_bytes each), + a zero row, + padding
   std::vector<const void*> rows;
-  std::vector<int32_t> acc;
-  std::vector<float> rscale;  // per row (dynamic)
-  std::vector<float> roff;
+  const char* rows_for = nullptr;  // the codes buffer `rows` points into, for these shapes
+  Shape rows_shape, rows_out;
+  // per filter row: a row whose taps leave the input at the left or right reads a copy of its
+  // codes with zero codes for those taps (edge e at edges[e * seg_elems], refreshed each run
+  // from (input pixel offset of its first tap, that tap's column))
+  std::vector<char> edges;
+  std::vector<std::pair<int64_t, int64_t>> edge_src;
+  std::vector<float> rscale;  // per row: the activation's scale
+  std::vector<int32_t> roff;  // per row: its codes' zero point offset
 };
 
 void QLinearDeleter::operator()(QLinear* q) const { delete q; }
@@ -62,38 +69,6 @@ void parallel(size_t n, size_t grain, F&& f) {
   pteron_parallel_for(
       0, int64_t(n), int64_t(std::max<size_t>(grain, 1)),
       [](void* u, int64_t b, int64_t e) { (*static_cast<Fn*>(u))(size_t(b), size_t(e)); }, &f);
-}
-
-inline float round_even(float t) {
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t half to even
-  return (t + kMagic) - kMagic;
-}
-
-inline float clampf(float v, float lo, float hi) {
-  v = v > lo ? v : lo;  // NaN -> lo
-  return v < hi ? v : hi;
-}
-
-// Codes of `count` floats quantized by (inv, zp, qmin, qmax), shifted by `shift` (128 for int8
-// values, 0 for uint8), stored as T.
-template <typename T>
-void encode(const float* x, size_t count, float inv, float zp, float qmin, float qmax, float shift,
-            T* out, bool add_zp_before_round) {
-  for (size_t i = 0; i < count; ++i) {
-    // quantize_per_token: round(x * inv + zp); per tensor: round(x * inv) + zp.
-    const float r = add_zp_before_round
-                        ? round_even(clampf(x[i] * inv + zp, qmin - 1, qmax + 1))
-                        : round_even(clampf(x[i] * inv, qmin - zp - 1, qmax - zp + 1)) + zp;
-    out[i] = static_cast<T>(clampf(r, qmin, qmax) + shift);
-  }
-}
-
-void encode_any(int act_bytes, const float* x, size_t count, float inv, float zp, float qmin,
-                float qmax, float shift, void* out, bool dynamic) {
-  if (act_bytes == 1)
-    encode(x, count, inv, zp, qmin, qmax, shift, static_cast<uint8_t*>(out), dynamic);
-  else
-    encode(x, count, inv, zp, qmin, qmax, shift, static_cast<int16_t*>(out), dynamic);
 }
 
 void fill_code(int act_bytes, void* out, size_t count, float code) {
@@ -121,6 +96,8 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
   QLinearPtr q(new QLinear);
   q->dynamic = dynamic;
   q->in = x.quant;
+  q->out = g.values[n.outputs[0]].quant;
+  if (q->out.kind == QuantKind::Dynamic) return true;
   int64_t segs = 1, seglen = 0;
   if (n.op == Op::FullyConnected) {
     if ((n.flags & 1u) || wv.dims.size() != 2) return true;  // [K, N] filters: the float path
@@ -135,10 +112,14 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
     q->sw = n.p[7], q->dh = n.p[8], q->dw = n.p[9], q->cin = n.p[10], q->n = n.p[11];
     const Shape want{size_t(q->n), size_t(q->kh), size_t(q->kw), size_t(q->cin)};
     if (wv.dims != want) return true;  // the float path names the mismatch
-    segs = q->kh * q->kw, seglen = q->cin;
+    // Dilation 1 along w: one segment per filter row (kw * cin contiguous codes of an input
+    // row), else one per tap.
+    q->per_row = q->dw == 1;
+    segs = q->per_row ? q->kh : q->kh * q->kw;
+    seglen = q->per_row ? q->kw * q->cin : q->cin;
     q->k = segs * seglen;
   }
-  if (q->n < 1 || q->k < 1 || q->k >= 65536) return true;
+  if (q->n < 1 || q->k < 1 || q->k > pteron_opt::kQGemmMaxK) return true;
   if (bias && numel(g.values[n.inputs[2]].dims) != size_t(q->n)) return true;
   if (!q->w.pack(q->n, segs, seglen, wv.qconstant->q.data())) {
     *err = "node " + std::to_string(n.index) + " (" + op_name(n.op) +
@@ -172,17 +153,18 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       return false;
     }
     m = int64_t(os[0] * os[1] * os[2]);
-    segs = q.kh * q.kw;
+    segs = q.per_row ? q.kh : q.kh * q.kw;
     row_elems = size_t(q.cin);
   }
   if (m == 0 || q.n == 0) return true;
-  // Codes: the input, then one row of the zero code (padding taps), then kQGemmPad more.
-  const size_t total = in_count + row_elems + size_t(pteron_opt::kQGemmPad);
+  // Codes: the input, then one segment of the zero code (padding taps), then kQGemmPad more.
+  const size_t seg_elems = q.conv && q.per_row ? size_t(q.kw) * row_elems : row_elems;
+  const size_t zero_elems = seg_elems;
+  const size_t total = in_count + zero_elems + size_t(pteron_opt::kQGemmPad);
   try {
     q.codes.resize(total * size_t(ab));
     q.rows.resize(size_t(m * segs));
-    q.acc.resize(size_t(m * q.n));
-    if (q.dynamic) q.rscale.resize(size_t(m)), q.roff.resize(size_t(m));
+    q.rscale.resize(size_t(m)), q.roff.resize(size_t(m));
   } catch (const std::bad_alloc&) {
     *err = "node " + std::to_string(n.index) + ": out of memory for the int8 buffers";
     return false;
@@ -196,9 +178,9 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
         const float* xr = src + r * row_elems;
         float s = 1, inv = 1, zp = 0;
         token_qparams(xr, row_elems, &s, &inv, &zp);
-        encode_any(ab, xr, row_elems, inv, zp, -128.0f, 127.0f, 128.0f,
-                   codes + r * row_elems * size_t(ab), true);
-        q.rscale[r] = s, q.roff[r] = zp + 128.0f;
+        kt.encode(xr, int64_t(row_elems), inv, zp, -128.0f, 127.0f, 128.0f, 1,
+                  codes + r * row_elems * size_t(ab));
+        q.rscale[r] = s, q.roff[r] = int32_t(zp) + 128;
       }
     });
   } else {
@@ -206,19 +188,46 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
     const float inv = static_cast<float>(1.0 / double(q.in.scale));
     const float zp = float(q.in.zero_point);
     parallel(in_count, 16384, [&](size_t b, size_t e) {
-      encode_any(ab, x + b, e - b, inv, zp, qmin, qmax, shift, codes + b * size_t(ab), false);
+      kt.encode(x + b, int64_t(e - b), inv, zp, qmin, qmax, shift, 0, codes + b * size_t(ab));
     });
   }
   const float zero_code = q.dynamic ? 0.0f : float(q.in.zero_point) + shift;
-  fill_code(ab, codes + in_count * size_t(ab), row_elems + size_t(pteron_opt::kQGemmPad),
+  fill_code(ab, codes + in_count * size_t(ab), zero_elems + size_t(pteron_opt::kQGemmPad),
             zero_code);
   const char* zero_row = codes + in_count * size_t(ab);
-  // Rows: fully connected, one segment per row; convolution, one per filter tap.
-  if (!q.conv) {
+  // Rows: fully connected, one segment per row; convolution, one per filter tap. They depend
+  // only on where the codes are and on the shapes: built again only when those change.
+  const bool same_rows = q.rows_for == codes && q.rows_shape == xs && q.rows_out == os;
+  q.rows_for = codes, q.rows_shape = xs, q.rows_out = os;
+  if (same_rows) {
+  } else if (!q.conv) {
     for (int64_t r = 0; r < m; ++r) q.rows[size_t(r)] = codes + size_t(r) * row_elems * size_t(ab);
   } else {
     const int64_t h = int64_t(xs[1]), w = int64_t(xs[2]), oh = int64_t(os[1]), ow = int64_t(os[2]);
-    parallel(size_t(m), 256, [&](size_t b, size_t e) {
+    if (q.per_row) {
+      // Rows of pixels whose filter rows leave the input horizontally read edge copies.
+      q.edge_src.clear();
+      std::vector<size_t> edge_rows;
+      const size_t stride = (seg_elems + size_t(pteron_opt::kQGemmPad)) * size_t(ab);
+      for (int64_t r = 0; r < m; ++r) {
+        const int64_t bi = r / (oh * ow), oy = r / ow % oh, ox = r % ow;
+        const int64_t ix0 = ox * q.sw - q.pl;
+        for (int64_t ky = 0; ky < q.kh; ++ky) {
+          const int64_t iy = oy * q.sh - q.pt + ky * q.dh;
+          const void*& dst = q.rows[size_t(r * segs + ky)];
+          if (iy < 0 || iy >= h) {
+            dst = zero_row;
+          } else if (ix0 >= 0 && ix0 + q.kw <= w) {
+            dst = codes + size_t((bi * h + iy) * w + ix0) * row_elems * size_t(ab);
+          } else {
+            edge_rows.push_back(size_t(r * segs + ky));  // set below, once edges is allocated
+            q.edge_src.emplace_back((bi * h + iy) * w, ix0);
+          }
+        }
+      }
+      q.edges.assign(q.edge_src.size() * stride, 0);
+      for (size_t e = 0; e < edge_rows.size(); ++e) q.rows[edge_rows[e]] = q.edges.data() + e * stride;
+    } else parallel(size_t(m), 256, [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
         const int64_t bi = int64_t(r) / (oh * ow), oy = int64_t(r) / ow % oh, ox = int64_t(r) % ow;
         const void** dst = q.rows.data() + r * size_t(segs);
@@ -232,25 +241,40 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       }
     });
   }
-  pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, q.acc.data(), q.n);
-  // y = (C - o * colsum) * (s * w) + bias, clamped.
-  float* y = ptr[n.outputs[0]];
-  const float lo = n.out_min, hi = n.out_max;
-  const float off_static = float(q.in.zero_point) + shift;
-  parallel(size_t(m), 16, [&](size_t b, size_t e) {
-    for (size_t r = b; r < e; ++r) {
-      const float s = q.dynamic ? q.rscale[r] : q.in.scale;
-      const float off = q.dynamic ? q.roff[r] : off_static;
-      const int32_t* c = q.acc.data() + r * size_t(q.n);
-      float* yr = y + r * size_t(q.n);
-      for (int64_t j = 0; j < q.n; ++j) {
-        const float corr = float(int64_t(c[j]) - int64_t(off) * q.w.colsum(j));
-        float v = corr * (s * q.wscale[size_t(j)]) + q.bias[size_t(j)];
-        v = v < lo ? lo : v;
-        yr[j] = v > hi ? hi : v;
+  if (q.conv && q.per_row && !q.edge_src.empty()) {
+    const int64_t w = int64_t(xs[2]);
+    const size_t stride = (seg_elems + size_t(pteron_opt::kQGemmPad)) * size_t(ab);
+    for (size_t e = 0; e < q.edge_src.size(); ++e) {
+      char* dst = q.edges.data() + e * stride;
+      const int64_t base = q.edge_src[e].first, ix0 = q.edge_src[e].second;
+      for (int64_t kx = 0; kx < q.kw; ++kx) {
+        char* d = dst + size_t(kx) * row_elems * size_t(ab);
+        const int64_t ix = ix0 + kx;
+        if (ix < 0 || ix >= w)
+          fill_code(ab, d, row_elems, zero_code);
+        else
+          std::memcpy(d, codes + size_t(base + ix) * row_elems * size_t(ab), row_elems * size_t(ab));
       }
     }
-  });
+  }
+  // Per row: the activation's scale and zero point offset (one pair unless dynamic).
+  if (!q.dynamic && !same_rows) {
+    q.rscale.assign(size_t(m), q.in.scale);
+    q.roff.assign(size_t(m), q.in.zero_point + int32_t(shift));
+  }
+  pteron_opt::QGemmOut o;
+  o.y = ptr[n.outputs[0]], o.ldy = q.n;
+  o.colsum = q.w.colsums(), o.col_scale = q.wscale.data(), o.bias = q.bias.data();
+  o.row_off = q.roff.data(), o.row_scale = q.rscale.data();
+  o.lo = n.out_min, o.hi = n.out_max;
+  // A quantized output is rounded onto its grid on the way out (NodeState::int8_path).
+  if (q.out.kind == QuantKind::Tensor) {
+    o.requant = 1;
+    o.o_inv = static_cast<float>(1.0 / double(q.out.scale));
+    o.o_lo = float(q.out.qmin - q.out.zero_point), o.o_hi = float(q.out.qmax - q.out.zero_point);
+    o.o_scale = q.out.scale;
+  }
+  pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, o);
   return true;
 }
 

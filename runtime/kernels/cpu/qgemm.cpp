@@ -43,14 +43,15 @@ const void* QPackedWeights::panel(int64_t q) const {
 bool QPackedWeights::pack(int64_t n, int64_t segs, int64_t seglen, const int8_t* w) {
   const QGemmKernels& kt = qgemm_kernels();
   const int64_t k = segs * seglen;
-  if (n < 1 || segs < 1 || seglen < 1 || k >= 65536) return false;
+  if (n < 1 || segs < 1 || seglen < 1 || k > kQGemmMaxK) return false;
   const int64_t seglen4 = (seglen + 3) / 4 * 4;
   const int64_t panels = (n + kQGemmNr - 1) / kQGemmNr;
   const int64_t panel_bytes = segs * seglen4 * kQGemmNr * kt.w_bytes;
   std::free(data_);
   std::free(colsum_);
   data_ = std::calloc(size_t(panels * panel_bytes), 1);
-  colsum_ = static_cast<int32_t*>(std::calloc(size_t(n), sizeof(int32_t)));
+  // padded to whole panels: the vector epilogues read 16 columns
+  colsum_ = static_cast<int32_t*>(std::calloc(size_t(panels * kQGemmNr), sizeof(int32_t)));
   if (!data_ || !colsum_) {
     std::free(data_);
     std::free(colsum_);
@@ -87,8 +88,7 @@ struct QJob {
   int64_t m;
   const void* const* rows;
   const QPackedWeights* w;
-  int32_t* c;
-  int64_t ldc;
+  const QGemmOut* out;
   int64_t mt, nt, ntiles;  // tile: rows (a multiple of mr), panels; tiles along N
 };
 
@@ -104,19 +104,19 @@ void run_qtiles(void* user, int64_t begin, int64_t end) {
       const int64_t nc = std::min(kQGemmNr, n - q * kQGemmNr);
       for (int64_t i = i0; i < i1; i += mr)
         j.kt->ukernel(std::min(mr, i1 - i), nc, segs, j.w->groups(), j.rows + i * segs, panel,
-                      j.c + i * j.ldc + q * kQGemmNr, j.ldc);
+                      *j.out, i, q * kQGemmNr);
     }
   }
 }
 
 }  // namespace
 
-void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w, int32_t* c,
-                    int64_t ldc) {
+void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w,
+                    const QGemmOut& out) {
   if (m <= 0 || w.n() <= 0) return;
   QJob j{};
   j.kt = &qgemm_kernels();
-  j.m = m, j.rows = rows, j.w = &w, j.c = c, j.ldc = ldc;
+  j.m = m, j.rows = rows, j.w = &w, j.out = &out;
   const int64_t mr = j.kt->mr, panels = (w.n() + kQGemmNr - 1) / kQGemmNr;
   const int64_t mblocks = (m + mr - 1) / mr;
   // Tiles of up to 8 row blocks x 8 panels, shrunk until there are about 4 per thread.

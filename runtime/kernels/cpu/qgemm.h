@@ -9,6 +9,9 @@
 //
 //   C[i, j] = sum over s < segs, p < seglen of A_s[i][p] * W[j, s * seglen + p]     (int32)
 //
+// scaled to float32, clamped and (optionally) rounded onto a quantization grid on the way out
+// (QGemmOut), while the tile is in registers.
+//
 // for i < M, j < N. A_s[i] (row i's segment s) is at rows[i * segs + s]: seglen activation
 // codes in [0, 255], each stored as one uint8 or one int16 (QGemmKernels::act_bytes of the
 // chosen level). A segment may be read up to kQGemmPad - 1 elements past seglen (the packed
@@ -20,7 +23,8 @@
 // u = q (uint8 values) with offset o = zp + 128 or zp: sum (q - zp) w = C - o * colsum(w), where
 // QPackedWeights::colsum(j) = sum over K of W[j, :] (the callers' epilogue).
 //
-// Sums cannot overflow while K * 255 * 128 < 2^31 (K < 65,793): pack() refuses larger K.
+// K is at most kQGemmMaxK (pack() refuses more): then neither C nor o * colsum(j), o <= 383,
+// leaves int32, so callers may subtract them in int32.
 //
 // Levels (pteron_opt::qgemm_kernels(), chosen once per process like isa.h's tables):
 //   baseline    scalar loops, uint8 codes, weights as 16 columns x 4 taps per row of a panel;
@@ -38,12 +42,47 @@ namespace pteron_opt {
 
 constexpr int64_t kQGemmNr = 16;  // columns per packed panel (all levels)
 constexpr int64_t kQGemmPad = 4;  // elements a segment may be read past its end
+constexpr int64_t kQGemmMaxK = 16384;
+
+// Where C goes: each C[i, j] becomes the float32
+//   v = clamp(float(C[i, j] - row_off[i] * colsum[j]) * (row_scale[i] * col_scale[j]) + bias[j],
+//             lo, hi)
+// (the int32 difference is exact: see kQGemmMaxK), and with requant set it is then rounded onto
+// a quantization grid, v = clamp(round(v * o_inv), o_lo, o_hi) * o_scale (o_lo / o_hi: quant_min
+// / quant_max minus the zero point; round half to even); stored at y[i * ldy + j]. NaN bounds are
+// not allowed.
+struct QGemmOut {
+  float* y = nullptr;
+  int64_t ldy = 0;
+  const int32_t* colsum = nullptr;   // per column (QPackedWeights::colsums())
+  const float* col_scale = nullptr;  // per column: the weight's scale
+  const float* bias = nullptr;       // per column
+  const int32_t* row_off = nullptr;  // per row: the activation codes' zero point offset
+  const float* row_scale = nullptr;  // per row: the activation's scale
+  float lo = 0, hi = 0;
+  int requant = 0;
+  float o_inv = 1, o_lo = 0, o_hi = 0, o_scale = 1;
+};
 
 // One microkernel call: rows i < mr (1 <= mr <= QGemmKernels::mr), columns j < nc
-// (1 <= nc <= kQGemmNr) of C from row segments rows[i * segs + s], each `groups` groups of
-// QGemmKernels::k_group codes (the segment length rounded up), one packed panel w.
+// (1 <= nc <= kQGemmNr) of the output, from row segments rows[i * segs + s], each `groups`
+// groups of QGemmKernels::k_group codes (the segment length rounded up), one packed panel w;
+// the rows are rows i0 + i and the columns j0 + j of `out`.
 using QGemmUkernel = void (*)(int64_t mr, int64_t nc, int64_t segs, int64_t groups,
-                              const void* const* rows, const void* w, int32_t* c, int64_t ldc);
+                              const void* const* rows, const void* w, const QGemmOut& out,
+                              int64_t i0, int64_t j0);
+
+// Activation codes of n floats x (act_bytes each, into out):
+//   code = clamp(round(clamp(x * inv + a, lo - b - 1, hi - b + 1)) + b, lo, hi) + shift
+// with a = zp, b = 0 when zp_before_round (quantize per token: round(x / s + zp)), else a = 0,
+// b = zp (per tensor: round(x / s) + zp); round half to even, NaN gives lo. lo, hi: quant_min,
+// quant_max; shift: 128 for int8 values, 0 for uint8.
+using QGemmEncode = void (*)(const float* x, int64_t n, float inv, float zp, float lo, float hi,
+                             float shift, int zp_before_round, void* out);
+
+// The smallest and the largest of n > 0 floats, NaN for both when one is NaN (torch.amin /
+// amax): the per-token range of dynamic quantization.
+using QGemmMinMax = void (*)(const float* x, int64_t n, float* mn, float* mx);
 
 struct QGemmKernels {
   const char* name;   // "baseline", "avx2", "avx512" or "avx512vnni"
@@ -52,6 +91,8 @@ struct QGemmKernels {
   int w_bytes;        // 1: int8 weights, panel rows of 16 columns x 4 taps; 2: int16, x 2 taps
   int64_t k_group;    // taps per panel row (4 or 2)
   QGemmUkernel ukernel;
+  QGemmEncode encode;
+  QGemmMinMax minmax;
 };
 
 // The level of this process (qgemm.cpp).
@@ -75,6 +116,7 @@ class QPackedWeights {
   int64_t groups() const { return groups_; }  // per segment
   const void* panel(int64_t q) const;
   int32_t colsum(int64_t j) const { return colsum_[j]; }
+  const int32_t* colsums() const { return colsum_; }
 
  private:
   int64_t n_ = 0, segs_ = 0, seglen_ = 0, groups_ = 0, panel_bytes_ = 0;
@@ -82,10 +124,10 @@ class QPackedWeights {
   int32_t* colsum_ = nullptr;
 };
 
-// C (M x N, row stride ldc) of `m` rows given as segment pointers (rows[i * segs + s]), split
-// in tiles over pteron_parallel_for. Never fails.
-void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w, int32_t* c,
-                    int64_t ldc);
+// The output (QGemmOut) of `m` rows given as segment pointers (rows[i * segs + s]), split in
+// tiles over pteron_parallel_for. Never fails.
+void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w,
+                    const QGemmOut& out);
 
 // One table per level, each defined in its own object of qgemm_kernels.cpp (the ODR rule of
 // isa_kernels.cpp).

@@ -15,11 +15,18 @@
 // Edge tiles: columns past nc are computed from the panel's zero padding and not stored.
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "qgemm.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+// gcc 12's AVX-512 min / max intrinsics read an "undefined" vector it then warns about.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
 #ifndef PTERON_OPT_ISA
@@ -41,15 +48,61 @@ inline int32_t load_i32(const void* p) {
   return v;
 }
 
+// QGemmOut's epilogue for one element (the baseline level's, and the reference the vector
+// ones follow step by step).
+inline float round_even(float t) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t half to even
+  return (t + kMagic) - kMagic;
+}
+inline float epilogue(const QGemmOut& o, int32_t c, int64_t i, int64_t j) {
+  float v = float(c - o.row_off[i] * o.colsum[j]) * (o.row_scale[i] * o.col_scale[j]) + o.bias[j];
+  v = v < o.lo ? o.lo : v;
+  v = v > o.hi ? o.hi : v;
+  if (o.requant) {
+    float t = v * o.o_inv;
+    t = t < o.o_lo - 1 ? o.o_lo - 1 : (t > o.o_hi + 1 ? o.o_hi + 1 : t);
+    t = round_even(t);
+    t = t < o.o_lo ? o.o_lo : (t > o.o_hi ? o.o_hi : t);
+    v = t * o.o_scale;
+  }
+  return v;
+}
+
+#if defined(__AVX512F__)
+// The epilogue of R rows of 16 int32 sums (masked loads and stores past nc).
+template <int R>
+void store512(const __m512i* acc, int64_t nc, const QGemmOut& o, int64_t i0, int64_t j0) {
+  const __mmask16 m = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
+  const __m512i cs = _mm512_maskz_loadu_epi32(m, o.colsum + j0);
+  const __m512 ws = _mm512_maskz_loadu_ps(m, o.col_scale + j0);
+  const __m512 b = _mm512_maskz_loadu_ps(m, o.bias + j0);
+  const __m512 lo = _mm512_set1_ps(o.lo), hi = _mm512_set1_ps(o.hi);
+  for (int i = 0; i < R; ++i) {
+    const __m512i a = _mm512_sub_epi32(acc[i], _mm512_mullo_epi32(_mm512_set1_epi32(o.row_off[i0 + i]), cs));
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a),
+                               _mm512_mul_ps(_mm512_set1_ps(o.row_scale[i0 + i]), ws), b);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    if (o.requant) {
+      __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(o.o_inv));
+      t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(o.o_lo - 1)), _mm512_set1_ps(o.o_hi + 1));
+      t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(o.o_lo)), _mm512_set1_ps(o.o_hi));
+      v = _mm512_mul_ps(t, _mm512_set1_ps(o.o_scale));
+    }
+    _mm512_mask_storeu_ps(o.y + (i0 + i) * o.ldy + j0, m, v);
+  }
+}
+#endif
+
 #if defined(PTERON_QGEMM_VNNI)
 
-constexpr int64_t kMr = 12;
+constexpr int64_t kMr = 8;
 constexpr int kActBytes = 1, kWBytes = 1;
 constexpr int64_t kGroup = 4;
 
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
-          int32_t* c, int64_t ldc) {
+          const QGemmOut& o, int64_t i0, int64_t j0) {
   __m512i acc[R];
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_si512();
   const int8_t* wp = static_cast<const int8_t*>(w);
@@ -62,8 +115,7 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
         acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_set1_epi32(load_i32(a[i] + 4 * g)), wv);
     }
   }
-  const __mmask16 m = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
-  for (int i = 0; i < R; ++i) _mm512_mask_storeu_epi32(c + i * ldc, m, acc[i]);
+  store512<R>(acc, nc, o, i0, j0);
 }
 
 #elif defined(__AVX512F__)
@@ -74,7 +126,7 @@ constexpr int64_t kGroup = 2;
 
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
-          int32_t* c, int64_t ldc) {
+          const QGemmOut& o, int64_t i0, int64_t j0) {
   __m512i acc[R];
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_si512();
   const int16_t* wp = static_cast<const int16_t*>(w);
@@ -88,19 +140,20 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
             acc[i], _mm512_madd_epi16(_mm512_set1_epi32(load_i32(a[i] + 2 * g)), wv));
     }
   }
-  const __mmask16 m = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
-  for (int i = 0; i < R; ++i) _mm512_mask_storeu_epi32(c + i * ldc, m, acc[i]);
+  store512<R>(acc, nc, o, i0, j0);
 }
 
 #elif defined(__AVX2__)
 
 constexpr int64_t kMr = 6;
+
+// The colsum load above reads 16 columns: a panel's colsum is padded (QPackedWeights).
 constexpr int kActBytes = 2, kWBytes = 2;
 constexpr int64_t kGroup = 2;
 
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
-          int32_t* c, int64_t ldc) {
+          const QGemmOut& o, int64_t i0, int64_t j0) {
   __m256i lo[R], hi[R];
   for (int i = 0; i < R; ++i) lo[i] = hi[i] = _mm256_setzero_si256();
   const int16_t* wp = static_cast<const int16_t*>(w);
@@ -117,11 +170,40 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
       }
     }
   }
+  // The epilogue, 8 columns at a time (vcvtdq2ps, FMA, vroundps), full vectors into a row
+  // buffer when nc < 16.
+  const __m256i cs0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(o.colsum + j0));
+  const __m256i cs1 = nc > 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(o.colsum + j0 + 8)) : cs0;
   for (int i = 0; i < R; ++i) {
-    alignas(32) int32_t t[16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), lo[i]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t + 8), hi[i]);
-    std::memcpy(c + i * ldc, t, size_t(nc) * sizeof(int32_t));
+    alignas(32) float t[16];
+    const __m256i off = _mm256_set1_epi32(o.row_off[i0 + i]);
+    const __m256 rs = _mm256_set1_ps(o.row_scale[i0 + i]);
+    for (int h = 0; h < 2; ++h) {
+      if (h == 1 && nc <= 8) break;
+      const int64_t j = j0 + 8 * h;
+      const int64_t left = nc - 8 * h;
+      __m256 ws, b;
+      if (left >= 8) {
+        ws = _mm256_loadu_ps(o.col_scale + j), b = _mm256_loadu_ps(o.bias + j);
+      } else {
+        alignas(32) float wt[8] = {}, bt[8] = {};
+        std::memcpy(wt, o.col_scale + j, size_t(left) * sizeof(float));
+        std::memcpy(bt, o.bias + j, size_t(left) * sizeof(float));
+        ws = _mm256_load_ps(wt), b = _mm256_load_ps(bt);
+      }
+      const __m256i a = _mm256_sub_epi32(h ? hi[i] : lo[i], _mm256_mullo_epi32(off, h ? cs1 : cs0));
+      __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_mul_ps(rs, ws), b);
+      v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
+      if (o.requant) {
+        __m256 tq = _mm256_mul_ps(v, _mm256_set1_ps(o.o_inv));
+        tq = _mm256_min_ps(_mm256_max_ps(tq, _mm256_set1_ps(o.o_lo - 1)), _mm256_set1_ps(o.o_hi + 1));
+        tq = _mm256_round_ps(tq, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        tq = _mm256_min_ps(_mm256_max_ps(tq, _mm256_set1_ps(o.o_lo)), _mm256_set1_ps(o.o_hi));
+        v = _mm256_mul_ps(tq, _mm256_set1_ps(o.o_scale));
+      }
+      _mm256_store_ps(t + 8 * h, v);
+    }
+    std::memcpy(o.y + (i0 + i) * o.ldy + j0, t, size_t(nc) * sizeof(float));
   }
 }
 
@@ -130,16 +212,16 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
 #if defined(__AVX2__) || defined(__AVX512F__)
 template <int R>
 void rows_up_to(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* const* rows,
-                const void* w, int32_t* c, int64_t ldc) {
+                const void* w, const QGemmOut& o, int64_t i0, int64_t j0) {
   if constexpr (R > 1) {
-    if (mr < R) return rows_up_to<R - 1>(mr, nc, segs, groups, rows, w, c, ldc);
+    if (mr < R) return rows_up_to<R - 1>(mr, nc, segs, groups, rows, w, o, i0, j0);
   }
-  body<R>(nc, segs, groups, rows, w, c, ldc);
+  body<R>(nc, segs, groups, rows, w, o, i0, j0);
 }
 
 void ukernel(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* const* rows,
-             const void* w, int32_t* c, int64_t ldc) {
-  rows_up_to<int(kMr)>(mr, nc, segs, groups, rows, w, c, ldc);
+             const void* w, const QGemmOut& o, int64_t i0, int64_t j0) {
+  rows_up_to<int(kMr)>(mr, nc, segs, groups, rows, w, o, i0, j0);
 }
 #else
 
@@ -148,7 +230,7 @@ constexpr int kActBytes = 1, kWBytes = 1;
 constexpr int64_t kGroup = 4;
 
 void ukernel(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* const* rows,
-             const void* w, int32_t* c, int64_t ldc) {
+             const void* w, const QGemmOut& o, int64_t i0, int64_t j0) {
   int32_t acc[kMr][16] = {};
   const int8_t* wp = static_cast<const int8_t*>(w);
   for (int64_t s = 0; s < segs; ++s) {
@@ -161,13 +243,117 @@ void ukernel(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* c
       }
     }
   }
-  for (int64_t i = 0; i < mr; ++i) std::memcpy(c + i * ldc, acc[i], size_t(nc) * sizeof(int32_t));
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < nc; ++j)
+      o.y[(i0 + i) * o.ldy + j0 + j] = epilogue(o, acc[i][j], i0 + i, j0 + j);
 }
 
 #endif
 
+// ---- activation codes ---------------------------------------------------------------------
+
+template <typename T>
+void encode_scalar(const float* x, int64_t n, float inv, float a, float b, float lo, float hi,
+                   float shift, T* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    float t = x[i] * inv + a;
+    t = t > lo - b - 1 ? t : lo - b - 1;  // NaN -> the low end
+    t = t < hi - b + 1 ? t : hi - b + 1;
+    float r = round_even(t) + b;
+    r = r < lo ? lo : (r > hi ? hi : r);
+    out[i] = static_cast<T>(r + shift);
+  }
+}
+
+void encode(const float* x, int64_t n, float inv, float zp, float lo, float hi, float shift,
+            int zp_before_round, void* out) {
+  const float a = zp_before_round ? zp : 0.0f, b = zp_before_round ? 0.0f : zp;
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  {
+    const __m512 vinv = _mm512_set1_ps(inv), va = _mm512_set1_ps(a);
+    const __m512 tlo = _mm512_set1_ps(lo - b - 1), thi = _mm512_set1_ps(hi - b + 1);
+    const __m512i vb = _mm512_set1_epi32(int32_t(b)), vlo = _mm512_set1_epi32(int32_t(lo));
+    const __m512i vhi = _mm512_set1_epi32(int32_t(hi)), vs = _mm512_set1_epi32(int32_t(shift));
+    for (; i + 16 <= n; i += 16) {
+      __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv), va);  // no FMA
+      t = _mm512_min_ps(_mm512_max_ps(t, tlo), thi);  // max(NaN, lo) is lo
+      __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(t), vb);  // rounds half to even
+      r = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi), vs);
+      if (kActBytes == 1)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(out) + i),
+                         _mm512_cvtepi32_epi8(r));
+      else
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<int16_t*>(out) + i),
+                            _mm512_cvtepi32_epi16(r));
+    }
+  }
+#elif defined(__AVX2__)
+  {
+    const __m256 vinv = _mm256_set1_ps(inv), va = _mm256_set1_ps(a);
+    const __m256 tlo = _mm256_set1_ps(lo - b - 1), thi = _mm256_set1_ps(hi - b + 1);
+    const __m256i vb = _mm256_set1_epi32(int32_t(b)), vlo = _mm256_set1_epi32(int32_t(lo));
+    const __m256i vhi = _mm256_set1_epi32(int32_t(hi)), vs = _mm256_set1_epi32(int32_t(shift));
+    for (; i + 8 <= n; i += 8) {
+      __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), va);  // no FMA
+      t = _mm256_min_ps(_mm256_max_ps(t, tlo), thi);
+      __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(t), vb);
+      r = _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(r, vlo), vhi), vs);
+      const __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<int16_t*>(out) + i), p);
+    }
+  }
+#endif
+  // The rest (every element at the baseline level): the same steps, one element at a time.
+  if (kActBytes == 1)
+    encode_scalar(x + i, n - i, inv, a, b, lo, hi, shift, static_cast<uint8_t*>(out) + i);
+  else
+    encode_scalar(x + i, n - i, inv, a, b, lo, hi, shift, static_cast<int16_t*>(out) + i);
+}
+
+void minmax(const float* x, int64_t n, float* mn, float* mx) {
+  float lo = x[0], hi = x[0];
+  bool nan = false;
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  if (n >= 16) {
+    __m512 vlo = _mm512_loadu_ps(x), vhi = vlo;
+    __mmask16 bad = 0;
+    for (; i + 16 <= n; i += 16) {
+      const __m512 v = _mm512_loadu_ps(x + i);
+      vlo = _mm512_min_ps(vlo, v), vhi = _mm512_max_ps(vhi, v);
+      bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    }
+    lo = _mm512_reduce_min_ps(vlo), hi = _mm512_reduce_max_ps(vhi);
+    nan = bad != 0;
+  }
+#elif defined(__AVX2__)
+  if (n >= 8) {
+    __m256 vlo = _mm256_loadu_ps(x), vhi = vlo, bad = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_loadu_ps(x + i);
+      vlo = _mm256_min_ps(vlo, v), vhi = _mm256_max_ps(vhi, v);
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+    alignas(32) float l[8], h[8];
+    _mm256_store_ps(l, vlo), _mm256_store_ps(h, vhi);
+    lo = l[0], hi = h[0];
+    for (int k = 1; k < 8; ++k) lo = l[k] < lo ? l[k] : lo, hi = h[k] > hi ? h[k] : hi;
+    nan = _mm256_movemask_ps(bad) != 0;
+  }
+#endif
+  for (; i < n; ++i) {
+    const float v = x[i];
+    nan |= v != v;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
+  if (nan) lo = hi = std::numeric_limits<float>::quiet_NaN();
+  *mn = lo, *mx = hi;
+}
+
 const QGemmKernels kTable = {PTERON_QGEMM_STR_(PTERON_OPT_ISA), kMr, kActBytes, kWBytes, kGroup,
-                             &ukernel};
+                             &ukernel, &encode, &minmax};
 
 }  // namespace
 
