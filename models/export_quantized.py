@@ -6,6 +6,8 @@ kernels_quantized and kernels_portable run) and lowered to XNNPACK.
 
     .venv-export/bin/python models/export_quantized.py [--out models/fixtures/quantized]
 
+Also, through torchao's quantize_, an MLP with 4-bit groupwise weights (XNNPACK-lowered only).
+
 Writes NAME.pte, NAME.forward.input_0.npy, NAME.forward.expected_0.npy (eager PyTorch's output of
 the converted model) and manifest.json (per program: its configuration, operators, and
 `quantum`: one quantum of the expected output's range over 8 bits; `upstream_error`: the max
@@ -30,6 +32,17 @@ class MLP(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class WideMLP(nn.Module):
+    """An MLP whose layers take 64 features (4-bit groups of 32 need 32 | K)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(64, 64), nn.Linear(64, 16)
 
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x)))
@@ -79,6 +92,23 @@ CONFIGS = {
     "qblock_static_per_channel": (Block, (1, 16, 64), True, False),
 }
 
+# torchao's own flow (quantize_, not PT2E): dynamic int8 activations with 4-bit weights in
+# groups of 32 (upstream's XNNPACK lowering needs a multiple of 32), which upstream's XNNPACK lowering writes as QBInt4 values. XNNPACK-lowered only:
+# upstream's exporter cannot make the portable program (no out variants of torchao::
+# quantize_affine and its siblings).
+TORCHAO_CONFIGS = {
+    "qmlp_dynamic_4bit": (WideMLP, (4, 64), 32),
+}
+
+
+def quantize_4bit(model, group_size):
+    from torchao.quantization import quantize_
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig
+    quantize_(model, Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4, weight_granularity=PerGroup(group_size)))
+    return model
+
 
 def op_name(target):
     """An operator's name as it stays from run to run (a Python function has no address in it)."""
@@ -120,13 +150,20 @@ def main():
     a.out.mkdir(parents=True, exist_ok=True)
     manifest = {"generator": "models/export_quantized.py", "torch": torch.__version__,
                 "programs": []}
-    for i, (name, (cls, shape, per_channel, dynamic)) in enumerate(CONFIGS.items()):
+    jobs = [(name, cls, shape, per_channel, dynamic, None)
+            for name, (cls, shape, per_channel, dynamic) in CONFIGS.items()]
+    jobs += [(name, cls, shape, True, True, group)
+             for name, (cls, shape, group) in TORCHAO_CONFIGS.items()]
+    for i, (name, cls, shape, per_channel, dynamic, group) in enumerate(jobs):
         torch.manual_seed(100 + i)
         model = cls().eval()
         x = torch.randn(shape, generator=torch.Generator().manual_seed(200 + i))
-        converted = quantize(model, x, per_channel, dynamic)
+        if group is None:
+            converted = quantize(model, x, per_channel, dynamic)
+        else:
+            converted = quantize_4bit(model, group)
         want = converted(x).detach()
-        for lowered in (False, True):
+        for lowered in ((False, True) if group is None else (True,)):
             prog = name + ("_xnnpack" if lowered else "")
             et = to_edge_transform_and_lower(
                 export(converted, (x,)),
@@ -139,6 +176,7 @@ def main():
             manifest["programs"].append({
                 "name": prog, "file": f"{prog}.pte", "xnnpack": lowered,
                 "per_channel": per_channel, "dynamic": dynamic,
+                "weight_bits": 4 if group else 8,
                 "operators": sorted(ops),
                 "quantum": float((want.max() - want.min()) / 255.0),
                 "upstream_error": upstream_error(et.buffer, x, want),

@@ -56,6 +56,8 @@ def cpu_flags() -> set:
 # The CPU flags each PTERON_ISA level needs (runtime/kernels/cpu/dispatch.cpp).
 ISA_NEEDS = {"baseline": set(), "avx2": {"avx2", "fma"},
              "avx512": {"avx512f", "avx512bw", "avx512dq", "avx512vl"}}
+# The int8 GEMM's widest level (runtime/kernels/cpu/qgemm.h): AVX-512 and AVX512-VNNI.
+ISA_NEEDS["avx512vnni"] = ISA_NEEDS["avx512"] | {"avx512_vnni"}
 
 
 def missing_for(isa: str) -> set:

@@ -3,7 +3,8 @@
 committed models/fixtures/quantized/): an MLP (static per-tensor, static per-channel, dynamic
 activations with per-channel weights), a CNN (static per-channel) and a transformer block
 (its linear layers dynamic-quantized; all of it static per-channel), each as a portable program
-and lowered to XNNPACK.
+and lowered to XNNPACK; and an MLP with torchao's 4-bit groupwise weights, lowered to XNNPACK
+(upstream's exporter cannot make its portable program).
 
 Every program runs with pteron-run (the Linux package: kernels_quantized with kernels_portable
 and kernels_optimized; XnnpackBackend, whose quantized nodes run on pteron's own kernels), and
@@ -22,6 +23,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, run, wine_run, winpath
+from isa_check import missing_for
 from test_malformed import fuzz_exe  # noqa: F401  (the fixture: build-asan's pteron-fuzz)
 
 Q = REPO / "models" / "fixtures" / "quantized"
@@ -49,6 +51,8 @@ def test_the_fixtures_cover_each_configuration():
     for want in ("qmlp_static_per_tensor", "qmlp_static_per_channel", "qmlp_dynamic",
                  "qcnn_static_per_channel", "qblock_dynamic", "qblock_static_per_channel"):
         assert want in names and want + "_xnnpack" in names, names
+    # torchao's 4-bit groupwise weights (QBInt4): XNNPACK-lowered only, as upstream exports them
+    assert "qmlp_dynamic_4bit_xnnpack" in names and "qmlp_dynamic_4bit" not in names, names
     ops = {o for p in PROGRAMS if not p["xnnpack"] for o in p["operators"]}
     for op in ("quantize_per_tensor.out", "dequantize_per_channel.out", "choose_qparams.Tensor_out",
                "quantize_per_tensor.Tensor_out", "aten.convolution.out", "aten.bmm.out"):
@@ -72,6 +76,31 @@ def test_quantized_program_matches_eager(pteron_run, tmp_path, p):
         nodes = [l for l in r.stderr.splitlines() if l.startswith("pteron XnnpackBackend node ")]
         assert nodes and any("quantized values" in l for l in nodes), r.stderr[-2000:]
         assert all(" on pteron" in l for l in nodes if "quantized values" in l), nodes
+
+
+# The int8 GEMM at every level this CPU has (PTERON_ISA lowers the choice, never raises it):
+# the programs with int8 nodes give the same outputs, and the plan names the level that ran.
+ISA_LEVELS = ["baseline", "avx2", "avx512", "avx512vnni"]
+INT8 = [p for p in PROGRAMS if p["xnnpack"]]
+
+
+@pytest.mark.parametrize("isa", ISA_LEVELS)
+def test_int8_gemm_runs_at_each_isa_level(pteron_run, tmp_path, isa):
+    missing = missing_for(isa)
+    if missing:
+        pytest.skip(f"this CPU lacks {sorted(missing)} for PTERON_ISA={isa}")
+    ran = set()
+    for p in INT8:
+        out = tmp_path / p["name"]
+        r = run([pteron_run, Q / p["file"], "--input", Q / f"{p['name']}.forward.input_0.npy",
+                 "--output-dir", out], timeout=120,
+                env=dict(os.environ, PTERON_XNNPACK_DEBUG="1", PTERON_ISA=isa))
+        assert r.returncode == 0, r.stderr[-3000:]
+        check(p, np.load(out / "output_0.npy"), f"PTERON_ISA={isa}")
+        for line in r.stderr.splitlines():
+            if "int8 GEMM (" in line:
+                ran.add(line.split("int8 GEMM (", 1)[1].split(")", 1)[0])
+    assert ran == {isa}, f"PTERON_ISA={isa}: the int8 nodes ran at {ran}"
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@
 // constant region.
 #include "graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -407,6 +408,71 @@ bool read_quantized_constant(pteron_kernel_context* ctx, const fbx::Graph* root,
   return true;
 }
 
+// A QBInt4 constant with ChannelGroupQuant parameters (torchao's 4-bit groupwise weights, as
+// upstream's XNNPACK lowering writes them; the layout was read off programs it exported): [N, K]
+// row-major, two weights per byte, element 2i in the low nibble, each stored as q + 8
+// (q in [-8, 7]); scales [N, K / group_size], row-major, bfloat16 (a scale buffer of 2 bytes per
+// scale) or float32. Dequantized into float32 the graph owns: w = q * scale[n][k / group_size].
+bool read_int4_groupwise_constant(pteron_kernel_context* ctx, const fbx::Graph* root,
+                                  const BlobRegions& r, const fbx::QuantizedTensor* qt,
+                                  uint32_t ci, Value& v, Graph* g, std::string* err) {
+  const fbx::ChannelGroupQuant* gq = qt->quant_as_ChannelGroupQuant();
+  if (v.dims.size() != 2 || gq->channel_dim() != 0)
+    return fail(err, "value id %u: 4-bit groupwise weights of shape %s along dim %d (2-D, dim 0 "
+                "expected)", v.id, shape_str(v.dims).c_str(), gq->channel_dim());
+  const size_t n = v.dims[0], k = v.dims[1];
+  const int32_t gs = gq->group_size();
+  if (gs <= 0 || k % size_t(gs) != 0)
+    return fail(err, "value id %u: group size %d does not divide %zu", v.id, gs, k);
+  const size_t groups = k / size_t(gs), count = n * k, nscales = n * groups;
+  const void* raw = nullptr;
+  if (!constant_bytes(ctx, root, r, ci, (uint64_t(count) + 1) / 2, v.id, "constant", &raw, err))
+    return false;
+  std::vector<float> scales(nscales);
+  if (gq->scales() && gq->scales()->size() != 0) {
+    if (gq->scales()->size() != nscales)
+      return fail(err, "value id %u: %u scales for %zu groups", v.id, gq->scales()->size(),
+                  nscales);
+    std::copy(gq->scales()->begin(), gq->scales()->end(), scales.begin());
+  } else {
+    if (gq->scale_count() != nscales)
+      return fail(err, "value id %u: scale_count %u for %zu groups", v.id, gq->scale_count(),
+                  nscales);
+    const auto* consts = root->constants();
+    const uint32_t sb = gq->scale_buffer();
+    if (!consts || sb >= consts->size())
+      return fail(err, "value id %u: scale buffer index %u out of range", v.id, sb);
+    const bool bf16 = consts->Get(sb)->size() == uint64_t(nscales) * 2;
+    const void* p = nullptr;
+    if (!constant_bytes(ctx, root, r, sb, uint64_t(nscales) * (bf16 ? 2 : 4), v.id,
+                        "scale buffer", &p, err))
+      return false;
+    for (size_t i = 0; i < nscales; ++i) {
+      if (bf16) {
+        uint16_t h;
+        std::memcpy(&h, static_cast<const char*>(p) + 2 * i, 2);
+        const uint32_t bits = uint32_t(h) << 16;
+        std::memcpy(&scales[i], &bits, 4);
+      } else {
+        std::memcpy(&scales[i], static_cast<const char*>(p) + 4 * i, 4);
+      }
+    }
+  }
+  for (size_t i = 0; i < nscales; ++i)
+    if (!std::isfinite(scales[i]))
+      return fail(err, "value id %u: the scale of group %zu, %g, is not finite", v.id, i,
+                  double(scales[i]));
+  g->owned_constants.emplace_back(count);
+  float* out = g->owned_constants.back().data();
+  const uint8_t* b = static_cast<const uint8_t*>(raw);
+  for (size_t i = 0; i < count; ++i) {
+    const int q = int((i & 1) ? (b[i / 2] >> 4) : (b[i / 2] & 0xF)) - 8;
+    out[i] = float(q) * scales[(i / k) * groups + (i % k) / size_t(gs)];
+  }
+  v.constant = out;
+  return true;
+}
+
 // A non-constant quantized value: per-tensor QInt8 / QUInt8, or per-token
 // dynamic QDInt8 (Value::quant).
 bool read_quantized_activation(const fbx::QuantizedTensor* qt, Value& v, std::string* err) {
@@ -454,8 +520,13 @@ bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRe
     const fbx::QuantizedTensor* qt = fv->kind_as_QuantizedTensor();
     if (!qt || !qt->tensor()) return fail(err, "value %u is a quantized tensor without a tensor", i);
     if (!read_tensor_fields(root, qt->tensor(), i, v, ids, err)) return false;
-    if (qt->tensor()->constant_index() != 0)
+    if (qt->tensor()->constant_index() != 0) {
+      if (qt->tensor()->dtype() == fbx::DataType::QBInt4 &&
+          qt->quant_type() == fbx::QuantParams::ChannelGroupQuant)
+        return read_int4_groupwise_constant(ctx, root, r, qt, qt->tensor()->constant_index(), v,
+                                            g, err);
       return read_quantized_constant(ctx, root, r, qt, qt->tensor()->constant_index(), v, g, err);
+    }
     return read_quantized_activation(qt, v, err);
   }
   const fbx::Tensor* t = nullptr;
