@@ -99,12 +99,13 @@ void run_qtiles(void* user, int64_t begin, int64_t end) {
   for (int64_t t = begin; t < end; ++t) {
     const int64_t i0 = (t / j.ntiles) * j.mt, q0 = (t % j.ntiles) * j.nt;
     const int64_t i1 = std::min(j.m, i0 + j.mt), q1 = std::min(panels, q0 + j.nt);
-    for (int64_t q = q0; q < q1; ++q) {
+    const int64_t step = j.kt->panels;
+    for (int64_t q = q0; q < q1; q += step) {
       const void* panel = j.w->panel(q);
-      const int64_t nc = std::min(kQGemmNr, n - q * kQGemmNr);
+      const int64_t nc = std::min(kQGemmNr * std::min(step, q1 - q), n - q * kQGemmNr);
       for (int64_t i = i0; i < i1; i += mr)
         j.kt->ukernel(std::min(mr, i1 - i), nc, segs, j.w->groups(), j.rows + i * segs, panel,
-                      *j.out, i, q * kQGemmNr);
+                      j.w->panel_bytes(), *j.out, i, q * kQGemmNr);
     }
   }
 }
@@ -129,6 +130,7 @@ void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w,
     else
       nt = (nt + 1) / 2;
   }
+  if (j.kt->panels > 1 && nt > 1) nt = (nt + j.kt->panels - 1) / j.kt->panels * j.kt->panels;
   j.mt = mb * mr, j.nt = nt, j.ntiles = (panels + nt - 1) / nt;
   const int64_t tiles = ((m + j.mt - 1) / j.mt) * j.ntiles;
   if (threads <= 1 || tiles <= 1)

@@ -30,7 +30,8 @@
 //   baseline    scalar loops, uint8 codes, weights as 16 columns x 4 taps per row of a panel;
 //   avx2        int16 codes and weights, vpmaddwd: 6 rows x 16 columns;
 //   avx512      the same with 16-lane vectors: 12 rows x 16 columns;
-//   avx512vnni  uint8 codes, int8 weights, vpdpbusd (AVX512-VNNI): 12 rows x 16 columns.
+//   avx512vnni  uint8 codes, int8 weights, vpdpbusd (AVX512-VNNI): 8 rows x 32 columns (two
+//               panels per call).
 // avx512vnni runs where the CPU has AVX512-VNNI and isa_level() is AVX-512;
 // PTERON_ISA=avx512 (or lower) turns it off, as it lowers the other tables.
 #pragma once
@@ -65,12 +66,13 @@ struct QGemmOut {
 };
 
 // One microkernel call: rows i < mr (1 <= mr <= QGemmKernels::mr), columns j < nc
-// (1 <= nc <= kQGemmNr) of the output, from row segments rows[i * segs + s], each `groups`
-// groups of QGemmKernels::k_group codes (the segment length rounded up), one packed panel w;
-// the rows are rows i0 + i and the columns j0 + j of `out`.
+// (1 <= nc <= kQGemmNr * QGemmKernels::panels) of the output, from row segments
+// rows[i * segs + s], each `groups` groups of QGemmKernels::k_group codes (the segment length
+// rounded up), packed panels w, w + wstride, ... (bytes; as many as nc needs); the rows are rows
+// i0 + i and the columns j0 + j of `out`.
 using QGemmUkernel = void (*)(int64_t mr, int64_t nc, int64_t segs, int64_t groups,
-                              const void* const* rows, const void* w, const QGemmOut& out,
-                              int64_t i0, int64_t j0);
+                              const void* const* rows, const void* w, int64_t wstride,
+                              const QGemmOut& out, int64_t i0, int64_t j0);
 
 // Activation codes of n floats x (act_bytes each, into out):
 //   code = clamp(round(clamp(x * inv + a, lo - b - 1, hi - b + 1)) + b, lo, hi) + shift
@@ -90,6 +92,7 @@ struct QGemmKernels {
   int act_bytes;      // 1: uint8 codes; 2: int16 codes
   int w_bytes;        // 1: int8 weights, panel rows of 16 columns x 4 taps; 2: int16, x 2 taps
   int64_t k_group;    // taps per panel row (4 or 2)
+  int64_t panels;     // panels per microkernel call, at most
   QGemmUkernel ukernel;
   QGemmEncode encode;
   QGemmMinMax minmax;
@@ -115,6 +118,7 @@ class QPackedWeights {
   int64_t seglen() const { return seglen_; }
   int64_t groups() const { return groups_; }  // per segment
   const void* panel(int64_t q) const;
+  int64_t panel_bytes() const { return panel_bytes_; }
   int32_t colsum(int64_t j) const { return colsum_[j]; }
   const int32_t* colsums() const { return colsum_; }
 

@@ -99,23 +99,40 @@ void store512(const __m512i* acc, int64_t nc, const QGemmOut& o, int64_t i0, int
 constexpr int64_t kMr = 8;
 constexpr int kActBytes = 1, kWBytes = 1;
 constexpr int64_t kGroup = 4;
+constexpr int64_t kPanels = 2;
 
-template <int R>
-void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
-          const QGemmOut& o, int64_t i0, int64_t j0) {
-  __m512i acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_si512();
+// P panels (16 columns each) per call: P vectors per row and group, one broadcast of the row's
+// codes shared by them.
+template <int R, int P>
+void body_p(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
+            int64_t wstride, const QGemmOut& o, int64_t i0, int64_t j0) {
+  __m512i acc[P][R];
+  for (int p = 0; p < P; ++p)
+    for (int i = 0; i < R; ++i) acc[p][i] = _mm512_setzero_si512();
   const int8_t* wp = static_cast<const int8_t*>(w);
   for (int64_t s = 0; s < segs; ++s) {
     const uint8_t* a[R];
     for (int i = 0; i < R; ++i) a[i] = static_cast<const uint8_t*>(rows[i * segs + s]);
     for (int64_t g = 0; g < groups; ++g, wp += 64) {
-      const __m512i wv = _mm512_loadu_si512(wp);
-      for (int i = 0; i < R; ++i)
-        acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_set1_epi32(load_i32(a[i] + 4 * g)), wv);
+      __m512i wv[P];
+      for (int p = 0; p < P; ++p) wv[p] = _mm512_loadu_si512(wp + p * wstride);
+      for (int i = 0; i < R; ++i) {
+        const __m512i av = _mm512_set1_epi32(load_i32(a[i] + 4 * g));
+        for (int p = 0; p < P; ++p) acc[p][i] = _mm512_dpbusd_epi32(acc[p][i], av, wv[p]);
+      }
     }
   }
-  store512<R>(acc, nc, o, i0, j0);
+  for (int p = 0; p < P; ++p)
+    if (nc > 16 * p) store512<R>(acc[p], nc - 16 * p < 16 ? nc - 16 * p : 16, o, i0, j0 + 16 * p);
+}
+
+template <int R>
+void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
+          int64_t wstride, const QGemmOut& o, int64_t i0, int64_t j0) {
+  if (nc > 16)
+    body_p<R, 2>(nc, segs, groups, rows, w, wstride, o, i0, j0);
+  else
+    body_p<R, 1>(nc, segs, groups, rows, w, wstride, o, i0, j0);
 }
 
 #elif defined(__AVX512F__)
@@ -123,10 +140,11 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
 constexpr int64_t kMr = 12;
 constexpr int kActBytes = 2, kWBytes = 2;
 constexpr int64_t kGroup = 2;
+constexpr int64_t kPanels = 1;
 
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
-          const QGemmOut& o, int64_t i0, int64_t j0) {
+          int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
   __m512i acc[R];
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_si512();
   const int16_t* wp = static_cast<const int16_t*>(w);
@@ -146,14 +164,15 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
 #elif defined(__AVX2__)
 
 constexpr int64_t kMr = 6;
-
-// The colsum load above reads 16 columns: a panel's colsum is padded (QPackedWeights).
 constexpr int kActBytes = 2, kWBytes = 2;
 constexpr int64_t kGroup = 2;
+constexpr int64_t kPanels = 1;
+
+// The epilogue's colsum loads read 16 columns: a panel's colsum is padded (QPackedWeights).
 
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
-          const QGemmOut& o, int64_t i0, int64_t j0) {
+          int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
   __m256i lo[R], hi[R];
   for (int i = 0; i < R; ++i) lo[i] = hi[i] = _mm256_setzero_si256();
   const int16_t* wp = static_cast<const int16_t*>(w);
@@ -212,25 +231,26 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
 #if defined(__AVX2__) || defined(__AVX512F__)
 template <int R>
 void rows_up_to(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* const* rows,
-                const void* w, const QGemmOut& o, int64_t i0, int64_t j0) {
+                const void* w, int64_t wstride, const QGemmOut& o, int64_t i0, int64_t j0) {
   if constexpr (R > 1) {
-    if (mr < R) return rows_up_to<R - 1>(mr, nc, segs, groups, rows, w, o, i0, j0);
+    if (mr < R) return rows_up_to<R - 1>(mr, nc, segs, groups, rows, w, wstride, o, i0, j0);
   }
-  body<R>(nc, segs, groups, rows, w, o, i0, j0);
+  body<R>(nc, segs, groups, rows, w, wstride, o, i0, j0);
 }
 
 void ukernel(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* const* rows,
-             const void* w, const QGemmOut& o, int64_t i0, int64_t j0) {
-  rows_up_to<int(kMr)>(mr, nc, segs, groups, rows, w, o, i0, j0);
+             const void* w, int64_t wstride, const QGemmOut& o, int64_t i0, int64_t j0) {
+  rows_up_to<int(kMr)>(mr, nc, segs, groups, rows, w, wstride, o, i0, j0);
 }
 #else
 
 constexpr int64_t kMr = 4;
 constexpr int kActBytes = 1, kWBytes = 1;
 constexpr int64_t kGroup = 4;
+constexpr int64_t kPanels = 1;
 
 void ukernel(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* const* rows,
-             const void* w, const QGemmOut& o, int64_t i0, int64_t j0) {
+             const void* w, int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
   int32_t acc[kMr][16] = {};
   const int8_t* wp = static_cast<const int8_t*>(w);
   for (int64_t s = 0; s < segs; ++s) {
@@ -353,7 +373,7 @@ void minmax(const float* x, int64_t n, float* mn, float* mx) {
 }
 
 const QGemmKernels kTable = {PTERON_QGEMM_STR_(PTERON_OPT_ISA), kMr, kActBytes, kWBytes, kGroup,
-                             &ukernel, &encode, &minmax};
+                             kPanels, &ukernel, &encode, &minmax};
 
 }  // namespace
 
