@@ -21,6 +21,7 @@
 // (NodeState::int8_path: backend.cpp leaves such a node's output as it is).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -36,6 +37,9 @@ namespace xnnpack {
 struct QLinear {
   pteron_opt::QPackedWeights w;
   std::vector<float> wscale, bias;  // per output channel
+  // a static input: its zero point offset times colsum(j), and its scale times wscale[j]
+  std::vector<int32_t> corr;
+  std::vector<float> cscale;
   bool conv = false, dynamic = false;
   int64_t k = 0, n = 0;  // fully connected: K, N
   // convolution: pads, kernel, stride, dilation, input channels
@@ -129,6 +133,13 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
   q->wscale = wv.qconstant->scales;
   q->bias.assign(size_t(q->n), 0.0f);
   if (bias) std::copy(bias, bias + q->n, q->bias.begin());
+  if (!dynamic) {
+    const int32_t off = q->in.zero_point + (q->in.qmin < 0 ? 128 : 0);
+    for (int64_t j = 0; j < q->n; ++j) {
+      q->corr.push_back(off * q->w.colsum(j));
+      q->cscale.push_back(q->in.scale * q->wscale[size_t(j)]);
+    }
+  }
   *out = std::move(q);
   return true;
 }
@@ -257,22 +268,27 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       }
     }
   }
-  // Per row: the activation's scale and zero point offset (one pair unless dynamic).
-  if (!q.dynamic && !same_rows) {
-    q.rscale.assign(size_t(m), q.in.scale);
-    q.roff.assign(size_t(m), q.in.zero_point + int32_t(shift));
-  }
   pteron_opt::QGemmOut o;
   o.y = ptr[n.outputs[0]], o.ldy = q.n;
-  o.colsum = q.w.colsums(), o.col_scale = q.wscale.data(), o.bias = q.bias.data();
-  o.row_off = q.roff.data(), o.row_scale = q.rscale.data();
+  o.colsum = q.w.colsums(), o.bias = q.bias.data();
+  if (q.dynamic) {  // per row: the token's scale and zero point offset
+    o.row_off = q.roff.data(), o.row_scale = q.rscale.data(), o.col_scale = q.wscale.data();
+  } else {  // one offset and scale: folded into the columns at prepare
+    o.col_corr = q.corr.data(), o.col_scale = q.cscale.data();
+  }
   o.lo = n.out_min, o.hi = n.out_max;
-  // A quantized output is rounded onto its grid on the way out (NodeState::int8_path).
+  // A quantized output is rounded onto its grid on the way out (NodeState::int8_path), the
+  // output range folded into the grid's bounds (rounding is monotonic).
   if (q.out.kind == QuantKind::Tensor) {
     o.requant = 1;
     o.o_inv = static_cast<float>(1.0 / double(q.out.scale));
-    o.o_lo = float(q.out.qmin - q.out.zero_point), o.o_hi = float(q.out.qmax - q.out.zero_point);
     o.o_scale = q.out.scale;
+    float glo = float(q.out.qmin - q.out.zero_point), ghi = float(q.out.qmax - q.out.zero_point);
+    if (n.out_min > -std::numeric_limits<float>::infinity())
+      glo = std::max(glo, std::nearbyint(n.out_min * o.o_inv));
+    if (n.out_max < std::numeric_limits<float>::infinity())
+      ghi = std::min(ghi, std::nearbyint(n.out_max * o.o_inv));
+    o.lo = glo, o.hi = std::max(glo, ghi);
   }
   pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, o);
   return true;

@@ -46,23 +46,26 @@ constexpr int64_t kQGemmPad = 4;  // elements a segment may be read past its end
 constexpr int64_t kQGemmMaxK = 16384;
 
 // Where C goes: each C[i, j] becomes the float32
-//   v = clamp(float(C[i, j] - row_off[i] * colsum[j]) * (row_scale[i] * col_scale[j]) + bias[j],
-//             lo, hi)
-// (the int32 difference is exact: see kQGemmMaxK), and with requant set it is then rounded onto
-// a quantization grid, v = clamp(round(v * o_inv), o_lo, o_hi) * o_scale (o_lo / o_hi: quant_min
-// / quant_max minus the zero point; round half to even); stored at y[i * ldy + j]. NaN bounds are
-// not allowed.
+//   v = float(C[i, j] - corr) * (row_scale[i] * col_scale[j]) + bias[j]
+// with corr = col_corr[j] where col_corr is set (a zero point offset that is one for every row,
+// times colsum(j), computed once), else row_off[i] * colsum[j] (the int32 difference is exact:
+// see kQGemmMaxK); a null row_scale is 1. Without requant it is clamped to [lo, hi]; with
+// requant it is rounded onto a quantization grid,
+//   v = clamp(round(v * o_inv), lo, hi) * o_scale
+// (lo / hi then in grid units: quant_min / quant_max minus the zero point, the output range
+// folded in; round half to even). Stored at y[i * ldy + j].
 struct QGemmOut {
   float* y = nullptr;
   int64_t ldy = 0;
-  const int32_t* colsum = nullptr;   // per column (QPackedWeights::colsums())
-  const float* col_scale = nullptr;  // per column: the weight's scale
-  const float* bias = nullptr;       // per column
-  const int32_t* row_off = nullptr;  // per row: the activation codes' zero point offset
-  const float* row_scale = nullptr;  // per row: the activation's scale
+  const int32_t* colsum = nullptr;    // per column (QPackedWeights::colsums())
+  const int32_t* col_corr = nullptr;  // per column, or null
+  const float* col_scale = nullptr;   // per column: the weight's scale (times the input's)
+  const float* bias = nullptr;        // per column
+  const int32_t* row_off = nullptr;   // per row: the activation codes' zero point offset
+  const float* row_scale = nullptr;   // per row: the activation's scale, or null
   float lo = 0, hi = 0;
   int requant = 0;
-  float o_inv = 1, o_lo = 0, o_hi = 0, o_scale = 1;
+  float o_inv = 1, o_scale = 1;
 };
 
 // One microkernel call: rows i < mr (1 <= mr <= QGemmKernels::mr), columns j < nc

@@ -55,17 +55,19 @@ inline float round_even(float t) {
   return (t + kMagic) - kMagic;
 }
 inline float epilogue(const QGemmOut& o, int32_t c, int64_t i, int64_t j) {
-  float v = float(c - o.row_off[i] * o.colsum[j]) * (o.row_scale[i] * o.col_scale[j]) + o.bias[j];
-  v = v < o.lo ? o.lo : v;
-  v = v > o.hi ? o.hi : v;
+  const int32_t corr = o.col_corr ? o.col_corr[j] : o.row_off[i] * o.colsum[j];
+  const float rs = o.row_scale ? o.row_scale[i] : 1.0f;
+  float v = float(c - corr) * (rs * o.col_scale[j]) + o.bias[j];
   if (o.requant) {
     float t = v * o.o_inv;
-    t = t < o.o_lo - 1 ? o.o_lo - 1 : (t > o.o_hi + 1 ? o.o_hi + 1 : t);
+    t = t > o.lo - 1 ? t : o.lo - 1;  // within round_even's range; NaN -> the low end
+    t = t < o.hi + 1 ? t : o.hi + 1;
     t = round_even(t);
-    t = t < o.o_lo ? o.o_lo : (t > o.o_hi ? o.o_hi : t);
-    v = t * o.o_scale;
+    t = t < o.lo ? o.lo : (t > o.hi ? o.hi : t);
+    return t * o.o_scale;
   }
-  return v;
+  v = v < o.lo ? o.lo : v;
+  return v > o.hi ? o.hi : v;
 }
 
 #if defined(__AVX512F__)
@@ -73,21 +75,22 @@ inline float epilogue(const QGemmOut& o, int32_t c, int64_t i, int64_t j) {
 template <int R>
 void store512(const __m512i* acc, int64_t nc, const QGemmOut& o, int64_t i0, int64_t j0) {
   const __mmask16 m = nc >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nc) - 1);
-  const __m512i cs = _mm512_maskz_loadu_epi32(m, o.colsum + j0);
+  const __m512i cs = _mm512_maskz_loadu_epi32(m, (o.col_corr ? o.col_corr : o.colsum) + j0);
   const __m512 ws = _mm512_maskz_loadu_ps(m, o.col_scale + j0);
   const __m512 b = _mm512_maskz_loadu_ps(m, o.bias + j0);
   const __m512 lo = _mm512_set1_ps(o.lo), hi = _mm512_set1_ps(o.hi);
+  const __m512 inv = _mm512_set1_ps(o.o_inv), sc = _mm512_set1_ps(o.o_scale);
   for (int i = 0; i < R; ++i) {
-    const __m512i a = _mm512_sub_epi32(acc[i], _mm512_mullo_epi32(_mm512_set1_epi32(o.row_off[i0 + i]), cs));
-    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a),
-                               _mm512_mul_ps(_mm512_set1_ps(o.row_scale[i0 + i]), ws), b);
-    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    const __m512i corr =
+        o.col_corr ? cs : _mm512_mullo_epi32(_mm512_set1_epi32(o.row_off[i0 + i]), cs);
+    const __m512 scale = o.row_scale ? _mm512_mul_ps(_mm512_set1_ps(o.row_scale[i0 + i]), ws) : ws;
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i], corr)), scale, b);
     if (o.requant) {
-      __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(o.o_inv));
-      t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(o.o_lo - 1)), _mm512_set1_ps(o.o_hi + 1));
-      t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(o.o_lo)), _mm512_set1_ps(o.o_hi));
-      v = _mm512_mul_ps(t, _mm512_set1_ps(o.o_scale));
+      const __m512 t =
+          _mm512_roundscale_ps(_mm512_mul_ps(v, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm512_mul_ps(_mm512_min_ps(_mm512_max_ps(t, lo), hi), sc);  // max(NaN, lo) is lo
+    } else {
+      v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
     }
     _mm512_mask_storeu_ps(o.y + (i0 + i) * o.ldy + j0, m, v);
   }
@@ -191,12 +194,14 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
   }
   // The epilogue, 8 columns at a time (vcvtdq2ps, FMA, vroundps), full vectors into a row
   // buffer when nc < 16.
-  const __m256i cs0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(o.colsum + j0));
-  const __m256i cs1 = nc > 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(o.colsum + j0 + 8)) : cs0;
+  const int32_t* ccol = o.col_corr ? o.col_corr : o.colsum;
+  const __m256i cs0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ccol + j0));
+  const __m256i cs1 =
+      nc > 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ccol + j0 + 8)) : cs0;
   for (int i = 0; i < R; ++i) {
     alignas(32) float t[16];
-    const __m256i off = _mm256_set1_epi32(o.row_off[i0 + i]);
-    const __m256 rs = _mm256_set1_ps(o.row_scale[i0 + i]);
+    const __m256i off = _mm256_set1_epi32(o.row_off ? o.row_off[i0 + i] : 0);
+    const __m256 rs = _mm256_set1_ps(o.row_scale ? o.row_scale[i0 + i] : 1.0f);
     for (int h = 0; h < 2; ++h) {
       if (h == 1 && nc <= 8) break;
       const int64_t j = j0 + 8 * h;
@@ -210,15 +215,17 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
         std::memcpy(bt, o.bias + j, size_t(left) * sizeof(float));
         ws = _mm256_load_ps(wt), b = _mm256_load_ps(bt);
       }
-      const __m256i a = _mm256_sub_epi32(h ? hi[i] : lo[i], _mm256_mullo_epi32(off, h ? cs1 : cs0));
+      const __m256i cs = h ? cs1 : cs0;
+      const __m256i corr = o.col_corr ? cs : _mm256_mullo_epi32(off, cs);
+      const __m256i a = _mm256_sub_epi32(h ? hi[i] : lo[i], corr);
       __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_mul_ps(rs, ws), b);
-      v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
       if (o.requant) {
-        __m256 tq = _mm256_mul_ps(v, _mm256_set1_ps(o.o_inv));
-        tq = _mm256_min_ps(_mm256_max_ps(tq, _mm256_set1_ps(o.o_lo - 1)), _mm256_set1_ps(o.o_hi + 1));
-        tq = _mm256_round_ps(tq, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        tq = _mm256_min_ps(_mm256_max_ps(tq, _mm256_set1_ps(o.o_lo)), _mm256_set1_ps(o.o_hi));
+        __m256 tq = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(o.o_inv)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        tq = _mm256_min_ps(_mm256_max_ps(tq, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
         v = _mm256_mul_ps(tq, _mm256_set1_ps(o.o_scale));
+      } else {
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
       }
       _mm256_store_ps(t + 8 * h, v);
     }
