@@ -561,7 +561,11 @@ def plan_summary(plan):
     if not plan["lines"]:
         return "no delegate line"
     segs, own, nodes = 0, [], 0
-    for line in plan["lines"]:
+    # The int8 GEMM's ISA level of the nodes that ran on it (one per process).
+    int8 = sorted({m.group(1) for line in plan["lines"]
+                   for m in [re.search(r"int8 GEMM \(([a-z0-9]+)\)", line)] if m})
+    summaries = [line for line in plan["lines"] if "XNNPACK segment" in line]
+    for line in summaries:
         m_seg = re.search(r"(\d+) XNNPACK segment", line)
         m_nodes = re.search(r"(\d+) nodes", line)
         m_own = re.search(r"pteron runs: ([^;]*)", line)
@@ -571,8 +575,9 @@ def plan_summary(plan):
             t = t.strip()
             if t and t != "(none)" and t not in own:
                 own.append(t)
-    return (f"{len(plan['lines'])} distinct delegate plan(s), {nodes} nodes; XNNPACK library: "
-            f"{segs} segment(s); pteron's kernels: {', '.join(own) or 'none'}")
+    return (f"{len(summaries)} distinct delegate plan(s), {nodes} nodes; XNNPACK library: "
+            f"{segs} segment(s); pteron's kernels: {', '.join(own) or 'none'}"
+            + (f"; int8 GEMM: {', '.join(int8)}" if int8 else ""))
 
 
 def out0_reference(prog):

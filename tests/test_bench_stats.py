@@ -96,6 +96,13 @@ def test_plan_summary_adds_up_the_delegate_calls():
     assert s.startswith("2 distinct delegate plan(s), 8 nodes; XNNPACK library: 2 segment(s)")
     assert s.endswith("pteron's kernels: StaticTranspose, Concatenate2, BatchMatMul")
     assert bench_run.plan_summary({"error": "x"}) == "not runnable"
+    # node lines are not plans; the int8 GEMM's level is named where nodes ran on it
+    q = {"lines": plan["lines"] + [
+        "pteron XnnpackBackend node 2: Conv2d on pteron, step 2, output [1, 8, 8, 8] (quantized "
+        "values (pteron rounds them after each node); int8 GEMM (avx512vnni))"]}
+    s = bench_run.plan_summary(q)
+    assert s.startswith("2 distinct delegate plan(s), 8 nodes") and s.endswith(
+        "; int8 GEMM: avx512vnni"), s
 
 
 def test_busy_processes_are_stopped_even_when_the_body_raises():
