@@ -353,8 +353,13 @@ bool read_quantized_constant(pteron_kernel_context* ctx, const fbx::Graph* root,
     if (!std::isfinite(tq->scale()))
       return fail(err, "value id %u: scale %g is not finite", v.id, double(tq->scale()));
     const int64_t zp = tq->zero_point();
-    for (size_t i = 0; i < count; ++i)
-      out[i] = static_cast<float>(quant_elem(dt, raw, i) - zp) * tq->scale();
+    if (dt == fbx::DataType::QInt8) {
+      const int8_t* q = static_cast<const int8_t*>(raw);
+      for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(q[i] - zp) * tq->scale();
+    } else {
+      for (size_t i = 0; i < count; ++i)
+        out[i] = static_cast<float>(quant_elem(dt, raw, i) - zp) * tq->scale();
+    }
     if (dt == fbx::DataType::QInt8 && zp == 0 && !v.dims.empty()) {
       auto qc = std::make_shared<QConstant>();
       qc->q.assign(static_cast<const int8_t*>(raw), static_cast<const int8_t*>(raw) + count);
@@ -393,8 +398,17 @@ bool read_quantized_constant(pteron_kernel_context* ctx, const fbx::Graph* root,
       if (!std::isfinite(scales[c]))
         return fail(err, "value id %u: the scale of channel %zu, %g, is not finite", v.id, c,
                     double(scales[c]));
-    for (size_t i = 0; i < count; ++i)
-      out[i] = static_cast<float>(quant_elem(dt, raw, i)) * scales[(i / inner) % channels];
+    // Element (o, c, i): o over the dims before channel_dim, c the channel, i within it.
+    for (size_t i = 0, base = 0; base < count; base += inner, ++i) {
+      const float sc = scales[i % channels];
+      if (dt == fbx::DataType::QCInt8 || dt == fbx::DataType::QInt8) {
+        const int8_t* q = static_cast<const int8_t*>(raw) + base;
+        for (size_t k = 0; k < inner; ++k) out[base + k] = static_cast<float>(q[k]) * sc;
+      } else {
+        for (size_t k = 0; k < inner; ++k)
+          out[base + k] = static_cast<float>(quant_elem(dt, raw, base + k)) * sc;
+      }
+    }
     if (dt == fbx::DataType::QCInt8 && cd == 0) {
       auto qc = std::make_shared<QConstant>();
       qc->q.assign(static_cast<const int8_t*>(raw), static_cast<const int8_t*>(raw) + count);

@@ -33,15 +33,6 @@ namespace {
 constexpr int64_t kGrainBytes = 64 * 1024;  // the least work one parallel chunk gets
 constexpr size_t kStrip = 64;               // transpose: input columns per work item
 
-// pteron_parallel_for over [0, n) with a callable f(begin, end).
-template <typename F>
-void parallel(size_t n, size_t grain, F&& f) {
-  using Fn = std::remove_reference_t<F>;
-  if (n == 0) return;
-  pteron_parallel_for(
-      0, int64_t(n), int64_t(std::max<size_t>(grain, 1)),
-      [](void* u, int64_t b, int64_t e) { (*static_cast<Fn*>(u))(size_t(b), size_t(e)); }, &f);
-}
 
 // Items per chunk so that one chunk moves at least kGrainBytes.
 size_t grain_for(size_t bytes_per_item) {

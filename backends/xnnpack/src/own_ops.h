@@ -14,8 +14,10 @@
 #ifndef PTERON_XNNPACK_OWN_OPS_H
 #define PTERON_XNNPACK_OWN_OPS_H
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gemm.h"  // GemmAct
@@ -23,6 +25,17 @@
 
 namespace pteron {
 namespace xnnpack {
+
+// pteron_parallel_for (pteron/kernel.h) over [0, n) with a callable f(begin, end), at least
+// `grain` items per chunk.
+template <typename F>
+void parallel(size_t n, size_t grain, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  if (n == 0) return;
+  pteron_parallel_for(
+      0, int64_t(n), int64_t(std::max<size_t>(grain, 1)),
+      [](void* u, int64_t b, int64_t e) { (*static_cast<Fn*>(u))(size_t(b), size_t(e)); }, &f);
+}
 
 // What a kernel prepares once per node at method load (packed weights,
 // tables, scratch it reuses). Owned by the delegate.

@@ -66,14 +66,6 @@ const char* qlinear_path() { return pteron_opt::qgemm_kernels().name; }
 
 namespace {
 
-template <typename F>
-void parallel(size_t n, size_t grain, F&& f) {
-  using Fn = std::remove_reference_t<F>;
-  if (n == 0) return;
-  pteron_parallel_for(
-      0, int64_t(n), int64_t(std::max<size_t>(grain, 1)),
-      [](void* u, int64_t b, int64_t e) { (*static_cast<Fn*>(u))(size_t(b), size_t(e)); }, &f);
-}
 
 void fill_code(int act_bytes, void* out, size_t count, float code) {
   if (act_bytes == 1)
