@@ -304,19 +304,6 @@ inline float clamp_q(float v, float lo, float hi) {
   return v < hi ? v : hi;
 }
 
-// x[i] = dequantize(quantize(x[i])) with one scale and zero point, the
-// quantize as quantize_per_tensor (x * f32(1 / scale)), the dequantize as
-// dequantize_per_tensor.
-void fake_quantize(float* x, size_t count, float scale, float inv, float zp, float qmin,
-                   float qmax) {
-  const float lo = qmin - zp, hi = qmax - zp;  // the clamp, before the zero point is added
-  for (size_t i = 0; i < count; ++i) {
-    float t = x[i] * inv;
-    t = clamp_q(t, lo - 1.0f, hi + 1.0f);  // within round_even's range, NaN -> lo - 1
-    x[i] = clamp_q(round_even(t), lo, hi) * scale;
-  }
-}
-
 }  // namespace
 
 // One token's parameters, as choose_qparams_per_token_asymmetric computes
@@ -336,15 +323,15 @@ void token_qparams(const float* x, size_t n, float* scale, float* inv, float* zp
   *zp = std::nearbyint(z);
 }
 
-
 void requantize(const Quant& q, float* x, const Shape& shape) {
   const size_t count = numel(shape);
   if (count == 0) return;
   if (q.kind == QuantKind::Tensor) {
     const float inv = static_cast<float>(1.0 / double(q.scale));
-    const float zp = float(q.zero_point);
+    const float lo = float(q.qmin - q.zero_point), hi = float(q.qmax - q.zero_point);
+    const auto requant = pteron_opt::qgemm_kernels().requant;
     parallel(count, grain_for(sizeof(float)) * 4, [&](size_t b, size_t e) {
-      fake_quantize(x + b, e - b, q.scale, inv, zp, float(q.qmin), float(q.qmax));
+      requant(x + b, int64_t(e - b), inv, lo, hi, q.scale);
     });
     return;
   }

@@ -89,6 +89,11 @@ using QGemmEncode = void (*)(const float* x, int64_t n, float inv, float zp, flo
 // amax): the per-token range of dynamic quantization.
 using QGemmMinMax = void (*)(const float* x, int64_t n, float* mn, float* mx);
 
+// Rounds n floats onto a quantization grid in place: x = clamp(round(x * inv), lo, hi) * scale
+// (lo / hi: quant_min / quant_max minus the zero point; round half to even; NaN gives lo): a
+// quantized value's quantize and dequantize, for the nodes that compute in float32.
+using QGemmRequant = void (*)(float* x, int64_t n, float inv, float lo, float hi, float scale);
+
 struct QGemmKernels {
   const char* name;   // "baseline", "avx2", "avx512" or "avx512vnni"
   int64_t mr;         // rows per microkernel call
@@ -99,6 +104,7 @@ struct QGemmKernels {
   QGemmUkernel ukernel;
   QGemmEncode encode;
   QGemmMinMax minmax;
+  QGemmRequant requant;
 };
 
 // The level of this process (qgemm.cpp).

@@ -379,8 +379,40 @@ void minmax(const float* x, int64_t n, float* mn, float* mx) {
   *mn = lo, *mx = hi;
 }
 
+void requant(float* x, int64_t n, float inv, float lo, float hi, float scale) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  {
+    const __m512 vinv = _mm512_set1_ps(inv), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (; i + 16 <= n; i += 16) {
+      const __m512 t = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_min_ps(_mm512_max_ps(t, vlo), vhi), vs));
+    }
+  }
+#elif defined(__AVX2__)
+  {
+    const __m256 vinv = _mm256_set1_ps(inv), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (; i + 8 <= n; i += 8) {
+      const __m256 t = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(t, vlo), vhi), vs));
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    float t = x[i] * inv;
+    t = t > lo - 1 ? t : lo - 1;  // within round_even's range; NaN -> the low end
+    t = t < hi + 1 ? t : hi + 1;
+    t = round_even(t);
+    x[i] = (t < lo ? lo : (t > hi ? hi : t)) * scale;
+  }
+}
+
 const QGemmKernels kTable = {PTERON_QGEMM_STR_(PTERON_OPT_ISA), kMr, kActBytes, kWBytes, kGroup,
-                             kPanels, &ukernel, &encode, &minmax};
+                             kPanels, &ukernel, &encode, &minmax, &requant};
 
 }  // namespace
 
