@@ -275,11 +275,15 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
     o.requant = 1;
     o.o_inv = static_cast<float>(1.0 / double(q.out.scale));
     o.o_scale = q.out.scale;
-    float glo = float(q.out.qmin - q.out.zero_point), ghi = float(q.out.qmax - q.out.zero_point);
+    // The bounds stay on the grid: a range beyond it (a minimum above the grid's top) clamps to
+    // the grid's end, as rounding a clamped float32 value would.
+    const float gmin = float(q.out.qmin - q.out.zero_point);
+    const float gmax = float(q.out.qmax - q.out.zero_point);
+    float glo = gmin, ghi = gmax;
     if (n.out_min > -std::numeric_limits<float>::infinity())
-      glo = std::max(glo, std::nearbyint(n.out_min * o.o_inv));
+      glo = std::min(std::max(glo, std::nearbyint(n.out_min * o.o_inv)), gmax);
     if (n.out_max < std::numeric_limits<float>::infinity())
-      ghi = std::min(ghi, std::nearbyint(n.out_max * o.o_inv));
+      ghi = std::max(std::min(ghi, std::nearbyint(n.out_max * o.o_inv)), gmin);
     o.lo = glo, o.hi = std::max(glo, ghi);
   }
   pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, o);
