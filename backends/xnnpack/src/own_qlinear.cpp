@@ -56,8 +56,8 @@ struct QLinear {
   // from (input pixel offset of its first tap, that tap's column))
   std::vector<char> edges;
   std::vector<std::pair<int64_t, int64_t>> edge_src;
-  std::vector<float> rscale;  // per row: the activation's scale
-  std::vector<int32_t> roff;  // per row: its codes' zero point offset
+  std::vector<float> rscale;  // dynamic, per row: the token's scale
+  std::vector<int32_t> roff;  // dynamic, per row: its codes' zero point offset
 };
 
 void QLinearDeleter::operator()(QLinear* q) const { delete q; }
@@ -162,12 +162,11 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
   if (m == 0 || q.n == 0) return true;
   // Codes: the input, then one segment of the zero code (padding taps), then kQGemmPad more.
   const size_t seg_elems = q.conv && q.per_row ? size_t(q.kw) * row_elems : row_elems;
-  const size_t zero_elems = seg_elems;
-  const size_t total = in_count + zero_elems + size_t(pteron_opt::kQGemmPad);
+  const size_t total = in_count + seg_elems + size_t(pteron_opt::kQGemmPad);
   try {
     q.codes.resize(total * size_t(ab));
     q.rows.resize(size_t(m * segs));
-    q.rscale.resize(size_t(m)), q.roff.resize(size_t(m));
+    if (q.dynamic) q.rscale.resize(size_t(m)), q.roff.resize(size_t(m));  // per token
   } catch (const std::bad_alloc&) {
     *err = "node " + std::to_string(n.index) + ": out of memory for the int8 buffers";
     return false;
@@ -195,7 +194,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
     });
   }
   const float zero_code = q.dynamic ? 0.0f : float(q.in.zero_point) + shift;
-  fill_code(ab, codes + in_count * size_t(ab), zero_elems + size_t(pteron_opt::kQGemmPad),
+  fill_code(ab, codes + in_count * size_t(ab), seg_elems + size_t(pteron_opt::kQGemmPad),
             zero_code);
   const char* zero_row = codes + in_count * size_t(ab);
   // Rows: fully connected, one segment per row; convolution, one per filter tap. They depend
