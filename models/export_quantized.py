@@ -80,6 +80,29 @@ class Block(nn.Module):
         return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
 
 
+class InvRes(nn.Module):
+    """MobileNetV2's inverted residual blocks, small: a stem convolution, then 1x1 expand, 3x3
+    depthwise (24 channels: not a multiple of 16), 1x1 project and the residual Add; then a
+    block with a 5x5 depthwise of stride 2 (40 channels); ReLU6 after each expand and depthwise
+    convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.exp1, self.proj1 = nn.Conv2d(8, 24, 1), nn.Conv2d(24, 8, 1)
+        self.dw1 = nn.Conv2d(24, 24, 3, padding=1, groups=24)
+        self.exp2, self.proj2 = nn.Conv2d(8, 40, 1), nn.Conv2d(40, 16, 1)
+        self.dw2 = nn.Conv2d(40, 40, 5, stride=2, padding=2, groups=40)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        relu6 = nn.functional.relu6
+        y = relu6(self.stem(x))
+        y = y + self.proj1(relu6(self.dw1(relu6(self.exp1(y)))))
+        y = self.proj2(relu6(self.dw2(relu6(self.exp2(y)))))
+        return self.fc(y.mean(dim=(2, 3)))
+
+
 CONFIGS = {
     # name: (model class, input shape, per_channel, dynamic)
     "qmlp_static_per_tensor": (MLP, (4, 16), False, False),
@@ -90,6 +113,8 @@ CONFIGS = {
     # the transformer block: its linear layers dynamic-quantized, and all of it static
     "qblock_dynamic": (Block, (1, 16, 64), True, True),
     "qblock_static_per_channel": (Block, (1, 16, 64), True, False),
+    # depthwise convolutions and a residual Add between int8 nodes (8-bit codes in XnnpackBackend)
+    "qinvres_static_per_channel": (InvRes, (1, 3, 20, 20), True, False),
 }
 
 # torchao's own flow (quantize_, not PT2E): dynamic int8 activations with 4-bit weights in

@@ -49,7 +49,8 @@ def check(p, got, where):
 def test_the_fixtures_cover_each_configuration():
     names = set(IDS)
     for want in ("qmlp_static_per_tensor", "qmlp_static_per_channel", "qmlp_dynamic",
-                 "qcnn_static_per_channel", "qblock_dynamic", "qblock_static_per_channel"):
+                 "qcnn_static_per_channel", "qblock_dynamic", "qblock_static_per_channel",
+                 "qinvres_static_per_channel"):
         assert want in names and want + "_xnnpack" in names, names
     # torchao's 4-bit groupwise weights (QBInt4): XNNPACK-lowered only, as upstream exports them
     assert "qmlp_dynamic_4bit_xnnpack" in names and "qmlp_dynamic_4bit" not in names, names
@@ -80,6 +81,8 @@ def test_quantized_program_matches_eager(pteron_run, tmp_path, p):
 
 # The int8 GEMM at every level this CPU has (PTERON_ISA lowers the choice, never raises it):
 # the programs with int8 nodes give the same outputs, and the plan names the level that ran.
+# So do the int8 codes paths (depthwise convolution, Add, Clamp on 8-bit codes between int8
+# nodes): qinvres has each, with channel counts that are not multiples of 16 and a 5x5 filter.
 ISA_LEVELS = ["baseline", "avx2", "avx512", "avx512vnni"]
 INT8 = [p for p in PROGRAMS if p["xnnpack"]]
 
@@ -89,7 +92,7 @@ def test_int8_gemm_runs_at_each_isa_level(pteron_run, tmp_path, isa):
     missing = missing_for(isa)
     if missing:
         pytest.skip(f"this CPU lacks {sorted(missing)} for PTERON_ISA={isa}")
-    ran = set()
+    ran, coded = set(), set()
     for p in INT8:
         out = tmp_path / p["name"]
         r = run([pteron_run, Q / p["file"], "--input", Q / f"{p['name']}.forward.input_0.npy",
@@ -100,7 +103,12 @@ def test_int8_gemm_runs_at_each_isa_level(pteron_run, tmp_path, isa):
         for line in r.stderr.splitlines():
             if "int8 GEMM (" in line:
                 ran.add(line.split("int8 GEMM (", 1)[1].split(")", 1)[0])
+            if "int8 codes (" in line:
+                ran.add(line.split("int8 codes (", 1)[1].split(")", 1)[0])
+                coded.add((p["name"], line.split(": ", 1)[1].split(" on ", 1)[0]))
     assert ran == {isa}, f"PTERON_ISA={isa}: the int8 nodes ran at {ran}"
+    want = {("qinvres_static_per_channel_xnnpack", op) for op in ("DepthwiseConv2d", "Add", "Clamp")}
+    assert want <= coded, f"PTERON_ISA={isa}: int8 codes paths that ran: {sorted(coded)}"
 
 
 @pytest.fixture(scope="session")
@@ -135,7 +143,8 @@ def test_quantized_program_matches_eager_under_wine(wine_results, p):
     check(p, np.load(out / "output_0.npy"), "MinGW DLLs, Wine")
 
 
-FUZZED = ["qcnn_static_per_channel_xnnpack", "qblock_dynamic_xnnpack"]
+FUZZED = ["qcnn_static_per_channel_xnnpack", "qblock_dynamic_xnnpack",
+          "qinvres_static_per_channel_xnnpack"]
 
 
 @pytest.mark.parametrize("name", FUZZED)

@@ -38,7 +38,9 @@ const char* op_name(Op op);
 // every value as float32: a quantized value holds its dequantized numbers,
 // (q - zero_point) * scale, so every float kernel reads it as it is, and the
 // node that writes it rounds its result onto that grid (quantize, then
-// dequantize: backend.cpp, requantize_output). Constants are dequantized
+// dequantize: backend.cpp, requantize_output). Between two nodes that both
+// have an int8 path (int8 GEMM, depthwise convolution, Add) a per-tensor
+// value is held as its 8-bit codes instead (Node::coded). Constants are dequantized
 // once, when the blob is read. The arithmetic is PyTorch's
 // quantized_decomposed reference in float32:
 //   Tensor (QInt8, QUInt8): q = clamp(round(x * f32(1 / scale)) + zero_point, qmin, qmax)
@@ -86,6 +88,10 @@ struct Node {
   // backend.cpp: a FullyConnected whose input is dynamically quantized (QDInt8) by a Convert
   // node: that Convert's float32 input, which the int8 kernel quantizes itself.
   uint32_t qsource = kNoValue;
+  // backend.cpp (plan): which of the node's values are held as 8-bit activation codes instead of
+  // float32 (qgemm.h's codes: q + 128 for QInt8, q for QUInt8, one byte per element), and
+  // whether its int8 codes path runs (kCodedPath): bit i for input i (i < 8), kCodedOutput.
+  uint32_t coded = 0;
   float out_min = -std::numeric_limits<float>::infinity();
   float out_max = std::numeric_limits<float>::infinity();
   bool has_range() const {
@@ -93,6 +99,10 @@ struct Node {
            out_max != std::numeric_limits<float>::infinity();
   }
 };
+
+constexpr uint32_t kCodedOutput = 1u << 31;
+constexpr uint32_t kCodedPath = 1u << 30;
+constexpr size_t kCodedInputs = 8;
 
 struct Graph {
   std::vector<Value> values;      // dense; nodes refer to them by index

@@ -54,6 +54,10 @@ float range_hi(const Node& n) { return n.out_max; }
 // the first run of each input width.
 struct DwState : NodeState {
   std::vector<float> w, bias, zeros;
+  QCodesPtr q;  // the int8 codes path (own_qcodes.cpp), when the node has one
+  bool reads_codes(size_t i) const override { return q && i == 0; }
+  bool writes_codes() const override { return q != nullptr; }
+  bool codes_only() const override { return q != nullptr; }
 };
 
 bool dw_check(const Node& n, std::string* why) {
@@ -98,6 +102,7 @@ bool dw_prepare(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state
     }
     s->bias.assign(b.constant, b.constant + c);
   }
+  if (!prepare_qcodes(g, n, &s->q, err)) return false;
   *state = std::move(s);
   return true;
 }
@@ -105,6 +110,7 @@ bool dw_prepare(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state
 bool dw_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
             const std::vector<float*>& ptr, std::string* err) {
   DwState& s = *static_cast<DwState*>(state);
+  if (s.q && (n.coded & kCodedPath)) return run_qcodes(*s.q, n, shapes, ptr, err);
   const Shape& x = shapes[n.inputs[0]];
   const Shape& y = shapes[n.outputs[0]];
   cpu::DwConv2d p;
@@ -265,8 +271,30 @@ cpu::NBinary binary_of(Op op) {
   }
 }
 
-bool binary_run(const Node& n, NodeState*, const std::vector<Shape>& shapes,
+// An Add or a Clamp of quantized values: its int8 codes path (own_qcodes.cpp).
+struct QCodesState : NodeState {
+  QCodesPtr q;
+  bool reads_codes(size_t i) const override { return i < 2; }
+  bool writes_codes() const override { return true; }
+  bool codes_only() const override { return true; }
+};
+
+bool qcodes_prepare(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state,
+                    std::string* err) {
+  if (n.op != Op::Add && n.op != Op::Clamp) return true;
+  QCodesPtr q;
+  if (!prepare_qcodes(g, n, &q, err)) return false;
+  if (!q) return true;
+  auto s = std::make_unique<QCodesState>();
+  s->q = std::move(q);
+  *state = std::move(s);
+  return true;
+}
+
+bool binary_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
                 const std::vector<float*>& ptr, std::string* err) {
+  if (state && (n.coded & kCodedPath))
+    return run_qcodes(*static_cast<QCodesState*>(state)->q, n, shapes, ptr, err);
   const Shape& as = shapes[n.inputs[0]];
   const Shape& bs = shapes[n.inputs[1]];
   const Shape& os = shapes[n.outputs[0]];
@@ -321,8 +349,10 @@ bool unary_of(Op op, cpu::NUnary* u) {
   }
 }
 
-bool unary_run(const Node& n, NodeState*, const std::vector<Shape>& shapes,
+bool unary_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
                const std::vector<float*>& ptr, std::string* err) {
+  if (state && (n.coded & kCodedPath))
+    return run_qcodes(*static_cast<QCodesState*>(state)->q, n, shapes, ptr, err);
   cpu::NUnary u;
   if (!unary_of(n.op, &u)) {
     *err = node_str(n) + " is not a unary node";
@@ -354,9 +384,9 @@ const OwnKernel kDepthwise = {&dw_prepare, &dw_run};
 const OwnKernel kPool = {nullptr, &pool_run};
 const OwnKernel kGlobalPool = {&global_pool_prepare, &global_pool_run};
 const OwnKernel kResize = {&resize_prepare, &resize_run};
-const OwnKernel kBinary = {nullptr, &binary_run};
+const OwnKernel kBinary = {&qcodes_prepare, &binary_run};
 const OwnKernel kPrelu = {nullptr, &prelu_run};
-const OwnKernel kUnary = {nullptr, &unary_run};
+const OwnKernel kUnary = {&qcodes_prepare, &unary_run};
 const OwnKernel kSoftmax = {nullptr, &softmax_run};
 
 }  // namespace

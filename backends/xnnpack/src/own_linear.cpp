@@ -59,6 +59,8 @@ struct FcState : NodeState {
   bool packed = false;  // at prepare (constant filter and bias)
   QLinearPtr q;         // the int8 path (own_qlinear.cpp), when the node has one
   const char* int8_path() const override { return q ? qlinear_path() : nullptr; }
+  bool reads_codes(size_t i) const override { return q && i == 0 && qlinear_reads_codes(*q); }
+  bool writes_codes() const override { return q && qlinear_writes_codes(*q); }
 };
 
 // K and N of a fully connected filter of shape ws.
@@ -143,6 +145,8 @@ ConvParams conv_params(const Node& n) {
 struct ConvState : NodeState {
   QLinearPtr q;                  // the int8 path (own_qlinear.cpp), when the node has one
   const char* int8_path() const override { return q ? qlinear_path() : nullptr; }
+  bool reads_codes(size_t i) const override { return q && i == 0 && qlinear_reads_codes(*q); }
+  bool writes_codes() const override { return q && qlinear_writes_codes(*q); }
   std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
   std::vector<float> zeros;      // max(kw, groups) * cin_g zeros
   struct Edge {

@@ -2,13 +2,16 @@
 // own_ops.h - pteron's own kernels for XNNPACK node types.
 //
 // Every node type has (or will have) a kernel here, so the delegate runs with
-// no XNNPACK library at all. Buffers are float32, dense and row-major in
-// XNNPACK's own layout (NHWC for image tensors); shapes are already inferred
-// (graph.cpp, infer_shape). The kernels are split by family, one file each:
+// no XNNPACK library at all. Buffers are float32 (or, for a quantized value
+// between two int8 nodes, its 8-bit codes: graph.h, Node::coded), dense and
+// row-major in XNNPACK's own layout (NHWC for image tensors); shapes are
+// already inferred (graph.cpp, infer_shape). The kernels are split by family, one file each:
 //   own_ops.cpp         layout: transpose, reshape, slice, concatenate, copy,
 //                       convert, constant pad; and own_kernel() itself;
 //   own_linear.cpp      fully connected, convolution (dense, depthwise,
 //                       transposed), batch matrix multiply;
+//   own_qlinear.cpp     the int8 GEMM path of fully connected and convolution;
+//   own_qcodes.cpp      the int8 codes paths of depthwise convolution, Add, Clamp;
 //   own_elementwise.cpp binary and unary element-wise nodes, pooling,
 //                       softmax, resize.
 #ifndef PTERON_XNNPACK_OWN_OPS_H
@@ -44,6 +47,12 @@ struct NodeState {
   // The int8 GEMM's ISA level when this node runs on the int8 path, else null. Such a node's
   // kernel rounds its quantized output onto the output's grid itself.
   virtual const char* int8_path() const { return nullptr; }
+  // Values held as 8-bit codes (graph.h, Node::coded; backend.cpp's plan chooses them): can the
+  // kernel read input i as codes, and write its output as codes? Must every quantized input be
+  // codes for its int8 path to run (else it runs its float32 path, kCodedPath unset)?
+  virtual bool reads_codes(size_t i) const { return false; }
+  virtual bool writes_codes() const { return false; }
+  virtual bool codes_only() const { return false; }
 };
 
 struct OwnKernel {
@@ -109,6 +118,28 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* q, std::string* 
 bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
                  const std::vector<float*>& ptr, std::string* err);
 const char* qlinear_path();
+// Whether the int8 FullyConnected / Conv2d path reads a per-tensor input as codes (a dynamic one
+// it quantizes itself) and writes a per-tensor output as codes.
+bool qlinear_reads_codes(const QLinear& q);
+bool qlinear_writes_codes(const QLinear& q);
+
+// The int8 codes paths of DepthwiseConv2d (channel multiplier 1), Add and Clamp (own_qcodes.cpp): codes
+// in (every quantized input held as codes: kCodedPath), codes or rounded float32 out, on
+// pteron_cpu's qgemm.h kernels. Prepared at method load where the node qualifies (*q set).
+struct QCodes;
+struct QCodesDeleter {
+  void operator()(QCodes* q) const;
+};
+using QCodesPtr = std::unique_ptr<QCodes, QCodesDeleter>;
+bool prepare_qcodes(const Graph& g, const Node& n, QCodesPtr* q, std::string* err);
+bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes,
+                const std::vector<float*>& ptr, std::string* err);
+
+// The bounds, in grid units (quant_min / quant_max minus the zero point), that a node's output
+// of per-tensor quantization q is clamped to after rounding: the grid with the node's output
+// range folded in (a range beyond the grid clamps to the grid's end, as rounding a clamped
+// float32 value would).
+void grid_bounds(const Quant& q, const Node& n, float* lo, float* hi);
 
 // One token's quantization parameters (x: n > 0 floats), as PyTorch's
 // choose_qparams_per_token_asymmetric computes them (int8): scale, 1 / scale and the zero point

@@ -50,6 +50,7 @@ struct QLinear {
   std::vector<char> codes;  // activation codes (act_bytes each), + a zero row, + padding
   std::vector<const void*> rows;
   const char* rows_for = nullptr;  // the codes buffer `rows` points into, for these shapes
+  const char* zero_for = nullptr;  // and the zero segment
   Shape rows_shape, rows_out;
   // per filter row: a row whose taps leave the input at the left or right reads a copy of its
   // codes with zero codes for those taps (edge e at edges[e * seg_elems], refreshed each run
@@ -63,6 +64,19 @@ struct QLinear {
 void QLinearDeleter::operator()(QLinear* q) const { delete q; }
 
 const char* qlinear_path() { return pteron_opt::qgemm_kernels().name; }
+bool qlinear_reads_codes(const QLinear& q) { return !q.dynamic; }
+bool qlinear_writes_codes(const QLinear& q) { return q.out.kind == QuantKind::Tensor; }
+
+void grid_bounds(const Quant& q, const Node& n, float* lo, float* hi) {
+  const float inv = static_cast<float>(1.0 / double(q.scale));
+  const float gmin = float(q.qmin - q.zero_point), gmax = float(q.qmax - q.zero_point);
+  float glo = gmin, ghi = gmax;
+  if (n.out_min > -std::numeric_limits<float>::infinity())
+    glo = std::min(std::max(glo, std::nearbyint(n.out_min * inv)), gmax);
+  if (n.out_max < std::numeric_limits<float>::infinity())
+    ghi = std::max(std::min(ghi, std::nearbyint(n.out_max * inv)), gmin);
+  *lo = glo, *hi = std::max(glo, ghi);
+}
 
 namespace {
 
@@ -161,8 +175,13 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
   }
   if (m == 0 || q.n == 0) return true;
   // Codes: the input, then one segment of the zero code (padding taps), then kQGemmPad more.
+  // An input held as codes (Node::coded) is read where it is when the level reads uint8 codes;
+  // then q.codes holds only the zero segment.
+  const bool in_coded = (n.coded & 1u) != 0;
+  const bool direct = in_coded && ab == 1;
   const size_t seg_elems = q.conv && q.per_row ? size_t(q.kw) * row_elems : row_elems;
-  const size_t total = in_count + seg_elems + size_t(pteron_opt::kQGemmPad);
+  const size_t own = direct ? 0 : in_count;
+  const size_t total = own + seg_elems + size_t(pteron_opt::kQGemmPad);
   try {
     q.codes.resize(total * size_t(ab));
     q.rows.resize(size_t(m * segs));
@@ -171,9 +190,16 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
     *err = "node " + std::to_string(n.index) + ": out of memory for the int8 buffers";
     return false;
   }
-  char* codes = q.codes.data();
+  char* codes = direct ? reinterpret_cast<char*>(ptr[n.inputs[0]]) : q.codes.data();
   const float qmin = float(q.in.qmin), qmax = float(q.in.qmax);
-  if (q.dynamic) {
+  if (direct) {
+  } else if (in_coded) {  // uint8 codes widened to the level's int16
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(ptr[n.inputs[0]]);
+    int16_t* dst = reinterpret_cast<int16_t*>(codes);
+    parallel(in_count, 65536, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) dst[i] = int16_t(src[i]);
+    });
+  } else if (q.dynamic) {
     const float* src = ptr[n.qsource];
     parallel(size_t(m), 16, [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
@@ -194,13 +220,13 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
     });
   }
   const float zero_code = q.dynamic ? 0.0f : float(q.in.zero_point) + shift;
-  fill_code(ab, codes + in_count * size_t(ab), seg_elems + size_t(pteron_opt::kQGemmPad),
-            zero_code);
-  const char* zero_row = codes + in_count * size_t(ab);
+  char* zero_row = q.codes.data() + own * size_t(ab);
+  fill_code(ab, zero_row, seg_elems + size_t(pteron_opt::kQGemmPad), zero_code);
   // Rows: fully connected, one segment per row; convolution, one per filter tap. They depend
   // only on where the codes are and on the shapes: built again only when those change.
-  const bool same_rows = q.rows_for == codes && q.rows_shape == xs && q.rows_out == os;
-  q.rows_for = codes, q.rows_shape = xs, q.rows_out = os;
+  const bool same_rows = q.rows_for == codes && q.zero_for == zero_row && q.rows_shape == xs &&
+                         q.rows_out == os;
+  q.rows_for = codes, q.zero_for = zero_row, q.rows_shape = xs, q.rows_out = os;
   if (same_rows) {
   } else if (!q.conv) {
     for (int64_t r = 0; r < m; ++r) q.rows[size_t(r)] = codes + size_t(r) * row_elems * size_t(ab);
@@ -274,16 +300,11 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
     o.requant = 1;
     o.o_inv = static_cast<float>(1.0 / double(q.out.scale));
     o.o_scale = q.out.scale;
-    // The bounds stay on the grid: a range beyond it (a minimum above the grid's top) clamps to
-    // the grid's end, as rounding a clamped float32 value would.
-    const float gmin = float(q.out.qmin - q.out.zero_point);
-    const float gmax = float(q.out.qmax - q.out.zero_point);
-    float glo = gmin, ghi = gmax;
-    if (n.out_min > -std::numeric_limits<float>::infinity())
-      glo = std::min(std::max(glo, std::nearbyint(n.out_min * o.o_inv)), gmax);
-    if (n.out_max < std::numeric_limits<float>::infinity())
-      ghi = std::max(std::min(ghi, std::nearbyint(n.out_max * o.o_inv)), gmin);
-    o.lo = glo, o.hi = std::max(glo, ghi);
+    grid_bounds(q.out, n, &o.lo, &o.hi);
+    if (n.coded & kCodedOutput) {
+      o.yc = reinterpret_cast<uint8_t*>(ptr[n.outputs[0]]);
+      o.code_add = float(q.out.zero_point) + (q.out.qmin < 0 ? 128.0f : 0.0f);
+    }
   }
   pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, o);
   return true;

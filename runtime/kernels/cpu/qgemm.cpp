@@ -139,4 +139,57 @@ void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w,
     pteron_parallel_for(0, tiles, 1, run_qtiles, &j);
 }
 
+namespace {
+
+struct QDwJob {
+  const QDwConv* p;
+  const uint8_t* x;
+};
+
+void run_qdw(void* user, int64_t begin, int64_t end) {
+  const QDwJob& j = *static_cast<const QDwJob*>(user);
+  qgemm_kernels().dwconv(*j.p, j.x, begin, end);
+}
+
+struct QAddJob {
+  const QAdd* p;
+  const uint8_t *a, *b;
+};
+
+constexpr int64_t kQAddChunk = 16384;
+
+void run_qadd(void* user, int64_t begin, int64_t end) {
+  const QAddJob& j = *static_cast<const QAddJob*>(user);
+  const int64_t at = begin * kQAddChunk;
+  qgemm_kernels().add(*j.p, j.a + at, j.b + at, (end - begin) * kQAddChunk, at);
+}
+
+}  // namespace
+
+void qdwconv(const QDwConv& p, const uint8_t* x) {
+  const int64_t rows = p.n * p.oh;
+  if (rows <= 0 || p.ow <= 0 || p.c <= 0) return;
+  QDwJob j{&p, x};
+  // about 32 K outputs per chunk
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, p.ow * p.c));
+  if (pteron_parallel_threads() <= 1 || rows <= grain)
+    run_qdw(&j, 0, rows);
+  else
+    pteron_parallel_for(0, rows, grain, run_qdw, &j);
+}
+
+void qadd(const QAdd& p, const uint8_t* a, const uint8_t* b, int64_t n) {
+  if (n <= 0) return;
+  const int64_t whole = n / kQAddChunk;
+  QAddJob j{&p, a, b};
+  if (whole > 0) {
+    if (pteron_parallel_threads() <= 1 || whole == 1)
+      run_qadd(&j, 0, whole);
+    else
+      pteron_parallel_for(0, whole, 1, run_qadd, &j);
+  }
+  const int64_t at = whole * kQAddChunk;
+  if (at < n) qgemm_kernels().add(p, a + at, b + at, n - at, at);
+}
+
 }  // namespace pteron_opt

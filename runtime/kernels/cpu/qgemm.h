@@ -51,9 +51,11 @@ constexpr int64_t kQGemmMaxK = 16384;
 // times colsum(j), computed once), else row_off[i] * colsum[j] (the int32 difference is exact:
 // see kQGemmMaxK); a null row_scale is 1. Without requant it is clamped to [lo, hi]; with
 // requant it is rounded onto a quantization grid,
-//   v = clamp(round(v * o_inv), lo, hi) * o_scale
+//   t = clamp(round(v * o_inv), lo, hi),  v = t * o_scale
 // (lo / hi then in grid units: quant_min / quant_max minus the zero point, the output range
-// folded in; round half to even). Stored at y[i * ldy + j].
+// folded in; round half to even). Stored at y[i * ldy + j]; or, with requant and yc set, as
+// the 8-bit code t + code_add at yc[i * ldy + j] (code_add: the zero point plus 128 for int8
+// values, plus 0 for uint8: the activation codes a following int8 node reads as they are).
 struct QGemmOut {
   float* y = nullptr;
   int64_t ldy = 0;
@@ -66,6 +68,8 @@ struct QGemmOut {
   float lo = 0, hi = 0;
   int requant = 0;
   float o_inv = 1, o_scale = 1;
+  uint8_t* yc = nullptr;  // with requant: codes out instead of y
+  float code_add = 0;
 };
 
 // One microkernel call: rows i < mr (1 <= mr <= QGemmKernels::mr), columns j < nc
@@ -94,6 +98,46 @@ using QGemmMinMax = void (*)(const float* x, int64_t n, float* mn, float* mx);
 // quantized value's quantize and dequantize, for the nodes that compute in float32.
 using QGemmRequant = void (*)(float* x, int64_t n, float inv, float lo, float hi, float scale);
 
+// Where a kernel that rounds onto a quantization grid puts each grid value t (QGemmOut's
+// t: an integer in [lo, hi]): the code t + code_add (yc set), else the float32 t * scale.
+struct QCodesOut {
+  float* y = nullptr;
+  uint8_t* yc = nullptr;
+  float inv = 1, lo = 0, hi = 0, scale = 1, code_add = 0;
+};
+
+// A depthwise convolution (channel multiplier 1) of 8-bit activation codes, NHWC, in float32:
+//   v[b, oy, ox, c] = bias[c] + sum over ky < kh, kx < kw (taps inside the input) of
+//                     (x[b, iy, ix, c] - in_off) * w[(ky * kw + kx) * c_total + c]
+//   iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw
+// w: the filter's dequantized values times the input's scale, tap-major [kh * kw][c]; then
+// each v rounded onto the output's grid (out: t = clamp(round(v * inv), lo, hi)). Output
+// rows [row_begin, row_end) of the n * oh rows. Taps outside the input add nothing (the zero
+// padding of a quantized input is its zero point).
+struct QDwConv {
+  int64_t n = 0, ih = 0, iw = 0, c = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  // bias[c] - in_off * sum over taps of w[tap, c]: the same sum as codes times w, for the pixels
+  // whose taps are all inside the input (the kernels' fast path reads codes as they are)
+  const float* bias_full = nullptr;
+  float in_off = 0;
+  QCodesOut out;
+};
+using QDwConvFn = void (*)(const QDwConv& p, const uint8_t* x, int64_t row_begin,
+                           int64_t row_end);
+
+// The sum of two quantized tensors of n elements, element by element, from their codes:
+//   v = (a - a_off) * a_scale + (b - b_off) * b_scale
+// rounded onto the output's grid (out, from element `at` on: y + at, yc + at).
+struct QAdd {
+  float a_off = 0, a_scale = 1, b_off = 0, b_scale = 1;
+  QCodesOut out;
+};
+using QAddFn = void (*)(const QAdd& p, const uint8_t* a, const uint8_t* b, int64_t n,
+                        int64_t at);
+
 struct QGemmKernels {
   const char* name;   // "baseline", "avx2", "avx512" or "avx512vnni"
   int64_t mr;         // rows per microkernel call
@@ -105,6 +149,8 @@ struct QGemmKernels {
   QGemmEncode encode;
   QGemmMinMax minmax;
   QGemmRequant requant;
+  QDwConvFn dwconv;
+  QAddFn add;
 };
 
 // The level of this process (qgemm.cpp).
@@ -141,6 +187,11 @@ class QPackedWeights {
 // tiles over pteron_parallel_for. Never fails.
 void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w,
                     const QGemmOut& out);
+
+// The depthwise convolution and the sum above over all their rows / elements, split over
+// pteron_parallel_for. Never fail.
+void qdwconv(const QDwConv& p, const uint8_t* x);
+void qadd(const QAdd& p, const uint8_t* a, const uint8_t* b, int64_t n);
 
 // One table per level, each defined in its own object of qgemm_kernels.cpp (the ODR rule of
 // isa_kernels.cpp).

@@ -13,6 +13,7 @@
 //               as one int32, vpdpbusd (u8 x s8, 4 products summed into int32, no saturation),
 //               12 rows.
 // Edge tiles: columns past nc are computed from the panel's zero padding and not stored.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -54,20 +55,36 @@ inline float round_even(float t) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t half to even
   return (t + kMagic) - kMagic;
 }
-inline float epilogue(const QGemmOut& o, int32_t c, int64_t i, int64_t j) {
+// v rounded onto a grid: clamp(round(v * inv), lo, hi), NaN -> lo.
+inline float grid_value(float v, float inv, float lo, float hi) {
+  float t = v * inv;
+  t = t > lo - 1 ? t : lo - 1;  // within round_even's range; NaN -> the low end
+  t = t < hi + 1 ? t : hi + 1;
+  t = round_even(t);
+  return t < lo ? lo : (t > hi ? hi : t);
+}
+inline void epilogue(const QGemmOut& o, int32_t c, int64_t i, int64_t j) {
   const int32_t corr = o.col_corr ? o.col_corr[j] : o.row_off[i] * o.colsum[j];
   const float rs = o.row_scale ? o.row_scale[i] : 1.0f;
   float v = float(c - corr) * (rs * o.col_scale[j]) + o.bias[j];
   if (o.requant) {
-    float t = v * o.o_inv;
-    t = t > o.lo - 1 ? t : o.lo - 1;  // within round_even's range; NaN -> the low end
-    t = t < o.hi + 1 ? t : o.hi + 1;
-    t = round_even(t);
-    t = t < o.lo ? o.lo : (t > o.hi ? o.hi : t);
-    return t * o.o_scale;
+    const float t = grid_value(v, o.o_inv, o.lo, o.hi);
+    if (o.yc)
+      o.yc[i * o.ldy + j] = uint8_t(int32_t(t + o.code_add));
+    else
+      o.y[i * o.ldy + j] = t * o.o_scale;
+    return;
   }
   v = v < o.lo ? o.lo : v;
-  return v > o.hi ? o.hi : v;
+  o.y[i * o.ldy + j] = v > o.hi ? o.hi : v;
+}
+// One element of a QCodesOut.
+inline void put_code(const QCodesOut& o, float v, int64_t at) {
+  const float t = grid_value(v, o.inv, o.lo, o.hi);
+  if (o.yc)
+    o.yc[at] = uint8_t(int32_t(t + o.code_add));
+  else
+    o.y[at] = t * o.scale;
 }
 
 #if defined(__AVX512F__)
@@ -86,9 +103,15 @@ void store512(const __m512i* acc, int64_t nc, const QGemmOut& o, int64_t i0, int
     const __m512 scale = o.row_scale ? _mm512_mul_ps(_mm512_set1_ps(o.row_scale[i0 + i]), ws) : ws;
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i], corr)), scale, b);
     if (o.requant) {
-      const __m512 t =
+      __m512 t =
           _mm512_roundscale_ps(_mm512_mul_ps(v, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      v = _mm512_mul_ps(_mm512_min_ps(_mm512_max_ps(t, lo), hi), sc);  // max(NaN, lo) is lo
+      t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);  // max(NaN, lo) is lo
+      if (o.yc) {
+        const __m512i c = _mm512_cvtps_epi32(_mm512_add_ps(t, _mm512_set1_ps(o.code_add)));
+        _mm_mask_storeu_epi8(o.yc + (i0 + i) * o.ldy + j0, m, _mm512_cvtusepi32_epi8(c));
+        continue;
+      }
+      v = _mm512_mul_ps(t, sc);
     } else {
       v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
     }
@@ -173,6 +196,21 @@ constexpr int64_t kPanels = 1;
 
 // The epilogue's colsum loads read 16 columns: a panel's colsum is padded (QPackedWeights).
 
+// n <= 16 codes (small integers held as floats, t[0..16) all set) stored as bytes.
+inline void store_codes16(const float* t, uint8_t* out, int64_t n) {
+  const __m256i a = _mm256_cvtps_epi32(_mm256_load_ps(t));
+  const __m256i b = _mm256_cvtps_epi32(_mm256_load_ps(t + 8));
+  const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);  // 16 x u16
+  const __m128i c = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+  if (n >= 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), c);
+  } else {
+    alignas(16) uint8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), c);
+    std::memcpy(out, tmp, size_t(n));
+  }
+}
+
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
           int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
@@ -199,7 +237,7 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
   const __m256i cs1 =
       nc > 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ccol + j0 + 8)) : cs0;
   for (int i = 0; i < R; ++i) {
-    alignas(32) float t[16];
+    alignas(32) float t[16] = {};
     const __m256i off = _mm256_set1_epi32(o.row_off ? o.row_off[i0 + i] : 0);
     const __m256 rs = _mm256_set1_ps(o.row_scale ? o.row_scale[i0 + i] : 1.0f);
     for (int h = 0; h < 2; ++h) {
@@ -223,11 +261,17 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
         __m256 tq = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(o.o_inv)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         tq = _mm256_min_ps(_mm256_max_ps(tq, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
-        v = _mm256_mul_ps(tq, _mm256_set1_ps(o.o_scale));
+        // codes: t + code_add (exact small integers), converted below
+        v = o.yc ? _mm256_add_ps(tq, _mm256_set1_ps(o.code_add))
+                 : _mm256_mul_ps(tq, _mm256_set1_ps(o.o_scale));
       } else {
         v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
       }
       _mm256_store_ps(t + 8 * h, v);
+    }
+    if (o.requant && o.yc) {
+      store_codes16(t, o.yc + (i0 + i) * o.ldy + j0, nc);
+      continue;
     }
     std::memcpy(o.y + (i0 + i) * o.ldy + j0, t, size_t(nc) * sizeof(float));
   }
@@ -272,7 +316,7 @@ void ukernel(int64_t mr, int64_t nc, int64_t segs, int64_t groups, const void* c
   }
   for (int64_t i = 0; i < mr; ++i)
     for (int64_t j = 0; j < nc; ++j)
-      o.y[(i0 + i) * o.ldy + j0 + j] = epilogue(o, acc[i][j], i0 + i, j0 + j);
+      epilogue(o, acc[i][j], i0 + i, j0 + j);
 }
 
 #endif
@@ -411,8 +455,281 @@ void requant(float* x, int64_t n, float inv, float lo, float hi, float scale) {
   }
 }
 
+// ---- depthwise convolution and sum of codes (qgemm.h: QDwConv, QAdd) ------------------------
+// Channels (elements) 16 at a time in float32 vectors (two ymm at the avx2 level), the rest one
+// at a time with the same steps; the grid rounding as requant's.
+
+#if defined(__AVX512F__)
+struct Grid16 {
+  __m512 inv, lo, hi, scale, add;
+  explicit Grid16(const QCodesOut& o)
+      : inv(_mm512_set1_ps(o.inv)), lo(_mm512_set1_ps(o.lo)), hi(_mm512_set1_ps(o.hi)),
+        scale(_mm512_set1_ps(o.scale)), add(_mm512_set1_ps(o.code_add)) {}
+};
+inline __m512 codes16(const uint8_t* p, float off) {
+  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u)), _mm512_set1_ps(off));
+}
+inline void put16(const QCodesOut& o, const Grid16& g, __m512 v, int64_t at) {
+  __m512 t =
+      _mm512_roundscale_ps(_mm512_mul_ps(v, g.inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  t = _mm512_min_ps(_mm512_max_ps(t, g.lo), g.hi);  // max(NaN, lo) is lo
+  if (o.yc)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o.yc + at),
+                     _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_add_ps(t, g.add))));
+  else
+    _mm512_storeu_ps(o.y + at, _mm512_mul_ps(t, g.scale));
+}
+#elif defined(__AVX2__)
+struct V16 {
+  __m256 a, b;
+};
+struct Grid16 {
+  __m256 inv, lo, hi, scale, add;
+  explicit Grid16(const QCodesOut& o)
+      : inv(_mm256_set1_ps(o.inv)), lo(_mm256_set1_ps(o.lo)), hi(_mm256_set1_ps(o.hi)),
+        scale(_mm256_set1_ps(o.scale)), add(_mm256_set1_ps(o.code_add)) {}
+};
+inline V16 codes16(const uint8_t* p, float off) {
+  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m256 o = _mm256_set1_ps(off);
+  return {_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u)), o),
+          _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u, 8))), o)};
+}
+inline __m256 grid8(const Grid16& g, __m256 v) {
+  const __m256 t =
+      _mm256_round_ps(_mm256_mul_ps(v, g.inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm256_min_ps(_mm256_max_ps(t, g.lo), g.hi);  // max(NaN, lo) is lo
+}
+inline void put16(const QCodesOut& o, const Grid16& g, V16 v, int64_t at) {
+  const __m256 ta = grid8(g, v.a), tb = grid8(g, v.b);
+  if (o.yc) {
+    alignas(32) float t[16];
+    _mm256_store_ps(t, _mm256_add_ps(ta, g.add));
+    _mm256_store_ps(t + 8, _mm256_add_ps(tb, g.add));
+    store_codes16(t, o.yc + at, 16);
+  } else {
+    _mm256_storeu_ps(o.y + at, _mm256_mul_ps(ta, g.scale));
+    _mm256_storeu_ps(o.y + at + 8, _mm256_mul_ps(tb, g.scale));
+  }
+}
+#endif
+
+// One output pixel, any taps (those outside the input skipped): codes minus in_off times w.
+void dw_pixel(const QDwConv& p, const uint8_t* x, int64_t b, int64_t oy, int64_t ox,
+              int64_t at) {
+  const int64_t C = p.c;
+  int64_t tap[64], toff[64], nt = 0;  // the taps inside the input (at most 64: QDwConv)
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    const int64_t iy = oy * p.sh - p.pt + ky * p.dh;
+    if (iy < 0 || iy >= p.ih) continue;
+    for (int64_t kx = 0; kx < p.kw && nt < 64; ++kx) {
+      const int64_t ix = ox * p.sw - p.pl + kx * p.dw;
+      if (ix < 0 || ix >= p.iw) continue;
+      tap[nt] = (ky * p.kw + kx) * C;
+      toff[nt++] = ((b * p.ih + iy) * p.iw + ix) * C;
+    }
+  }
+  int64_t c = 0;
+#if defined(__AVX512F__)
+  const Grid16 g(p.out);
+  for (; c + 16 <= C; c += 16) {
+    __m512 acc = _mm512_loadu_ps(p.bias + c);
+    for (int64_t t = 0; t < nt; ++t)
+      acc = _mm512_fmadd_ps(codes16(x + toff[t] + c, p.in_off), _mm512_loadu_ps(p.w + tap[t] + c),
+                            acc);
+    put16(p.out, g, acc, at + c);
+  }
+#elif defined(__AVX2__)
+  const Grid16 g(p.out);
+  for (; c + 16 <= C; c += 16) {
+    V16 acc{_mm256_loadu_ps(p.bias + c), _mm256_loadu_ps(p.bias + c + 8)};
+    for (int64_t t = 0; t < nt; ++t) {
+      const V16 u = codes16(x + toff[t] + c, p.in_off);
+      const float* w = p.w + tap[t] + c;
+      acc.a = _mm256_fmadd_ps(u.a, _mm256_loadu_ps(w), acc.a);
+      acc.b = _mm256_fmadd_ps(u.b, _mm256_loadu_ps(w + 8), acc.b);
+    }
+    put16(p.out, g, acc, at + c);
+  }
+#endif
+  for (; c < C; ++c) {
+    float acc = p.bias[c];
+    for (int64_t t = 0; t < nt; ++t)
+      acc = std::fma(float(x[toff[t] + c]) - p.in_off, p.w[tap[t] + c], acc);
+    put_code(p.out, acc, at + c);
+  }
+}
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+// Output pixels ox0 <= ox < ox1 of one row whose taps are all inside the input, 16 channels
+// from c: T taps (T = kh * kw when known at compile time, else 0 and p.kh * p.kw), the filter's
+// vectors held in registers across the pixels; codes times w from bias_full.
+template <int T>
+void dw_inner(const QDwConv& p, const uint8_t* x, const int64_t* toff, int64_t row0,
+              int64_t ox0, int64_t ox1, int64_t c, int64_t at0) {
+  const int64_t taps = T ? T : p.kh * p.kw;
+  const int64_t C = p.c, step = p.sw * C;
+  const Grid16 g(p.out);
+#if defined(__AVX512F__)
+  __m512 w[T ? T : 1];
+  if (T)
+    for (int t = 0; t < T; ++t) w[t] = _mm512_loadu_ps(p.w + t * C + c);
+  const __m512 b = _mm512_loadu_ps(p.bias_full + c);
+  const uint8_t* px = x + row0 + (ox0 * p.sw - p.pl) * C + c;
+  auto code = [&](const uint8_t* q) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+  };
+  int64_t ox = ox0;
+  // four pixels at a time: four independent FMA chains
+  for (; ox + 4 <= ox1; ox += 4, px += 4 * step) {
+    __m512 a0 = b, a1 = b, a2 = b, a3 = b;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m512 wt = T ? w[T ? t : 0] : _mm512_loadu_ps(p.w + t * C + c);
+      const uint8_t* q = px + toff[t];
+      a0 = _mm512_fmadd_ps(code(q), wt, a0);
+      a1 = _mm512_fmadd_ps(code(q + step), wt, a1);
+      a2 = _mm512_fmadd_ps(code(q + 2 * step), wt, a2);
+      a3 = _mm512_fmadd_ps(code(q + 3 * step), wt, a3);
+    }
+    put16(p.out, g, a0, at0 + ox * C + c);
+    put16(p.out, g, a1, at0 + (ox + 1) * C + c);
+    put16(p.out, g, a2, at0 + (ox + 2) * C + c);
+    put16(p.out, g, a3, at0 + (ox + 3) * C + c);
+  }
+  for (; ox < ox1; ++ox, px += step) {
+    __m512 acc = b;
+    for (int64_t t = 0; t < taps; ++t)
+      acc = _mm512_fmadd_ps(code(px + toff[t]), T ? w[T ? t : 0] : _mm512_loadu_ps(p.w + t * C + c),
+                            acc);
+    put16(p.out, g, acc, at0 + ox * C + c);
+  }
+#else
+  __m256 wa[T ? T : 1], wb[T ? T : 1];
+  if (T)
+    for (int t = 0; t < T; ++t)
+      wa[t] = _mm256_loadu_ps(p.w + t * C + c), wb[t] = _mm256_loadu_ps(p.w + t * C + c + 8);
+  const __m256 ba = _mm256_loadu_ps(p.bias_full + c), bb = _mm256_loadu_ps(p.bias_full + c + 8);
+  const uint8_t* px = x + row0 + (ox0 * p.sw - p.pl) * C + c;
+  int64_t ox = ox0;
+  // two pixels at a time: four independent FMA chains
+  for (; ox + 2 <= ox1; ox += 2, px += 2 * step) {
+    V16 a0{ba, bb}, a1{ba, bb};
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wta = T ? wa[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c);
+      const __m256 wtb = T ? wb[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c + 8);
+      const __m128i u0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(px + toff[t]));
+      const __m128i u1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(px + toff[t] + step));
+      a0.a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u0)), wta, a0.a);
+      a0.b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u0, 8))), wtb,
+                             a0.b);
+      a1.a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u1)), wta, a1.a);
+      a1.b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u1, 8))), wtb,
+                             a1.b);
+    }
+    put16(p.out, g, a0, at0 + ox * C + c);
+    put16(p.out, g, a1, at0 + (ox + 1) * C + c);
+  }
+  for (; ox < ox1; ++ox, px += step) {
+    V16 acc{ba, bb};
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(px + toff[t]));
+      const __m256 ua = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u));
+      const __m256 ub = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u, 8)));
+      acc.a = _mm256_fmadd_ps(ua, T ? wa[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c), acc.a);
+      acc.b = _mm256_fmadd_ps(ub, T ? wb[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c + 8), acc.b);
+    }
+    put16(p.out, g, acc, at0 + ox * C + c);
+  }
+#endif
+}
+#endif
+
+void dwconv(const QDwConv& p, const uint8_t* x, int64_t row_begin, int64_t row_end) {
+  const int64_t C = p.c;
+  // The columns whose taps are all inside the input: ox0 <= ox < ox1.
+  int64_t ox0 = (p.pl + p.sw - 1) / p.sw;
+  const int64_t last = p.iw - 1 - (p.kw - 1) * p.dw + p.pl;  // ox * sw <= last
+  int64_t ox1 = last < 0 ? 0 : last / p.sw + 1;
+  ox1 = ox1 < p.ow ? ox1 : p.ow;
+  ox0 = ox0 < ox1 ? ox0 : ox1;
+  // tap t's offset from the pixel of tap 0, in codes
+  int64_t toff[64];
+  const int64_t taps = p.kh * p.kw;
+  for (int64_t ky = 0; ky < p.kh; ++ky)
+    for (int64_t kx = 0; kx < p.kw; ++kx)
+      toff[ky * p.kw + kx] = (ky * p.dh * p.iw + kx * p.dw) * C;
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const int64_t b = r / p.oh, oy = r % p.oh;
+    const int64_t at0 = r * p.ow * C;
+    const int64_t iy0 = oy * p.sh - p.pt;
+    const bool rows_in = iy0 >= 0 && iy0 + (p.kh - 1) * p.dh < p.ih;
+    int64_t fast_end = 0, c = 0;
+#if defined(__AVX512F__) || defined(__AVX2__)
+    if (rows_in && ox0 < ox1) {
+      const int64_t row0 = (b * p.ih + iy0) * p.iw * C;
+      for (; c + 16 <= C; c += 16) {
+        if (taps == 9)
+          dw_inner<9>(p, x, toff, row0, ox0, ox1, c, at0);
+        else if (taps == 25)
+          dw_inner<25>(p, x, toff, row0, ox0, ox1, c, at0);
+        else
+          dw_inner<0>(p, x, toff, row0, ox0, ox1, c, at0);
+      }
+      fast_end = c;
+    }
+#endif
+    for (int64_t ox = 0; ox < p.ow; ++ox) {
+      const bool fast = rows_in && ox >= ox0 && ox < ox1;
+      if (fast && fast_end == C) continue;
+      if (!fast) {
+        dw_pixel(p, x, b, oy, ox, at0 + ox * C);
+        continue;
+      }
+      // the channels past the last whole 16 of a fast pixel
+      const uint8_t* px = x + (b * p.ih + iy0) * p.iw * C + (ox * p.sw - p.pl) * C;
+      for (c = fast_end; c < C; ++c) {
+        float acc = p.bias_full[c];
+        for (int64_t t = 0; t < taps; ++t) acc = std::fma(float(px[toff[t] + c]), p.w[t * C + c], acc);
+        put_code(p.out, acc, at0 + ox * C + c);
+      }
+    }
+  }
+}
+
+void add(const QAdd& p, const uint8_t* a, const uint8_t* b, int64_t n, int64_t at) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  {
+    const Grid16 g(p.out);
+    const __m512 sa = _mm512_set1_ps(p.a_scale), sb = _mm512_set1_ps(p.b_scale);
+    for (; i + 16 <= n; i += 16)
+      put16(p.out, g,
+            _mm512_add_ps(_mm512_mul_ps(codes16(a + i, p.a_off), sa),
+                          _mm512_mul_ps(codes16(b + i, p.b_off), sb)),
+            at + i);
+  }
+#elif defined(__AVX2__)
+  {
+    const Grid16 g(p.out);
+    const __m256 sa = _mm256_set1_ps(p.a_scale), sb = _mm256_set1_ps(p.b_scale);
+    for (; i + 16 <= n; i += 16) {
+      const V16 u = codes16(a + i, p.a_off), v = codes16(b + i, p.b_off);
+      put16(p.out, g,
+            V16{_mm256_add_ps(_mm256_mul_ps(u.a, sa), _mm256_mul_ps(v.a, sb)),
+                _mm256_add_ps(_mm256_mul_ps(u.b, sa), _mm256_mul_ps(v.b, sb))},
+            at + i);
+    }
+  }
+#endif
+  for (; i < n; ++i)
+    put_code(p.out, (float(a[i]) - p.a_off) * p.a_scale + (float(b[i]) - p.b_off) * p.b_scale,
+             at + i);
+}
+
 const QGemmKernels kTable = {PTERON_QGEMM_STR_(PTERON_OPT_ISA), kMr, kActBytes, kWBytes, kGroup,
-                             kPanels, &ukernel, &encode, &minmax, &requant};
+                             kPanels, &ukernel, &encode, &minmax, &requant, &dwconv, &add};
 
 }  // namespace
 
