@@ -126,18 +126,44 @@ struct Job {
   int64_t ldc;
   float minmax[2];
   int64_t mt, nt;                      // tile: rows (a multiple of kt->mr), panels
-  int64_t ntiles;                      // tiles along N
+  int64_t mtiles;                      // tiles along M
   const float* const* rows = nullptr;  // indirect rows (then a and lda unused)
   int64_t segs = 0, seglen = 0, aoff = 0;
   GemmAct act;
 };
 
 // Rows [i0, i1) x panels [q0, q1): panel outer, so one packed panel (k x 16 floats) serves
-// every row block of the tile while it is in cache.
+// every row block of the tile while it is in cache. Tiles are numbered down the rows first
+// (tile t: row tile t % mtiles, panel tile t / mtiles): the pool deals contiguous shares of
+// tile numbers to its threads, so each thread reads its own columns of B, not all of B.
 void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
   const int64_t mr = j.kt->mr, n = j.w->n(), k = j.w->k();
   for (int64_t q = q0; q < q1; ++q) {
     const float* panel = j.w->panel(q);
+    if (q + 1 < q1 && j.kt->ukernel2) {  // two panels per call (one vector per panel row)
+      const float* panel2 = j.w->panel(q + 1);
+      const int64_t nc = std::min(2 * kGemmNr, n - q * kGemmNr);
+      for (int64_t i = i0; i < i1; i += mr) {
+        const int64_t rows = std::min(mr, i1 - i);
+        float* c = j.c + i * j.ldc + q * kGemmNr;
+        if (rows == 1 && j.rows)
+          for (int64_t h = 0; h < 2; ++h)
+            j.kt->iukernel_1row(1, std::min(kGemmNr, nc - h * kGemmNr), j.segs, j.seglen,
+                                j.rows + i * j.segs, j.aoff, h ? panel2 : panel,
+                                c + h * kGemmNr, j.ldc, j.minmax);
+        else if (rows == 1)
+          for (int64_t h = 0; h < 2; ++h)
+            j.kt->ukernel_1row(1, std::min(kGemmNr, nc - h * kGemmNr), k, j.a + i * j.lda, j.lda,
+                               h ? panel2 : panel, c + h * kGemmNr, j.ldc, j.minmax);
+        else if (j.rows)
+          j.kt->iukernel2(rows, nc, j.segs, j.seglen, j.rows + i * j.segs, j.aoff, panel, panel2,
+                          c, j.ldc, j.minmax);
+        else
+          j.kt->ukernel2(rows, nc, k, j.a + i * j.lda, j.lda, panel, panel2, c, j.ldc, j.minmax);
+      }
+      ++q;
+      continue;
+    }
     const int64_t nc = std::min(kGemmNr, n - q * kGemmNr);
     for (int64_t i = i0; i < i1; i += mr) {
       const int64_t rows = std::min(mr, i1 - i);
@@ -164,7 +190,7 @@ void run_tiles(void* user, int64_t begin, int64_t end) {
   const Job& j = *static_cast<const Job*>(user);
   const int64_t panels = (j.w->n() + kGemmNr - 1) / kGemmNr;
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t i0 = (t / j.ntiles) * j.mt, q0 = (t % j.ntiles) * j.nt;
+    const int64_t i0 = (t % j.mtiles) * j.mt, q0 = (t / j.mtiles) * j.nt;
     run_tile(j, i0, std::min(j.m, i0 + j.mt), q0, std::min(panels, q0 + j.nt));
   }
 }
@@ -206,8 +232,10 @@ int64_t split(Job& j, int64_t threads) {
     else
       mb = (mb + 1) / 2;
   }
+  // Two panels per microkernel call where the level has it: tiles of whole pairs.
+  if (j.kt->ukernel2 && nt > 1 && nt % 2) nt = std::min(panels, nt + 1);
   j.mt = mb * mr, j.nt = nt;
-  j.ntiles = (panels + nt - 1) / nt;
+  j.mtiles = (mblocks + mb - 1) / mb;
   return tiles();
 }
 

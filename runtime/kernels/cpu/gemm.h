@@ -114,6 +114,15 @@ using GemmIUkernel = void (*)(int64_t mr, int64_t nc, int64_t segs, int64_t segl
                               const float* const* rows, int64_t aoff, const float* w, float* c,
                               int64_t ldc, const float* minmax);
 
+// Two panels per call (a level whose panel row is one vector): columns j < nc,
+// kGemmNr < nc <= 2 * kGemmNr, the first kGemmNr from panel w, the rest from panel w2.
+using GemmUkernel2 = void (*)(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda,
+                              const float* w, const float* w2, float* c, int64_t ldc,
+                              const float* minmax);
+using GemmIUkernel2 = void (*)(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
+                               const float* const* rows, int64_t aoff, const float* w,
+                               const float* w2, float* c, int64_t ldc, const float* minmax);
+
 struct GemmKernels {
   const char* name;  // "baseline", "avx2" or "avx512"
   int64_t mr;        // rows per microkernel call
@@ -121,6 +130,8 @@ struct GemmKernels {
   GemmUkernel ukernel_1row;  // the same for mr == 1 (one row, not mr copies of it)
   GemmIUkernel iukernel;
   GemmIUkernel iukernel_1row;
+  GemmUkernel2 ukernel2;    // null where a level has none
+  GemmIUkernel2 iukernel2;
 };
 
 // One table per level, each defined in its own object of gemm_kernels.cpp (the ODR rule of

@@ -4,9 +4,10 @@
 //
 //   avx2      6 rows x 16 columns: 12 ymm accumulators, per k two loads of the packed panel
 //             and one broadcast of A per row, 12 FMAs;
-//   avx512    14 rows x 16 columns: 14 zmm accumulators, one load of the panel per k and
-//             one broadcast per row (this level cannot run on an AVX2-only CPU: correct by
-//             construction, the same template as avx2 with 16-lane vectors);
+//   avx512    8 rows x 32 columns (two panels per call, GemmUkernel2): 16 zmm accumulators,
+//             per k two panel loads and one broadcast per row; the last odd panel 8 x 16 (this
+//             level cannot run on an AVX2-only CPU: correct by construction, the same
+//             template as avx2 with 16-lane vectors);
 //   baseline  SSE (x86-64-v2) 3 rows x 16 columns, multiply then add (no FMA); elsewhere
 //             plain C++ 4 x 16.
 //
@@ -62,7 +63,10 @@ struct Vec {
     _mm512_mask_storeu_ps(p, __mmask16((1u << r) - 1u), v);
   }
 };
-constexpr int kRows = 14;
+// 8 rows x 2 panels (gemm.h, GemmUkernel2): 16 accumulators, per k two panel loads and 8
+// broadcasts for 16 FMAs (FMA-bound; 14 rows x 1 panel, 15 loads per 14 FMAs, was load-bound).
+constexpr int kRows = 8;
+#define PTERON_GEMM_TWO_PANELS 1
 #elif defined(__AVX2__) && defined(__FMA__)
 struct Vec {
   using T = __m256;
@@ -252,12 +256,82 @@ void iukernel(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float*
     body<kMr, kNv>(mr, nc, segs, seglen, rows, segs, aoff, w, c, ldc, minmax);
 }
 
+#if defined(PTERON_GEMM_TWO_PANELS)
+// Two panels at once (kNv == 1): row i's accumulators for panel 0 and panel 1, one broadcast of
+// A shared by both. Rows past mr repeat row mr - 1, as in body.
+template <int kMr>
+PTERON_GEMM_INLINE void body2(int64_t mr, int64_t nc, int64_t segs, int64_t seglen,
+                              const float* const* rows, int64_t rstride, int64_t aoff,
+                              const float* w, const float* w2, float* c, int64_t ldc,
+                              const float* minmax) {
+  static_assert(kNv == 1, "two panels of one vector per row");
+  typename Vec::T acc[kMr][2];
+  {
+    const typename Vec::T b0 = Vec::load(w), b1 = Vec::load(w2);
+    PTERON_GEMM_UNROLL
+    for (int i = 0; i < kMr; ++i) acc[i][0] = b0, acc[i][1] = b1;
+  }
+  w += kGemmNr, w2 += kGemmNr;
+  for (int64_t s = 0; s < segs; ++s) {
+    const float* ar[kMr];
+    PTERON_GEMM_UNROLL
+    for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s] + aoff;
+    for (int64_t p = 0; p < seglen; ++p, w += kGemmNr, w2 += kGemmNr) {
+      const typename Vec::T b0 = Vec::load(w), b1 = Vec::load(w2);
+      PTERON_GEMM_UNROLL
+      for (int i = 0; i < kMr; ++i) {
+        const typename Vec::T x = Vec::set1(ar[i][p]);
+        acc[i][0] = Vec::madd(x, b0, acc[i][0]);
+        acc[i][1] = Vec::madd(x, b1, acc[i][1]);
+      }
+    }
+  }
+  float* cr[kMr];
+  cr[0] = c;
+  PTERON_GEMM_UNROLL
+  for (int i = 1; i < kMr; ++i) cr[i] = i < mr ? cr[i - 1] + ldc : cr[i - 1];
+  const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
+  const int r = int(nc - kGemmNr);  // columns of the second panel, 1..kGemmNr
+  PTERON_GEMM_UNROLL
+  for (int i = kMr - 1; i >= 0; --i) {
+    Vec::storeu(cr[i], Vec::clamp(acc[i][0], lo, hi));
+    if (r == kGemmNr)
+      Vec::storeu(cr[i] + kGemmNr, Vec::clamp(acc[i][1], lo, hi));
+    else
+      Vec::store_part(cr[i] + kGemmNr, Vec::clamp(acc[i][1], lo, hi), r);
+  }
+}
+
+void ukernel2(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, const float* w,
+              const float* w2, float* c, int64_t ldc, const float* minmax) {
+  const float* ar[kRows];
+  ar[0] = a;
+  PTERON_GEMM_UNROLL
+  for (int i = 1; i < kRows; ++i) ar[i] = i < mr ? ar[i - 1] + lda : ar[i - 1];
+  body2<kRows>(mr, nc, 1, kc, ar, 1, 0, w, w2, c, ldc, minmax);
+}
+
+void iukernel2(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float* const* rows,
+               int64_t aoff, const float* w, const float* w2, float* c, int64_t ldc,
+               const float* minmax) {
+  body2<kRows>(mr, nc, segs, seglen, rows, segs, aoff, w, w2, c, ldc, minmax);
+}
+#endif
+
 const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA),
                             kRows,
                             &ukernel<kRows>,
                             &ukernel<1>,
                             &iukernel<kRows>,
-                            &iukernel<1>};
+                            &iukernel<1>,
+#if defined(PTERON_GEMM_TWO_PANELS)
+                            &ukernel2,
+                            &iukernel2
+#else
+                            nullptr,
+                            nullptr
+#endif
+};
 
 }  // namespace
 
