@@ -121,7 +121,10 @@ void qgemm_indirect(int64_t m, const void* const* rows, const QPackedWeights& w,
   const int64_t mr = j.kt->mr, panels = (w.n() + kQGemmNr - 1) / kQGemmNr;
   const int64_t mblocks = (m + mr - 1) / mr;
   // Tiles of up to 8 row blocks x 8 panels, shrunk until there are about 4 per thread.
-  const int64_t threads = std::max<int64_t>(1, pteron_parallel_threads());
+  // Small problems (under ~64 K multiply-adds, gemm.cpp's bound) stay on the calling thread.
+  const int64_t macs = m * w.n() * w.segs() * w.seglen();
+  const int64_t threads =
+      macs < (int64_t(1) << 16) ? 1 : std::max<int64_t>(1, pteron_parallel_threads());
   int64_t mb = std::min<int64_t>(mblocks, 8), nt = std::min<int64_t>(panels, 8);
   auto count = [&] { return ((mblocks + mb - 1) / mb) * ((panels + nt - 1) / nt); };
   while (count() < 4 * threads && (mb > 1 || nt > 1)) {
