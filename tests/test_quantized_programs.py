@@ -163,3 +163,23 @@ def test_xnnpack_quantized_program_is_fuzzed_through_the_delegate(fuzz_exe, name
     blob = fuzz.classes.get("flip_blob")
     assert blob and blob["variants"] == tm.FLIPS // 4 and blob["method_errors"] > 0, \
         fuzz.describe()
+
+
+# The int8 paths at every ISA level this CPU has, under ASan+UBSan (pteron-fuzz runs the
+# unmodified program only): an epilogue's unmasked loads past a per-column array show up here.
+@pytest.mark.parametrize("isa", ISA_LEVELS)
+@pytest.mark.parametrize("name", ["qcnn_static_per_channel_xnnpack",
+                                  "qinvres_static_per_channel_xnnpack"])
+def test_int8_paths_are_clean_under_asan_at_each_isa_level(fuzz_exe, name, isa):
+    import test_malformed as tm
+    missing = missing_for(isa)
+    if missing:
+        pytest.skip(f"this CPU lacks {sorted(missing)} for PTERON_ISA={isa}")
+    fx = {"name": name, "file": f"{name}.pte", "delegates": ["XnnpackBackend"],
+          "methods": {"forward": {"inputs": [f"{name}.forward.input_0.npy"]}}}
+    run = tm._run_fuzz(fuzz_exe, fx, flips=0, folder=Q,
+                       env_extra=dict(tm._library_free_env() or {}, PTERON_ISA=isa))
+    for marker in tm.SANITIZER_MARKERS + ("TIMEOUT variant", "BADSTATUS"):
+        assert marker not in run.stderr, run.describe()
+    assert run.rc == 0, run.describe()
+    assert run.classes["original"]["ok"] == 1, run.describe()

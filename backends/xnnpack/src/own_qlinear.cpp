@@ -38,6 +38,7 @@ struct QLinear {
   pteron_opt::QPackedWeights w;
   std::vector<float> wscale, bias;  // per output channel
   // a static input: its zero point offset times colsum(j), and its scale times wscale[j]
+  // (kQGemmNr-padded)
   std::vector<int32_t> corr;
   std::vector<float> cscale;
   bool conv = false, dynamic = false;
@@ -145,6 +146,12 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
       q->corr.push_back(off * q->w.colsum(j));
       q->cscale.push_back(q->in.scale * q->wscale[size_t(j)]);
     }
+    // Padded to whole panels with zeros, as QPackedWeights' colsums: the avx2 epilogue loads 16
+    // columns of them (an unmasked read past N otherwise; ASan at PTERON_ISA=avx2).
+    const size_t padded = size_t((q->n + pteron_opt::kQGemmNr - 1) / pteron_opt::kQGemmNr *
+                                 pteron_opt::kQGemmNr);
+    q->corr.resize(padded, 0);
+    q->cscale.resize(padded, 0.0f);
   }
   *out = std::move(q);
   return true;

@@ -60,7 +60,8 @@ struct QGemmOut {
   float* y = nullptr;
   int64_t ldy = 0;
   const int32_t* colsum = nullptr;    // per column (QPackedWeights::colsums())
-  const int32_t* col_corr = nullptr;  // per column, or null
+  // per column, or null; col_corr, like colsum, padded with zeros to whole panels (kQGemmNr)
+  const int32_t* col_corr = nullptr;
   const float* col_scale = nullptr;   // per column: the weight's scale (times the input's)
   const float* bias = nullptr;        // per column
   const int32_t* row_off = nullptr;   // per row: the activation codes' zero point offset
