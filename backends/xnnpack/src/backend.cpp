@@ -1301,16 +1301,14 @@ bool needs_requantize(const Graph& g, const Node& n) {
 // can read them. A node that needs all its quantized inputs as codes (codes_only: depthwise,
 // Add) runs its float32 path when one is not; then the values it writes stay float32, and the
 // choice is made again until nothing changes.
-void choose_codes(Delegate& d) {
+void choose_codes(Delegate& d, const PlanFacts& f) {
   Graph& g = d.g;
   const size_t nv = g.values.size(), nn = g.nodes.size();
-  std::vector<int64_t> writer(nv, -1);
-  std::vector<std::vector<std::pair<uint32_t, size_t>>> readers(nv);
-  for (size_t k = 0; k < nn; ++k) {
-    for (uint32_t v : g.nodes[k].outputs) writer[v] = int64_t(k);
+  const std::vector<int>& writer = f.producer;
+  std::vector<std::vector<std::pair<uint32_t, size_t>>> readers(nv);  // (node, input index)
+  for (size_t k = 0; k < nn; ++k)
     for (size_t i = 0; i < g.nodes[k].inputs.size(); ++i)
       readers[g.nodes[k].inputs[i]].emplace_back(uint32_t(k), i);
-  }
   auto own = [&](size_t k) { return d.kernel[k] && d.state[k] && !d.idle[k]; };
   std::vector<char> path(nn, 0), coded(nv, 0);
   for (size_t k = 0; k < nn; ++k) path[k] = own(k) && (d.state[k]->reads_codes(0) ||
@@ -1428,7 +1426,7 @@ bool plan(Delegate& d, std::string* err) {
       d.why[k] += "; not run: each reader quantizes its input itself (int8 GEMM)";
     }
   }
-  choose_codes(d);
+  choose_codes(d, f);
   d.requant.assign(d.g.nodes.size(), 0);
   for (size_t k = 0; k < d.g.nodes.size(); ++k)
     d.requant[k] = needs_requantize(d.g, d.g.nodes[k]) &&

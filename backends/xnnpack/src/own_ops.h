@@ -141,6 +141,10 @@ bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes
 // float32 value would).
 void grid_bounds(const Quant& q, const Node& n, float* lo, float* hi);
 
+// The code of a per-tensor quantized value's zero point (qgemm.h's codes: q + 128 for QInt8,
+// q for QUInt8): what a code minus it is, q - zero_point.
+inline int32_t code_offset(const Quant& q) { return q.zero_point + (q.qmin < 0 ? 128 : 0); }
+
 // One token's quantization parameters (x: n > 0 floats), as PyTorch's
 // choose_qparams_per_token_asymmetric computes them (int8): scale, 1 / scale and the zero point
 // (an integer in [-128, 127], as a float). requantize's Dynamic kind uses them; so does the int8

@@ -37,8 +37,6 @@ void QCodesDeleter::operator()(QCodes* q) const { delete q; }
 
 namespace {
 
-float code_offset(const Quant& q) { return float(q.zero_point) + (q.qmin < 0 ? 128.0f : 0.0f); }
-
 pteron_opt::QCodesOut codes_out(const QCodes& q, const Node& n, float* y) {
   pteron_opt::QCodesOut o;
   o.inv = static_cast<float>(1.0 / double(q.out.scale));
@@ -46,7 +44,7 @@ pteron_opt::QCodesOut codes_out(const QCodes& q, const Node& n, float* y) {
   grid_bounds(q.out, n, &o.lo, &o.hi);
   if (n.coded & kCodedOutput) {
     o.yc = reinterpret_cast<uint8_t*>(y);
-    o.code_add = code_offset(q.out);
+    o.code_add = float(code_offset(q.out));
   } else {
     o.y = y;
   }
@@ -89,7 +87,7 @@ bool prepare_qcodes(const Graph& g, const Node& n, QCodesPtr* out, std::string* 
       std::copy(b.constant, b.constant + c, q->bias.begin());
     }
     q->bias_full = q->bias;
-    const float off = code_offset(q->a);
+    const float off = float(code_offset(q->a));
     for (size_t t = 0; t < taps; ++t)
       for (size_t ch = 0; ch < c; ++ch) q->bias_full[ch] -= off * q->w[t * c + ch];
   } else if (n.op == Op::Add) {
@@ -125,13 +123,13 @@ bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes
     p.kh = n.p[4], p.kw = n.p[5], p.sh = n.p[6], p.sw = n.p[7], p.dh = n.p[8], p.dw = n.p[9];
     p.pt = n.p[0], p.pl = n.p[3];
     p.w = q.w.data(), p.bias = q.bias.data(), p.bias_full = q.bias_full.data();
-    p.in_off = code_offset(q.a);
+    p.in_off = float(code_offset(q.a));
     p.out = o;
     pteron_opt::qdwconv(p, a);
     return true;
   }
   pteron_opt::QAdd p;
-  p.a_off = code_offset(q.a), p.a_scale = q.a.scale;
+  p.a_off = float(code_offset(q.a)), p.a_scale = q.a.scale;
   p.out = o;
   if (q.op == Op::Clamp) {  // the sum with a second term of scale 0
     p.b_off = 0, p.b_scale = 0;
@@ -140,7 +138,7 @@ bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes
   }
   // Add
   const uint8_t* b = reinterpret_cast<const uint8_t*>(ptr[n.inputs[1]]);
-  p.b_off = code_offset(q.b), p.b_scale = q.b.scale;
+  p.b_off = float(code_offset(q.b)), p.b_scale = q.b.scale;
   const Shape& as = shapes[n.inputs[0]];
   const Shape& bs = shapes[n.inputs[1]];
   const Shape& os = shapes[n.outputs[0]];

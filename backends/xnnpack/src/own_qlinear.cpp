@@ -141,7 +141,7 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
   q->bias.assign(size_t(q->n), 0.0f);
   if (bias) std::copy(bias, bias + q->n, q->bias.begin());
   if (!dynamic) {
-    const int32_t off = q->in.zero_point + (q->in.qmin < 0 ? 128 : 0);
+    const int32_t off = code_offset(q->in);
     for (int64_t j = 0; j < q->n; ++j) {
       q->corr.push_back(off * q->w.colsum(j));
       q->cscale.push_back(q->in.scale * q->wscale[size_t(j)]);
@@ -310,7 +310,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
     grid_bounds(q.out, n, &o.lo, &o.hi);
     if (n.coded & kCodedOutput) {
       o.yc = reinterpret_cast<uint8_t*>(ptr[n.outputs[0]]);
-      o.code_add = float(q.out.zero_point) + (q.out.qmin < 0 ? 128.0f : 0.0f);
+      o.code_add = float(code_offset(q.out));
     }
   }
   pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, o);
