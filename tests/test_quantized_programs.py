@@ -143,6 +143,28 @@ def test_quantized_program_matches_eager_under_wine(wine_results, p):
     check(p, np.load(out / "output_0.npy"), "MinGW DLLs, Wine")
 
 
+def test_int8_codes_program_runs_under_wine_from_a_non_ascii_folder(mingw_package, wine_env,
+                                                                    tmp_path):
+    """The delegate's int8 codes paths in the MinGW DLLs, the program, its input and its output
+    folder under non-ASCII names (Wine names Unix files in UTF-8 under a UTF-8 locale)."""
+    import shutil
+    name = "qinvres_static_per_channel_xnnpack"
+    p = next(q for q in PROGRAMS if q["name"] == name)
+    folder = tmp_path / "Modèles quantifiés 模型"
+    folder.mkdir()
+    prog = folder / f"{name} é.pte"
+    x = folder / "entrée_0.npy"
+    shutil.copy2(Q / p["file"], prog)
+    shutil.copy2(Q / f"{name}.forward.input_0.npy", x)
+    out = folder / "sortie résultats"
+    r = wine_run(wine_env, mingw_package / "bin" / "pteron-run.exe", winpath(prog), "--input",
+                 winpath(x), "--output-dir", winpath(out), cwd=tmp_path,
+                 extra_env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PTERON_XNNPACK_DEBUG": "1"})
+    assert r.returncode == 0, str(r)
+    assert "int8 codes (" in r.stderr, str(r)
+    check(p, np.load(out / "output_0.npy"), "MinGW DLLs, Wine, a non-ASCII folder")
+
+
 FUZZED = ["qcnn_static_per_channel_xnnpack", "qblock_dynamic_xnnpack",
           "qinvres_static_per_channel_xnnpack"]
 
