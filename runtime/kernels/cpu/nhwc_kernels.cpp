@@ -7,10 +7,11 @@
 //
 // The depthwise rows, the pooling rows and sigmoid use explicit vectors of
 // the level (SSE 4 lanes, AVX2+FMA 8, AVX-512 16; one lane elsewhere),
-// channels in the lanes. Depthwise: for each block of channels the kh * kw
-// weight vectors stay in registers while the row's output pixels are
-// computed, 4 (3x3) or 2 (5x5) pixels at a time sharing their input column
-// loads, the interior columns without any test and the border columns over
+// channels in the lanes. Depthwise 3x3 / 5x5: groups of up to 8 output pixels
+// (of 4 channel blocks at once in rows narrower than 8) share their input
+// column loads and each filter row's weight vectors, with 4 to 16 independent
+// accumulators; groups that reach a border skip the columns outside the row.
+// Other windows: the interior columns without tests, the border columns over
 // their valid taps only. Pooling: a channel block accumulates in a register
 // over the valid taps. The binary, bilinear, PReLU and simple unary loops
 // are written over contiguous elements so the compiler vectorises them at
@@ -262,71 +263,110 @@ void dw_pixel(const DwRow& r, int64_t ox) {
   }
 }
 
-// Interior columns of a K x K window at stride S (dilation 1), one channel
-// block, P output pixels at a time: the K * K weight vectors are loaded once
-// per block, and each input column vector once per group of P pixels (the
-// windows of neighbouring pixels overlap), feeding P independent
-// accumulators.
-template <int K, int S, int P, bool Full>
-inline int64_t dw_block_fixed(const DwRow& r, const V* w, V b, int64_t c0, int64_t n, int64_t lo,
-                              int64_t hi) {
+// Fully unrolled loops keep the accumulators in registers (gcc does not unroll loops with
+// run-time tests in them by itself).
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTERON_UNROLL _Pragma("GCC unroll 32")
+#elif defined(__clang__)
+#define PTERON_UNROLL _Pragma("unroll")
+#else
+#define PTERON_UNROLL
+#endif
+
+// P output pixels (from ox) of CB channel blocks (from c0; n lanes each: L, or fewer in a
+// single last block) of a K x K window at stride S (dilation 1). Per filter row ky and
+// block, the K weight vectors are loaded once and each input column vector once: the
+// windows of neighbouring pixels overlap, so kCols = (P - 1) * S + K columns feed P * CB
+// independent accumulators (8 of them hide the FMA latency at two FMA pipes). Border:
+// columns outside [0, iw) are skipped (the pixels left of lo and right of hi).
+template <int K, int S, int P, int CB, bool Full, bool Border>
+inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
   constexpr int kCols = (P - 1) * S + K;
   const int64_t c = r.c;
-  const V vlo = vset(r.lo), vhi = vset(r.hi);
-  const float* rp[K];
-  for (int ky = 0; ky < K; ++ky) rp[ky] = r.rows[ky] + c0;
-  float* o = r.out + c0;
-  int64_t ox = lo;
-  for (; ox + P <= hi; ox += P) {
-    const int64_t ix = (ox * S - r.pl) * c;
-    V acc[P];
-    for (int p = 0; p < P; ++p) acc[p] = b;
-    for (int ky = 0; ky < K; ++ky) {
-      const float* ip = rp[ky] + ix;
+  const int64_t ix0 = ox * S - r.pl;
+  V acc[P][CB];
+  PTERON_UNROLL
+  for (int b = 0; b < CB; ++b) {
+    const V bias = Full ? vload(r.bias + c0 + b * L) : vloadp(r.bias + c0, n);
+    PTERON_UNROLL
+    for (int p = 0; p < P; ++p) acc[p][b] = bias;
+  }
+  PTERON_UNROLL
+  for (int ky = 0; ky < K; ++ky) {
+    const float* ip = r.rows[ky] + ix0 * c + c0;
+    const float* wp = r.w + ky * K * c + c0;
+    PTERON_UNROLL
+    for (int b = 0; b < CB; ++b) {
+      V w[K];
+      PTERON_UNROLL
+      for (int kx = 0; kx < K; ++kx)
+        w[kx] = Full ? vload(wp + kx * c + b * L) : vloadp(wp + kx * c, n);
+      PTERON_UNROLL
       for (int col = 0; col < kCols; ++col) {
-        const V x = Full ? vload(ip + col * c) : vloadp(ip + col * c, n);
+        if (Border && (ix0 + col < 0 || ix0 + col >= r.iw)) continue;
+        const V x = Full ? vload(ip + col * c + b * L) : vloadp(ip + col * c, n);
+        PTERON_UNROLL
         for (int p = 0; p < P; ++p) {
           const int kx = col - p * S;
-          if (kx >= 0 && kx < K) acc[p] = vfma(w[ky * K + kx], x, acc[p]);
+          if (kx >= 0 && kx < K) acc[p][b] = vfma(w[kx], x, acc[p][b]);
         }
       }
     }
-    for (int p = 0; p < P; ++p) {
-      V v = acc[p];
+  }
+  const V vlo = vset(r.lo), vhi = vset(r.hi);
+  float* o = r.out + ox * c + c0;
+  PTERON_UNROLL
+  for (int p = 0; p < P; ++p)
+    PTERON_UNROLL
+    for (int b = 0; b < CB; ++b) {
+      V v = acc[p][b];
       if (r.clamp) v = vclamp(v, vlo, vhi);
       if (Full)
-        vstore(o + (ox + p) * c, v);
+        vstore(o + p * c + b * L, v);
       else
-        vstorep(o + (ox + p) * c, v, n);
+        vstorep(o + p * c, v, n);
     }
+}
+
+// Every pixel of the row for the channel blocks [c0, c0 + CB * L) (or one block of n
+// lanes): groups of 8 pixels (CB 1), then one group each of 4, 2 and 1 as the row's width
+// needs. A group that reaches a border column tests its columns (skipping the ones outside
+// the row); an interior one does not.
+template <int K, int S, int CB, bool Full>
+inline void dw_span(const DwRow& r, int64_t c0, int64_t n, int64_t lo, int64_t hi) {
+  int64_t ox = 0;
+  if (CB == 1)
+    for (; ox + 8 <= r.ow; ox += 8) {
+      if (ox >= lo && ox + 8 <= hi)
+        dw_group<K, S, CB == 1 ? 8 : 1, CB, Full, false>(r, c0, n, ox);
+      else
+        dw_group<K, S, CB == 1 ? 8 : 1, CB, Full, true>(r, c0, n, ox);
+    }
+  if (ox + 4 <= r.ow) {
+    dw_group<K, S, 4, CB, Full, true>(r, c0, n, ox);
+    ox += 4;
   }
-  return ox;
+  if (ox + 2 <= r.ow) {
+    dw_group<K, S, 2, CB, Full, true>(r, c0, n, ox);
+    ox += 2;
+  }
+  if (ox < r.ow) dw_group<K, S, 1, CB, Full, true>(r, c0, n, ox);
 }
 
-template <int K, int S, bool Full>
-inline void dw_block(const DwRow& r, int64_t c0, int64_t n, int64_t lo, int64_t hi) {
-  const int64_t c = r.c;
-  V w[K * K];
-  for (int t = 0; t < K * K; ++t)
-    w[t] = Full ? vload(r.w + t * c + c0) : vloadp(r.w + t * c + c0, n);
-  const V b = Full ? vload(r.bias + c0) : vloadp(r.bias + c0, n);
-  // 3x3: 4 pixels a group (4 accumulators + 9 weights + 1 input fit 16
-  // registers); 5x5: 2 pixels.
-  constexpr int P = K == 3 ? 4 : 2;
-  int64_t ox = dw_block_fixed<K, S, P, Full>(r, w, b, c0, n, lo, hi);
-  dw_block_fixed<K, S, 1, Full>(r, w, b, c0, n, ox, hi);
-}
-
+// A row narrower than 8 pixels (a 7x7 image) takes several channel blocks at a time, so
+// its groups still have 4 to 16 accumulators.
 template <int K, int S>
 void dw_row_fixed(const DwRow& r) {
   int64_t lo, hi;
   interior(r, &lo, &hi);
-  for (int64_t ox = 0; ox < lo; ++ox) dw_pixel(r, ox);
   const int64_t c = r.c;
+  constexpr int kNarrowBlocks = L >= 16 ? 4 : 2;
   int64_t c0 = 0;
-  for (; c0 + L <= c; c0 += L) dw_block<K, S, true>(r, c0, L, lo, hi);
-  if (c0 < c) dw_block<K, S, false>(r, c0, c - c0, lo, hi);
-  for (int64_t ox = hi; ox < r.ow; ++ox) dw_pixel(r, ox);
+  if (L > 1 && r.ow < 8)
+    for (; c0 + kNarrowBlocks * L <= c; c0 += kNarrowBlocks * L)
+      dw_span<K, S, kNarrowBlocks, true>(r, c0, L, lo, hi);
+  for (; c0 + L <= c; c0 += L) dw_span<K, S, 1, true>(r, c0, L, lo, hi);
+  if (c0 < c) dw_span<K, S, 1, false>(r, c0, c - c0, lo, hi);
 }
 
 // Any window: interior columns without tests (weights read per tap), borders per pixel.
@@ -669,6 +709,19 @@ void silu(const float* x, float* out, int64_t n) {
   }
 }
 
+// x * min(max(x + 3, 0), 6) / 6, with the division as a product by 1/6 (as XNNPACK's
+// kernels do; within an ulp of PyTorch's quotient): a vdivps per vector was 10% of
+// MobileNetV3-small. NaN is kept: max / min return their second operand when either is NaN.
+inline V vhardswish(V v) {
+  const V t = vmin(vset(6.0f), vmax(vset(0.0f), vadd(v, vset(3.0f))));
+  return vmul(vmul(v, t), vset(1.0f / 6.0f));
+}
+void hardswish(const float* x, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + L <= n; i += L) vstore(out + i, vhardswish(vload(x + i)));
+  if (i < n) vstorep(out + i, vhardswish(vloadp(x + i, n - i)), n - i);
+}
+
 // Eigen's vectorised functions, on blocks through a buffer on the stack: a NaN input is
 // put back afterwards (Eigen's polynomial paths clamp their argument), which also lets out
 // alias x.
@@ -727,15 +780,7 @@ void unary(NUnary op, const float* x, float* out, int64_t n, float p0, float p1)
     case NUnary::Gelu: unary_eigen(op, x, out, n); break;
     case NUnary::Sigmoid: sigmoid(x, out, n); break;
     case NUnary::Silu: silu(x, out, n); break;
-    case NUnary::Hardswish:
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i];
-        float t = v + 3.0f;
-        t = t < 0.0f ? 0.0f : t;
-        t = t > 6.0f ? 6.0f : t;
-        out[i] = v * t / 6.0f;
-      }
-      break;
+    case NUnary::Hardswish: hardswish(x, out, n); break;
     case NUnary::Elu:
       for (int64_t i = 0; i < n; ++i) {
         const float v = x[i];
