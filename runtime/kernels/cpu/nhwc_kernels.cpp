@@ -423,27 +423,37 @@ inline void valid_taps(const PoolRow& r, int64_t ox, int64_t* k0, int64_t* k1) {
   if (*k1 < *k0) *k1 = *k0;
 }
 
-// Max over the valid taps, one channel block in registers: max(acc, v)
-// takes v when either is NaN (maxps), and an accumulator once NaN stays NaN.
-template <bool Full>
+// Max over the valid taps, B channel blocks in registers (B independent chains: the
+// NaN-keeping max is a 4-5 cycle chain per tap): max(acc, v) takes v when either is NaN
+// (maxps), and an accumulator once NaN stays NaN.
+template <int B, bool Full>
 inline void max_block(const PoolRow& r, int64_t ix0, int64_t k0, int64_t k1, int64_t c0, int64_t n,
                       float* o) {
   const int64_t c = r.c;
-  V acc = vset(-std::numeric_limits<float>::infinity());
+  V acc[B];
+  PTERON_UNROLL
+  for (int b = 0; b < B; ++b) acc[b] = vset(-std::numeric_limits<float>::infinity());
   for (int64_t ky = 0; ky < r.kh; ++ky) {
     if (!r.rows[ky]) continue;
     const float* ip = r.rows[ky] + ix0 * c + c0;
     for (int64_t kx = k0; kx < k1; ++kx) {
       const float* x = ip + kx * r.dw * c;
-      const V v = Full ? vload(x) : vloadp(x, n);
-      acc = vkeep_nan(acc, vmax(acc, v));
+      PTERON_UNROLL
+      for (int b = 0; b < B; ++b) {
+        const V v = Full ? vload(x + b * L) : vloadp(x, n);
+        acc[b] = vkeep_nan(acc[b], vmax(acc[b], v));
+      }
     }
   }
-  if (r.clamp) acc = vclamp(acc, vset(r.lo), vset(r.hi));
-  if (Full)
-    vstore(o + c0, acc);
-  else
-    vstorep(o + c0, acc, n);
+  PTERON_UNROLL
+  for (int b = 0; b < B; ++b) {
+    V v = acc[b];
+    if (r.clamp) v = vclamp(v, vset(r.lo), vset(r.hi));
+    if (Full)
+      vstore(o + c0 + b * L, v);
+    else
+      vstorep(o + c0, v, n);
+  }
 }
 
 void max_pool_row(const PoolRow& r) {
@@ -454,30 +464,37 @@ void max_pool_row(const PoolRow& r) {
     const int64_t ix0 = ox * r.sw - r.pl;
     float* o = r.out + ox * c;
     int64_t c0 = 0;
-    for (; c0 + L <= c; c0 += L) max_block<true>(r, ix0, k0, k1, c0, L, o);
-    if (c0 < c) max_block<false>(r, ix0, k0, k1, c0, c - c0, o);
+    for (; c0 + 4 * L <= c; c0 += 4 * L) max_block<4, true>(r, ix0, k0, k1, c0, L, o);
+    for (; c0 + L <= c; c0 += L) max_block<1, true>(r, ix0, k0, k1, c0, L, o);
+    if (c0 < c) max_block<1, false>(r, ix0, k0, k1, c0, c - c0, o);
   }
 }
 
-template <bool Full>
+template <int B, bool Full>
 inline void avg_block(const PoolRow& r, int64_t ix0, int64_t k0, int64_t k1, V scale, int64_t c0,
                       int64_t n, float* o) {
   const int64_t c = r.c;
-  V acc = vset(0.0f);
+  V acc[B];
+  PTERON_UNROLL
+  for (int b = 0; b < B; ++b) acc[b] = vset(0.0f);
   for (int64_t ky = 0; ky < r.kh; ++ky) {
     if (!r.rows[ky]) continue;
     const float* ip = r.rows[ky] + ix0 * c + c0;
     for (int64_t kx = k0; kx < k1; ++kx) {
       const float* x = ip + kx * r.dw * c;
-      acc = vadd(acc, Full ? vload(x) : vloadp(x, n));
+      PTERON_UNROLL
+      for (int b = 0; b < B; ++b) acc[b] = vadd(acc[b], Full ? vload(x + b * L) : vloadp(x, n));
     }
   }
-  acc = vmul(acc, scale);
-  if (r.clamp) acc = vclamp(acc, vset(r.lo), vset(r.hi));
-  if (Full)
-    vstore(o + c0, acc);
-  else
-    vstorep(o + c0, acc, n);
+  PTERON_UNROLL
+  for (int b = 0; b < B; ++b) {
+    V v = vmul(acc[b], scale);
+    if (r.clamp) v = vclamp(v, vset(r.lo), vset(r.hi));
+    if (Full)
+      vstore(o + c0 + b * L, v);
+    else
+      vstorep(o + c0, v, n);
+  }
 }
 
 void avg_pool_row(const PoolRow& r) {
@@ -492,8 +509,9 @@ void avg_pool_row(const PoolRow& r) {
     const V scale = vset(count > 0 ? 1.0f / static_cast<float>(count) : 0.0f);
     float* o = r.out + ox * c;
     int64_t c0 = 0;
-    for (; c0 + L <= c; c0 += L) avg_block<true>(r, ix0, k0, k1, scale, c0, L, o);
-    if (c0 < c) avg_block<false>(r, ix0, k0, k1, scale, c0, c - c0, o);
+    for (; c0 + 4 * L <= c; c0 += 4 * L) avg_block<4, true>(r, ix0, k0, k1, scale, c0, L, o);
+    for (; c0 + L <= c; c0 += L) avg_block<1, true>(r, ix0, k0, k1, scale, c0, L, o);
+    if (c0 < c) avg_block<1, false>(r, ix0, k0, k1, scale, c0, c - c0, o);
   }
 }
 
