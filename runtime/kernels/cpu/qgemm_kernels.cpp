@@ -97,20 +97,25 @@ void store512(const __m512i* acc, int64_t nc, const QGemmOut& o, int64_t i0, int
   const __m512 b = _mm512_maskz_loadu_ps(m, o.bias + j0);
   const __m512 lo = _mm512_set1_ps(o.lo), hi = _mm512_set1_ps(o.hi);
   const __m512 inv = _mm512_set1_ps(o.o_inv), sc = _mm512_set1_ps(o.o_scale);
+  const __m512i code_add = _mm512_set1_epi32(static_cast<int32_t>(o.code_add));
   for (int i = 0; i < R; ++i) {
     const __m512i corr =
         o.col_corr ? cs : _mm512_mullo_epi32(_mm512_set1_epi32(o.row_off[i0 + i]), cs);
     const __m512 scale = o.row_scale ? _mm512_mul_ps(_mm512_set1_ps(o.row_scale[i0 + i]), ws) : ws;
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i], corr)), scale, b);
     if (o.requant) {
-      __m512 t =
-          _mm512_roundscale_ps(_mm512_mul_ps(v, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);  // max(NaN, lo) is lo
       if (o.yc) {
-        const __m512i c = _mm512_cvtps_epi32(_mm512_add_ps(t, _mm512_set1_ps(o.code_add)));
+        // lo and hi are whole numbers, so clamping before the rounding (cvtps: half to even,
+        // the default MXCSR mode) gives the same integer as after; the code offset is then
+        // an integer add.
+        const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), lo), hi);
+        const __m512i c = _mm512_add_epi32(_mm512_cvtps_epi32(t), code_add);
         _mm_mask_storeu_epi8(o.yc + (i0 + i) * o.ldy + j0, m, _mm512_cvtusepi32_epi8(c));
         continue;
       }
+      __m512 t =
+          _mm512_roundscale_ps(_mm512_mul_ps(v, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);  // max(NaN, lo) is lo
       v = _mm512_mul_ps(t, sc);
     } else {
       v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
