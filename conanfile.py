@@ -12,7 +12,7 @@ from conan import ConanFile
 from conan.errors import ConanInvalidConfiguration
 from conan.tools.build import check_min_cppstd
 from conan.tools.cmake import CMake, CMakeDeps, CMakeToolchain, cmake_layout
-from conan.tools.files import copy, load
+from conan.tools.files import copy, load, rmdir
 
 required_conan_version = ">=2.0"
 
@@ -209,10 +209,15 @@ class PteronConan(ConanFile):
         cmake.build()
 
     def package(self):
-        copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
-        copy(self, "THIRD_PARTY_NOTICES.md", self.source_folder,
-             os.path.join(self.package_folder, "licenses"))
         CMake(self).install()
+        # pteron's license and the texts of the code compiled into it (FlatBuffers, Eigen and,
+        # for MinGW, its runtime: cmake/PteronLicenses.cmake) go where Conan packages keep them.
+        installed = os.path.join(self.package_folder, "share", "licenses", "pteron")
+        copy(self, "*", installed, os.path.join(self.package_folder, "licenses"))
+        rmdir(self, os.path.join(self.package_folder, "share", "licenses"))
+        if os.path.isdir(os.path.join(self.package_folder, "share")) and \
+                not os.listdir(os.path.join(self.package_folder, "share")):
+            rmdir(self, os.path.join(self.package_folder, "share"))
 
     def _retention_flags(self, component, lib, family):
         """Link flags that keep a registration-only component (docs: keeping a

@@ -118,7 +118,7 @@ def test_linux_package_passes_every_check(linux_package):
         "pteron-verify fails the Linux package:\n" + r.stderr
     checks = {row["check"] for row in data["results"]}
     assert checks == {"files", "exports", "single-owner", "dependencies", "platform",
-                      "private-helpers"}
+                      "private-helpers", "licenses"}
     binaries = {row["binary"] for row in data["results"]}
     assert "bin/pteron-run" in binaries
     for name in data["components"]:
@@ -356,6 +356,38 @@ def test_mingw_package_passes_every_check(mingw_package):
     assert data["failed"] == [] and r.returncode == 0, \
         "pteron-verify fails the MinGW package:\n" + r.stderr
     assert any(row["binary"] == "bin/pteron.dll" for row in data["results"])
+
+
+def _license_names(pkg):
+    return sorted(n for d in (pkg / "licenses", pkg / "share" / "licenses" / "pteron")
+                  if d.is_dir() for n in os.listdir(d))
+
+
+def test_packages_hold_the_license_texts_of_the_code_compiled_in(linux_package, mingw_package):
+    linux = _license_names(Path(linux_package))
+    assert "LICENSE" in linux and "THIRD_PARTY_NOTICES.md" in linux, linux
+    assert any(n.startswith("flatbuffers-") for n in linux), linux
+    assert any(n.startswith("eigen-") for n in linux), linux
+    mingw = _license_names(Path(mingw_package))
+    for prefix in ("flatbuffers-", "eigen-", "mingw_w64-", "gcc-"):
+        assert any(n.startswith(prefix) for n in mingw), (prefix, mingw)
+    # A Conan package keeps them in licenses/ only (Conan Center's layout).
+    assert not (Path(linux_package) / "share" / "licenses").exists()
+
+
+@pytest.mark.parametrize("which", ["linux", "mingw"])
+def test_package_without_a_bundled_license_fails_licenses(which, linux_package, mingw_package,
+                                                          tmp_path):
+    p = tmp_path / "pkg"
+    shutil.copytree(linux_package if which == "linux" else mingw_package, p, symlinks=True)
+    victim = "mingw_w64-" if which == "mingw" else "eigen-"
+    for n in _license_names(p):
+        if n.startswith(victim):
+            (p / "licenses" / n).unlink()
+    r, data = verify_json(p)
+    assert r.returncode != 0
+    [f] = failed(data, "licenses", "package")
+    assert ("the MinGW-w64 runtime" if which == "mingw" else "Eigen") in f["detail"], f
 
 
 def test_renamed_dll_fails_files(mingw_package, tmp_path):

@@ -40,6 +40,12 @@ The checks (docs/architecture.md, "Windows (PE) and its ELF counterpart"):
   platform         ELF e_machine / PE machine matches the arch
   private-helpers  no DLL imports cpuinfo; only backend_cuda depends on CUDA,
                    and on the driver only
+  licenses         the package holds pteron's LICENSE and the license text of
+                   each library compiled into its binaries (cmake/
+                   PteronLicenses.cmake): FlatBuffers; Eigen with pteron_cpu
+                   (kernels_optimized, backend_xnnpack); for PE, the MinGW-w64
+                   runtime and GCC's (linked statically). Conan packages keep
+                   them in licenses/, installed trees in share/licenses/pteron
 
 Prints a table (or JSON with --json) and exits 1 when any check fails,
 naming each failure; 2 when the command line is wrong.
@@ -53,7 +59,8 @@ import os
 import re
 import sys
 
-CHECKS = ("files", "exports", "single-owner", "dependencies", "platform", "private-helpers")
+CHECKS = ("files", "exports", "single-owner", "dependencies", "platform", "private-helpers",
+          "licenses")
 
 # The runtime's registry: what a kernel, thread pool or delegate library calls
 # to register itself. It must come from the runtime library, never a copy.
@@ -901,9 +908,36 @@ def _verify(root, arch=None):
     if arch in ARCHES:
         check_platform(pkg, arch, binaries, report)
     check_private_helpers(pkg, binaries, report)
+    check_licenses(pkg, report)
     order = {c: i for i, c in enumerate(CHECKS)}
     report.rows.sort(key=lambda r: order[r["check"]])  # stable: binaries keep their order
     return report, facts
+
+
+# Components whose binaries hold pteron_cpu, and with it Eigen's code.
+EIGEN_COMPONENTS = ("kernels_optimized", "backend_xnnpack")
+
+
+def check_licenses(pkg, report):
+    folders = [os.path.join(pkg.root, "licenses"),
+               os.path.join(pkg.root, "share", "licenses", "pteron")]
+    names = set()
+    for d in folders:
+        if os.path.isdir(d):
+            names.update(n for n in os.listdir(d) if os.path.getsize(os.path.join(d, n)) > 0)
+    wanted = {"LICENSE": "LICENSE", "flatbuffers": "flatbuffers-"}
+    if any(c in pkg.components for c in EIGEN_COMPONENTS):
+        wanted["Eigen"] = "eigen-"
+    if pkg.fmt == "pe":
+        wanted["the MinGW-w64 runtime"] = "mingw_w64-"
+        wanted["GCC's runtime"] = "gcc-"
+    missing = [what for what, prefix in wanted.items()
+               if not any(n == prefix or (prefix.endswith("-") and n.startswith(prefix))
+                          for n in names)]
+    where = " or ".join(os.path.relpath(d, pkg.root) + "/" for d in folders)
+    report.add("licenses", "package", not missing,
+               f"missing in {where}: {', '.join(missing)}" if missing else
+               f"{len(names)} file(s): pteron's license and {', '.join(list(wanted)[1:])}")
 
 
 # ---- output -----------------------------------------------------------------
