@@ -112,14 +112,21 @@ def plan_iterations(probe_ms, round_seconds):
 
 def fma_units(vendor, family, model, flags):
     """(FMA units per core, why): the number of vector FMA pipes assumed for
-    the peak. From the vendors' optimisation guides: AMD Zen 2/3/4/5 (family
-    0x17 model >= 0x30, 0x19, 0x1A) have two 256-bit FMA pipes, Zen 1 two
-    128-bit ones (counted as one 256-bit unit); Intel cores since Haswell have
-    two 256-bit FMA ports, and Xeons with AVX-512 one or two 512-bit units
-    (two assumed: the Gold 6xxx / Platinum parts these machines have)."""
+    the peak, in units of the widest vector the CPU has (the lanes the peak
+    counts). From the vendors' optimisation guides: AMD Zen 2/3/4 (family 0x17
+    model >= 0x30, 0x19) have two 256-bit FMA pipes, so Zen 4's AVX-512 is one
+    512-bit unit (double-pumped); Zen 5 server and desktop cores (family 0x1A)
+    have two 512-bit pipes; Zen 1 two 128-bit ones (counted as one 256-bit
+    unit); Intel cores since Haswell have two 256-bit FMA ports, and Xeons with
+    AVX-512 one or two 512-bit units (two assumed: the Gold 6xxx / Platinum
+    parts these machines have)."""
     if vendor == "AuthenticAMD":
         if family == 0x17 and model < 0x30:
             return 1, "AMD Zen 1: two 128-bit FMA pipes = one 256-bit unit"
+        if "avx512f" in flags and family == 0x19:
+            return 1, "AMD Zen 4: two 256-bit FMA pipes = one 512-bit unit"
+        if "avx512f" in flags and family >= 0x1A:
+            return 2, f"AMD family {family:#x} (Zen 5): two 512-bit FMA pipes"
         return 2, f"AMD family {family:#x} (Zen 2 or later): two 256-bit FMA pipes"
     if "avx512f" in flags:
         return 2, "Intel with AVX-512: two 512-bit FMA units assumed"

@@ -77,6 +77,9 @@ def test_peak_assumes_two_256_bit_fma_pipes_on_zen2_and_later_and_one_on_zen1():
     assert bench_run.fma_units("AuthenticAMD", 0x19, 0x11, {"avx2", "fma"})[0] == 2
     assert bench_run.fma_units("AuthenticAMD", 0x17, 0x01, {"avx2", "fma"})[0] == 1
     assert bench_run.fma_units("GenuineIntel", 6, 85, {"avx512f"})[0] == 2
+    # AVX-512 on AMD: Zen 4 double-pumps two 256-bit pipes, Zen 5 has two 512-bit ones.
+    assert bench_run.fma_units("AuthenticAMD", 0x19, 0x11, {"avx512f"})[0] == 1
+    assert bench_run.fma_units("AuthenticAMD", 0x1A, 0x02, {"avx512f"})[0] == 2
 
 
 def test_cpu_info_names_the_isa_paths_that_cannot_run():
