@@ -200,6 +200,18 @@ class PteronConan(ConanFile):
             # ON: the chosen library must be found (never a silent fallback).
             tc.cache_variables["PTERON_XNNPACK_LIBRARY"] = \
                 "OFF" if self._xnnpack_library() == "none" else "ON"
+        # The license texts of the header-only code compiled in (cmake/PteronLicenses.cmake):
+        # a Conan Center dependency's own licenses/ (none under [platform_requires], where the
+        # build takes the system package's).
+        for name in ("flatbuffers", "eigen"):
+            if name not in self.dependencies.host:
+                continue
+            folder = self.dependencies.host[name].package_folder
+            licenses = os.path.join(folder, "licenses") if folder else None
+            if licenses and os.path.isdir(licenses):
+                files = [os.path.join(licenses, f).replace("\\", "/")
+                         for f in sorted(os.listdir(licenses))]
+                tc.cache_variables[f"PTERON_LICENSE_{name.upper()}"] = ";".join(files)
         tc.generate()
         CMakeDeps(self).generate()
 
@@ -215,9 +227,6 @@ class PteronConan(ConanFile):
         installed = os.path.join(self.package_folder, "share", "licenses", "pteron")
         copy(self, "*", installed, os.path.join(self.package_folder, "licenses"))
         rmdir(self, os.path.join(self.package_folder, "share", "licenses"))
-        if os.path.isdir(os.path.join(self.package_folder, "share")) and \
-                not os.listdir(os.path.join(self.package_folder, "share")):
-            rmdir(self, os.path.join(self.package_folder, "share"))
 
     def _retention_flags(self, component, lib, family):
         """Link flags that keep a registration-only component (docs: keeping a

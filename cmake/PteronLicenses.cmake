@@ -10,43 +10,25 @@
 #     with the GCC Runtime Library Exception).
 # Libraries linked as shared libraries (XNNPACK, pthreadpool) ship their own.
 # Each text comes from the package that provided the code, never from this
-# repository: a Conan package's licenses/ folder (found from its include
-# directory), else Debian's /usr/share/doc/<package>/copyright.
-# PTERON_LICENSE_<NAME> (FLATBUFFERS, EIGEN, MINGW_W64, GCC) names a file
-# instead. A text that cannot be found is a configure warning, and the file
-# list in THIRD_PARTY_NOTICES.md still says where it comes from.
+# repository: PTERON_LICENSE_<NAME> (FLATBUFFERS, EIGEN, MINGW_W64, GCC) names
+# its files (the Conan recipe sets it to a dependency's licenses/ folder),
+# else Debian's /usr/share/doc/<package>/copyright. A text that cannot be
+# found is a configure warning, and pteron-verify fails the package.
 
 include(GNUInstallDirs)
 set(PTERON_LICENSES_DESTINATION "${CMAKE_INSTALL_DATADIR}/licenses/pteron")
 
-# pteron_install_license(NAME INCLUDE_DIRS... DEBIAN deb-package...)
+# pteron_install_license(NAME deb-package...)
 function(pteron_install_license name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "INCLUDE_DIRS;DEBIAN")
   set(var "PTERON_LICENSE_${name}")
-  set(files "")
-  if(${var})
-    set(files "${${var}}")
-  else()
-    foreach(inc IN LISTS arg_INCLUDE_DIRS)
-      foreach(up "" "/..")
-        file(GLOB found LIST_DIRECTORIES false "${inc}/..${up}/licenses/*")
-        if(found)
-          set(files ${found})
-          break()
-        endif()
-      endforeach()
-      if(files)
+  set(files "${${var}}")
+  if(NOT files)
+    foreach(deb IN LISTS ARGN)
+      if(EXISTS "/usr/share/doc/${deb}/copyright")
+        set(files "/usr/share/doc/${deb}/copyright")
         break()
       endif()
     endforeach()
-    if(NOT files)
-      foreach(deb IN LISTS arg_DEBIAN)
-        if(EXISTS "/usr/share/doc/${deb}/copyright")
-          set(files "/usr/share/doc/${deb}/copyright")
-          break()
-        endif()
-      endforeach()
-    endif()
   endif()
   string(TOLOWER "${name}" lower)
   if(NOT files)
@@ -63,14 +45,12 @@ endfunction()
 function(pteron_install_licenses)
   install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES.md"
           DESTINATION "${PTERON_LICENSES_DESTINATION}")
-  pteron_install_license(FLATBUFFERS INCLUDE_DIRS "${PTERON_FLATBUFFERS_INCLUDE}"
-                         DEBIAN libflatbuffers-dev)
-  get_property(eigen_inc GLOBAL PROPERTY PTERON_EIGEN_INCLUDE_DIRS)  # runtime/kernels/cpu
-  if(eigen_inc)
-    pteron_install_license(EIGEN INCLUDE_DIRS "${eigen_inc}" DEBIAN libeigen3-dev)
+  pteron_install_license(FLATBUFFERS libflatbuffers-dev)
+  if(TARGET pteron_cpu)  # kernels_optimized, backend_xnnpack: Eigen's code is in them
+    pteron_install_license(EIGEN libeigen3-dev)
   endif()
   if(MINGW)
-    pteron_install_license(MINGW_W64 DEBIAN mingw-w64-common mingw-w64-x86-64-dev)
-    pteron_install_license(GCC DEBIAN gcc-mingw-w64-base gcc-mingw-w64-x86-64-posix-runtime)
+    pteron_install_license(MINGW_W64 mingw-w64-common mingw-w64-x86-64-dev)
+    pteron_install_license(GCC gcc-mingw-w64-base gcc-mingw-w64-x86-64-posix-runtime)
   endif()
 endfunction()

@@ -932,8 +932,7 @@ def check_licenses(pkg, report):
         wanted["the MinGW-w64 runtime"] = "mingw_w64-"
         wanted["GCC's runtime"] = "gcc-"
     missing = [what for what, prefix in wanted.items()
-               if not any(n == prefix or (prefix.endswith("-") and n.startswith(prefix))
-                          for n in names)]
+               if not any(n.startswith(prefix) for n in names)]
     where = " or ".join(os.path.relpath(d, pkg.root) + "/" for d in folders)
     report.add("licenses", "package", not missing,
                f"missing in {where}: {', '.join(missing)}" if missing else

@@ -335,12 +335,12 @@ inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
 template <int K, int S, int CB, bool Full>
 inline void dw_span(const DwRow& r, int64_t c0, int64_t n, int64_t lo, int64_t hi) {
   int64_t ox = 0;
-  if (CB == 1)
+  if constexpr (CB == 1)
     for (; ox + 8 <= r.ow; ox += 8) {
       if (ox >= lo && ox + 8 <= hi)
-        dw_group<K, S, CB == 1 ? 8 : 1, CB, Full, false>(r, c0, n, ox);
+        dw_group<K, S, 8, CB, Full, false>(r, c0, n, ox);
       else
-        dw_group<K, S, CB == 1 ? 8 : 1, CB, Full, true>(r, c0, n, ox);
+        dw_group<K, S, 8, CB, Full, true>(r, c0, n, ox);
     }
   if (ox + 4 <= r.ow) {
     dw_group<K, S, 4, CB, Full, true>(r, c0, n, ox);

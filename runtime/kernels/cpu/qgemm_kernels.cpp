@@ -110,11 +110,7 @@ void store512(const __m512i* acc, int64_t nc, const QGemmOut& o, int64_t i0, int
         // an integer add.
         const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), lo), hi);
         const __m512i c = _mm512_add_epi32(_mm512_cvtps_epi32(t), code_add);
-        uint8_t* yc = o.yc + (i0 + i) * o.ldy + j0;
-        if (nc >= 16)  // a plain store: masked stores are slow on Zen 4 / 5
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(yc), _mm512_cvtusepi32_epi8(c));
-        else
-          _mm_mask_storeu_epi8(yc, m, _mm512_cvtusepi32_epi8(c));
+        _mm_mask_storeu_epi8(o.yc + (i0 + i) * o.ldy + j0, m, _mm512_cvtusepi32_epi8(c));
         continue;
       }
       __m512 t =
