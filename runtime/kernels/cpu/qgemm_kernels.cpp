@@ -201,7 +201,8 @@ constexpr int64_t kPanels = 1;
 
 // The epilogue's colsum loads read 16 columns: a panel's colsum is padded (QPackedWeights).
 
-// n <= 16 codes (small integers held as floats, t[0..16) all set) stored as bytes.
+// n <= 16 codes (small integers held as floats, t[0..16) all set) stored as bytes (the
+// per-channel epilogue's; the GEMM's packs its codes in registers).
 inline void store_codes16(const float* t, uint8_t* out, int64_t n) {
   const __m256i a = _mm256_cvtps_epi32(_mm256_load_ps(t));
   const __m256i b = _mm256_cvtps_epi32(_mm256_load_ps(t + 8));
@@ -235,50 +236,76 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
       }
     }
   }
-  // The epilogue, 8 columns at a time (vcvtdq2ps, FMA, vroundps), full vectors into a row
-  // buffer when nc < 16.
-  const int32_t* ccol = o.col_corr ? o.col_corr : o.colsum;
+  // The epilogue, 8 columns at a time, in registers: the per-column vectors once per call
+  // (masked loads past nc), then per row vcvtdq2ps, FMA and the requantization. Codes: clamping
+  // before the rounding (vcvtps2dq, half to even: the default MXCSR mode) gives the same integer
+  // as after, since lo and hi are whole numbers; max(NaN, lo) is lo. The code offset is then an
+  // integer add, and the 16 codes are packed to bytes without a round trip through memory (a
+  // zeroed row buffer per row was 13% of mobilenet_v2_int8 on AMD EPYC Zen 3).
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(nc)), lane);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(nc) - 8), lane);
+  const int32_t* ccol = o.col_corr ? o.col_corr : o.colsum;  // padded to 16 columns
   const __m256i cs0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ccol + j0));
-  const __m256i cs1 =
-      nc > 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ccol + j0 + 8)) : cs0;
+  const __m256i cs1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ccol + j0 + 8));
+  const __m256 ws0 = _mm256_maskload_ps(o.col_scale + j0, m0);
+  const __m256 ws1 = _mm256_maskload_ps(o.col_scale + j0 + 8, m1);
+  const __m256 b0 = _mm256_maskload_ps(o.bias + j0, m0);
+  const __m256 b1 = _mm256_maskload_ps(o.bias + j0 + 8, m1);
+  const __m256 vlo = _mm256_set1_ps(o.lo), vhi = _mm256_set1_ps(o.hi);
+  const __m256 vinv = _mm256_set1_ps(o.o_inv), vsc = _mm256_set1_ps(o.o_scale);
+  const __m256i vadd = _mm256_set1_epi32(static_cast<int32_t>(o.code_add));
+  const int32_t* row_off = o.row_off;
+  const float* row_scale = o.row_scale;
+  const bool col_corr = o.col_corr != nullptr, requant = o.requant != 0;
+  uint8_t* const yc = o.yc;
+  float* const y = o.y;
+  const int64_t ldy = o.ldy;
   for (int i = 0; i < R; ++i) {
-    alignas(32) float t[16] = {};
-    const __m256i off = _mm256_set1_epi32(o.row_off ? o.row_off[i0 + i] : 0);
-    const __m256 rs = _mm256_set1_ps(o.row_scale ? o.row_scale[i0 + i] : 1.0f);
-    for (int h = 0; h < 2; ++h) {
-      if (h == 1 && nc <= 8) break;
-      const int64_t j = j0 + 8 * h;
-      const int64_t left = nc - 8 * h;
-      __m256 ws, b;
-      if (left >= 8) {
-        ws = _mm256_loadu_ps(o.col_scale + j), b = _mm256_loadu_ps(o.bias + j);
+    const __m256i off = _mm256_set1_epi32(row_off ? row_off[i0 + i] : 0);
+    const __m256 rs = _mm256_set1_ps(row_scale ? row_scale[i0 + i] : 1.0f);
+    const __m256i corr0 = col_corr ? cs0 : _mm256_mullo_epi32(off, cs0);
+    const __m256i corr1 = col_corr ? cs1 : _mm256_mullo_epi32(off, cs1);
+    __m256 v0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo[i], corr0)),
+                                _mm256_mul_ps(rs, ws0), b0);
+    __m256 v1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi[i], corr1)),
+                                _mm256_mul_ps(rs, ws1), b1);
+    if (requant && yc) {
+      const __m256 t0 = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v0, vinv), vlo), vhi);
+      const __m256 t1 = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v1, vinv), vlo), vhi);
+      const __m256i c0 = _mm256_add_epi32(_mm256_cvtps_epi32(t0), vadd);
+      const __m256i c1 = _mm256_add_epi32(_mm256_cvtps_epi32(t1), vadd);
+      const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(c0, c1), 0xD8);
+      const __m128i c = _mm_packus_epi16(_mm256_castsi256_si128(w16),
+                                         _mm256_extracti128_si256(w16, 1));
+      uint8_t* out = yc + (i0 + i) * ldy + j0;
+      if (nc >= 16) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out), c);
       } else {
-        alignas(32) float wt[8] = {}, bt[8] = {};
-        std::memcpy(wt, o.col_scale + j, size_t(left) * sizeof(float));
-        std::memcpy(bt, o.bias + j, size_t(left) * sizeof(float));
-        ws = _mm256_load_ps(wt), b = _mm256_load_ps(bt);
+        alignas(16) uint8_t tmp[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(tmp), c);
+        std::memcpy(out, tmp, size_t(nc));
       }
-      const __m256i cs = h ? cs1 : cs0;
-      const __m256i corr = o.col_corr ? cs : _mm256_mullo_epi32(off, cs);
-      const __m256i a = _mm256_sub_epi32(h ? hi[i] : lo[i], corr);
-      __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_mul_ps(rs, ws), b);
-      if (o.requant) {
-        __m256 tq = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(o.o_inv)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        tq = _mm256_min_ps(_mm256_max_ps(tq, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
-        // codes: t + code_add (exact small integers), converted below
-        v = o.yc ? _mm256_add_ps(tq, _mm256_set1_ps(o.code_add))
-                 : _mm256_mul_ps(tq, _mm256_set1_ps(o.o_scale));
-      } else {
-        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
-      }
-      _mm256_store_ps(t + 8 * h, v);
-    }
-    if (o.requant && o.yc) {
-      store_codes16(t, o.yc + (i0 + i) * o.ldy + j0, nc);
       continue;
     }
-    std::memcpy(o.y + (i0 + i) * o.ldy + j0, t, size_t(nc) * sizeof(float));
+    if (requant) {
+      const auto grid = [&](__m256 v) {
+        __m256 t = _mm256_round_ps(_mm256_mul_ps(v, vinv),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(t, vlo), vhi), vsc);
+      };
+      v0 = grid(v0), v1 = grid(v1);
+    } else {
+      v0 = _mm256_min_ps(_mm256_max_ps(v0, vlo), vhi);
+      v1 = _mm256_min_ps(_mm256_max_ps(v1, vlo), vhi);
+    }
+    float* out = y + (i0 + i) * ldy + j0;
+    if (nc >= 16) {
+      _mm256_storeu_ps(out, v0), _mm256_storeu_ps(out + 8, v1);
+    } else {
+      _mm256_maskstore_ps(out, m0, v0);
+      if (nc > 8) _mm256_maskstore_ps(out + 8, m1, v1);
+    }
   }
 }
 
