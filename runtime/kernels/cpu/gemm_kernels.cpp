@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "gemm.h"
+#include "unroll.h"
 
 #if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
 #include <immintrin.h>
@@ -122,10 +123,8 @@ constexpr int kRows = 4;
 #endif
 
 #if defined(__GNUC__)
-#define PTERON_GEMM_UNROLL _Pragma("GCC unroll 16")
 #define PTERON_GEMM_INLINE inline __attribute__((always_inline))
 #else
-#define PTERON_GEMM_UNROLL
 #define PTERON_GEMM_INLINE inline
 #endif
 
@@ -144,7 +143,7 @@ constexpr int kHalf = kNv / 2;
 // registers (checked: bench/gemm reaches the FMA peak's ~90 % at avx2). A single row (a matrix
 // times a vector: a decoder's fully connected at batch 1) sums in 4 independent chains, so the
 // FMA latency does not bound it. Every loop over rows, vectors and chains, the clamp and
-// the stores included, carries PTERON_GEMM_UNROLL: with the epilogue rolled, gcc 12 spilled
+// the stores included, carries PTERON_UNROLL: with the epilogue rolled, gcc 12 spilled
 // all accumulators to the stack at every call (bench/gemm/gemm_shapes.cpp: 72 -> 82 GFLOP per
 // CPU-second on vit's [197,64] x [64,197], 3-6 % on its fully connected shapes).
 template <int kMr, int kNu>
@@ -153,29 +152,29 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
                              const float* w, float* c, int64_t ldc, const float* minmax) {
   constexpr int kChains = kMr == 1 ? 4 : 1;
   typename Vec::T acc[kChains][kMr][kNu];
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int v = 0; v < kNu; ++v) {
     const typename Vec::T b = Vec::load(w + v * Vec::kLanes);
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int i = 0; i < kMr; ++i) acc[0][i][v] = b;
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int h = 1; h < kChains; ++h) {
-      PTERON_GEMM_UNROLL
+      PTERON_UNROLL
       for (int i = 0; i < kMr; ++i) acc[h][i][v] = Vec::set1(0.0f);
     }
   }
   w += kGemmNr;
   for (int64_t s = 0; s < segs; ++s) {
     const float* ar[kMr];
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s] + aoff;
     int64_t p = 0;
     if (kChains > 1) {
       for (; p + kChains <= seglen; p += kChains) {
-        PTERON_GEMM_UNROLL
+        PTERON_UNROLL
         for (int h = 0; h < kChains; ++h) {
           const typename Vec::T x = Vec::set1(ar[0][p + h]);
-          PTERON_GEMM_UNROLL
+          PTERON_UNROLL
           for (int v = 0; v < kNu; ++v)
             acc[h][0][v] = Vec::madd(x, Vec::load(w + v * Vec::kLanes), acc[h][0][v]);
           w += kGemmNr;
@@ -184,44 +183,44 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
     }
     for (; p < seglen; ++p) {
       typename Vec::T b[kNu];
-      PTERON_GEMM_UNROLL
+      PTERON_UNROLL
       for (int v = 0; v < kNu; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
       w += kGemmNr;
-      PTERON_GEMM_UNROLL
+      PTERON_UNROLL
       for (int i = 0; i < kMr; ++i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
-        PTERON_GEMM_UNROLL
+        PTERON_UNROLL
         for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
       }
     }
   }
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int h = 1; h < kChains; ++h) {  // the chains' sums, in a fixed order
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int v = 0; v < kNu; ++v) acc[0][0][v] = Vec::add(acc[0][0][v], acc[h][0][v]);
   }
   float* cr[kMr];
   cr[0] = c;
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int i = 1; i < kMr; ++i) cr[i] = i < mr ? cr[i - 1] + ldc : cr[i - 1];
   const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int i = 0; i < kMr; ++i) {
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::clamp(acc[0][i][v], lo, hi);
   }
   if (nc == kGemmNr) {
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int i = kMr - 1; i >= 0; --i) {
-      PTERON_GEMM_UNROLL
+      PTERON_UNROLL
       for (int v = 0; v < kNu; ++v) Vec::storeu(cr[i] + v * Vec::kLanes, acc[0][i][v]);
     }
     return;
   }
   // Columns past nc not stored: whole vectors while they fit, then the first lanes of one.
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int i = kMr - 1; i >= 0; --i) {
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int v = 0; v < kNu; ++v) {
       const int64_t r = nc - v * Vec::kLanes;
       if (r >= Vec::kLanes)
@@ -238,7 +237,7 @@ void ukernel(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, co
              float* c, int64_t ldc, const float* minmax) {
   const float* ar[kMr];
   ar[0] = a;
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int i = 1; i < kMr; ++i) ar[i] = i < mr ? ar[i - 1] + lda : ar[i - 1];
   if (kHalf > 0 && nc <= kHalf * Vec::kLanes)
     body<kMr, kHalf ? kHalf : 1>(mr, nc, 1, kc, ar, 1, 0, w, c, ldc, minmax);
@@ -268,17 +267,17 @@ PTERON_GEMM_INLINE void body2(int64_t mr, int64_t nc, int64_t segs, int64_t segl
   typename Vec::T acc[kMr][2];
   {
     const typename Vec::T b0 = Vec::load(w), b1 = Vec::load(w2);
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int i = 0; i < kMr; ++i) acc[i][0] = b0, acc[i][1] = b1;
   }
   w += kGemmNr, w2 += kGemmNr;
   for (int64_t s = 0; s < segs; ++s) {
     const float* ar[kMr];
-    PTERON_GEMM_UNROLL
+    PTERON_UNROLL
     for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s] + aoff;
     for (int64_t p = 0; p < seglen; ++p, w += kGemmNr, w2 += kGemmNr) {
       const typename Vec::T b0 = Vec::load(w), b1 = Vec::load(w2);
-      PTERON_GEMM_UNROLL
+      PTERON_UNROLL
       for (int i = 0; i < kMr; ++i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
         acc[i][0] = Vec::madd(x, b0, acc[i][0]);
@@ -288,11 +287,11 @@ PTERON_GEMM_INLINE void body2(int64_t mr, int64_t nc, int64_t segs, int64_t segl
   }
   float* cr[kMr];
   cr[0] = c;
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int i = 1; i < kMr; ++i) cr[i] = i < mr ? cr[i - 1] + ldc : cr[i - 1];
   const typename Vec::T lo = Vec::set1(minmax[0]), hi = Vec::set1(minmax[1]);
   const int r = int(nc - kGemmNr);  // columns of the second panel, 1..kGemmNr
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int i = kMr - 1; i >= 0; --i) {
     Vec::storeu(cr[i], Vec::clamp(acc[i][0], lo, hi));
     if (r == kGemmNr)
@@ -306,7 +305,7 @@ void ukernel2(int64_t mr, int64_t nc, int64_t kc, const float* a, int64_t lda, c
               const float* w2, float* c, int64_t ldc, const float* minmax) {
   const float* ar[kRows];
   ar[0] = a;
-  PTERON_GEMM_UNROLL
+  PTERON_UNROLL
   for (int i = 1; i < kRows; ++i) ar[i] = i < mr ? ar[i - 1] + lda : ar[i - 1];
   body2<kRows>(mr, nc, 1, kc, ar, 1, 0, w, w2, c, ldc, minmax);
 }

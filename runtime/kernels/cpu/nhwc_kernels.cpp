@@ -34,6 +34,7 @@
 #endif
 
 #include "nhwc.h"
+#include "unroll.h"
 
 #ifndef PTERON_OPT_ISA
 #error "PTERON_OPT_ISA must name the ISA level (baseline, avx2 or avx512)"
@@ -263,15 +264,6 @@ void dw_pixel(const DwRow& r, int64_t ox) {
   }
 }
 
-// Fully unrolled loops keep the accumulators in registers (gcc does not unroll loops with
-// run-time tests in them by itself).
-#if defined(__GNUC__) && !defined(__clang__)
-#define PTERON_UNROLL _Pragma("GCC unroll 32")
-#elif defined(__clang__)
-#define PTERON_UNROLL _Pragma("unroll")
-#else
-#define PTERON_UNROLL
-#endif
 
 // P output pixels (from ox) of CB channel blocks (from c0; n lanes each: L, or fewer in a
 // single last block) of a K x K window at stride S (dilation 1). Per filter row ky and

@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "qgemm.h"
+#include "unroll.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -221,6 +222,7 @@ template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
           int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
   __m256i lo[R], hi[R];
+  PTERON_UNROLL  // else gcc 12 zeroes the arrays on the stack with rep stos at every call
   for (int i = 0; i < R; ++i) lo[i] = hi[i] = _mm256_setzero_si256();
   const int16_t* wp = static_cast<const int16_t*>(w);
   for (int64_t s = 0; s < segs; ++s) {
