@@ -178,6 +178,7 @@ template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
           int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
   __m512i acc[R];
+  PTERON_UNROLL  // as at avx2: no rep stos of the accumulators at every call
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_si512();
   const int16_t* wp = static_cast<const int16_t*>(w);
   for (int64_t s = 0; s < segs; ++s) {
