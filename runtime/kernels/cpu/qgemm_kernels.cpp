@@ -203,22 +203,6 @@ constexpr int64_t kPanels = 1;
 
 // The epilogue's colsum loads read 16 columns: a panel's colsum is padded (QPackedWeights).
 
-// n <= 16 codes (small integers held as floats, t[0..16) all set) stored as bytes (the
-// per-channel epilogue's; the GEMM's packs its codes in registers).
-inline void store_codes16(const float* t, uint8_t* out, int64_t n) {
-  const __m256i a = _mm256_cvtps_epi32(_mm256_load_ps(t));
-  const __m256i b = _mm256_cvtps_epi32(_mm256_load_ps(t + 8));
-  const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);  // 16 x u16
-  const __m128i c = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
-  if (n >= 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), c);
-  } else {
-    alignas(16) uint8_t tmp[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), c);
-    std::memcpy(out, tmp, size_t(n));
-  }
-}
-
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
           int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
@@ -520,16 +504,21 @@ struct V16 {
   __m256 a, b;
 };
 struct Grid16 {
-  __m256 inv, lo, hi, scale, add;
+  __m256 inv, lo, hi, scale;
+  __m256i add;
   explicit Grid16(const QCodesOut& o)
       : inv(_mm256_set1_ps(o.inv)), lo(_mm256_set1_ps(o.lo)), hi(_mm256_set1_ps(o.hi)),
-        scale(_mm256_set1_ps(o.scale)), add(_mm256_set1_ps(o.code_add)) {}
+        scale(_mm256_set1_ps(o.scale)),
+        add(_mm256_set1_epi32(static_cast<int32_t>(o.code_add))) {}
 };
+// 8 codes from memory as int32 lanes (the load folds into vpmovzxbd).
+inline __m256i codes8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
 inline V16 codes16(const uint8_t* p, float off) {
-  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m256 o = _mm256_set1_ps(off);
-  return {_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u)), o),
-          _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u, 8))), o)};
+  return {_mm256_sub_ps(_mm256_cvtepi32_ps(codes8(p)), o),
+          _mm256_sub_ps(_mm256_cvtepi32_ps(codes8(p + 8)), o)};
 }
 inline __m256 grid8(const Grid16& g, __m256 v) {
   const __m256 t =
@@ -537,16 +526,19 @@ inline __m256 grid8(const Grid16& g, __m256 v) {
   return _mm256_min_ps(_mm256_max_ps(t, g.lo), g.hi);  // max(NaN, lo) is lo
 }
 inline void put16(const QCodesOut& o, const Grid16& g, V16 v, int64_t at) {
-  const __m256 ta = grid8(g, v.a), tb = grid8(g, v.b);
-  if (o.yc) {
-    alignas(32) float t[16];
-    _mm256_store_ps(t, _mm256_add_ps(ta, g.add));
-    _mm256_store_ps(t + 8, _mm256_add_ps(tb, g.add));
-    store_codes16(t, o.yc + at, 16);
-  } else {
-    _mm256_storeu_ps(o.y + at, _mm256_mul_ps(ta, g.scale));
-    _mm256_storeu_ps(o.y + at + 8, _mm256_mul_ps(tb, g.scale));
+  if (o.yc) {  // clamped, then rounded by vcvtps2dq, as the GEMM's epilogue: the same codes
+    const __m256 ta = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v.a, g.inv), g.lo), g.hi);
+    const __m256 tb = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v.b, g.inv), g.lo), g.hi);
+    const __m256i ca = _mm256_add_epi32(_mm256_cvtps_epi32(ta), g.add);
+    const __m256i cb = _mm256_add_epi32(_mm256_cvtps_epi32(tb), g.add);
+    const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(ca, cb), 0xD8);
+    const __m128i c =
+        _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o.yc + at), c);
+    return;
   }
+  _mm256_storeu_ps(o.y + at, _mm256_mul_ps(grid8(g, v.a), g.scale));
+  _mm256_storeu_ps(o.y + at + 8, _mm256_mul_ps(grid8(g, v.b), g.scale));
 }
 #endif
 
@@ -654,14 +646,11 @@ void dw_inner(const QDwConv& p, const uint8_t* x, const int64_t* toff, int64_t r
     for (int64_t t = 0; t < taps; ++t) {
       const __m256 wta = T ? wa[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c);
       const __m256 wtb = T ? wb[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c + 8);
-      const __m128i u0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(px + toff[t]));
-      const __m128i u1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(px + toff[t] + step));
-      a0.a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u0)), wta, a0.a);
-      a0.b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u0, 8))), wtb,
-                             a0.b);
-      a1.a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u1)), wta, a1.a);
-      a1.b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u1, 8))), wtb,
-                             a1.b);
+      const uint8_t* q = px + toff[t];
+      a0.a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes8(q)), wta, a0.a);
+      a0.b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes8(q + 8)), wtb, a0.b);
+      a1.a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes8(q + step)), wta, a1.a);
+      a1.b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes8(q + step + 8)), wtb, a1.b);
     }
     put16(p.out, g, a0, at0 + ox * C + c);
     put16(p.out, g, a1, at0 + (ox + 1) * C + c);
@@ -669,9 +658,8 @@ void dw_inner(const QDwConv& p, const uint8_t* x, const int64_t* toff, int64_t r
   for (; ox < ox1; ++ox, px += step) {
     V16 acc{ba, bb};
     for (int64_t t = 0; t < taps; ++t) {
-      const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(px + toff[t]));
-      const __m256 ua = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u));
-      const __m256 ub = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u, 8)));
+      const __m256 ua = _mm256_cvtepi32_ps(codes8(px + toff[t]));
+      const __m256 ub = _mm256_cvtepi32_ps(codes8(px + toff[t] + 8));
       acc.a = _mm256_fmadd_ps(ua, T ? wa[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c), acc.a);
       acc.b = _mm256_fmadd_ps(ub, T ? wb[T ? t : 0] : _mm256_loadu_ps(p.w + t * C + c + 8), acc.b);
     }
