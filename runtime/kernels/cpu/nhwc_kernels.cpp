@@ -345,18 +345,43 @@ inline void dw_span(const DwRow& r, int64_t c0, int64_t n, int64_t lo, int64_t h
   if (ox < r.ow) dw_group<K, S, 1, CB, Full, true>(r, c0, n, ox);
 }
 
-// A row narrower than 8 pixels (a 7x7 image) takes several channel blocks at a time, so
-// its groups still have 4 to 16 accumulators.
+// P pixels from ox, every channel: the group's input window ((P - 1) * S + K columns of the
+// K rows, all channels) stays in L1 while its channel blocks run, each cache line read whole.
+template <int K, int S, int P, bool Border>
+inline void dw_pixels(const DwRow& r, int64_t ox) {
+  int64_t c0 = 0;
+  for (; c0 + L <= r.c; c0 += L) dw_group<K, S, P, 1, true, Border>(r, c0, L, ox);
+  if (c0 < r.c) dw_group<K, S, P, 1, false, Border>(r, c0, r.c - c0, ox);
+}
+
+// A row of 8 pixels or more: groups of 8 pixels, each over every channel block. (Channel
+// blocks outer, a whole row per block, read each input line once per block, from L2; on AMD
+// EPYC Zen 3 at avx2, best of 40, 112x112x96 3x3/2 went 409 -> 335 us, 112x112x32 3x3
+// 280 -> 235 us, 14x14x672 5x5 340 -> 286 us.) A row narrower than 8
+// pixels (a 7x7 image) takes several channel blocks at a time, so its groups still have 4 to
+// 16 accumulators.
 template <int K, int S>
 void dw_row_fixed(const DwRow& r) {
   int64_t lo, hi;
   interior(r, &lo, &hi);
   const int64_t c = r.c;
+  if (L == 1 || r.ow >= 8) {
+    int64_t ox = 0;
+    for (; ox + 8 <= r.ow; ox += 8) {
+      if (ox >= lo && ox + 8 <= hi)
+        dw_pixels<K, S, 8, false>(r, ox);
+      else
+        dw_pixels<K, S, 8, true>(r, ox);
+    }
+    if (ox + 4 <= r.ow) dw_pixels<K, S, 4, true>(r, ox), ox += 4;
+    if (ox + 2 <= r.ow) dw_pixels<K, S, 2, true>(r, ox), ox += 2;
+    if (ox < r.ow) dw_pixels<K, S, 1, true>(r, ox);
+    return;
+  }
   constexpr int kNarrowBlocks = L >= 16 ? 4 : 2;
   int64_t c0 = 0;
-  if (L > 1 && r.ow < 8)
-    for (; c0 + kNarrowBlocks * L <= c; c0 += kNarrowBlocks * L)
-      dw_span<K, S, kNarrowBlocks, true>(r, c0, L, lo, hi);
+  for (; c0 + kNarrowBlocks * L <= c; c0 += kNarrowBlocks * L)
+    dw_span<K, S, kNarrowBlocks, true>(r, c0, L, lo, hi);
   for (; c0 + L <= c; c0 += L) dw_span<K, S, 1, true>(r, c0, L, lo, hi);
   if (c0 < c) dw_span<K, S, 1, false>(r, c0, c - c0, lo, hi);
 }
