@@ -264,7 +264,6 @@ void dw_pixel(const DwRow& r, int64_t ox) {
   }
 }
 
-
 // P output pixels (from ox) of CB channel blocks (from c0; n lanes each: L, or fewer in a
 // single last block) of a K x K window at stride S (dilation 1). Per filter row ky and
 // block, the K weight vectors are loaded once and each input column vector once: the
@@ -320,70 +319,57 @@ inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
     }
 }
 
-// Every pixel of the row for the channel blocks [c0, c0 + CB * L) (or one block of n
-// lanes): groups of 8 pixels (CB 1), then one group each of 4, 2 and 1 as the row's width
-// needs. A group that reaches a border column tests its columns (skipping the ones outside
-// the row); an interior one does not.
-template <int K, int S, int CB, bool Full>
-inline void dw_span(const DwRow& r, int64_t c0, int64_t n, int64_t lo, int64_t hi) {
-  int64_t ox = 0;
-  if constexpr (CB == 1)
-    for (; ox + 8 <= r.ow; ox += 8) {
-      if (ox >= lo && ox + 8 <= hi)
-        dw_group<K, S, 8, CB, Full, false>(r, c0, n, ox);
-      else
-        dw_group<K, S, 8, CB, Full, true>(r, c0, n, ox);
-    }
-  if (ox + 4 <= r.ow) {
-    dw_group<K, S, 4, CB, Full, true>(r, c0, n, ox);
-    ox += 4;
-  }
-  if (ox + 2 <= r.ow) {
-    dw_group<K, S, 2, CB, Full, true>(r, c0, n, ox);
-    ox += 2;
-  }
-  if (ox < r.ow) dw_group<K, S, 1, CB, Full, true>(r, c0, n, ox);
-}
-
-// P pixels from ox, every channel: the group's input window ((P - 1) * S + K columns of the
-// K rows, all channels) stays in L1 while its channel blocks run, each cache line read whole.
+// P pixels from ox, the channels from c0 on, one block at a time: the group's input window
+// ((P - 1) * S + K columns of the K rows) stays in L1 while its channel blocks run, each cache
+// line read whole.
 template <int K, int S, int P, bool Border>
-inline void dw_pixels(const DwRow& r, int64_t ox) {
-  int64_t c0 = 0;
+inline void dw_pixels(const DwRow& r, int64_t c0, int64_t ox) {
   for (; c0 + L <= r.c; c0 += L) dw_group<K, S, P, 1, true, Border>(r, c0, L, ox);
   if (c0 < r.c) dw_group<K, S, P, 1, false, Border>(r, c0, r.c - c0, ox);
+}
+
+// P pixels from ox at a border: every channel block from c0 on (CB 1), or CB blocks from c0.
+template <int K, int S, int P, int CB>
+inline void dw_border_group(const DwRow& r, int64_t c0, int64_t ox) {
+  if constexpr (CB == 1)
+    dw_pixels<K, S, P, true>(r, c0, ox);
+  else
+    dw_group<K, S, P, CB, true, true>(r, c0, L, ox);
+}
+
+// Pixels [ox, ow) of a row, fewer than 8: one group each of 4, 2 and 1 as the width needs.
+template <int K, int S, int CB>
+inline void dw_rest(const DwRow& r, int64_t c0, int64_t ox) {
+  if (ox + 4 <= r.ow) dw_border_group<K, S, 4, CB>(r, c0, ox), ox += 4;
+  if (ox + 2 <= r.ow) dw_border_group<K, S, 2, CB>(r, c0, ox), ox += 2;
+  if (ox < r.ow) dw_border_group<K, S, 1, CB>(r, c0, ox);
 }
 
 // A row of 8 pixels or more: groups of 8 pixels, each over every channel block. (Channel
 // blocks outer, a whole row per block, read each input line once per block, from L2; on AMD
 // EPYC Zen 3 at avx2, best of 40, 112x112x96 3x3/2 went 409 -> 335 us, 112x112x32 3x3
-// 280 -> 235 us, 14x14x672 5x5 340 -> 286 us.) A row narrower than 8
-// pixels (a 7x7 image) takes several channel blocks at a time, so its groups still have 4 to
-// 16 accumulators.
+// 280 -> 235 us, 14x14x672 5x5 340 -> 286 us.) A group that reaches a border column tests its
+// columns (skipping the ones outside the row); an interior one does not. A row narrower than
+// 8 pixels (a 7x7 image) takes several channel blocks at a time, so its groups still have 4
+// to 16 accumulators.
 template <int K, int S>
 void dw_row_fixed(const DwRow& r) {
-  int64_t lo, hi;
-  interior(r, &lo, &hi);
-  const int64_t c = r.c;
+  int64_t ox = 0, c0 = 0;
   if (L == 1 || r.ow >= 8) {
-    int64_t ox = 0;
+    int64_t lo, hi;
+    interior(r, &lo, &hi);
     for (; ox + 8 <= r.ow; ox += 8) {
       if (ox >= lo && ox + 8 <= hi)
-        dw_pixels<K, S, 8, false>(r, ox);
+        dw_pixels<K, S, 8, false>(r, 0, ox);
       else
-        dw_pixels<K, S, 8, true>(r, ox);
+        dw_pixels<K, S, 8, true>(r, 0, ox);
     }
-    if (ox + 4 <= r.ow) dw_pixels<K, S, 4, true>(r, ox), ox += 4;
-    if (ox + 2 <= r.ow) dw_pixels<K, S, 2, true>(r, ox), ox += 2;
-    if (ox < r.ow) dw_pixels<K, S, 1, true>(r, ox);
-    return;
+  } else {
+    constexpr int kNarrowBlocks = L >= 16 ? 4 : 2;
+    for (; c0 + kNarrowBlocks * L <= r.c; c0 += kNarrowBlocks * L)
+      dw_rest<K, S, kNarrowBlocks>(r, c0, 0);
   }
-  constexpr int kNarrowBlocks = L >= 16 ? 4 : 2;
-  int64_t c0 = 0;
-  for (; c0 + kNarrowBlocks * L <= c; c0 += kNarrowBlocks * L)
-    dw_span<K, S, kNarrowBlocks, true>(r, c0, L, lo, hi);
-  for (; c0 + L <= c; c0 += L) dw_span<K, S, 1, true>(r, c0, L, lo, hi);
-  if (c0 < c) dw_span<K, S, 1, false>(r, c0, c - c0, lo, hi);
+  dw_rest<K, S, 1>(r, c0, ox);
 }
 
 // Any window: interior columns without tests (weights read per tap), borders per pixel.
@@ -725,42 +711,32 @@ inline V vsigmoid(V x) {
                   vkeep_nan(x, vset(0.0f)));
 }
 
-// Four vectors per iteration, four independent chains through vsigmoid's long dependency
-// chain (AMD EPYC Zen 3 at avx2, SiLU over 1.2 M floats in place, best of 30: 0.94 -> 0.79 ms;
-// the loop is then bound by its ~30 vector operations per vector).
-void sigmoid(const float* x, float* out, int64_t n) {
+// out[i] = f(x[i]) for a vector function f, four vectors per iteration: four independent
+// chains through a long dependency chain such as vsigmoid's (AMD EPYC Zen 3 at avx2, SiLU over
+// 1.2 M floats in place, best of 30: 0.94 -> 0.79 ms; the loop is then bound by its ~30 vector
+// operations per vector).
+template <typename F>
+inline void map_by4(const float* x, float* out, int64_t n, F f) {
   int64_t i = 0;
   for (; i + 4 * L <= n; i += 4 * L) {
     const V a = vload(x + i), b = vload(x + i + L), c = vload(x + i + 2 * L),
             d = vload(x + i + 3 * L);
-    vstore(out + i, vsigmoid(a));
-    vstore(out + i + L, vsigmoid(b));
-    vstore(out + i + 2 * L, vsigmoid(c));
-    vstore(out + i + 3 * L, vsigmoid(d));
+    vstore(out + i, f(a));
+    vstore(out + i + L, f(b));
+    vstore(out + i + 2 * L, f(c));
+    vstore(out + i + 3 * L, f(d));
   }
-  for (; i + L <= n; i += L) vstore(out + i, vsigmoid(vload(x + i)));
-  if (i < n) vstorep(out + i, vsigmoid(vloadp(x + i, n - i)), n - i);
+  for (; i + L <= n; i += L) vstore(out + i, f(vload(x + i)));
+  if (i < n) vstorep(out + i, f(vloadp(x + i, n - i)), n - i);
+}
+
+void sigmoid(const float* x, float* out, int64_t n) {
+  map_by4(x, out, n, [](V v) { return vsigmoid(v); });
 }
 
 // x * sigmoid(x), the product of the rounded sigmoid (as Sigmoid then Multiply round).
 void silu(const float* x, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L) {
-    const V a = vload(x + i), b = vload(x + i + L), c = vload(x + i + 2 * L),
-            d = vload(x + i + 3 * L);
-    vstore(out + i, vmul(a, vsigmoid(a)));
-    vstore(out + i + L, vmul(b, vsigmoid(b)));
-    vstore(out + i + 2 * L, vmul(c, vsigmoid(c)));
-    vstore(out + i + 3 * L, vmul(d, vsigmoid(d)));
-  }
-  for (; i + L <= n; i += L) {
-    const V v = vload(x + i);
-    vstore(out + i, vmul(v, vsigmoid(v)));
-  }
-  if (i < n) {
-    const V v = vloadp(x + i, n - i);
-    vstorep(out + i, vmul(v, vsigmoid(v)), n - i);
-  }
+  map_by4(x, out, n, [](V v) { return vmul(v, vsigmoid(v)); });
 }
 
 // x * min(max(x + 3, 0), 6) / 6, with the division as a product by 1/6 (as XNNPACK's

@@ -203,6 +203,26 @@ constexpr int64_t kPanels = 1;
 
 // The epilogue's colsum loads read 16 columns: a panel's colsum is padded (QPackedWeights).
 
+// round(v * inv) half to even, clamped to [lo, hi]; max(NaN, lo) is lo.
+inline __m256 grid8(__m256 v, __m256 inv, __m256 lo, __m256 hi) {
+  const __m256 t =
+      _mm256_round_ps(_mm256_mul_ps(v, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+}
+// The 16 codes of v0 (columns 0-7) and v1 (8-15) as bytes: v * inv clamped to [lo, hi], then
+// rounded by vcvtps2dq (half to even: the default MXCSR mode), which gives the integer grid8
+// gives, since lo and hi are whole numbers (max(NaN, lo) is lo); then the code offset `add` as
+// an integer add, and the packs to bytes, all in registers.
+inline __m128i pack_codes16(__m256 v0, __m256 v1, __m256 inv, __m256 lo, __m256 hi,
+                            __m256i add) {
+  const __m256 t0 = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v0, inv), lo), hi);
+  const __m256 t1 = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v1, inv), lo), hi);
+  const __m256i c0 = _mm256_add_epi32(_mm256_cvtps_epi32(t0), add);
+  const __m256i c1 = _mm256_add_epi32(_mm256_cvtps_epi32(t1), add);
+  const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(c0, c1), 0xD8);
+  return _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+}
+
 template <int R>
 void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, const void* w,
           int64_t, const QGemmOut& o, int64_t i0, int64_t j0) {
@@ -224,11 +244,8 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
     }
   }
   // The epilogue, 8 columns at a time, in registers: the per-column vectors once per call
-  // (masked loads past nc), then per row vcvtdq2ps, FMA and the requantization. Codes: clamping
-  // before the rounding (vcvtps2dq, half to even: the default MXCSR mode) gives the same integer
-  // as after, since lo and hi are whole numbers; max(NaN, lo) is lo. The code offset is then an
-  // integer add, and the 16 codes are packed to bytes without a round trip through memory (a
-  // zeroed row buffer per row was 13% of mobilenet_v2_int8 on AMD EPYC Zen 3).
+  // (masked loads past nc), then per row vcvtdq2ps, FMA and the requantization (codes:
+  // pack_codes16; a zeroed row buffer per row was 13% of mobilenet_v2_int8 on AMD EPYC Zen 3).
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(nc)), lane);
   const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(nc) - 8), lane);
@@ -258,13 +275,7 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
     __m256 v1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi[i], corr1)),
                                 _mm256_mul_ps(rs, ws1), b1);
     if (requant && yc) {
-      const __m256 t0 = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v0, vinv), vlo), vhi);
-      const __m256 t1 = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v1, vinv), vlo), vhi);
-      const __m256i c0 = _mm256_add_epi32(_mm256_cvtps_epi32(t0), vadd);
-      const __m256i c1 = _mm256_add_epi32(_mm256_cvtps_epi32(t1), vadd);
-      const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(c0, c1), 0xD8);
-      const __m128i c = _mm_packus_epi16(_mm256_castsi256_si128(w16),
-                                         _mm256_extracti128_si256(w16, 1));
+      const __m128i c = pack_codes16(v0, v1, vinv, vlo, vhi, vadd);
       uint8_t* out = yc + (i0 + i) * ldy + j0;
       if (nc >= 16) {
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out), c);
@@ -276,12 +287,8 @@ void body(int64_t nc, int64_t segs, int64_t groups, const void* const* rows, con
       continue;
     }
     if (requant) {
-      const auto grid = [&](__m256 v) {
-        __m256 t = _mm256_round_ps(_mm256_mul_ps(v, vinv),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        return _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(t, vlo), vhi), vsc);
-      };
-      v0 = grid(v0), v1 = grid(v1);
+      v0 = _mm256_mul_ps(grid8(v0, vinv, vlo, vhi), vsc);
+      v1 = _mm256_mul_ps(grid8(v1, vinv, vlo, vhi), vsc);
     } else {
       v0 = _mm256_min_ps(_mm256_max_ps(v0, vlo), vhi);
       v1 = _mm256_min_ps(_mm256_max_ps(v1, vlo), vhi);
@@ -520,25 +527,14 @@ inline V16 codes16(const uint8_t* p, float off) {
   return {_mm256_sub_ps(_mm256_cvtepi32_ps(codes8(p)), o),
           _mm256_sub_ps(_mm256_cvtepi32_ps(codes8(p + 8)), o)};
 }
-inline __m256 grid8(const Grid16& g, __m256 v) {
-  const __m256 t =
-      _mm256_round_ps(_mm256_mul_ps(v, g.inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return _mm256_min_ps(_mm256_max_ps(t, g.lo), g.hi);  // max(NaN, lo) is lo
-}
 inline void put16(const QCodesOut& o, const Grid16& g, V16 v, int64_t at) {
-  if (o.yc) {  // clamped, then rounded by vcvtps2dq, as the GEMM's epilogue: the same codes
-    const __m256 ta = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v.a, g.inv), g.lo), g.hi);
-    const __m256 tb = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v.b, g.inv), g.lo), g.hi);
-    const __m256i ca = _mm256_add_epi32(_mm256_cvtps_epi32(ta), g.add);
-    const __m256i cb = _mm256_add_epi32(_mm256_cvtps_epi32(tb), g.add);
-    const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(ca, cb), 0xD8);
-    const __m128i c =
-        _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o.yc + at), c);
+  if (o.yc) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o.yc + at),
+                     pack_codes16(v.a, v.b, g.inv, g.lo, g.hi, g.add));
     return;
   }
-  _mm256_storeu_ps(o.y + at, _mm256_mul_ps(grid8(g, v.a), g.scale));
-  _mm256_storeu_ps(o.y + at + 8, _mm256_mul_ps(grid8(g, v.b), g.scale));
+  _mm256_storeu_ps(o.y + at, _mm256_mul_ps(grid8(v.a, g.inv, g.lo, g.hi), g.scale));
+  _mm256_storeu_ps(o.y + at + 8, _mm256_mul_ps(grid8(v.b, g.inv, g.lo, g.hi), g.scale));
 }
 #endif
 
