@@ -433,6 +433,7 @@ def zoo_programs(folders):
                           "description": f"zoo: {e.get('family', '?')}, "
                                          f"{e.get('params', 0) / 1e6:.2f} M parameters",
                           "expected_out0": folder / m["expected"][0],
+                          "quantized": e.get("family") == "quantized",
                           "size_bytes": e["size_bytes"]})
     return progs
 
@@ -588,19 +589,36 @@ def plan_summary(plan):
 
 
 def out0_reference(prog):
+    """(sum, quantum) of the first output eager PyTorch gives: its float64 sum, and for a
+    quantized model (the zoo's family "quantized") one quantum of its range over 8 bits
+    (max - min) / 255, else None. (None, None) when there is nothing to compare."""
+    quantum = None
+    if prog.get("quantized") and prog.get("expected_out0"):
+        try:
+            import numpy as np
+            e = np.load(prog["expected_out0"]).astype("float64")
+            quantum = float(e.max() - e.min()) / 255.0 if e.size else 0.0
+        except Exception:  # noqa: BLE001  (numpy absent, or a non-numeric output)
+            pass
     if "eager_out0_sum" in prog:
-        return prog["eager_out0_sum"]
+        return prog["eager_out0_sum"], quantum
     try:
         import numpy as np
-        return float(np.load(prog["expected_out0"]).astype("float64").sum())
+        return float(np.load(prog["expected_out0"]).astype("float64").sum()), quantum
     except Exception:  # noqa: BLE001  (numpy absent, or a non-numeric output)
-        return None
+        return None, None
 
 
-def agrees(value, ref, numel):
+def agrees(value, ref, numel, quantum=None):
+    """Whether a first output's sum `value` agrees with eager's sum `ref`: float rounding
+    (relative 1e-3 plus 1e-4 per element) and, for a quantized model, one `quantum` per
+    element (tests/test_zoo.py bounds every element of such an output by one quantum of its
+    range; a sum of numel elements within that bound is within numel quanta). None when either
+    sum is missing."""
     if value is None or ref is None:
         return None
-    return abs(value - ref) <= 1e-3 * max(1.0, abs(ref)) + 1e-4 * max(1, numel or 1)
+    n = max(1, numel or 1)
+    return abs(value - ref) <= 1e-3 * max(1.0, abs(ref)) + 1e-4 * n + (quantum or 0.0) * n
 
 
 # ---------------------------------------------------------------- Wine
@@ -750,8 +768,9 @@ def write_report(data, stamp, results=RESULTS):
              "Load = program load + method load (delegate init), in process. Peak RSS is each "
              "process's VmHWM (max over its processes). Inputs are set before every "
              "execution, outside the timed region, on both sides. `out0` says whether each "
-             "side's first output sums to the eager PyTorch value. `delegate` is pteron's "
-             "`PTERON_XNNPACK_USE_LIBRARY` setting for XNNPACK-lowered programs (`default`: "
+             "side's first output sums to the eager PyTorch value (for a quantized zoo model: "
+             "within one quantum of the output's range per element, the zoo test's bound). "
+             "`delegate` is pteron's `PTERON_XNNPACK_USE_LIBRARY` setting for XNNPACK-lowered programs (`default`: "
              "unset, the delegate's own per-node choice; `none`: pteron's kernels only); "
              "which side ran which nodes is in \"Delegate sides\" below.")
     L.append("")
@@ -1015,7 +1034,7 @@ def measure_row(prog, th, bins, round_seconds, rounds, timeout, ref, setting=Non
     row = {"name": prog["name"], "threads": th, "busy": busy, "flops": prog["flops"],
            "xnnpack": prog.get("xnnpack", False), "xnnpack_library": setting,
            "description": prog["description"], "size_bytes": prog["size_bytes"], **r}
-    row["out0_ok"] = {s: agrees(r[s].get("out0_sum"), ref, r[s].get("out0_numel"))
+    row["out0_ok"] = {s: agrees(r[s].get("out0_sum"), ref[0], r[s].get("out0_numel"), ref[1])
                       if "error" not in r[s] else None for s in ("pteron", "peer")}
     for s in ("pteron", "peer"):
         # The JSON keeps each process's summary, not every execution time.

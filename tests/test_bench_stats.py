@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 _spec = importlib.util.spec_from_file_location(
     "bench_run", Path(__file__).resolve().parent.parent / "bench" / "run.py")
 bench_run = importlib.util.module_from_spec(_spec)
@@ -50,6 +52,23 @@ def test_output_agreement_uses_a_relative_tolerance():
     assert bench_run.agrees(100.0, 100.05, 10)
     assert not bench_run.agrees(100.0, 101.0, 10)
     assert bench_run.agrees(None, 1.0, 1) is None
+
+
+def test_a_quantized_output_may_differ_by_one_quantum_per_element_and_no_more():
+    # 1000 elements, one quantum 0.04: the sum may move by up to 40 (plus float rounding)
+    assert not bench_run.agrees(100.0, 130.0, 1000)
+    assert bench_run.agrees(100.0, 130.0, 1000, 0.04)
+    assert not bench_run.agrees(100.0, 150.0, 1000, 0.04)
+
+
+def test_the_quantum_is_the_eager_output_range_over_255_for_quantized_models_only(tmp_path):
+    import numpy as np
+    f = tmp_path / "expected.npy"
+    np.save(f, np.array([-1.0, 0.5, 1.55], dtype=np.float32))
+    total, quantum = bench_run.out0_reference({"expected_out0": f, "quantized": True})
+    assert total == pytest.approx(1.05, rel=1e-6) and quantum == pytest.approx(2.55 / 255)
+    assert bench_run.out0_reference({"expected_out0": f})[1] is None
+    assert bench_run.out0_reference({"expected_out0": tmp_path / "missing.npy"}) == (None, None)
 
 
 def test_a_side_slower_with_more_threads_gets_a_note_naming_the_other_side():
