@@ -122,12 +122,25 @@ typedef void (*pteron_range_fn)(void* user, int64_t begin, int64_t end);
 PTERON_API void pteron_parallel_for(int64_t begin, int64_t end, int64_t grain, pteron_range_fn fn,
                                     void* user);
 
+/* A hint that parallel work follows soon: the installed backend's `wake`
+ * (below) may wake its idle workers so that they are polling when the next
+ * pteron_parallel_for comes. Never waits; does nothing without a backend or
+ * a hook. The runtime calls it as each execute begins; a delegate or kernel
+ * may call it before serial work that ends in a parallel call. */
+PTERON_API void pteron_parallel_wake(void);
+
 /* A parallel backend (installed by the threadpool component). `run` must
- * behave as pteron_parallel_for. `threads` reports its worker count. */
+ * behave as pteron_parallel_for. `threads` reports its worker count.
+ * `wake` (may be NULL, and is absent from a backend whose struct_size ends
+ * before it) implements pteron_parallel_wake: it must not wait. The runtime
+ * calls it as an execute begins, before it copies the inputs into place, so
+ * a sleeping worker's wake-up (tens of microseconds in a VM) overlaps that
+ * copy instead of delaying the first parallel node. */
 typedef struct pteron_parallel_backend {
   uint32_t struct_size; /* sizeof(pteron_parallel_backend) */
   void (*run)(int64_t begin, int64_t end, int64_t grain, pteron_range_fn fn, void* user);
   int32_t (*threads)(void);
+  void (*wake)(void);
 } pteron_parallel_backend;
 PTERON_API int32_t pteron_set_parallel_backend(uint32_t abi_version,
                                                const pteron_parallel_backend* b);

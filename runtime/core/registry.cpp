@@ -6,6 +6,7 @@
 // Lookup is a plain linear scan at method load (never per execution).
 // Libraries are never unloaded by the registry; their entries live as long
 // as the process.
+#include <cstddef>
 #include <deque>
 #include <mutex>
 
@@ -205,9 +206,17 @@ void pteron_parallel_for(int64_t begin, int64_t end, int64_t grain, pteron_range
 
 int32_t pteron_set_parallel_backend(uint32_t abi_version, const pteron_parallel_backend* b) {
   if (!abi_ok(abi_version, "threadpool", "parallel backend")) return PTERON_ERROR_ABI_MISMATCH;
-  if (b && b->struct_size < sizeof(pteron_parallel_backend)) return PTERON_ERROR_INVALID_ARGUMENT;
+  // A backend from before `wake` ends at `threads` (the struct only grows).
+  if (b && b->struct_size < offsetof(pteron_parallel_backend, wake))
+    return PTERON_ERROR_INVALID_ARGUMENT;
   g_parallel.store(b, std::memory_order_release);
   return PTERON_OK;
+}
+
+void pteron_parallel_wake(void) {
+  const pteron_parallel_backend* b = g_parallel.load(std::memory_order_acquire);
+  if (b && b->struct_size >= offsetof(pteron_parallel_backend, wake) + sizeof(b->wake) && b->wake)
+    b->wake();
 }
 
 int32_t pteron_parallel_threads(void) {

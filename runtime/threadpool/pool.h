@@ -25,6 +25,9 @@ class Pool {
   // Safe to call from several threads at once (jobs take turns). Must not be
   // called from inside fn: threadpool.cpp runs nested work serially instead.
   virtual void run(std::size_t chunks, ChunkFn fn, void* ctx) = 0;
+  // A hint that a job follows soon: workers asleep may wake and poll for it.
+  // Never waits; may do nothing (the pthreadpool pool has no such call).
+  virtual void wake() {}
   // The pthreadpool_t behind this pool, or nullptr for the std::thread pool.
   virtual void* native() = 0;
 };

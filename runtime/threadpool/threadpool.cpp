@@ -157,8 +157,18 @@ int32_t backend_threads(void) {
   return static_cast<int32_t>(state().num_threads.load(std::memory_order_relaxed));
 }
 
+// The runtime's hint that parallel work follows (an execute begins). Inside a
+// chunk the pool is busy anyway; before the pool exists there is nothing to
+// wake (it is created by the first parallel call).
+void backend_wake(void) {
+  if (t_depth > 0) return;
+  State& s = state();
+  std::shared_lock<std::shared_mutex> lock(s.mu);
+  if (s.pool) s.pool->wake();
+}
+
 const pteron_parallel_backend kBackend = {sizeof(pteron_parallel_backend), &backend_run,
-                                          &backend_threads};
+                                          &backend_threads, &backend_wake};
 
 // Installs the backend at load and uninstalls it at unload / exit.
 struct Lifetime {

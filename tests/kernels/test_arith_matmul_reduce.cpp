@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -90,7 +91,7 @@ struct TestPool {
   static int32_t threads() { return g_threads; }
 };
 static const pteron_parallel_backend kTestPool = {sizeof(pteron_parallel_backend), TestPool::run,
-                                                  TestPool::threads};
+                                                  TestPool::threads, nullptr};  // no wake hint
 
 // ---- test values ----------------------------------------------------------------
 
@@ -1084,7 +1085,45 @@ static void registration() {
   }
 }
 
+// The backend struct only grows: one that ends before `wake` (an older
+// threadpool's) is accepted and its `wake` slot never read; a shorter one is
+// refused; a full one's wake is what pteron_parallel_wake calls.
+static int g_wakes = 0;
+static void count_wake() { ++g_wakes; }
+static void poisoned_wake() {
+  std::printf("FAIL: pteron_parallel_wake called a hook past the backend's struct_size\n");
+  ++g_failures;
+}
+static bool backend_struct_sizes() {
+  bool ok = true;
+  pteron_parallel_backend b = {offsetof(pteron_parallel_backend, wake) - 1, TestPool::run,
+                               TestPool::threads, poisoned_wake};
+  if (pteron_set_parallel_backend(PTERON_ABI_VERSION, &b) != PTERON_ERROR_INVALID_ARGUMENT) {
+    std::printf("FAIL: a backend struct shorter than the pre-wake layout was accepted\n");
+    ok = false;
+  }
+  b.struct_size = offsetof(pteron_parallel_backend, wake);
+  if (pteron_set_parallel_backend(PTERON_ABI_VERSION, &b) != PTERON_OK) {
+    std::printf("FAIL: a backend struct without wake (an older layout) was refused\n");
+    ok = false;
+  }
+  pteron_parallel_wake();  // must not read b.wake
+  static const pteron_parallel_backend full = {sizeof(pteron_parallel_backend), TestPool::run,
+                                               TestPool::threads, count_wake};
+  if (pteron_set_parallel_backend(PTERON_ABI_VERSION, &full) != PTERON_OK) ok = false;
+  pteron_parallel_wake();
+  if (g_wakes != 1) {
+    std::printf("FAIL: pteron_parallel_wake called the backend's wake %d times, not once\n",
+                g_wakes);
+    ok = false;
+  }
+  pteron_set_parallel_backend(PTERON_ABI_VERSION, nullptr);
+  pteron_parallel_wake();  // no backend: nothing to call
+  return ok && g_failures == 0;
+}
+
 int main(int argc, char** argv) {
+  if (!backend_struct_sizes()) return 1;
   if (pteron_set_parallel_backend(PTERON_ABI_VERSION, &kTestPool) != PTERON_OK) {
     std::printf("FAIL: pteron_set_parallel_backend refused the test pool\n");
     return 1;

@@ -7,7 +7,8 @@
 //  - the same holds with two application threads calling at once, with
 //    nested calls (which run serially on the calling thread), and while
 //    another thread changes the thread count;
-//  - the thread count API and its errors.
+//  - the thread count API and its errors;
+//  - the wake hint (pteron_parallel_wake) changes none of it.
 // With `--hog N` it first starts N threads that only burn CPU (as other busy
 // processes would) and checks the coverage parts only (sweeps, nesting, two
 // application threads), not how many threads took part.
@@ -204,6 +205,38 @@ void two_callers(int seed) {
   b.join();
 }
 
+// The wake hint (pteron_parallel_wake): from inside chunks it returns at once
+// and the nested calls stay serial.
+void wake_fn(void* user, int64_t b, int64_t e) {
+  pteron_parallel_wake();
+  Coverage::fn(user, b, e);
+}
+
+// The wake hint before calls, with the workers asleep before and after it
+// (woken, they poll, find no job and sleep again), from inside chunks, and
+// from a third thread while two callers sweep: every index is still visited
+// once, the workers still take part, and nothing waits.
+void woken(size_t threads, const char* what) {
+  for (int r = 0; r < 3; ++r) {
+    pteron_parallel_wake();
+    sweep(50 + r, 1, what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // the workers sleep
+    pteron_parallel_wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // woken, asleep again
+    uses_threads(threads, what);
+  }
+  Coverage c(0, 4096, 16);
+  pteron_parallel_for(0, 4096, 16, &wake_fn, &c);
+  c.verify(what);
+  std::atomic<bool> done{false};
+  std::thread waker([&] {
+    while (!done.load()) pteron_parallel_wake();
+  });
+  two_callers(300);
+  done.store(true);
+  waker.join();
+}
+
 // Coverage while `hogs` other threads keep every core busy.
 int hogged(int hogs) {
   std::atomic<bool> stop{false};
@@ -216,6 +249,7 @@ int hogged(int hogs) {
   std::printf("implementation=%s threads=%zu hogs=%d\n", pteron_threadpool_implementation(),
               pteron_threadpool_num_threads(), hogs);
   for (int r = 0; r < 3; ++r) {
+    pteron_parallel_wake();
     sweep(100 + r, 1, "hogged");
     nested("hogged");
   }
@@ -238,6 +272,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: parallel_for_contract [--hog N]\n");
     return 2;
   }
+  pteron_parallel_wake();  // before the pool exists: nothing to wake, and no pool is made
   const size_t initial = pteron_threadpool_num_threads();
   CHECK(initial >= 1, "num_threads() = %zu", initial);
   CHECK(pteron_parallel_threads() == (int32_t)initial, "runtime reports %d threads, pool %zu",
@@ -275,6 +310,7 @@ int main(int argc, char** argv) {
   sweep(3, 1, "4 threads");
   uses_threads(4, "4 threads");
   nested("4 threads");
+  woken(4, "woken, 4 threads");
 
   two_callers(0);
 
