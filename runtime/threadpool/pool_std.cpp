@@ -22,7 +22,8 @@
 //    some worker sleeps);
 //  - wake() (pteron_parallel_wake, called as each execute begins) wakes the
 //    sleepers ahead of the first job, so they poll while the caller copies
-//    the inputs: measured on a 2-vCPU Zen 3 VM, MobileNetV2's first node
+//    the inputs (only if a job ran since the last wake(): a program that
+//    never splits its work keeps its workers asleep): measured on a 2-vCPU Zen 3 VM, MobileNetV2's first node
 //    (its input transpose) took 79-98 us per call at 2 threads without it,
 //    52-57 us with it (PTERON_XNNPACK_PROFILE=1, 3 runs each).
 // Why: Debian's 2021 pthreadpool makes the caller wait, in every call, until
@@ -180,6 +181,7 @@ class StdPool final : public Pool {
       return;
     }
     std::lock_guard<std::mutex> turn(run_mu_);  // one job at a time
+    job_since_wake_.store(true, std::memory_order_relaxed);
     Job job;
     job.fn = fn;
     job.ctx = ctx;
@@ -212,7 +214,12 @@ class StdPool final : public Pool {
 
   // Wakes the sleeping workers, if any, so that they poll (kSpin) for the job
   // the caller is about to start; a polling worker is left alone.
+  // Only while jobs come: a wake with no job since the previous one (a
+  // program whose nodes are all too small to split) disarms it until the next
+  // job, so such a program does not keep a worker polling and the caller
+  // notifying at every call.
   void wake() override {
+    if (!job_since_wake_.exchange(false, std::memory_order_relaxed)) return;
     if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -279,6 +286,7 @@ class StdPool final : public Pool {
   std::atomic<std::size_t> active_{0};        // workers inside the current job
   std::atomic<std::size_t> sleepers_{0};      // workers asleep on wake_
   std::atomic<std::uint64_t> pokes_{0};       // wake() calls that found a sleeper (under mu_)
+  std::atomic<bool> job_since_wake_{true};    // a job ran since the last wake() (arms it)
   std::atomic<bool> caller_waiting_{false};   // the caller sleeps on done_
   std::atomic<bool> stopping_{false};
 };
