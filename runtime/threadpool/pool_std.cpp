@@ -23,9 +23,10 @@
 //  - wake() (pteron_parallel_wake, called as each execute begins) wakes the
 //    sleepers ahead of the first job, so they poll while the caller copies
 //    the inputs (only if a job ran since the last wake(): a program that
-//    never splits its work keeps its workers asleep): measured on a 2-vCPU Zen 3 VM, MobileNetV2's first node
-//    (its input transpose) took 79-98 us per call at 2 threads without it,
-//    52-57 us with it (PTERON_XNNPACK_PROFILE=1, 3 runs each).
+//    never splits its work keeps its workers asleep). Measured on a 2-vCPU
+//    Zen 3 VM: MobileNetV2's first node (its input transpose) took 79-98 us
+//    per call at 2 threads without it, 52-57 us with it
+//    (PTERON_XNNPACK_PROFILE=1, 3 runs each).
 // Why: Debian's 2021 pthreadpool makes the caller wait, in every call, until
 // every worker has woken up and checked in, even when the caller has done all
 // the work itself; with two busy processes on 2 cores a woken worker may wait
@@ -244,7 +245,8 @@ class StdPool final : public Pool {
       std::unique_lock<std::mutex> lock(mu_);
       const std::uint64_t pokes = pokes_.load(std::memory_order_relaxed);  // under mu_
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
-      wake_.wait(lock, [&] { return changed() || pokes_.load(std::memory_order_relaxed) != pokes; });
+      wake_.wait(lock,
+                 [&] { return changed() || pokes_.load(std::memory_order_relaxed) != pokes; });
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
     return generation_.load(std::memory_order_acquire);
