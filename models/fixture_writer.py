@@ -96,12 +96,14 @@ def dtype_name(t: torch.Tensor) -> str:
 
 
 def export_program(methods: Dict[str, MethodSpec], *, xnnpack: bool = False,
+                   partitioners: Sequence[object] = (),
                    preserve_ops: Iterable[object] = (),
                    skip_dim_order: bool = False,
                    backend_config: Optional[Dict[str, object]] = None) -> bytes:
     """The .pte bytes of `methods` through torch.export and
     to_edge_transform_and_lower(...).to_executorch(). xnnpack: lower with
-    XnnpackPartitioner(); preserve_ops: EdgeCompileConfig(preserve_ops=...);
+    XnnpackPartitioner(); partitioners: lower with these (after XNNPACK's when
+    both are given); preserve_ops: EdgeCompileConfig(preserve_ops=...);
     skip_dim_order: EdgeCompileConfig(_skip_dim_order=True), which keeps aten::empty /
     aten::_to_copy instead of their dim_order_ops:: variants;
     backend_config: ExecutorchBackendConfig keyword arguments."""
@@ -118,6 +120,8 @@ def export_program(methods: Dict[str, MethodSpec], *, xnnpack: bool = False,
             XnnpackPartitioner,
         )
         partitioner = [XnnpackPartitioner()]
+    if partitioners:
+        partitioner = (partitioner or []) + list(partitioners)
     arg = eps if len(eps) > 1 or "forward" not in eps else eps["forward"]
     compile_config = None
     preserve_ops = list(preserve_ops)

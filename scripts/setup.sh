@@ -77,3 +77,22 @@ pteron_build() {
     cat "$dir/configure.log"; return 1; }
   cmake --build "$dir" -j "$(nproc)"
 }
+
+# The CUDA driver API headers (cuda.h, cudaTypedefs.h) of a CUDA train, from its pinned
+# nvidia-cuda-runtime wheel (cmake/cuda_trains.json), for backend_cuda's host code:
+# pteron_install_cuda_headers TRAIN (after pteron_install_venv) installs the wheel once into
+# ${PTERON_CUDA_CACHE:-~/.cache/pteron/cuda}/TRAIN-headers and exports PTERON_CUDA_INCLUDE_DIR.
+pteron_install_cuda_headers() {
+  local train="$1"
+  local pin
+  pin="$(python3 -c "import json,sys; t=json.load(open('$REPO/cmake/cuda_trains.json'))['trains']
+if sys.argv[1] not in t: sys.exit('unknown CUDA train ' + sys.argv[1] + ': one of ' + ', '.join(t))
+print('nvidia-cuda-runtime==' + t[sys.argv[1]]['wheels']['nvidia-cuda-runtime'])" "$train")"
+  local dir="${PTERON_CUDA_CACHE:-$HOME/.cache/pteron/cuda}/$train-headers"
+  local inc="$dir/nvidia/cu13/include"
+  if [ ! -f "$inc/cuda.h" ] || [ ! -f "$inc/cudaTypedefs.h" ]; then
+    echo "==> installing $pin (CUDA driver API headers, train $train) into $dir"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$dir" "$pin"
+  fi
+  export PTERON_CUDA_INCLUDE_DIR="$inc"
+}

@@ -204,16 +204,33 @@ std::string printable_list(const std::vector<std::string>& items) {
   return list;
 }
 
-// Why a missing operator can never be provided, where pteron knows: upstream's
-// device copies (et_copy::_h2d_copy.out, _d2h_copy.out) move tensors between
-// the host and an accelerator, and pteron runs only on the CPU.
+// Why a missing operator or delegate can never be provided here, where pteron
+// knows: upstream's device copies (et_copy::_h2d_copy.out, _d2h_copy.out) and
+// upstream's CudaBackend belong to upstream's CUDA path (AOTInductor-compiled
+// blobs), which pteron does not run; pteron's own CUDA delegate is
+// PteronCudaBackend (component backend_cuda), made by pteron's partitioner.
+constexpr const char* kPteronCudaHint =
+    "export the program again with pteron.lowering.cuda.CudaPartitioner (delegate "
+    "PteronCudaBackend, component backend_cuda), or export it for the CPU";
+
 std::string never_provided(const Missing& missing) {
+  std::string why;
   for (const std::string& op : missing.ops)
-    if (op.rfind("et_copy::", 0) == 0)
-      return "; et_copy::* operators are device copies (host <-> accelerator memory): pteron "
-             "runs on the CPU, so a program lowered for a device backend cannot run here; "
-             "export it for the CPU";
-  return "";
+    if (op.rfind("et_copy::", 0) == 0) {
+      why = "; et_copy::* operators are upstream's host <-> device copies of a program lowered "
+            "for upstream's device backends, which pteron does not run: ";
+      why += kPteronCudaHint;
+      break;
+    }
+  for (const std::string& id : missing.delegates) {
+    if (id == "CudaBackend")
+      why += std::string("; CudaBackend is upstream's CUDA delegate (AOTInductor-compiled "
+                         "blobs), which pteron does not run: ") + kPteronCudaHint;
+    else if (id == "PteronCudaBackend")
+      why += "; PteronCudaBackend is pteron's CUDA delegate: link pteron::backend_cuda (Conan "
+             "option with_cuda=True, CMake -DPTERON_WITH_CUDA=ON)";
+  }
+  return why;
 }
 
 // MISSING_OPERATOR (naming the missing delegates too) or MISSING_DELEGATE.
@@ -232,8 +249,9 @@ Status report_missing(const pteron_method* m, const Missing& missing) {
   }
   if (!missing.delegates.empty())
     return error(PTERON_ERROR_MISSING_DELEGATE,
-                 "method '%s' needs delegate backend(s) that are not registered: %s",
-                 printable(m->name).c_str(), printable_list(missing.delegates).c_str());
+                 "method '%s' needs delegate backend(s) that are not registered: %s%s",
+                 printable(m->name).c_str(), printable_list(missing.delegates).c_str(),
+                 never_provided(missing).c_str());
   return Status::Ok();
 }
 

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// graph.cpp - reads and checks PteronCudaBackend's blob (see graph.h).
+#include "graph.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+#include "cuda_graph_generated.h"
+
+namespace pteron {
+namespace cuda {
+namespace {
+
+constexpr int kMaxDim = 16;
+constexpr int64_t kMaxNumel = int64_t(1) << 40;
+constexpr int32_t kMaxExternals = 65536;
+
+bool fail(std::string* err, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  *err = std::string("PteronCudaBackend blob: ") + buf;
+  return false;
+}
+
+bool known_dtype(int8_t d) { return d == 6 || d == 4 || d == 3 || d == 11; }
+
+}  // namespace
+
+bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
+  if (!data || size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::GraphIdentifier()))
+    return fail(err, "%zu bytes without the identifier \"PTCU\" at bytes 4-8: not a blob of "
+                "pteron.lowering.cuda (export the program again with CudaPartitioner)", size);
+  flatbuffers::Verifier v(data, size, flatbuffers::Verifier::Options{64, 1000000});
+  if (!fb::VerifyGraphBuffer(v))
+    return fail(err, "%zu bytes fail the flatbuffers verifier (truncated or corrupt)", size);
+  const fb::Graph* root = fb::GetGraph(data);
+  if (root->version() != kBlobVersion)
+    return fail(err, "format version %u, this pteron reads version %u: export the program "
+                "again with this pteron's pteron.lowering.cuda", root->version(), kBlobVersion);
+  const auto* values = root->values();
+  const auto* nodes = root->nodes();
+  if (!values || !nodes) return fail(err, "no values or no nodes");
+  g->values.clear();
+  g->nodes.clear();
+  g->num_externals = 0;
+  std::vector<char> is_external(kMaxExternals, 0);
+  for (uint32_t i = 0; i < values->size(); ++i) {
+    const fb::Value* fv = values->Get(i);
+    Value val;
+    val.dtype = fv->dtype();
+    if (!known_dtype(val.dtype)) return fail(err, "value %u has dtype %d (not one of 3, 4, 6, 11)", i, val.dtype);
+    if (fv->shape()) {
+      if (fv->shape()->size() > kMaxDim)
+        return fail(err, "value %u has %u dimensions (at most %d)", i, fv->shape()->size(), kMaxDim);
+      for (int64_t d : *fv->shape()) {
+        if (d < 0 || (d > 0 && val.numel > kMaxNumel / d))
+          return fail(err, "value %u: size %lld makes it negative or above 2^40 elements", i,
+                      (long long)d);
+        val.numel *= d;
+        val.shape.push_back(d);
+      }
+    }
+    val.external = fv->external();
+    val.is_output = fv->is_output();
+    if (fv->constant()) val.constant = fv->constant()->str();
+    if (val.external < -1 || val.external >= kMaxExternals)
+      return fail(err, "value %u: external index %d (at most %d)", i, val.external, kMaxExternals - 1);
+    if (val.external >= 0) {
+      if (is_external[val.external]) return fail(err, "external index %d is used twice", val.external);
+      is_external[val.external] = 1;
+      g->num_externals = std::max<uint32_t>(g->num_externals, uint32_t(val.external) + 1);
+    }
+    if (val.is_output && val.external < 0) return fail(err, "value %u is an output but not an external", i);
+    if (!val.constant.empty() && val.external >= 0)
+      return fail(err, "value %u is both a constant and an external", i);
+    if (fv->constant() && val.constant.empty()) return fail(err, "value %u: empty constant key", i);
+    g->values.push_back(std::move(val));
+  }
+  const size_t nv = g->values.size();
+  std::vector<char> ready(nv, 0);  // holds data when a node runs
+  for (size_t i = 0; i < nv; ++i)
+    ready[i] = !g->values[i].constant.empty() || (g->values[i].external >= 0 && !g->values[i].is_output);
+  std::vector<char> written(nv, 0);
+  for (uint32_t n = 0; n < nodes->size(); ++n) {
+    const fb::Node* fn = nodes->Get(n);
+    Node node;
+    if (!fn->kernel() || fn->kernel()->size() == 0) return fail(err, "node %u names no kernel", n);
+    node.kernel = fn->kernel()->str();
+    if (fn->inputs())
+      for (uint32_t id : *fn->inputs()) {
+        if (id >= nv) return fail(err, "node %u (%s) reads value %u of %zu", n, node.kernel.c_str(), id, nv);
+        if (!ready[id])
+          return fail(err, "node %u (%s) reads value %u before any node writes it", n,
+                      node.kernel.c_str(), id);
+        node.inputs.push_back(id);
+      }
+    if (fn->outputs())
+      for (uint32_t id : *fn->outputs()) {
+        if (id >= nv) return fail(err, "node %u (%s) writes value %u of %zu", n, node.kernel.c_str(), id, nv);
+        const Value& val = g->values[id];
+        if (!val.constant.empty() || (val.external >= 0 && !val.is_output))
+          return fail(err, "node %u (%s) writes value %u, a constant or an input", n, node.kernel.c_str(), id);
+        if (written[id]) return fail(err, "value %u is written twice (again by node %u)", id, n);
+        written[id] = ready[id] = 1;
+        node.outputs.push_back(id);
+      }
+    if (node.outputs.empty()) return fail(err, "node %u (%s) writes nothing", n, node.kernel.c_str());
+    if (fn->ints()) node.ints.assign(fn->ints()->begin(), fn->ints()->end());
+    if (fn->floats()) node.floats.assign(fn->floats()->begin(), fn->floats()->end());
+    g->nodes.push_back(std::move(node));
+  }
+  for (size_t i = 0; i < nv; ++i)
+    if (g->values[i].is_output && !written[i])
+      return fail(err, "output value %zu (external %d) is never written", i, g->values[i].external);
+  return true;
+}
+
+}  // namespace cuda
+}  // namespace pteron

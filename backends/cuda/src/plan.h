@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// plan.h - one launch per node of a PteronCudaBackend graph: which kernel of
+// kernels.h, its parameters and its index space, computed at method load from
+// the blob's shapes. The device launcher and the CPU reference runner use
+// the same plan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph.h"
+#include "kernels.h"
+
+namespace pteron {
+namespace cuda {
+
+enum class KernelId : int32_t { Gemm, Binary, Unary, Permute, Copy };
+
+struct Launch {
+  KernelId kernel;
+  const char* name;               // as in the blob, e.g. "gemm_f32"
+  int64_t numel = 0;              // the index space: one thread per output element
+  std::vector<uint32_t> inputs;   // value indices, in the kernel's input order
+  uint32_t output = 0;            // value index
+  union {
+    k::GemmParams gemm;
+    k::BinaryParams binary;
+    k::UnaryParams unary;
+    k::PermuteParams permute;
+    k::CopyParams copy;
+  } p;
+};
+
+// The launches of g's nodes, in order. False with *code and *err:
+//  - PTERON_ERROR_NOT_SUPPORTED: a kernel this pteron does not have (named),
+//    or a dtype other than float32;
+//  - PTERON_ERROR_INVALID_PROGRAM: parameters or shapes that do not fit the
+//    kernel (kernels.h states what each needs), rank above k::kMaxRank.
+bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::string* err);
+
+}  // namespace cuda
+}  // namespace pteron

@@ -1,0 +1,271 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""backend_cuda where there is no GPU: partitions, the blob checks, and every
+driver error at method load.
+
+The CUDA-lowered programs are tests/cuda/*.pte (tests/cuda/export.py, through
+pteron.lowering.cuda.CudaPartitioner). They run through the pteron-run of
+PTERON_CUDA_BUILD_DIR (scripts/test.sh: the ASan+UBSan build, with
+backend_cuda), with a fake driver (tests/cuda/fake_cuda.c, built here as
+libcuda.so.1) whose cuInit, driver version and device count each test chooses,
+or with no driver at all. This machine has no NVIDIA driver; where one is
+installed, the no-driver and planted-library tests skip (a real driver would
+load instead).
+"""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, run
+
+CUDA = REPO / "tests" / "cuda"
+MANIFEST = json.loads((CUDA / "manifest.json").read_text())
+ENTRIES = {e["name"]: e for e in MANIFEST["fixtures"]}
+SCRUB = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES")
+
+
+def _real_driver_present() -> bool:
+    try:
+        out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "libcuda.so.1" in out
+
+
+@pytest.fixture(scope="module")
+def cuda_build() -> Path:
+    d = os.environ.get("PTERON_CUDA_BUILD_DIR")
+    if not d:
+        pytest.fail("PTERON_CUDA_BUILD_DIR is not set: run scripts/test.sh (it builds backend_cuda "
+                    "into build-asan/ and points the tests at it)", pytrace=False)
+    d = Path(d)
+    for f in ("pteron-run", "libpteron_backend_cuda.so"):
+        if not (d / f).exists():
+            pytest.fail(f"{d / f} is missing: PTERON_CUDA_BUILD_DIR must be a build with "
+                        "-DPTERON_WITH_CUDA=ON -DPTERON_BUILD_TOOLS=ON", pytrace=False)
+    return d
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory) -> Path:
+    """A folder holding the fake libcuda.so.1."""
+    d = tmp_path_factory.mktemp("fake_cuda")
+    r = run(["cc", "-shared", "-fPIC", "-O1", "-o", d / "libcuda.so.1", CUDA / "fake_cuda.c"],
+            timeout=120)
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in SCRUB and not k.startswith("PTERON_FAKE")}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_program(build: Path, name: str, *, cwd=None, pte=None, **env):
+    e = ENTRIES[name]
+    pte = pte or CUDA / e["file"]
+    inputs = [CUDA / f for f in e["methods"]["forward"]["inputs"]]
+    args = [build / "pteron-run", pte]
+    for i in inputs:
+        args += ["--input", i]
+    return run(args, timeout=120, env=_env(**env), cwd=cwd)
+
+
+def assert_refused(r, code, *phrases):
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    assert f"[{code}]" in r.stderr, r.stderr
+    for p in phrases:
+        assert p in r.stderr, (p, r.stderr)
+
+
+# ---- what the partitioner made -----------------------------------------------
+
+@pytest.mark.parametrize("name,partitions,cpu_ops", [
+    ("mlp_cuda", 1, ["aten::_softmax.out"]),
+    ("block_cuda", 2, ["aten::native_layer_norm.out"]),
+])
+def test_partitions_and_what_stays_on_the_cpu(name, partitions, cpu_ops):
+    e = ENTRIES[name]
+    assert e["delegates"] == ["PteronCudaBackend"], e
+    assert e["operators"] == cpu_ops, e
+    pte = (CUDA / e["file"]).read_bytes()
+    # one blob per delegate call, each carrying the schema's file identifier
+    assert pte.count(b"PTCU") == partitions
+
+
+def test_partitioner_in_the_exporter_remakes_the_committed_programs(tmp_path):
+    """pteron.lowering.cuda runs in upstream's exporter environment with no
+    nvcc, no GPU and no native extension, and is deterministic: exporting
+    again gives the committed programs byte for byte."""
+    py = os.environ.get("PTERON_EXPORT_PYTHON")
+    if not py:
+        pytest.fail("PTERON_EXPORT_PYTHON is not set: run scripts/test.sh (it installs upstream's "
+                    "exporter into .venv-export)", pytrace=False)
+    r = run([py, CUDA / "export.py", "--out", tmp_path], timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for e in MANIFEST["fixtures"]:
+        assert (tmp_path / e["file"]).read_bytes() == (CUDA / e["file"]).read_bytes(), (
+            f"{e['file']} differs from a fresh export: run tests/cuda/export.py and commit")
+
+
+def test_backend_cuda_imports_nothing_from_cuda(cuda_build):
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
+    with open(cuda_build / "libpteron_backend_cuda.so", "rb") as f:
+        elf = ELFFile(f)
+        needed = [t.needed for s in elf.iter_sections() if isinstance(s, DynamicSection)
+                  for t in s.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+    assert needed and "libpteron.so.0.1" in needed, needed
+    bad = [n for n in needed if any(k in n for k in ("cuda", "cublas", "nvrtc", "nvcuda"))]
+    assert not bad, needed
+
+
+# ---- the driver, at method load ------------------------------------------------
+
+def test_no_driver_is_a_clear_error(cuda_build):
+    if _real_driver_present():
+        pytest.skip("this machine has an NVIDIA driver (libcuda.so.1 in ld.so.cache)")
+    r = run_program(cuda_build, "mlp_cuda")
+    assert_refused(r, "missing_delegate", "PteronCudaBackend", "no CUDA driver", "libcuda.so.1",
+                   "CUDA 13.0", "CudaPartitioner")
+
+
+@pytest.mark.parametrize("env,phrases", [
+    ({"PTERON_FAKE_CUINIT": 34}, ["stub", "cuInit returned CUDA_ERROR_STUB_LIBRARY, 34",
+                                  "Install the NVIDIA driver"]),
+    ({"PTERON_FAKE_PROC_RESULT": 34}, ["stub", "cuGetProcAddress_v2 returned"]),
+    ({"PTERON_FAKE_CUINIT": 100}, ["no CUDA device", "CUDA_ERROR_NO_DEVICE, 100"]),
+    ({"CUDA_VISIBLE_DEVICES": ""}, ["no CUDA device", 'CUDA_VISIBLE_DEVICES is set to ""',
+                                    "hides every device"]),
+    ({"CUDA_VISIBLE_DEVICES": "-1"}, ["no CUDA device", 'CUDA_VISIBLE_DEVICES is set to "-1"',
+                                      "hides every device"]),
+    ({"PTERON_FAKE_DEVICES": 0}, ["no CUDA device", "cuDeviceGetCount: 0"]),
+    ({"PTERON_FAKE_DRIVER_VERSION": 12080}, ["supports CUDA 12.8", "needs CUDA 13.0 or newer",
+                                             "update the driver"]),
+], ids=["stub", "stub_proc", "no_device", "visible_empty", "visible_minus1", "zero_devices",
+        "old_driver"])
+def test_driver_errors_name_the_cause(cuda_build, fake_driver, env, phrases):
+    r = run_program(cuda_build, "mlp_cuda", LD_LIBRARY_PATH=fake_driver, PTERON_FAKE_TAG="path",
+                    **env)
+    assert "pteron-fake-cuda loaded: path" in r.stderr, r.stderr  # the fake was the one asked
+    assert_refused(r, "missing_delegate", "PteronCudaBackend", *phrases)
+
+
+def test_other_cuinit_failure_is_delegate_failed(cuda_build, fake_driver):
+    r = run_program(cuda_build, "mlp_cuda", LD_LIBRARY_PATH=fake_driver, PTERON_FAKE_CUINIT=999)
+    assert_refused(r, "delegate_failed", "cuInit failed", "CUDA_ERROR_UNKNOWN (999)")
+
+
+def test_a_usable_driver_reaches_the_device_code_check(cuda_build, fake_driver):
+    # A driver that works (13.0, one device): this build embeds no fatbin yet,
+    # so method load ends naming the kernels the graph needs.
+    r = run_program(cuda_build, "block_cuda", LD_LIBRARY_PATH=fake_driver)
+    assert_refused(r, "not_supported", "no device code", "delegate 0", "gemm_f32", "unary_f32")
+
+
+def test_planted_driver_beside_the_model_or_in_the_working_folder_is_never_loaded(
+        cuda_build, fake_driver, tmp_path):
+    if _real_driver_present():
+        pytest.skip("this machine has an NVIDIA driver (libcuda.so.1 in ld.so.cache)")
+    models, work = tmp_path / "models", tmp_path / "work"
+    models.mkdir(), work.mkdir()
+    pte = models / "mlp_cuda.pte"
+    shutil.copy(CUDA / "mlp_cuda.pte", pte)
+    for d in (models, work):
+        shutil.copy(fake_driver / "libcuda.so.1", d / "libcuda.so.1")
+    r = run_program(cuda_build, "mlp_cuda", pte=pte, cwd=work, PTERON_FAKE_TAG="planted")
+    assert "pteron-fake-cuda loaded" not in r.stderr, r.stderr
+    assert_refused(r, "missing_delegate", "no CUDA driver")
+
+
+def test_cpu_programs_run_with_backend_cuda_loaded_and_no_driver(cuda_build, tmp_path):
+    fixtures = REPO / "models" / "fixtures"
+    entry = next(e for e in json.loads((fixtures / "manifest.json").read_text())["fixtures"]
+                 if not e["delegates"] and len(e["methods"]) == 1 and "forward" in e["methods"])
+    m = entry["methods"]["forward"]
+    args = [cuda_build / "pteron-run", fixtures / entry["file"], "--output-dir", tmp_path]
+    for i in m["inputs"]:
+        args += ["--input", fixtures / i]
+    r = run(args, timeout=120, env=_env())
+    assert r.returncode == 0, r.stderr
+    for k, exp in enumerate(m["expected"]):
+        out = np.load(tmp_path / f"output_{k}.npy")
+        np.testing.assert_allclose(out, np.load(fixtures / exp), rtol=1e-4, atol=1e-5)
+    backends = run([cuda_build / "pteron-fuzz", "--backends"], timeout=60, env=_env())
+    assert "PteronCudaBackend" in backends.stdout, backends.stdout
+
+
+def test_upstream_cuda_backend_program_is_refused_naming_pteron_partitioner(cuda_build):
+    r = run_program(cuda_build, "upstream_cuda_backend")
+    assert_refused(r, "missing_delegate", "CudaBackend is upstream's CUDA delegate",
+                   "AOTInductor", "pteron.lowering.cuda.CudaPartitioner", "PteronCudaBackend")
+
+
+# ---- a malformed blob fails at method load, before the driver is touched ------
+
+def _blob_variants(pte: bytes):
+    at = pte.index(b"PTCU")  # bytes 4-8 of the first blob
+    start = at - 4
+    ident = bytearray(pte)
+    ident[at + 3:at + 4] = b"X"
+    root = bytearray(pte)
+    root[start:start + 4] = (0x7FFFFF00).to_bytes(4, "little")
+    return {"identifier": (bytes(ident), "without the identifier"),
+            "root_offset": (bytes(root), "fail the flatbuffers verifier")}
+
+
+@pytest.mark.parametrize("variant", ["identifier", "root_offset"])
+def test_malformed_blob_fails_at_load(cuda_build, fake_driver, tmp_path, variant):
+    data, phrase = _blob_variants((CUDA / "mlp_cuda.pte").read_bytes())[variant]
+    pte = tmp_path / "bad.pte"
+    pte.write_bytes(data)
+    # with a working fake driver: the blob is refused before the driver matters
+    r = run_program(cuda_build, "mlp_cuda", pte=pte, LD_LIBRARY_PATH=fake_driver)
+    assert_refused(r, "invalid_program", "PteronCudaBackend blob:", phrase)
+
+
+def test_byte_flips_of_cuda_programs_never_crash(cuda_build):
+    # the malformed-input tests' sanitizer settings (a corrupt planned size is
+    # an out-of-memory status, not an ASan abort)
+    from test_malformed import ASAN_OPTIONS, SANITIZER_MARKERS, UBSAN_OPTIONS
+
+    e = ENTRIES["block_cuda"]
+    args = [cuda_build / "pteron-fuzz", CUDA / e["file"], "--method", "forward"]
+    for i in e["methods"]["forward"]["inputs"]:
+        args += ["--input", CUDA / i]
+    r = run(args + ["--flips", "300", "--seed", "7", "--timeout-s", "20"], timeout=600,
+            env=_env(ASAN_OPTIONS=ASAN_OPTIONS, UBSAN_OPTIONS=UBSAN_OPTIONS))
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    assert not any(m in r.stderr for m in SANITIZER_MARKERS), r.stderr[-3000:]
+
+
+# ---- the kernels' logic, on the CPU --------------------------------------------
+
+@pytest.mark.parametrize("name", ["mlp_cuda", "block_cuda"])
+def test_kernel_bodies_on_the_cpu_match_eager(cuda_build, tmp_path, name):
+    """pteron-test-cuda-reference runs each launch's kernel body (kernels.h)
+    over the launch's index space on the CPU, through the same blob reader
+    and plan as the delegate: the lowered program must give eager's outputs."""
+    ref = cuda_build / "pteron-test-cuda-reference"
+    if not ref.exists():
+        pytest.fail(f"{ref} is missing: PTERON_CUDA_BUILD_DIR needs -DPTERON_BUILD_TESTS=ON",
+                    pytrace=False)
+    e = ENTRIES[name]
+    m = e["methods"]["forward"]
+    args = [ref, CUDA / e["file"], "--output-dir", tmp_path]
+    for i in m["inputs"]:
+        args += ["--input", CUDA / i]
+    r = run(args, timeout=120, env=_env())
+    assert r.returncode == 0, r.stderr
+    assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    for k, exp in enumerate(m["expected"]):
+        np.testing.assert_allclose(np.load(tmp_path / f"output_{k}.npy"), np.load(CUDA / exp),
+                                   rtol=e["rtol"], atol=e["atol"])
