@@ -78,21 +78,27 @@ pteron_build() {
   cmake --build "$dir" -j "$(nproc)"
 }
 
-# The CUDA driver API headers (cuda.h, cudaTypedefs.h) of a CUDA train, from its pinned
-# nvidia-cuda-runtime wheel (cmake/cuda_trains.json), for backend_cuda's host code:
-# pteron_install_cuda_headers TRAIN (after pteron_install_venv) installs the wheel once into
-# ${PTERON_CUDA_CACHE:-~/.cache/pteron/cuda}/TRAIN-headers and exports PTERON_CUDA_INCLUDE_DIR.
-pteron_install_cuda_headers() {
+# A CUDA train's tools, for backend_cuda (cmake/cuda_trains.json): its pinned wheels
+# (nvcc, crt, nvvm, the runtime's headers cuda.h and cudaTypedefs.h, cuobjdump), every one
+# pinned to the train, installed once into ${PTERON_CUDA_CACHE:-~/.cache/pteron/cuda}/TRAIN.
+# pteron_install_cuda_train TRAIN (after pteron_install_venv) exports PTERON_CUDA_NVCC,
+# PTERON_CUDA_INCLUDE_DIR and PTERON_CUDA_CUOBJDUMP. nvcc runs the build machine's gcc.
+pteron_install_cuda_train() {
   local train="$1"
-  local pin
-  pin="$(python3 -c "import json,sys; t=json.load(open('$REPO/cmake/cuda_trains.json'))['trains']
+  local pins
+  pins="$(python3 -c "import json,sys; t=json.load(open('$REPO/cmake/cuda_trains.json'))['trains']
 if sys.argv[1] not in t: sys.exit('unknown CUDA train ' + sys.argv[1] + ': one of ' + ', '.join(t))
-print('nvidia-cuda-runtime==' + t[sys.argv[1]]['wheels']['nvidia-cuda-runtime'])" "$train")"
-  local dir="${PTERON_CUDA_CACHE:-$HOME/.cache/pteron/cuda}/$train-headers"
-  local inc="$dir/nvidia/cu13/include"
-  if [ ! -f "$inc/cuda.h" ] || [ ! -f "$inc/cudaTypedefs.h" ]; then
-    echo "==> installing $pin (CUDA driver API headers, train $train) into $dir"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$dir" "$pin"
+print(' '.join(f'{w}=={v}' for w, v in t[sys.argv[1]]['wheels'].items()))" "$train")"
+  local dir="${PTERON_CUDA_CACHE:-$HOME/.cache/pteron/cuda}/$train"
+  local cu="$dir/nvidia/cu13"
+  if [ ! -x "$cu/bin/nvcc" ] || [ ! -f "$cu/include/cuda.h" ] || [ ! -x "$cu/bin/cuobjdump" ] ||
+     [ "$(cat "$dir/.pins" 2>/dev/null)" != "$pins" ]; then
+    echo "==> installing the CUDA train $train ($pins) into $dir"
+    rm -rf "$dir"
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$dir" $pins
+    echo "$pins" > "$dir/.pins"
   fi
-  export PTERON_CUDA_INCLUDE_DIR="$inc"
+  export PTERON_CUDA_NVCC="$cu/bin/nvcc" PTERON_CUDA_INCLUDE_DIR="$cu/include" \
+    PTERON_CUDA_CUOBJDUMP="$cu/bin/cuobjdump"
 }

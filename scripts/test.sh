@@ -9,7 +9,7 @@
 #   - the MinGW-w64 release package (Windows DLLs, run under Wine), the same way
 #     into build-conan/windows-mingw-release;
 #   - the ASan+UBSan build (build-asan/) of the core, the thread pool, the
-#     CUDA delegate's host code (backend_cuda, with the cu134 train's driver
+#     CUDA delegate (backend_cuda, with the cu134 train's fatbin and driver
 #     headers) and the XNNPACK delegate with no XNNPACK library (-DPTERON_XNNPACK_LIBRARY=OFF:
 #     the Linux library-free build; every node on pteron's own kernels), for
 #     the malformed-input tests (pteron-fuzz runs the delegated fixtures
@@ -38,16 +38,17 @@ export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_B
 pteron_conan_package windows-mingw-release "$REPO/build-conan/windows-mingw-release"
 export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD" \
   PTERON_MINGW_REF="$PTERON_PKG_REF"
-pteron_install_cuda_headers cu134
-echo "==> building build-asan/ (ASan+UBSan: the core, threadpool, backend_xnnpack without an XNNPACK library, backend_cuda, pteron-run)"
+pteron_install_cuda_train cu134
+echo "==> building build-asan/ (ASan+UBSan: the core, threadpool, backend_xnnpack without an XNNPACK library, backend_cuda with the cu134 fatbin, pteron-run)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=ON \
   -DPTERON_WITH_OPTIMIZED=OFF -DPTERON_WITH_THREADPOOL=ON -DPTERON_WITH_XNNPACK=ON \
-  -DPTERON_XNNPACK_LIBRARY=OFF -DPTERON_WITH_CUDA=ON "-DPTERON_CUDA_INCLUDE_DIR=$PTERON_CUDA_INCLUDE_DIR"
+  -DPTERON_XNNPACK_LIBRARY=OFF -DPTERON_WITH_CUDA=ON "-DPTERON_CUDA_INCLUDE_DIR=$PTERON_CUDA_INCLUDE_DIR" \
+  -DPTERON_CUDA_TRAIN=cu134 "-DPTERON_CUDA_NVCC=$PTERON_CUDA_NVCC"
 export PTERON_ASAN_BUILD_DIR="$REPO/build-asan"
-# backend_cuda's tests (tests/test_cuda.py) run its pteron-run: the error paths at method
-# load, under ASan, with fake drivers.
+# backend_cuda's tests (tests/test_cuda.py) run its pteron-run under ASan: the error paths
+# at method load, and whole programs on a fake driver whose device is the CPU.
 export PTERON_CUDA_BUILD_DIR="$REPO/build-asan"
 echo "==> builds took $(( $(date +%s) - start )) s"
 

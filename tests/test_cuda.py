@@ -5,9 +5,12 @@ driver error at method load.
 The CUDA-lowered programs are tests/cuda/*.pte (tests/cuda/export.py, through
 pteron.lowering.cuda.CudaPartitioner). They run through the pteron-run of
 PTERON_CUDA_BUILD_DIR (scripts/test.sh: the ASan+UBSan build, with
-backend_cuda), with a fake driver (tests/cuda/fake_cuda.c, built here as
-libcuda.so.1) whose cuInit, driver version and device count each test chooses,
-or with no driver at all. This machine has no NVIDIA driver; where one is
+backend_cuda and the cu134 train's fatbin), with no driver at all, or with a
+fake driver (tests/cuda/fake_cuda.cpp, built here as libcuda.so.1) whose
+cuInit, driver version, device count, architecture and module result each test
+chooses, and whose device is the CPU: its cuLaunchKernel runs the kernels'
+bodies (backends/cuda/src/kernels.h), so whole programs run through the
+delegate's host path and match eager. This machine has no NVIDIA driver; where one is
 installed, the no-driver and planted-library tests skip (a real driver would
 load instead).
 """
@@ -55,8 +58,8 @@ def cuda_build() -> Path:
 def fake_driver(tmp_path_factory) -> Path:
     """A folder holding the fake libcuda.so.1."""
     d = tmp_path_factory.mktemp("fake_cuda")
-    r = run(["cc", "-shared", "-fPIC", "-O1", "-o", d / "libcuda.so.1", CUDA / "fake_cuda.c"],
-            timeout=120)
+    r = run(["c++", "-std=c++17", "-shared", "-fPIC", "-O1", "-o", d / "libcuda.so.1",
+             CUDA / "fake_cuda.cpp"], timeout=300)
     assert r.returncode == 0, r.stderr
     return d
 
@@ -90,6 +93,7 @@ def assert_refused(r, code, *phrases):
 @pytest.mark.parametrize("name,partitions,cpu_ops", [
     ("mlp_cuda", 1, ["aten::_softmax.out"]),
     ("block_cuda", 2, ["aten::native_layer_norm.out"]),
+    ("tiles_cuda", 1, ["aten::slice_copy.Tensor_out", "aten::sum.IntList_out"]),
 ])
 def test_partitions_and_what_stays_on_the_cpu(name, partitions, cpu_ops):
     e = ENTRIES[name]
@@ -164,11 +168,57 @@ def test_other_cuinit_failure_is_delegate_failed(cuda_build, fake_driver):
     assert_refused(r, "delegate_failed", "cuInit failed", "CUDA_ERROR_UNKNOWN (999)")
 
 
-def test_a_usable_driver_reaches_the_device_code_check(cuda_build, fake_driver):
-    # A driver that works (13.0, one device): this build embeds no fatbin yet,
-    # so method load ends naming the kernels the graph needs.
-    r = run_program(cuda_build, "block_cuda", LD_LIBRARY_PATH=fake_driver)
-    assert_refused(r, "not_supported", "no device code", "delegate 0", "gemm_f32", "unary_f32")
+def _has_device_code(build: Path) -> bool:
+    from elftools.elf.elffile import ELFFile
+
+    with open(build / "libpteron_backend_cuda.so", "rb") as f:
+        return ELFFile(f).get_section_by_name(".nv_fatbin") is not None
+
+
+def _outputs_match(name, out_dir):
+    e = ENTRIES[name]
+    for k, exp in enumerate(e["methods"]["forward"]["expected"]):
+        np.testing.assert_allclose(np.load(out_dir / f"output_{k}.npy"), np.load(CUDA / exp),
+                                   rtol=e["rtol"], atol=e["atol"], err_msg=f"{name} output {k}")
+
+
+@pytest.mark.parametrize("name", ["mlp_cuda", "block_cuda", "tiles_cuda"])
+def test_programs_run_through_the_delegate_on_the_fake_device(cuda_build, fake_driver, tmp_path,
+                                                               name):
+    """The delegate's whole host path (module from the embedded fatbin, device
+    memory, copies, launches with their parameters) on a driver whose device
+    is the CPU: the outputs must be eager's."""
+    if not _has_device_code(cuda_build):
+        r = run_program(cuda_build, name, LD_LIBRARY_PATH=fake_driver)
+        assert_refused(r, "not_supported", "no device code", "CUDA train")
+        pytest.skip("this build of backend_cuda has no device code (no CUDA train)")
+    e = ENTRIES[name]
+    args = [cuda_build / "pteron-run", CUDA / e["file"], "--output-dir", tmp_path,
+            "--iterations", "2"]
+    for i in e["methods"]["forward"]["inputs"]:
+        args += ["--input", CUDA / i]
+    r = run(args, timeout=300, env=_env(LD_LIBRARY_PATH=fake_driver, PTERON_FAKE_LOG=1))
+    assert r.returncode == 0, r.stderr
+    assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    launches = [l for l in r.stderr.splitlines() if l.startswith("pteron-fake-cuda launch")]
+    assert any("pteron_gemm_f32" in l and "block=(16,16,1)" in l for l in launches), launches
+    _outputs_match(name, tmp_path)
+
+
+@pytest.mark.parametrize("env,phrases", [
+    ({"PTERON_FAKE_MODULE_RESULT": 209, "PTERON_FAKE_SM": 70},
+     ["no SASS for pteron fake GPU (sm_70", "train cu134", "CUDA 13.4", "sm_75", "sm_121",
+      "compute_121", "CUDA_ERROR_NO_BINARY_FOR_GPU"]),
+    ({"PTERON_FAKE_MODULE_RESULT": 222, "PTERON_FAKE_SM": 130, "PTERON_FAKE_DRIVER_VERSION": 13000},
+     ["no SASS for pteron fake GPU (sm_130", "PTX ISA 9.4", "driver CUDA 13.0",
+      "needs a driver of CUDA 13.4 or newer", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"]),
+], ids=["no_sass_no_jit", "ptx_too_new"])
+def test_device_code_errors_name_the_gpu_the_train_and_the_driver(cuda_build, fake_driver, env,
+                                                                  phrases):
+    if not _has_device_code(cuda_build):
+        pytest.skip("this build of backend_cuda has no device code (no CUDA train)")
+    r = run_program(cuda_build, "mlp_cuda", LD_LIBRARY_PATH=fake_driver, **env)
+    assert_refused(r, "not_supported", "PteronCudaBackend", *phrases)
 
 
 def test_planted_driver_beside_the_model_or_in_the_working_folder_is_never_loaded(
@@ -249,7 +299,7 @@ def test_byte_flips_of_cuda_programs_never_crash(cuda_build):
 
 # ---- the kernels' logic, on the CPU --------------------------------------------
 
-@pytest.mark.parametrize("name", ["mlp_cuda", "block_cuda"])
+@pytest.mark.parametrize("name", ["mlp_cuda", "block_cuda", "tiles_cuda"])
 def test_kernel_bodies_on_the_cpu_match_eager(cuda_build, tmp_path, name):
     """pteron-test-cuda-reference runs each launch's kernel body (kernels.h)
     over the launch's index space on the CPU, through the same blob reader
@@ -263,9 +313,7 @@ def test_kernel_bodies_on_the_cpu_match_eager(cuda_build, tmp_path, name):
     args = [ref, CUDA / e["file"], "--output-dir", tmp_path]
     for i in m["inputs"]:
         args += ["--input", CUDA / i]
-    r = run(args, timeout=120, env=_env())
+    r = run(args, timeout=300, env=_env())
     assert r.returncode == 0, r.stderr
     assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
-    for k, exp in enumerate(m["expected"]):
-        np.testing.assert_allclose(np.load(tmp_path / f"output_{k}.npy"), np.load(CUDA / exp),
-                                   rtol=e["rtol"], atol=e["atol"])
+    _outputs_match(name, tmp_path)

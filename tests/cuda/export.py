@@ -73,6 +73,20 @@ class Block(nn.Module):
         return nn.functional.silu(s) * 0.5
 
 
+class Tiles(nn.Module):
+    """GEMMs over several tiles, K slices and edges of kernels.h's tiling
+    (64 x 64 tiles, K slices of 16): [100, 70] @ [70, 130] with a bias, a
+    broadcast add, then a batched [3, 67, 33] @ [3, 33, 70]."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(70, 130), nn.Linear(130, 65)
+
+    def forward(self, x, p, q):                  # x: [100, 70], p: [3, 67, 33], q: [3, 33, 70]
+        h = self.b(torch.tanh(self.a(x))) + x[:, :65].sum(dim=0)
+        return h, torch.sigmoid(torch.bmm(p, q))
+
+
 class Relu(nn.Module):
     def forward(self, x):
         return torch.relu(x) + 1.0
@@ -104,6 +118,8 @@ PROGRAMS = {
                  "linear/relu/linear on PteronCudaBackend, softmax on the CPU"),
     "block_cuda": (Block(), (torch.randn(2, 6, 24),), [CudaPartitioner()],
                    "two PteronCudaBackend partitions around a CPU layer norm"),
+    "tiles_cuda": (Tiles(), (torch.randn(100, 70), torch.randn(3, 67, 33), torch.randn(3, 33, 70)),
+                   [CudaPartitioner()], "tiled GEMMs across tiles, K slices and edges"),
     "upstream_cuda_backend": (Relu(), (torch.randn(3, 5),), [_TagRelu()],
                               "a delegate id of upstream's CudaBackend: refused at load"),
 }

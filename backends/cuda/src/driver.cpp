@@ -154,7 +154,19 @@ void load(DriverState* st) {
       !resolve("cuDeviceGet", &a.DeviceGet, st) || !resolve("cuDeviceGetName", &a.DeviceGetName, st) ||
       !resolve("cuDeviceGetAttribute", &a.DeviceGetAttribute, st) ||
       !resolve("cuDevicePrimaryCtxRetain", &a.DevicePrimaryCtxRetain, st) ||
-      !resolve("cuDevicePrimaryCtxRelease", &a.DevicePrimaryCtxRelease, st))
+      !resolve("cuDevicePrimaryCtxRelease", &a.DevicePrimaryCtxRelease, st) ||
+      !resolve("cuCtxPushCurrent", &a.CtxPushCurrent, st) ||
+      !resolve("cuCtxPopCurrent", &a.CtxPopCurrent, st) ||
+      !resolve("cuModuleLoadData", &a.ModuleLoadData, st) ||
+      !resolve("cuModuleUnload", &a.ModuleUnload, st) ||
+      !resolve("cuModuleGetFunction", &a.ModuleGetFunction, st) ||
+      !resolve("cuMemAlloc", &a.MemAlloc, st) || !resolve("cuMemFree", &a.MemFree, st) ||
+      !resolve("cuMemcpyHtoDAsync", &a.MemcpyHtoDAsync, st) ||
+      !resolve("cuMemcpyDtoHAsync", &a.MemcpyDtoHAsync, st) ||
+      !resolve("cuStreamCreate", &a.StreamCreate, st) ||
+      !resolve("cuStreamDestroy", &a.StreamDestroy, st) ||
+      !resolve("cuStreamSynchronize", &a.StreamSynchronize, st) ||
+      !resolve("cuLaunchKernel", &a.LaunchKernel, st))
     return;
   int count = 0;
   const CUresult cr = a.DeviceGetCount(&count);

@@ -43,6 +43,19 @@ struct DriverApi {
   PFN_cuGetErrorName_v6000 GetErrorName = nullptr;
   PFN_cuDevicePrimaryCtxRetain_v7000 DevicePrimaryCtxRetain = nullptr;
   PFN_cuDevicePrimaryCtxRelease_v11000 DevicePrimaryCtxRelease = nullptr;
+  PFN_cuCtxPushCurrent_v4000 CtxPushCurrent = nullptr;
+  PFN_cuCtxPopCurrent_v4000 CtxPopCurrent = nullptr;
+  PFN_cuModuleLoadData_v2000 ModuleLoadData = nullptr;
+  PFN_cuModuleUnload_v2000 ModuleUnload = nullptr;
+  PFN_cuModuleGetFunction_v2000 ModuleGetFunction = nullptr;
+  PFN_cuMemAlloc_v3020 MemAlloc = nullptr;
+  PFN_cuMemFree_v3020 MemFree = nullptr;
+  PFN_cuMemcpyHtoDAsync_v3020 MemcpyHtoDAsync = nullptr;
+  PFN_cuMemcpyDtoHAsync_v3020 MemcpyDtoHAsync = nullptr;
+  PFN_cuStreamCreate_v2000 StreamCreate = nullptr;
+  PFN_cuStreamDestroy_v4000 StreamDestroy = nullptr;
+  PFN_cuStreamSynchronize_v2000 StreamSynchronize = nullptr;
+  PFN_cuLaunchKernel_v4000 LaunchKernel = nullptr;
 };
 
 // What loading the driver found. Filled once per process (driver()).

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // kernels.h - PteronCudaBackend's kernel table: each kernel's parameters and
-// its body per output element, as __host__ __device__ functions that also
-// compile as plain C++. The device code (one __global__ wrapper per kernel,
-// one thread per output element) and the CPU reference runner
+// its body (per output element, or per phase of a tile), as __host__ __device__ functions that also
+// compile as plain C++. The device code (kernels.cu: one __global__ wrapper
+// per kernel) and the CPU reference runner
 // (backends/cuda/test/cpu_reference.cpp, a test target that is not shipped)
 // call the same bodies over the same index space, so the kernels' logic is
 // tested where there is no GPU; a GPU run then confirms the launches.
+//
+// Element-wise kernels run one thread per output element (a grid-stride loop
+// over [0, numel)); gemm_f32 is tiled (below).
 //
 // Parameter structs cross to the device as kernel arguments: fixed-width
 // types only (a MinGW `long` is 4 bytes, a Linux device `long` 8), no
@@ -41,6 +44,21 @@ namespace k {
 constexpr int32_t kMaxRank = 8;
 
 // ---- gemm_f32 ------------------------------------------------------------------
+//
+// Tiled: a block of kGemmThreadsX x kGemmThreadsY threads computes a
+// kGemmTileM x kGemmTileN tile of one batch's output, each thread a
+// kGemmMicro x kGemmMicro micro-tile, stepping through K in slices of
+// kGemmTileK that the block first stages into its shared memory (GemmStage).
+// Grid: (ceil(n / kGemmTileN), ceil(m / kGemmTileM), batch). Each block runs,
+// per K slice, gemm_stage for every thread, a barrier, gemm_accumulate for
+// every thread, a barrier; then gemm_store. The CPU reference runs exactly
+// these phases thread by thread. Products are summed in K order from 0.
+
+constexpr int32_t kGemmTileM = 64, kGemmTileN = 64, kGemmTileK = 16;
+constexpr int32_t kGemmThreadsX = 16, kGemmThreadsY = 16, kGemmMicro = 4;
+constexpr int32_t kGemmThreads = kGemmThreadsX * kGemmThreadsY;
+static_assert(kGemmThreadsX * kGemmMicro == kGemmTileN && kGemmThreadsY * kGemmMicro == kGemmTileM,
+              "the threads' micro-tiles cover the tile");
 
 struct GemmParams {
   int64_t batch, m, n, k;   // bmm: batch S; mm and addmm: 1
@@ -49,16 +67,55 @@ struct GemmParams {
   int32_t pad_;
 };
 
-// out[i], i in [0, batch * m * n): one dot product of length k.
-PTERON_HD void gemm_element(const GemmParams& p, const float* a, const float* b, const float* bias,
-                            float* out, int64_t i) {
-  const int64_t col = i % p.n, row = (i / p.n) % p.m, s = i / (p.n * p.m);
-  const float* ar = a + (s * p.m + row) * p.k;
-  const float* bc = b + s * p.k * p.n + col;
-  float acc = 0.0f;
-  for (int64_t t = 0; t < p.k; ++t) acc += ar[t] * bc[t * p.n];
-  if (p.mode == 1) acc += bias[row * p.bias_rs + col * p.bias_cs];
-  out[i] = acc;
+// The block's shared memory: one K slice of A (stored K-major) and of B.
+struct GemmStage {
+  float a[kGemmTileK][kGemmTileM];
+  float b[kGemmTileK][kGemmTileN];
+};
+
+// Thread `tid` (0 .. kGemmThreads) stages its share of the K slice at k0 for
+// the tile at (m0, n0) of batch s; entries past m, n or k are zero.
+PTERON_HD void gemm_stage(const GemmParams& p, const float* a, const float* b, int64_t s,
+                          int64_t m0, int64_t n0, int64_t k0, int32_t tid, GemmStage& st) {
+  for (int32_t e = tid; e < kGemmTileM * kGemmTileK; e += kGemmThreads) {
+    const int32_t r = e / kGemmTileK, c = e % kGemmTileK;
+    const int64_t gr = m0 + r, gc = k0 + c;
+    st.a[c][r] = (gr < p.m && gc < p.k) ? a[(s * p.m + gr) * p.k + gc] : 0.0f;
+  }
+  for (int32_t e = tid; e < kGemmTileK * kGemmTileN; e += kGemmThreads) {
+    const int32_t r = e / kGemmTileN, c = e % kGemmTileN;
+    const int64_t gr = k0 + r, gc = n0 + c;
+    st.b[r][c] = (gr < p.k && gc < p.n) ? b[(s * p.k + gr) * p.n + gc] : 0.0f;
+  }
+}
+
+// Thread (tx, ty) adds the staged slice's products to its micro-tile.
+PTERON_HD void gemm_accumulate(const GemmStage& st, int32_t tx, int32_t ty,
+                               float acc[kGemmMicro][kGemmMicro]) {
+  for (int32_t kk = 0; kk < kGemmTileK; ++kk) {
+    float av[kGemmMicro], bv[kGemmMicro];
+    for (int32_t i = 0; i < kGemmMicro; ++i) av[i] = st.a[kk][ty * kGemmMicro + i];
+    for (int32_t j = 0; j < kGemmMicro; ++j) bv[j] = st.b[kk][tx * kGemmMicro + j];
+    for (int32_t i = 0; i < kGemmMicro; ++i)
+      for (int32_t j = 0; j < kGemmMicro; ++j) acc[i][j] += av[i] * bv[j];
+  }
+}
+
+// Thread (tx, ty) writes its micro-tile (with addmm's bias), inside m and n.
+PTERON_HD void gemm_store(const GemmParams& p, const float* bias, float* out, int64_t s, int64_t m0,
+                          int64_t n0, int32_t tx, int32_t ty,
+                          const float acc[kGemmMicro][kGemmMicro]) {
+  for (int32_t i = 0; i < kGemmMicro; ++i) {
+    const int64_t row = m0 + ty * kGemmMicro + i;
+    if (row >= p.m) break;
+    for (int32_t j = 0; j < kGemmMicro; ++j) {
+      const int64_t col = n0 + tx * kGemmMicro + j;
+      if (col >= p.n) break;
+      float v = acc[i][j];
+      if (p.mode == 1) v += bias[row * p.bias_rs + col * p.bias_cs];
+      out[(s * p.m + row) * p.n + col] = v;
+    }
+  }
 }
 
 // ---- binary_f32 ------------------------------------------------------------------

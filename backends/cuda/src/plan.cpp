@@ -109,6 +109,13 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
                       "broadcast to %s", n, shape_str(in(0).shape).c_str(), shape_str(o.shape).c_str());
         p.bias_rs = st[0], p.bias_cs = st[1];
       }
+      const int64_t gx = (p.n + k::kGemmTileN - 1) / k::kGemmTileN;
+      const int64_t gy = (p.m + k::kGemmTileM - 1) / k::kGemmTileM;
+      if (gy > 65535 || p.batch > 65535 || gx > 0x7fffffff)
+        return fail(PTERON_ERROR_NOT_SUPPORTED, "node %zu (gemm_f32): %lld x %lld x %lld blocks "
+                    "exceed CUDA's grid", n, (long long)gx, (long long)gy, (long long)p.batch);
+      l.grid[0] = uint32_t(gx), l.grid[1] = uint32_t(gy), l.grid[2] = uint32_t(p.batch);
+      l.block[0] = k::kGemmThreadsX, l.block[1] = k::kGemmThreadsY;
     } else if (node.kernel == "binary_f32") {
       l.kernel = KernelId::Binary, l.name = "binary_f32";
       if (!need_inputs(2)) return false;
@@ -166,6 +173,11 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
     } else {
       return fail(PTERON_ERROR_NOT_SUPPORTED, "node %zu names kernel '%s', which this pteron does "
                   "not have: export the program with the pteron.lowering.cuda of this release", n, kn);
+    }
+    if (l.kernel != KernelId::Gemm) {
+      const int64_t blocks = (l.numel + kElementThreads - 1) / kElementThreads;
+      l.grid[0] = uint32_t(blocks < 1 ? 1 : (blocks > kElementBlocks ? kElementBlocks : blocks));
+      l.block[0] = kElementThreads;
     }
     out->push_back(l);
   }

@@ -2,7 +2,9 @@
 // plan.h - one launch per node of a PteronCudaBackend graph: which kernel of
 // kernels.h, its parameters and its index space, computed at method load from
 // the blob's shapes. The device launcher and the CPU reference runner use
-// the same plan.
+// the same plan: element-wise kernels run blocks of kElementThreads threads
+// over a grid-stride loop (grid.x at most kElementBlocks), gemm_f32 the tiled
+// grid of kernels.h.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +17,17 @@
 namespace pteron {
 namespace cuda {
 
+constexpr uint32_t kElementThreads = 256;
+constexpr uint32_t kElementBlocks = 1u << 20;
+
 enum class KernelId : int32_t { Gemm, Binary, Unary, Permute, Copy };
 
 struct Launch {
   KernelId kernel;
   const char* name;               // as in the blob, e.g. "gemm_f32"
-  int64_t numel = 0;              // the index space: one thread per output element
+  int64_t numel = 0;              // output elements
+  uint32_t grid[3] = {1, 1, 1};   // blocks (x, y, z)
+  uint32_t block[3] = {1, 1, 1};  // threads per block (x, y, z)
   std::vector<uint32_t> inputs;   // value indices, in the kernel's input order
   uint32_t output = 0;            // value index
   union {
@@ -34,7 +41,8 @@ struct Launch {
 
 // The launches of g's nodes, in order. False with *code and *err:
 //  - PTERON_ERROR_NOT_SUPPORTED: a kernel this pteron does not have (named),
-//    or a dtype other than float32;
+//    a dtype other than float32, or a GEMM whose grid exceeds CUDA's limits
+//    (more than 65535 blocks of rows or batches);
 //  - PTERON_ERROR_INVALID_PROGRAM: parameters or shapes that do not fit the
 //    kernel (kernels.h states what each needs), rank above k::kMaxRank.
 bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::string* err);

@@ -16,6 +16,7 @@
 #include "../src/graph.h"
 #include "../src/kernels.h"
 #include "../src/plan.h"
+#include "cpu_grid.h"
 #include "pteron/kernel.h"
 
 namespace pteron {
@@ -99,19 +100,17 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
     const float* in1 = l.inputs.size() > 1 ? r.ptr[l.inputs[1]] : nullptr;
     const float* in2 = l.inputs.size() > 2 ? r.ptr[l.inputs[2]] : nullptr;
     float* out = r.ptr[l.output];
-    for (int64_t i = 0; i < l.numel; ++i) {
-      switch (l.kernel) {
-        case KernelId::Gemm:
-          if (l.p.gemm.mode == 1)
-            k::gemm_element(l.p.gemm, in1, in2, in0, out, i);
-          else
-            k::gemm_element(l.p.gemm, in0, in1, nullptr, out, i);
-          break;
-        case KernelId::Binary: k::binary_element(l.p.binary, in0, in1, out, i); break;
-        case KernelId::Unary: k::unary_element(l.p.unary, in0, out, i); break;
-        case KernelId::Permute: k::permute_element(l.p.permute, in0, out, i); break;
-        case KernelId::Copy: k::copy_element(l.p.copy, in0, out, i); break;
-      }
+    switch (l.kernel) {
+      case KernelId::Gemm:
+        if (l.p.gemm.mode == 1)
+          cpu_grid::gemm(l.p.gemm, l.grid, in1, in2, in0, out);
+        else
+          cpu_grid::gemm(l.p.gemm, l.grid, in0, in1, nullptr, out);
+        break;
+      case KernelId::Binary: cpu_grid::binary(l.p.binary, in0, in1, out); break;
+      case KernelId::Unary: cpu_grid::unary(l.p.unary, in0, out); break;
+      case KernelId::Permute: cpu_grid::permute(l.p.permute, in0, out); break;
+      case KernelId::Copy: cpu_grid::copy(l.p.copy, in0, out); break;
     }
   }
   return PTERON_OK;
