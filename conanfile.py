@@ -25,6 +25,12 @@ def _components():
         return json.load(f)["components"]
 
 
+def _cuda_trains():
+    """pteron's CUDA trains (exported beside this file): cu132, cu134 ..."""
+    with open(os.path.join(_HERE, "cmake", "cuda_trains.json"), encoding="utf-8") as f:
+        return json.load(f)["trains"]
+
+
 def _option_default(component, os_name):
     default = component.get("default") or {}
     return bool(default.get(os_name, default.get("*", True)))
@@ -77,13 +83,19 @@ class PteronConan(ConanFile):
     settings = "os", "arch", "compiler", "build_type"
     # One option per optional component (components.json "option"); its
     # default there is per target OS: config_options() applies the OS's.
+    # cuda_train: the CUDA release train of backend_cuda's device code
+    # (cmake/cuda_trains.json); with_cuda=True needs one. Its nvcc comes as the tool
+    # requirement pteron-cuda-toolchain/<CUDA version> (conan-recipes/cuda-toolchain),
+    # so a profile that sets the two options selects the train.
     options = {**{c["option"]: [True, False] for c in _components() if c["option"]},
-               "xnnpack_library": XNNPACK_LIBRARIES}
+               "xnnpack_library": XNNPACK_LIBRARIES,
+               "cuda_train": [None, *sorted(_cuda_trains())]}
     default_options = {**{c["option"]: _option_default(c, "*") for c in _components()
                           if c["option"]},
-                       "xnnpack_library": "none"}
-    # Read by the recipe itself (version, component list).
-    exports = ("VERSION", "cmake/components.json")
+                       "xnnpack_library": "none",
+                       "cuda_train": None}
+    # Read by the recipe itself (version, component list, CUDA trains).
+    exports = ("VERSION", "cmake/components.json", "cmake/cuda_trains.json")
     # The build: the top-level files, the shared helpers (runtime/kernels/common
     # under runtime/), pteron-run, and every component's folder.
     exports_sources = ("CMakeLists.txt", "VERSION", "LICENSE", "THIRD_PARTY_NOTICES.md",
@@ -112,6 +124,13 @@ class PteronConan(ConanFile):
             return "none"
         return str(self.options.get_safe("xnnpack_library") or "none")
 
+    def _cuda_train(self):
+        """backend_cuda's train (None without the component or without a train)."""
+        if not self.options.get_safe("with_cuda"):
+            return None
+        train = self.options.get_safe("cuda_train")
+        return str(train) if train and str(train) != "None" else None
+
     def _enabled_name(self, name):
         return any(c["name"] == name and self._enabled(c) for c in _components())
 
@@ -136,6 +155,10 @@ class PteronConan(ConanFile):
                 setattr(self.options, c["option"], _option_default(c, str(self.settings.os)))
         self.options.xnnpack_library = XNNPACK_LIBRARY_DEFAULT.get(str(self.settings.os), "none")
 
+    def configure(self):
+        if not self.options.get_safe("with_cuda"):
+            self.options.rm_safe("cuda_train")
+
     def layout(self):
         cmake_layout(self)
 
@@ -152,6 +175,9 @@ class PteronConan(ConanFile):
         # flatc generates the reader from runtime/core/schema/program.fbs; it must
         # match the flatbuffers headers the build uses.
         self.tool_requires("flatbuffers/<host_version>")
+        train = self._cuda_train()
+        if train:
+            self.tool_requires(f"pteron-cuda-toolchain/{_cuda_trains()[train]['cuda']}")
 
     def validate(self):
         if self.settings.os not in ("Linux", "Windows"):
@@ -177,6 +203,11 @@ class PteronConan(ConanFile):
                     raise ConanInvalidConfiguration(
                         f"{c['option']}=True is not available for MinGW builds (no {tp} there); "
                         f"use {c['option']}=False")
+        if self.options.get_safe("with_cuda") and not self._cuda_train():
+            raise ConanInvalidConfiguration(
+                "with_cuda=True needs cuda_train (one of " + ", ".join(sorted(_cuda_trains())) +
+                "): the device code is built per CUDA train; the profiles linux-cu134 and "
+                "windows-cu134 (and -cu132) set both")
         lib = self._xnnpack_library()
         mingw = self.settings.os == "Windows" and self.settings.compiler == "gcc"
         if lib != "none" and not self._available("pthreadpool"):
@@ -200,6 +231,20 @@ class PteronConan(ConanFile):
             # ON: the chosen library must be found (never a silent fallback).
             tc.cache_variables["PTERON_XNNPACK_LIBRARY"] = \
                 "OFF" if self._xnnpack_library() == "none" else "ON"
+        train = self._cuda_train()
+        if train:
+            # The train's tools, from the pteron-cuda-toolchain tool requirement's conf.
+            tc.cache_variables["PTERON_CUDA_TRAIN"] = train
+            for var, conf in (("PTERON_CUDA_NVCC", "nvcc"), ("PTERON_CUDA_INCLUDE_DIR", "include")):
+                value = self.conf.get(f"user.pteron.cuda:{conf}")
+                if not value:
+                    raise ConanInvalidConfiguration(
+                        f"cuda_train={train}: the tool requirement pteron-cuda-toolchain gave no "
+                        f"user.pteron.cuda:{conf}")
+                tc.cache_variables[var] = value.replace("\\", "/")
+            cache = self.conf.get("user.pteron.cuda:fatbin_cache")
+            if cache:  # one nvcc run per train and source, shared by packages (scripts/conan.sh)
+                tc.cache_variables["PTERON_CUDA_FATBIN_CACHE"] = str(cache).replace("\\", "/")
         # The license texts of the header-only code compiled in (cmake/PteronLicenses.cmake):
         # a Conan Center dependency's own licenses/ (none under [platform_requires], where the
         # build takes the system package's).
@@ -262,6 +307,9 @@ class PteronConan(ConanFile):
             if name == "backend_xnnpack":
                 # Which XNNPACK library the delegate links: none, conan, system.
                 ci.set_property("pteron_xnnpack_library", self._xnnpack_library())
+            if name == "backend_cuda":
+                # The CUDA train of the embedded device code (cu132, cu134).
+                ci.set_property("pteron_cuda_train", self._cuda_train())
             if c["registration_only"]:
                 flags = self._retention_flags(name, lib, family)
                 ci.exelinkflags = list(flags)

@@ -46,6 +46,11 @@ function(pteron_install_package)
       get_filename_component(_xnn_lib "${PTERON_XNNPACK_LINKED}" NAME)
       string(APPEND _out "set(PTERON_${_name}_XNNPACK_LIBRARY \"${_xnn_lib}\")\n")
     endif()
+    if(_name STREQUAL "backend_cuda")
+      # The CUDA train of the embedded device code ("" for none), set by
+      # backends/cuda/CMakeLists.txt; pteron-verify checks the fatbin against it.
+      string(APPEND _out "set(PTERON_${_name}_CUDA_TRAIN \"${PTERON_CUDA_TRAIN_BUILT}\")\n")
+    endif()
   endforeach()
   set(_dir "${PROJECT_BINARY_DIR}/package")
   file(GENERATE OUTPUT "${_dir}/pteron-components.cmake" CONTENT "${_out}")
@@ -56,6 +61,7 @@ function(pteron_install_package)
                 "${_dir}/pteron-components.cmake"
           DESTINATION "${CMAKE_INSTALL_LIBDIR}/cmake/pteron")
   install(FILES "${PROJECT_SOURCE_DIR}/cmake/components.json"
+                "${PROJECT_SOURCE_DIR}/cmake/cuda_trains.json"
           DESTINATION "${CMAKE_INSTALL_DATADIR}/pteron")
   if(MINGW)
     # A consumer cross-building with MinGW-w64 needs the toolchain file; it is

@@ -17,18 +17,44 @@
 # (.conan2/) with Conan Center disabled: everything is offline, resolved from
 # Debian's packages by the profiles' [platform_requires].
 
+# The project's Conan home, set up so that `conan create . -pr PROFILE` works as written
+# for every profile in profiles/ (linux-release, windows-cu134, ...):
+#  - CONAN_HOME=.conan2, Conan Center disabled (offline);
+#  - each profile of profiles/ as a profile of the home (a one-line include of the
+#    repository's file, so its relative paths still resolve), and `default` (the build
+#    profile when none is given) = linux-release;
+#  - the CUDA toolchain recipe exported per train (the same revision each time) (conan-recipes/cuda-toolchain:
+#    pteron-cuda-toolchain/13.2, /13.4), which the CUDA profiles' builds tool-require;
+#  - user.pteron.cuda:fatbin_cache: one folder for the fatbins, per train and source hash,
+#    so the Linux and the Windows package of a train share one nvcc run.
 pteron_conan_home() {
   export CONAN_HOME="$REPO/.conan2"
   if conan remote list 2>/dev/null | grep -q "conancenter.*Enabled: True"; then
     conan remote disable conancenter >/dev/null
   fi
+  mkdir -p "$CONAN_HOME/profiles"
+  local p
+  for p in "$REPO"/profiles/*; do
+    printf 'include(%s)\n' "$p" > "$CONAN_HOME/profiles/$(basename "$p")"
+  done
+  printf 'include(%s)\n' "$REPO/profiles/linux-release" > "$CONAN_HOME/profiles/default"
+  local conf="$CONAN_HOME/global.conf"
+  touch "$conf"
+  if ! grep -q "^user.pteron.cuda:fatbin_cache=" "$conf"; then
+    echo "user.pteron.cuda:fatbin_cache=$REPO/build-conan/fatbin-cache" >> "$conf"
+  fi
+  local v
+  for v in $(python3 -c "import json; print(' '.join(t['cuda'] for t in json.load(open('$REPO/cmake/cuda_trains.json'))['trains'].values()))"); do
+    conan export "$REPO/conan-recipes/cuda-toolchain" --version "$v" >/dev/null 2>&1 || {
+      echo "conan export conan-recipes/cuda-toolchain --version $v failed" >&2; return 1; }
+  done
 }
 
 pteron_conan_package() {
   local host="$1" out="$2"
   local profiles=(-pr:h "$REPO/profiles/$host" -pr:b "$REPO/profiles/linux-release")
   mkdir -p "$out"
-  if [[ "$host" == windows-mingw* ]]; then
+  if [[ "$host" == windows-* ]]; then
     export WINEDEBUG=-all WINEPREFIX="${WINEPREFIX:-$REPO/.wine}"
   fi
   echo "==> conan build . ($host) -> $out"

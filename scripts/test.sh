@@ -3,11 +3,15 @@
 # scripts/test.sh [--slow] [pytest args...] - the full test suite (CI: .ci/run).
 # Installs what it needs, then makes three builds, each shared by every test
 # that needs it:
-#   - the Linux release package, made by Conan: `conan build` into
-#     build-conan/linux-release, `conan export-pkg` (packages that build without
-#     rebuilding, runs test_package);
-#   - the MinGW-w64 release package (Windows DLLs, run under Wine), the same way
-#     into build-conan/windows-mingw-release;
+#   - the Linux release package with the CUDA delegate of train cu134, made by
+#     Conan (profiles/linux-cu134: linux-release plus backend_cuda): `conan build`
+#     into build-conan/linux-cu134, `conan export-pkg` (packages that build
+#     without rebuilding, runs test_package);
+#   - the MinGW-w64 release package with it (profiles/windows-cu134: Windows
+#     DLLs, run under Wine), the same way into build-conan/windows-cu134; the
+#     two share one nvcc run (the fatbin cache, scripts/conan.sh). The packages
+#     without backend_cuda (linux-release, windows-mingw-release) differ by that
+#     one component; scripts/slow.sh makes them, and the cu132 train's;
 #   - the ASan+UBSan build (build-asan/) of the core, the thread pool, the
 #     CUDA delegate (backend_cuda, with the cu134 train's fatbin and driver
 #     headers) and the XNNPACK delegate with no XNNPACK library (-DPTERON_XNNPACK_LIBRARY=OFF:
@@ -31,14 +35,16 @@ pteron_install_venv
 pteron_install_export_venv  # upstream's exporter, for tests/test_zoo.py (PTERON_EXPORT_PYTHON)
 pteron_conan_home
 
+pteron_install_cuda_train cu134  # nvcc and cuobjdump for the tests (the packages use Conan's)
+
 start=$(date +%s)
-pteron_conan_package linux-release "$REPO/build-conan/linux-release"
+export PTERON_LINUX_PROFILE=linux-cu134 PTERON_MINGW_PROFILE=windows-cu134  # tests/conftest.py
+pteron_conan_package linux-cu134 "$REPO/build-conan/linux-cu134"
 export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_BUILD" \
   PTERON_LINUX_REF="$PTERON_PKG_REF"
-pteron_conan_package windows-mingw-release "$REPO/build-conan/windows-mingw-release"
+pteron_conan_package windows-cu134 "$REPO/build-conan/windows-cu134"
 export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD" \
   PTERON_MINGW_REF="$PTERON_PKG_REF"
-pteron_install_cuda_train cu134
 echo "==> building build-asan/ (ASan+UBSan: the core, threadpool, backend_xnnpack without an XNNPACK library, backend_cuda with the cu134 fatbin, pteron-run)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \

@@ -69,6 +69,16 @@ def run(cmd, timeout=300, **kw):
                     pytrace=False)
 
 
+def package_profile(platform: str) -> str:
+    """The host profile of the package scripts/test.sh made for `platform` ("linux" or
+    "mingw"): PTERON_LINUX_PROFILE / PTERON_MINGW_PROFILE (CI: linux-cu134 and windows-cu134,
+    the release profiles plus backend_cuda), else the release profile. A consumer's
+    `conan install` of that package uses the same one."""
+    if platform == "linux":
+        return os.environ.get("PTERON_LINUX_PROFILE", "linux-release")
+    return os.environ.get("PTERON_MINGW_PROFILE", "windows-mingw-release")
+
+
 def _package_from_env(var, what):
     p = os.environ.get(var)
     if not p:

@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, MINGW_CXX, REPO, manifest, run, wine_run, winpath
+from conftest import package_profile, FIXTURES, MINGW_CXX, REPO, manifest, run, wine_run, winpath
 
 VERSION = (REPO / "VERSION").read_text().strip()
 
@@ -34,7 +34,8 @@ def test_debug_consumer_uses_the_release_package_with_classic_cmakedeps(linux_pa
     gen = tmp_path / "gen"
     # The route, as a user writes it (README, "A Debug application").
     r = run(["conan", "install", f"--requires={ref}",
-             "-pr:h", REPO / "profiles" / "linux-release", "-pr:b", REPO / "profiles" / "linux-release",
+             "-pr:h", REPO / "profiles" / package_profile("linux"),
+             "-pr:b", REPO / "profiles" / "linux-release",
              "-s", "build_type=Debug", "-s", "pteron/*:build_type=Release",
              "-g", "CMakeDeps", "-g", "CMakeToolchain", "--output-folder", gen], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -91,9 +92,11 @@ def assert_refused(r, code, *phrases):
 # ---- what the partitioner made -----------------------------------------------
 
 @pytest.mark.parametrize("name,partitions,cpu_ops", [
-    ("mlp_cuda", 1, ["aten::_softmax.out"]),
-    ("block_cuda", 2, ["aten::native_layer_norm.out"]),
-    ("tiles_cuda", 1, ["aten::slice_copy.Tensor_out", "aten::sum.IntList_out"]),
+    ("mlp_cuda", 1, []),
+    ("block_cuda", 2, ["aten::cumsum.out"]),
+    ("tiles_cuda", 1, []),
+    ("cnn_cuda", 1, []),
+    ("attention_cuda", 1, []),
 ])
 def test_partitions_and_what_stays_on_the_cpu(name, partitions, cpu_ops):
     e = ENTRIES[name]
@@ -117,6 +120,20 @@ def test_partitioner_in_the_exporter_remakes_the_committed_programs(tmp_path):
     for e in MANIFEST["fixtures"]:
         assert (tmp_path / e["file"]).read_bytes() == (CUDA / e["file"]).read_bytes(), (
             f"{e['file']} differs from a fresh export: run tests/cuda/export.py and commit")
+
+
+def test_test_package_runs_the_committed_cuda_mlp_with_its_eager_values():
+    """test_package/mlp_cuda.pte is tests/cuda/mlp_cuda.pte, and the input and
+    expected output compiled into test_package.cpp are its .npy files."""
+    import re
+
+    assert (REPO / "test_package" / "mlp_cuda.pte").read_bytes() == (CUDA / "mlp_cuda.pte").read_bytes()
+    src = (REPO / "test_package" / "test_package.cpp").read_text()
+    for name, npy in (("kCudaInput", "mlp_cuda.forward.input_0.npy"),
+                      ("kCudaExpected", "mlp_cuda.forward.expected_0.npy")):
+        body = re.search(name + r"\[\d+\] = \{(.*?)\};", src, re.S).group(1)
+        values = np.array([float(v.strip().rstrip("f")) for v in body.split(",")], np.float32)
+        np.testing.assert_array_equal(values, np.load(CUDA / npy).ravel(), err_msg=name)
 
 
 def test_backend_cuda_imports_nothing_from_cuda(cuda_build):
@@ -182,7 +199,10 @@ def _outputs_match(name, out_dir):
                                    rtol=e["rtol"], atol=e["atol"], err_msg=f"{name} output {k}")
 
 
-@pytest.mark.parametrize("name", ["mlp_cuda", "block_cuda", "tiles_cuda"])
+PROGRAMS = ["mlp_cuda", "block_cuda", "tiles_cuda", "cnn_cuda", "attention_cuda"]
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
 def test_programs_run_through_the_delegate_on_the_fake_device(cuda_build, fake_driver, tmp_path,
                                                                name):
     """The delegate's whole host path (module from the embedded fatbin, device
@@ -299,7 +319,7 @@ def test_byte_flips_of_cuda_programs_never_crash(cuda_build):
 
 # ---- the kernels' logic, on the CPU --------------------------------------------
 
-@pytest.mark.parametrize("name", ["mlp_cuda", "block_cuda", "tiles_cuda"])
+@pytest.mark.parametrize("name", PROGRAMS)
 def test_kernel_bodies_on_the_cpu_match_eager(cuda_build, tmp_path, name):
     """pteron-test-cuda-reference runs each launch's kernel body (kernels.h)
     over the launch's index space on the CPU, through the same blob reader
@@ -317,3 +337,245 @@ def test_kernel_bodies_on_the_cpu_match_eager(cuda_build, tmp_path, name):
     assert r.returncode == 0, r.stderr
     assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
     _outputs_match(name, tmp_path)
+
+
+# ---- extension_cuda: the device, the stream, the driver's state ------------------
+
+@pytest.fixture(scope="module")
+def extension_consumer(tmp_path_factory):
+    """tests/native/cuda_extension.cpp built against the linux-cu134 package."""
+    pkg = _cuda_package()
+    d = tmp_path_factory.mktemp("cuda_extension")
+    exe = d / "cuda_extension"
+    r = run(["c++", "-std=c++17", "-O1", "-Wall", "-I", pkg / "include",
+             REPO / "tests" / "native" / "cuda_extension.cpp", "-o", exe, "-L", pkg / "lib",
+             "-Wl,--no-as-needed", "-lpteron_backend_cuda", "-lpteron_extension_cuda",
+             "-lpteron_kernels_portable", "-lpteron", f"-Wl,-rpath,{pkg / 'lib'}"], timeout=300)
+    assert r.returncode == 0, r.stderr
+    x = d / "x.f32"
+    x.write_bytes(np.load(CUDA / "mlp_cuda.forward.input_0.npy").astype(np.float32).tobytes())
+    return exe, x
+
+
+def _extension(consumer, *args, **env):
+    exe, x = consumer
+    return run([exe, CUDA / "mlp_cuda.pte", x, *args], timeout=120, env=_env(**env))
+
+
+def test_extension_reports_the_train_and_why_there_is_no_driver(extension_consumer):
+    if _real_driver_present():
+        pytest.skip("this machine has an NVIDIA driver (libcuda.so.1 in ld.so.cache)")
+    r = _extension(extension_consumer)
+    assert r.returncode == 0, r.stderr
+    assert "status train=cu134 code=5 devices=0 version=0 message=no CUDA driver" in r.stdout, r.stdout
+    assert "truncated=7" in r.stdout, r.stdout  # the message cut to the 8-byte buffer
+    assert "load error [missing_delegate]" in r.stdout, r.stdout
+
+
+def test_extension_runs_on_the_device_and_stream_it_is_given(extension_consumer, fake_driver):
+    r = _extension(extension_consumer, "--device", "1", "--stream", "5eed", LD_LIBRARY_PATH=fake_driver,
+                   PTERON_FAKE_DEVICES=2, PTERON_FAKE_LOG=1)
+    assert r.returncode == 0, r.stderr
+    assert "status train=cu134 code=0 devices=2 version=13000 message=\n" in r.stdout, r.stdout
+    assert "set_device rc=0 device=1" in r.stdout and "load ok" in r.stdout, r.stdout
+    assert "pteron-fake-cuda retain device 1" in r.stderr, r.stderr
+    launches = [l for l in r.stderr.splitlines() if "pteron-fake-cuda launch" in l]
+    assert launches and all(l.endswith("stream=0x5eed") for l in launches), launches
+    out = np.array([float(v) for v in r.stdout.split("output", 1)[1].split()], np.float32)
+    np.testing.assert_allclose(out, np.load(CUDA / "mlp_cuda.forward.expected_0.npy").ravel(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_extension_device_beyond_the_machine_fails_at_load(extension_consumer, fake_driver):
+    r = _extension(extension_consumer, "--device", "5", LD_LIBRARY_PATH=fake_driver,
+                   PTERON_FAKE_DEVICES=2)
+    assert "set_device rc=0" in r.stdout, r.stdout
+    assert "load error [invalid_argument]" in r.stdout and "no CUDA device 5 (this machine has 2" in r.stdout, r.stdout
+    r = _extension(extension_consumer, "--device", "-1", LD_LIBRARY_PATH=fake_driver)
+    assert "set_device rc=1 device=0" in r.stdout, r.stdout  # refused, the setting kept
+
+
+# ---- pteron-verify on device code ----------------------------------------------
+
+def _cuda_package() -> Path:
+    p = os.environ.get("PTERON_LINUX_PACKAGE")
+    if not p:
+        pytest.fail("PTERON_LINUX_PACKAGE is not set: run scripts/test.sh (it makes the linux-cu134 "
+                    "package with Conan)", pytrace=False)
+    p = Path(p)
+    if not list((p / "lib").glob("libpteron_backend_cuda.so*")):
+        pytest.fail(f"{p} has no backend_cuda: scripts/test.sh makes the Linux package with the "
+                    "linux-cu134 profile", pytrace=False)
+    return p
+
+
+def _nvcc_fatbin(tmp_path, sass, ptx):
+    nvcc = os.environ.get("PTERON_CUDA_NVCC")
+    if not nvcc:
+        pytest.fail("PTERON_CUDA_NVCC is not set: run scripts/test.sh (it installs the cu134 train)",
+                    pytrace=False)
+    out = tmp_path / "kernels.fatbin"
+    gencode = []
+    for a in sass:
+        gencode += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
+    gencode += ["-gencode", f"arch=compute_{ptx},code=compute_{ptx}"]
+    r = run([nvcc, "-fatbin", "-std=c++17", "-O3", "--compress-mode=size", *gencode, "-o", out,
+             REPO / "backends" / "cuda" / "src" / "kernels.cu"], timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+def _package_with_fatbin(tmp_path, fatbin):
+    """A copy of the linux-cu134 package whose backend_cuda carries `fatbin` instead."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(_cuda_package(), pkg, symlinks=True)
+    lib = next(p for p in (pkg / "lib").glob("libpteron_backend_cuda.so*") if not p.is_symlink())
+    r = run(["objcopy", "--update-section", f".nv_fatbin={fatbin}", lib], timeout=120)
+    assert r.returncode == 0, r.stderr
+    return pkg
+
+
+def _verify(pkg):
+    env = _env(PYTHONPATH=REPO / "python")
+    return run([sys.executable, "-m", "pteron.verify", pkg, "--json",
+                *(["--cuobjdump", os.environ["PTERON_CUDA_CUOBJDUMP"]]
+                  if os.environ.get("PTERON_CUDA_CUOBJDUMP") else [])], timeout=300, env=env)
+
+
+def _cu134():
+    return json.loads((REPO / "cmake" / "cuda_trains.json").read_text())["trains"]["cu134"]
+
+
+def test_verify_passes_the_cuda_package_and_reads_the_trains_archs():
+    r = _verify(_cuda_package())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = [x for x in json.loads(r.stdout)["results"]
+            if x["check"] == "cuda" and "backend_cuda" in x["binary"]]
+    t = _cu134()
+    assert rows and rows[0]["result"] == "PASS", rows
+    detail = rows[0]["detail"]
+    assert "train cu134" in detail and f"ISA {t['ptx_isa']}" in detail, detail
+    assert all(f"sm_{a}" in detail for a in t["sass"]) and f"compute_{t['ptx']}" in detail, detail
+
+
+@pytest.mark.parametrize("change", ["one_fewer", "one_more"])
+def test_verify_refuses_a_fatbin_with_an_arch_too_few_or_too_many(tmp_path, change):
+    t = _cu134()
+    sass = [str(a) for a in t["sass"]]
+    if change == "one_fewer":
+        gone = sass.pop(len(sass) // 2)
+        want = f"no SASS for sm_{gone} of train cu134's list"
+    else:
+        sass.append("90a")  # an architecture-specific variant the train's list does not have
+        want = "SASS sm_90a beyond train cu134's list"
+    pkg = _package_with_fatbin(tmp_path, _nvcc_fatbin(tmp_path, sass, t["ptx"]))
+    r = _verify(pkg)
+    assert r.returncode == 1, r.stdout[-3000:]
+    failed = [f for f in json.loads(r.stdout)["failed"] if f["check"] == "cuda"]
+    assert failed and want in failed[0]["detail"], failed
+
+
+# ---- Windows: pteron_backend_cuda.dll under Wine ---------------------------------
+
+def _mingw_package() -> Path:
+    p = os.environ.get("PTERON_MINGW_PACKAGE")
+    if not p:
+        pytest.fail("PTERON_MINGW_PACKAGE is not set: run scripts/test.sh (it makes the "
+                    "windows-cu134 package with Conan)", pytrace=False)
+    p = Path(p)
+    if not (p / "bin" / "pteron_backend_cuda.dll").exists():
+        pytest.fail(f"{p} has no pteron_backend_cuda.dll: scripts/test.sh makes the MinGW package "
+                    "with the windows-cu134 profile", pytrace=False)
+    return p
+
+
+@pytest.fixture(scope="module")
+def fake_nvcuda(tmp_path_factory) -> Path:
+    from conftest import MINGW_CXX
+
+    d = tmp_path_factory.mktemp("fake_nvcuda")
+    r = run([MINGW_CXX, "-std=c++17", "-shared", "-O1", "-static", "-o", d / "nvcuda.dll",
+             CUDA / "fake_cuda.cpp"], timeout=300)
+    assert r.returncode == 0, r.stderr
+    return d / "nvcuda.dll"
+
+
+@pytest.fixture
+def system32(wine_env):
+    """The Wine prefix's system folder, where a real driver installs nvcuda.dll; a
+    test that puts a fake there has it removed afterwards."""
+    d = Path(wine_env["WINEPREFIX"]) / "drive_c" / "windows" / "system32"
+    assert d.is_dir(), d
+    yield d
+    (d / "nvcuda.dll").unlink(missing_ok=True)
+
+
+def _wine_program(wine_env, pkg, name, tmp_path, cwd=None, pte=None, **env):
+    from conftest import wine_run, winpath
+
+    e = ENTRIES[name]
+    args = [winpath(pte or CUDA / e["file"]), "--output-dir", winpath(tmp_path)]
+    for i in e["methods"]["forward"]["inputs"]:
+        args += ["--input", winpath(CUDA / i)]
+    extra = {k: str(v) for k, v in env.items()}
+    return wine_run(wine_env, pkg / "bin" / "pteron-run.exe", *args, cwd=cwd or tmp_path,
+                    timeout=180, extra_env=extra)
+
+
+def test_wine_no_driver_is_a_clear_error(wine_env, system32, tmp_path):
+    assert not (system32 / "nvcuda.dll").exists()
+    r = _wine_program(wine_env, _mingw_package(), "mlp_cuda", tmp_path)
+    assert r.returncode != 0, str(r)
+    assert "[missing_delegate]" in r.stderr and "no CUDA driver" in r.stderr, str(r)
+    assert "LoadLibraryExW(nvcuda.dll, LOAD_LIBRARY_SEARCH_SYSTEM32)" in r.stderr, str(r)
+
+
+def test_wine_planted_nvcuda_beside_the_program_model_or_working_folder_is_never_loaded(
+        wine_env, system32, fake_nvcuda, tmp_path):
+    pkg = tmp_path / "pkg"
+    shutil.copytree(_mingw_package(), pkg, symlinks=True)
+    models, work = tmp_path / "models", tmp_path / "work"
+    models.mkdir(), work.mkdir()
+    pte = models / "mlp_cuda.pte"
+    shutil.copy(CUDA / "mlp_cuda.pte", pte)
+    for d in (pkg / "bin", models, work):
+        shutil.copy(fake_nvcuda, d / "nvcuda.dll")
+    r = _wine_program(wine_env, pkg, "mlp_cuda", tmp_path, cwd=work, pte=pte,
+                      PTERON_FAKE_TAG="planted")
+    assert "pteron-fake-cuda loaded" not in r.stderr, str(r)
+    assert r.returncode != 0 and "no CUDA driver" in r.stderr, str(r)
+
+
+@pytest.mark.parametrize("env,phrases", [
+    ({"PTERON_FAKE_CUINIT": 34}, ["stub", "CUDA_ERROR_STUB_LIBRARY, 34"]),
+    ({"CUDA_VISIBLE_DEVICES": "-1"}, ["no CUDA device", 'CUDA_VISIBLE_DEVICES is set to "-1"']),
+    ({"PTERON_FAKE_DRIVER_VERSION": 12080}, ["supports CUDA 12.8", "needs CUDA 13.0 or newer"]),
+], ids=["stub", "no_device", "old_driver"])
+def test_wine_driver_errors_name_the_cause(wine_env, system32, fake_nvcuda, tmp_path, env, phrases):
+    shutil.copy(fake_nvcuda, system32 / "nvcuda.dll")
+    r = _wine_program(wine_env, _mingw_package(), "mlp_cuda", tmp_path, PTERON_FAKE_TAG="system32",
+                      **env)
+    assert "pteron-fake-cuda loaded: system32" in r.stderr, str(r)
+    assert r.returncode != 0 and "[missing_delegate]" in r.stderr, str(r)
+    for p in phrases:
+        assert p in r.stderr, (p, str(r))
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_wine_programs_run_through_the_dll_on_the_fake_device(wine_env, system32, fake_nvcuda,
+                                                             tmp_path, name):
+    """pteron_backend_cuda.dll's whole host path under Wine: the fatbin from its
+    .nv_fatb section, the launches on the fake driver's CPU device; eager's outputs."""
+    shutil.copy(fake_nvcuda, system32 / "nvcuda.dll")
+    r = _wine_program(wine_env, _mingw_package(), name, tmp_path, PTERON_FAKE_LOG=1)
+    assert r.returncode == 0, str(r)
+    assert "pteron-fake-cuda launch pteron_gemm_f32" in r.stderr, str(r)
+    _outputs_match(name, tmp_path)
+
+
+def test_verify_passes_the_windows_cuda_package_reading_its_nv_fatb_section():
+    r = _verify(_mingw_package())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = [x for x in json.loads(r.stdout)["results"]
+            if x["check"] == "cuda" and "pteron_backend_cuda.dll" in x["binary"]]
+    assert rows and rows[0]["result"] == "PASS" and "train cu134" in rows[0]["detail"], rows

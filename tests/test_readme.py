@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, MINGW_CXX, REPO, run
+from conftest import package_profile, FIXTURES, MINGW_CXX, REPO, run
 
 README = REPO / "README.md"
 GUIDES_START = "## Building your own C++ consumer"
@@ -106,6 +106,12 @@ def run_block(name, cwd, timeout=600, **env):
     pipes (a Wine service started on the way would hold a pipe open)."""
     lang, text = marked_blocks()[name]
     assert lang == "sh", name
+    # The package in the Conan cache is the one scripts/test.sh made: in CI that of the
+    # linux-cu134 / windows-cu134 profiles (the release profiles plus backend_cuda), so a
+    # block's host profile is that one.
+    for release, platform in (("linux-release", "linux"), ("windows-mingw-release", "mingw")):
+        text = text.replace(f"-pr:h $PTERON_SRC/profiles/{release}",
+                            f"-pr:h $PTERON_SRC/profiles/{package_profile(platform)}")
     e = {k: v for k, v in os.environ.items()
          if k not in ("LD_LIBRARY_PATH", "WINEPATH", "DISPLAY", "WAYLAND_DISPLAY")}
     e.update(PTERON_SRC=str(REPO), **{k: str(v) for k, v in env.items()})

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FIXTURES, MINGW_CXX, REPO, Ran, manifest, package_components, run,
+from conftest import (package_profile, FIXTURES, MINGW_CXX, REPO, Ran, manifest, package_components, run,
                       wine_run, winpath)
 
 CONSUMER_SRC = REPO / "tests" / "consumer"
 TOOLCHAIN = REPO / "cmake" / "toolchain-mingw-w64.cmake"
 VERSION = (REPO / "VERSION").read_text().strip()
-PROFILES = {"linux": "linux-release", "wine": "windows-mingw-release"}
+PROFILES = {"linux": package_profile("linux"), "wine": package_profile("mingw")}
 
 
 def kernel_lines(stdout):

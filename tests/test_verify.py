@@ -118,7 +118,7 @@ def test_linux_package_passes_every_check(linux_package):
         "pteron-verify fails the Linux package:\n" + r.stderr
     checks = {row["check"] for row in data["results"]}
     assert checks == {"files", "exports", "single-owner", "dependencies", "platform",
-                      "private-helpers", "licenses"}
+                      "private-helpers", "cuda", "licenses"}
     binaries = {row["binary"] for row in data["results"]}
     assert "bin/pteron-run" in binaries
     for name in data["components"]:

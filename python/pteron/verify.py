@@ -38,8 +38,19 @@ The checks (docs/architecture.md, "Windows (PE) and its ELF counterpart"):
                    RUNPATH is $ORIGIN ($ORIGIN/../lib for bin/ programs), no
                    RPATH, no absolute or build-tree path
   platform         ELF e_machine / PE machine matches the arch
-  private-helpers  no DLL imports cpuinfo; only backend_cuda depends on CUDA,
-                   and on the driver only
+  private-helpers  no DLL imports cpuinfo; no binary imports any CUDA library,
+                   the driver included (backend_cuda loads it at run time)
+  cuda             device code: backend_cuda's fatbin section (.nv_fatbin in
+                   ELF, .nv_fatb in PE) carries exactly the SASS architectures
+                   of its train (PTERON_backend_cuda_CUDA_TRAIN, the list in
+                   share/pteron/cuda_trains.json; a missing one and an extra
+                   one both fail) and PTX for the train's newest only, of the
+                   train's PTX ISA; read with pteron's own fatbin parser and,
+                   given --cuobjdump (or PTERON_CUDA_CUOBJDUMP), cross-checked
+                   with cuobjdump (ELF); conaninfo's cuda_train agrees; no
+                   other binary carries device code; the package holds no
+                   libcuda.so* or nvcuda.dll (a driver there would be found
+                   first through RUNPATH $ORIGIN)
   licenses         the package holds pteron's LICENSE and the license text of
                    each library compiled into its binaries (cmake/
                    PteronLicenses.cmake): FlatBuffers; Eigen with pteron_cpu
@@ -60,7 +71,7 @@ import re
 import sys
 
 CHECKS = ("files", "exports", "single-owner", "dependencies", "platform", "private-helpers",
-          "licenses")
+          "cuda", "licenses")
 
 # The runtime's registry: what a kernel, thread pool or delegate library calls
 # to register itself. It must come from the runtime library, never a copy.
@@ -73,9 +84,16 @@ TOOLS = ("pteron-run",)
 # The Python module's extension, at the root of a wheel's pteron/ folder.
 PYTHON_EXTENSION = re.compile(r"^_pteron(\.[\w.-]+)?\.(so|pyd)$")
 
-# The one component allowed to depend on CUDA, and the only CUDA library it may import.
+# The one component with device code. No binary imports a CUDA library, the
+# driver included: backend_cuda loads the driver at run time.
 CUDA_COMPONENT = "backend_cuda"
-CUDA_DRIVER = {"elf": ("libcuda.so.1",), "pe": ("nvcuda.dll",)}
+CUDA_DRIVER_FILES = ("libcuda.so*", "nvcuda.dll")
+# The fatbin container (NVIDIA's, as cuobjdump reads it; ../shared/NOTES.md): a
+# header <IHHQ (magic, version, header size, payload size), then entries <HHIQ
+# (kind 1 PTX / 2 ELF, version, header size, payload size) with, at +24,
+# <HHI (minor, major, arch); for PTX, major.minor is the PTX ISA.
+FATBIN_MAGIC = 0xBA55ED50
+FATBIN_SECTIONS = {"elf": ".nv_fatbin", "pe": ".nv_fatb"}
 CUDA_PATTERNS = {
     "elf": ("libcuda.so*", "libcudart*", "libnvrtc*", "libcublas*", "libcufft*", "libcurand*",
             "libcusparse*", "libcusolver*", "libnvJitLink*", "libnvToolsExt*", "libnvtx*",
@@ -213,6 +231,8 @@ class Package:
         # ("none", or the library's file or target name); None in a package
         # that predates the record.
         self.xnnpack_library = values.get("PTERON_backend_xnnpack_XNNPACK_LIBRARY")
+        # backend_cuda's CUDA train ("" for none; None without the component's record).
+        self.cuda_train = values.get("PTERON_backend_cuda_CUDA_TRAIN")
 
     def requires_closure(self, name):
         seen, todo = set(), [name]
@@ -839,17 +859,184 @@ def check_private_helpers(pkg, binaries, report):
         if cuda and not is_cuda_component:
             problems.append(f"depends on CUDA ({', '.join(cuda)}); only {CUDA_COMPONENT} may")
         elif cuda:
-            not_driver = [d for d in cuda if not _match(d, CUDA_DRIVER[b.fmt], b.fmt)]
-            if not_driver:
-                problems.append(f"imports {', '.join(not_driver)}: {CUDA_COMPONENT} may "
-                                f"import the CUDA driver ({CUDA_DRIVER[b.fmt][0]}) only, "
-                                "never the CUDA runtime or other CUDA libraries")
+            problems.append(f"imports {', '.join(cuda)}: {CUDA_COMPONENT} imports nothing from "
+                            "CUDA (it loads the driver at run time, so it loads on any machine)")
         if problems:
             report.add("private-helpers", b.rel, False, "; ".join(problems))
         else:
             report.add("private-helpers", b.rel, True,
-                       ("CUDA driver only" if cuda else "no CUDA")
-                       + ("" if b.fmt == "elf" else ", no imported cpuinfo"))
+                       "no CUDA" + ("" if b.fmt == "elf" else ", no imported cpuinfo"))
+
+
+# ---- device code --------------------------------------------------------------
+
+# Entry flags of an architecture-specific (sm_90a) or family (sm_100f) variant.
+FATBIN_VARIANTS = ((0x100000, "a"), (0x200000, "f"))
+
+
+def read_fatbin(data):
+    """The architectures in fatbin container(s) `data`, as labels ("75", "90a",
+    "100f"): {"sass": {...}, "ptx": {...}, "ptx_isa": {"9.4", ...}}. Containers
+    may follow one another (zero padding between them is skipped). ValueError
+    when malformed."""
+    import struct
+
+    out = {"sass": set(), "ptx": set(), "ptx_isa": set()}
+    off, n, containers = 0, len(data), 0
+    while off + 16 <= n:
+        magic, _version, hsize, psize = struct.unpack_from("<IHHQ", data, off)
+        if magic != FATBIN_MAGIC:
+            if not any(data[off:off + 16]):
+                off += 16  # alignment padding
+                continue
+            raise ValueError(f"no fatbin magic at offset {off}")
+        if hsize < 16 or off + hsize + psize > n:
+            raise ValueError(f"fatbin container at {off} runs past the section")
+        p, end = off + hsize, off + hsize + psize
+        while p + 32 <= end:
+            kind, _ev, ehs, eps = struct.unpack_from("<HHIQ", data, p)
+            minor, major, arch = struct.unpack_from("<HHI", data, p + 24)
+            if ehs < 48 or p + ehs + eps > end:
+                raise ValueError(f"fatbin entry at {p} runs past its container")
+            (flags,) = struct.unpack_from("<Q", data, p + 40)
+            label = str(arch) + "".join(v for bit, v in FATBIN_VARIANTS if flags & bit)
+            if kind == 2:
+                out["sass"].add(label)
+            elif kind == 1:
+                out["ptx"].add(label)
+                out["ptx_isa"].add(f"{major}.{minor}")
+            else:
+                raise ValueError(f"fatbin entry at {p} has kind {kind} (1 PTX, 2 ELF)")
+            p += ehs + eps
+        off = end
+        containers += 1
+    if not containers:
+        raise ValueError("no fatbin container")
+    return out
+
+
+def fatbin_section(b):
+    """The bytes of b's fatbin section, or None when it has none."""
+    name = FATBIN_SECTIONS[b.fmt]
+    if b.fmt == "elf":
+        from elftools.elf.elffile import ELFFile
+
+        with open(b.path, "rb") as f:
+            sec = ELFFile(f).get_section_by_name(name)
+            return None if sec is None else sec.data()
+    import pefile
+
+    pe = pefile.PE(b.path, fast_load=True)
+    try:
+        for sec in pe.sections:
+            if sec.Name.rstrip(b"\0").decode("ascii", "replace") == name:
+                return sec.get_data()[:sec.Misc_VirtualSize or sec.SizeOfRawData]
+        return None
+    finally:
+        pe.close()
+
+
+def _cuobjdump_archs(cuobjdump, path):
+    """(sass, ptx) as cuobjdump lists them for an ELF file."""
+    import subprocess
+
+    r = subprocess.run([cuobjdump, "--list-elf", "--list-ptx", path], capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0:
+        raise ValueError(f"cuobjdump failed: {r.stderr.strip()[:200]}")
+    sass = set(re.findall(r"^ELF file\s+\d+:.*\.sm_(\d+[af]?)\.cubin$", r.stdout, re.M))
+    ptx = set(re.findall(r"^PTX file\s+\d+:.*\.sm_(\d+[af]?)\.ptx$", r.stdout, re.M))
+    return sass, ptx
+
+
+def _archs(xs, prefix):
+    def key(a):
+        return (int(re.match(r"\d+", a).group()), a)
+    return " ".join(f"{prefix}{a}" for a in sorted(xs, key=key)) or "none"
+
+
+def check_cuda(pkg, binaries, report, cuobjdump=None):
+    drivers = []
+    for dirpath, _dirs, files in os.walk(pkg.root):
+        drivers += [os.path.relpath(os.path.join(dirpath, f), pkg.root) for f in files
+                    if any(fnmatch.fnmatch(f.lower(), p) for p in CUDA_DRIVER_FILES)]
+    report.add("cuda", "package", not drivers,
+               f"holds {', '.join(sorted(drivers))}: a driver in the package would be loaded "
+               "instead of the system's (RUNPATH $ORIGIN)" if drivers else
+               "no libcuda.so* or nvcuda.dll in the package")
+    trains = None
+    listing = os.path.join(pkg.root, "share", "pteron", "cuda_trains.json")
+    if os.path.isfile(listing):
+        with open(listing, encoding="utf-8") as f:
+            trains = json.load(f)["trains"]
+    for b in binaries:
+        if b.error:
+            continue
+        try:
+            data = fatbin_section(b)
+        except Exception as e:  # a malformed file is a finding, not a crash
+            report.add("cuda", b.rel, False, f"cannot read its sections: {type(e).__name__}: {e}")
+            continue
+        section = FATBIN_SECTIONS[b.fmt]
+        if b.component is None or b.component.name != CUDA_COMPONENT:
+            report.add("cuda", b.rel, data is None,
+                       f"carries device code (section {section}); only {CUDA_COMPONENT} may"
+                       if data is not None else "no device code")
+            continue
+        train = pkg.cuda_train or ""
+        conan_train = pkg.conaninfo.get("options", {}).get("cuda_train")
+        problems = []
+        if conan_train is not None and conan_train != (train or "None"):
+            problems.append(f"conaninfo.txt says cuda_train={conan_train}, the build recorded "
+                            f"train '{train}'")
+        if not train:
+            if data is not None:
+                problems.append(f"has a {section} section but records no CUDA train")
+            report.add("cuda", b.rel, not problems,
+                       "; ".join(problems) or "no CUDA train: no device code (method load says so)")
+            continue
+        if trains is None or train not in trains:
+            problems.append(f"train '{train}' is not in share/pteron/cuda_trains.json")
+            report.add("cuda", b.rel, False, "; ".join(problems))
+            continue
+        if data is None:
+            report.add("cuda", b.rel, False, f"train {train} but no {section} section")
+            continue
+        try:
+            found = read_fatbin(data)
+        except ValueError as e:
+            report.add("cuda", b.rel, False, f"malformed fatbin in {section}: {e}")
+            continue
+        t = trains[train]
+        want_sass, want_ptx = {str(a) for a in t["sass"]}, {str(t["ptx"])}
+        if found["sass"] - want_sass:
+            problems.append(f"SASS {_archs(found['sass'] - want_sass, 'sm_')} beyond train "
+                            f"{train}'s list")
+        if want_sass - found["sass"]:
+            problems.append(f"no SASS for {_archs(want_sass - found['sass'], 'sm_')} of train "
+                            f"{train}'s list")
+        if found["ptx"] != want_ptx:
+            problems.append(f"PTX for {_archs(found['ptx'], 'compute_')}, train {train} wants "
+                            f"{_archs(want_ptx, 'compute_')} only")
+        if found["ptx_isa"] and found["ptx_isa"] != {t["ptx_isa"]}:
+            problems.append(f"PTX ISA {', '.join(sorted(found['ptx_isa']))}, train {train} "
+                            f"writes {t['ptx_isa']}")
+        cross = ""
+        if cuobjdump and b.fmt == "elf":
+            try:
+                sass, ptx = _cuobjdump_archs(cuobjdump, b.path)
+                if (sass, ptx) != (found["sass"], found["ptx"]):
+                    problems.append(f"cuobjdump lists SASS {_archs(sass, 'sm_')} and PTX "
+                                    f"{_archs(ptx, 'compute_')}, the parser read otherwise")
+                cross = "; cuobjdump agrees"
+            except (OSError, ValueError) as e:
+                problems.append(f"cuobjdump cross-check failed: {e}")
+        elif b.fmt == "elf":
+            cross = "; no cuobjdump given, not cross-checked"
+        report.add("cuda", b.rel, not problems, "; ".join(problems) or
+                   f"train {train}: SASS {_archs(found['sass'], 'sm_')}, PTX "
+                   f"{_archs(found['ptx'], 'compute_')} (ISA {', '.join(sorted(found['ptx_isa']))})"
+                   + cross)
 
 
 def package_root(path, tmp):
@@ -869,7 +1056,7 @@ def package_root(path, tmp):
     return path
 
 
-def verify(root, arch=None):
+def verify(root, arch=None, cuobjdump=None):
     """Runs every check on the package at root (a package folder, a wheel or an unpacked
     wheel); returns (Report, facts)."""
     import tempfile
@@ -880,12 +1067,12 @@ def verify(root, arch=None):
             report = Report()
             report.add("files", "package", False, f"cannot unpack {root}: {e}")
             return report, {"package": os.path.abspath(root)}
-        report, facts = _verify(inner, arch)
+        report, facts = _verify(inner, arch, cuobjdump)
         facts["package"] = os.path.abspath(root)
         return report, facts
 
 
-def _verify(root, arch=None):
+def _verify(root, arch=None, cuobjdump=None):
     report = Report()
     facts = {"package": os.path.abspath(root)}
     try:
@@ -908,6 +1095,7 @@ def _verify(root, arch=None):
     if arch in ARCHES:
         check_platform(pkg, arch, binaries, report)
     check_private_helpers(pkg, binaries, report)
+    check_cuda(pkg, binaries, report, cuobjdump)
     check_licenses(pkg, report)
     order = {c: i for i, c in enumerate(CHECKS)}
     report.rows.sort(key=lambda r: order[r["check"]])  # stable: binaries keep their order
@@ -963,6 +1151,9 @@ def main(argv=None):
                     help="the package's arch (x86_64, x86, armv8/aarch64, armv7); default: "
                          "conaninfo.txt's arch, else x86_64")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--cuobjdump", default=os.environ.get("PTERON_CUDA_CUOBJDUMP") or None,
+                    help="cuobjdump (of the package's CUDA train) to cross-check backend_cuda's "
+                         "fatbin with (ELF); default: $PTERON_CUDA_CUOBJDUMP")
     args = ap.parse_args(argv)
     if not os.path.exists(args.package):
         ap.error(f"{args.package}: no such directory")
@@ -980,7 +1171,7 @@ def main(argv=None):
               f"pip install {dists} (or pip install ./python from the repository)", file=sys.stderr)
         return 2
 
-    report, facts = verify(args.package, args.arch)
+    report, facts = verify(args.package, args.arch, args.cuobjdump)
     failures = report.failures
     if args.json:
         out = dict(facts)

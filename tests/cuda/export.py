@@ -22,6 +22,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -58,16 +59,16 @@ class Mlp(nn.Module):
 
 class Block(nn.Module):
     """Two partitions around an operator the partitioner leaves on the CPU
-    (layer norm): a projection with GELU, then a residual add, a batched
-    matmul with a permute and a SiLU after it."""
+    (cumsum): a projection with GELU, then a residual add, a batched matmul
+    with a permute and a SiLU after it."""
 
     def __init__(self):
         super().__init__()
-        self.proj, self.norm = nn.Linear(24, 24), nn.LayerNorm(24)
+        self.proj = nn.Linear(24, 24)
 
     def forward(self, x):                        # x: [2, 6, 24]
         h = nn.functional.gelu(self.proj(x))
-        n = self.norm(h)
+        n = torch.cumsum(h, dim=-1) * 0.1
         r = n + x
         s = torch.bmm(r, r.permute(0, 2, 1))     # [2, 6, 6]
         return nn.functional.silu(s) * 0.5
@@ -85,6 +86,63 @@ class Tiles(nn.Module):
     def forward(self, x, p, q):                  # x: [100, 70], p: [3, 67, 33], q: [3, 33, 70]
         h = self.b(torch.tanh(self.a(x))) + x[:, :65].sum(dim=0)
         return h, torch.sigmoid(torch.bmm(p, q))
+
+
+class Cnn(nn.Module):
+    """Convolutions with batch norm folded (eval), grouped and strided ones,
+    ReLU6 (hardtanh), max and average pooling, a channel concatenation, global
+    average pooling and a classifier: the CNN operators on the delegate."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False),
+                                  nn.BatchNorm2d(8), nn.ReLU6())
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pw = nn.Sequential(nn.Conv2d(8, 12, 1), nn.BatchNorm2d(12), nn.ReLU())
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.avg = nn.AvgPool2d(2, stride=2, count_include_pad=False)
+        self.branch = nn.Conv2d(8, 4, 1, dilation=1)
+        self.head = nn.Linear(16, 10)
+        for bn in (self.stem[1], self.pw[1]):  # statistics other than the identity
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.data.uniform_(0.5, 1.5)
+            bn.bias.data.uniform_(-0.2, 0.2)
+
+    def forward(self, x):                        # x: [2, 3, 20, 20]
+        s = self.stem(x)                         # [2, 8, 10, 10]
+        a = self.pw(self.dw(s))                  # [2, 12, 10, 10]
+        b = self.branch(s)                       # [2, 4, 10, 10]
+        c = torch.cat([a, b], dim=1)             # [2, 16, 10, 10]
+        d = self.avg(self.pool(c))               # [2, 16, 2, 2]
+        g = nn.functional.adaptive_avg_pool2d(d, 1).flatten(1)
+        return self.head(g)
+
+
+class Attention(nn.Module):
+    """A pre-norm attention block: layer norm, a QKV projection split by
+    slices, heads through view and permute, scaled dot-product attention
+    decomposed (bmm, mul, softmax), an RMS norm (mean, rsqrt), log softmax,
+    select, expand and clamp: the transformer operators on the delegate."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(32)
+        self.qkv = nn.Linear(32, 96)
+        self.proj = nn.Linear(32, 32)
+        self.scale = nn.Parameter(torch.rand(32) + 0.5)
+
+    def forward(self, x):                        # x: [2, 5, 32]
+        h = self.norm(x)
+        q, k, v = self.qkv(h)[..., :32], self.qkv(h)[..., 32:64], self.qkv(h)[..., 64:]
+        def heads(t):
+            return t.reshape(2, 5, 4, 8).permute(0, 2, 1, 3).reshape(8, 5, 8)
+        att = torch.softmax(torch.bmm(heads(q), heads(k).transpose(1, 2)) * (8 ** -0.5), dim=-1)
+        o = torch.bmm(att, heads(v)).reshape(2, 4, 5, 8).permute(0, 2, 1, 3).reshape(2, 5, 32)
+        r = x + self.proj(o)
+        rms = r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + 1e-6) * self.scale
+        first = rms.select(1, 0).unsqueeze(1).expand(2, 5, 32)
+        return torch.log_softmax(rms + first, dim=-1), torch.clamp(rms, -0.5, 0.75).sum(dim=(1,))
 
 
 class Relu(nn.Module):
@@ -117,9 +175,13 @@ PROGRAMS = {
     "mlp_cuda": (Mlp(), (torch.randn(4, 16),), [CudaPartitioner()],
                  "linear/relu/linear on PteronCudaBackend, softmax on the CPU"),
     "block_cuda": (Block(), (torch.randn(2, 6, 24),), [CudaPartitioner()],
-                   "two PteronCudaBackend partitions around a CPU layer norm"),
+                   "two PteronCudaBackend partitions around a CPU cumsum"),
     "tiles_cuda": (Tiles(), (torch.randn(100, 70), torch.randn(3, 67, 33), torch.randn(3, 33, 70)),
                    [CudaPartitioner()], "tiled GEMMs across tiles, K slices and edges"),
+    "cnn_cuda": (Cnn(), (torch.randn(2, 3, 20, 20),), [CudaPartitioner()],
+                 "convolution (batch norm folded), pooling, cat and the classifier on the delegate"),
+    "attention_cuda": (Attention(), (torch.randn(2, 5, 32),), [CudaPartitioner()],
+                       "layer norm, attention, RMS norm, slices, softmax on the delegate"),
     "upstream_cuda_backend": (Relu(), (torch.randn(3, 5),), [_TagRelu()],
                               "a delegate id of upstream's CudaBackend: refused at load"),
 }
@@ -141,6 +203,8 @@ def main(argv=None) -> int:
         entries.append(entry)
         print(f"{name}: {len(pte)} bytes, {entry['operators']}, {entry['delegates']}")
     fw.write_manifest(args.out, "tests/cuda/export.py", entries)
+    if args.out == HERE:  # test_package runs the CUDA MLP too (test_package/test_package.cpp)
+        shutil.copy(HERE / "mlp_cuda.pte", HERE.parent.parent / "test_package" / "mlp_cuda.pte")
     return 0
 
 

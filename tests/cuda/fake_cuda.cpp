@@ -5,7 +5,7 @@
 // Its "device" is the CPU: memory is host memory, and cuLaunchKernel runs the
 // launched kernel's body from backends/cuda/src/kernels.h over the launch's
 // grid (backends/cuda/test/cpu_grid.h), reading the arguments from the
-// kernelParams array exactly as the driver would. So the delegate's whole
+// kernelParams array as the driver would (backends/cuda/src/launch_abi.h). So the delegate's whole
 // host path (module, memory, copies, launches, parameters) runs end to end
 // on a machine without a GPU. Behaviour, from the environment:
 //   PTERON_FAKE_CUINIT           cuInit's result (default 0; 34 stub, 100 no device);
@@ -16,7 +16,7 @@
 //   PTERON_FAKE_SM               the device's compute capability, e.g. 89 (default)
 //   PTERON_FAKE_MODULE_RESULT    cuModuleLoadData's result (default 0; 209 no binary for
 //                                the GPU, 222 PTX too new for the driver)
-//   PTERON_FAKE_LOG              1: one line per launch on stderr
+//   PTERON_FAKE_LOG              1: one line per launch (and per context retained) on stderr
 // On load it writes "pteron-fake-cuda loaded: <PTERON_FAKE_TAG>" to stderr, so
 // a test sees which copy, if any, was loaded. Plain C types at the boundary:
 // CUDA handles are pointers, CUdeviceptr is a 64-bit integer, CUresult an int.
@@ -58,15 +58,11 @@ namespace {
 __attribute__((constructor)) void on_load() { announce(); }
 #endif
 
-using pteron::cuda::k::BinaryParams;
-using pteron::cuda::k::CopyParams;
-using pteron::cuda::k::GemmParams;
-using pteron::cuda::k::PermuteParams;
-using pteron::cuda::k::UnaryParams;
 namespace grid = pteron::cuda::cpu_grid;
+using pteron::cuda::KernelId;
 
-const char* const kFunctions[] = {"pteron_gemm_f32", "pteron_binary_f32", "pteron_unary_f32",
-                                  "pteron_permute_f32", "pteron_copy_f32"};
+// A function handle is a pointer to one of these (its kernel).
+KernelId g_functions[pteron::cuda::kKernelCount];
 int g_module;  // the one module's handle is its address
 int g_context;
 
@@ -97,7 +93,11 @@ int get_error_name(int r, const char** s) {
     default: *s = nullptr; return 1;
   }
 }
-int primary_ctx_retain(void** ctx, int) { *ctx = &g_context; return 0; }
+int primary_ctx_retain(void** ctx, int dev) {
+  if (env_int("PTERON_FAKE_LOG", 0)) std::fprintf(stderr, "pteron-fake-cuda retain device %d\n", dev);
+  *ctx = &g_context;
+  return 0;
+}
 int primary_ctx_release(int) { return 0; }
 int ctx_push(void* ctx) { return ctx == &g_context ? 0 : 201; }
 int ctx_pop(void** ctx) { *ctx = &g_context; return 0; }
@@ -112,12 +112,11 @@ int module_load_data(void** mod, const void* image) {
 int module_unload(void* mod) { return mod == &g_module ? 0 : 400; }
 int module_get_function(void** fn, void* mod, const char* name) {
   if (mod != &g_module) return 400;
-  for (const char* f : kFunctions)
-    if (std::strcmp(f, name) == 0) {
-      *fn = const_cast<char*>(f);
-      return 0;
-    }
-  return 500;
+  KernelId k;
+  if (!pteron::cuda::kernel_from_function(name, &k)) return 500;  // CUDA_ERROR_NOT_FOUND
+  g_functions[int(k)] = k;
+  *fn = &g_functions[int(k)];
+  return 0;
 }
 int mem_alloc(uint64_t* p, size_t bytes) {
   void* m = std::calloc(1, bytes);
@@ -138,36 +137,16 @@ int stream_create(void** s, unsigned) { static int stream; *s = &stream; return 
 int stream_destroy(void*) { return 0; }
 int stream_synchronize(void*) { return 0; }
 
-template <typename T>
-const T& param(void** params, int i) { return *static_cast<const T*>(params[i]); }
-float* ptr(void** params, int i) { return reinterpret_cast<float*>(uintptr_t(param<uint64_t>(params, i))); }
-
 int launch_kernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                   unsigned bz, unsigned shmem, void* stream, void** params, void** extra) {
-  (void)shmem, (void)stream;
-  if (!params || extra) return 1;
-  const std::string name = static_cast<const char*>(fn);
+  (void)shmem;
+  if (!params || extra || !fn) return 1;  // CUDA_ERROR_INVALID_VALUE
+  const KernelId k = *static_cast<const KernelId*>(fn);
   if (env_int("PTERON_FAKE_LOG", 0))
-    std::fprintf(stderr, "pteron-fake-cuda launch %s grid=(%u,%u,%u) block=(%u,%u,%u)\n",
-                 name.c_str(), gx, gy, gz, bx, by, bz);
-  const uint32_t g[3] = {gx, gy, gz};
-  if (name == "pteron_gemm_f32") {
-    if (bx != uint32_t(pteron::cuda::k::kGemmThreadsX) || by != uint32_t(pteron::cuda::k::kGemmThreadsY))
-      return 1;  // CUDA_ERROR_INVALID_VALUE: the kernel's fixed block shape
-    grid::gemm(param<GemmParams>(params, 0), g, ptr(params, 1), ptr(params, 2), ptr(params, 3),
-               ptr(params, 4));
-  } else if (name == "pteron_binary_f32") {
-    grid::binary(param<BinaryParams>(params, 0), ptr(params, 1), ptr(params, 2), ptr(params, 3));
-  } else if (name == "pteron_unary_f32") {
-    grid::unary(param<UnaryParams>(params, 0), ptr(params, 1), ptr(params, 2));
-  } else if (name == "pteron_permute_f32") {
-    grid::permute(param<PermuteParams>(params, 0), ptr(params, 1), ptr(params, 2));
-  } else if (name == "pteron_copy_f32") {
-    grid::copy(param<CopyParams>(params, 0), ptr(params, 1), ptr(params, 2));
-  } else {
-    return 400;
-  }
-  return 0;
+    std::fprintf(stderr, "pteron-fake-cuda launch %s grid=(%u,%u,%u) block=(%u,%u,%u) stream=%p\n",
+                 pteron::cuda::kernel_function(k), gx, gy, gz, bx, by, bz, stream);
+  const uint32_t g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+  return grid::launch(k, g, b, params) ? 0 : 1;
 }
 
 struct Entry {

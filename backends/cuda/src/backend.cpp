@@ -25,6 +25,7 @@
 #include "graph.h"
 #include "plan.h"
 #include "pteron/kernel.h"
+#include "settings.h"
 
 namespace pteron {
 namespace cuda {
@@ -70,7 +71,8 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
                        std::to_string(bytes) + " bytes, its shape needs " +
                        std::to_string(v.numel * 4));
   }
-  code = device_prepare(d->g, launches, constants, 0, &d->dev, &err);
+  code = device_prepare(d->g, launches, constants, configured_device(), configured_stream(),
+                        &d->dev, &err);
   if (code != PTERON_OK) return failf(ctx, code, err);
   *handle = d.release();
   return PTERON_OK;

@@ -22,6 +22,7 @@ struct DeviceGraph {
   bool ctx_retained = false;
   CUmodule module = nullptr;
   CUstream stream = nullptr;
+  bool own_stream = false;  // made here (else the application's, extension_cuda)
   const Graph* g = nullptr;
   std::vector<Launch> launches;
   std::vector<CUfunction> fns;        // per launch
@@ -56,16 +57,6 @@ int32_t failed(std::string* err, const char* call, CUresult r) {
 
 #if PTERON_CUDA_HAVE_FATBIN
 std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-
-const char* function_name(KernelId k) {
-  switch (k) {
-    case KernelId::Gemm: return "pteron_gemm_f32";
-    case KernelId::Binary: return "pteron_binary_f32";
-    case KernelId::Unary: return "pteron_unary_f32";
-    case KernelId::Permute: return "pteron_permute_f32";
-    default: return "pteron_copy_f32";
-  }
-}
 #endif
 
 }  // namespace
@@ -76,7 +67,7 @@ void device_release(DeviceGraph* d) {
     Current cur(*d->api, d->ctx);
     for (CUdeviceptr p : d->mem)
       if (p) d->api->MemFree(p);
-    if (d->stream) d->api->StreamDestroy(d->stream);
+    if (d->stream && d->own_stream) d->api->StreamDestroy(d->stream);
     if (d->module) d->api->ModuleUnload(d->module);
   }
   if (d->ctx_retained) d->api->DevicePrimaryCtxRelease(d->dev);
@@ -84,7 +75,7 @@ void device_release(DeviceGraph* d) {
 }
 
 int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
-                       const std::vector<const void*>& constant_data, int ordinal,
+                       const std::vector<const void*>& constant_data, int ordinal, void* stream,
                        DeviceGraph** out, std::string* err) {
   *out = nullptr;
   const DriverState& ds = driver();
@@ -93,7 +84,7 @@ int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
     return ds.code;
   }
 #if !PTERON_CUDA_HAVE_FATBIN
-  (void)g, (void)launches, (void)constant_data, (void)ordinal;
+  (void)g, (void)launches, (void)constant_data, (void)ordinal, (void)stream;
   std::string names;
   for (const Launch& l : launches)
     if (names.find(l.name) == std::string::npos) names += (names.empty() ? "" : ", ") + std::string(l.name);
@@ -105,7 +96,7 @@ int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
   const DriverApi& a = ds.api;
   if (ordinal < 0 || ordinal >= ds.devices) {
     *err = "PteronCudaBackend: no CUDA device " + std::to_string(ordinal) + " (this machine has " +
-           std::to_string(ds.devices) + ")";
+           std::to_string(ds.devices) + "; pteron_cuda_set_device chooses one by index)";
     return PTERON_ERROR_INVALID_ARGUMENT;
   }
   std::unique_ptr<DeviceGraph, void (*)(DeviceGraph*)> d(new (std::nothrow) DeviceGraph, device_release);
@@ -141,11 +132,16 @@ int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
   if (r != CUDA_SUCCESS) return failed(err, "cuModuleLoadData", r);
   d->fns.resize(launches.size());
   for (size_t i = 0; i < launches.size(); ++i) {
-    r = a.ModuleGetFunction(&d->fns[i], d->module, function_name(launches[i].kernel));
-    if (r != CUDA_SUCCESS) return failed(err, function_name(launches[i].kernel), r);
+    const char* fn = kernel_function(launches[i].kernel);
+    r = a.ModuleGetFunction(&d->fns[i], d->module, fn);
+    if (r != CUDA_SUCCESS) return failed(err, fn, r);
   }
-  r = a.StreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
-  if (r != CUDA_SUCCESS) return failed(err, "cuStreamCreate", r);
+  d->stream = static_cast<CUstream>(stream);
+  if (!d->stream) {
+    r = a.StreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) return failed(err, "cuStreamCreate", r);
+    d->own_stream = true;
+  }
   d->mem.assign(g.values.size(), 0);
   for (size_t i = 0; i < g.values.size(); ++i) {
     const size_t bytes = size_t(g.values[i].numel) * sizeof(float);
@@ -196,20 +192,14 @@ int32_t device_execute(DeviceGraph* d, pteron_value* const* args, size_t num_arg
     }
   for (size_t li = 0; li < d->launches.size(); ++li) {
     Launch& l = d->launches[li];
-    CUdeviceptr ptr[4] = {0, 0, 0, 0};  // the kernel's pointer arguments, in order
-    size_t np = 0;
-    if (l.kernel == KernelId::Gemm) {
-      const bool addmm = l.p.gemm.mode == 1;
-      ptr[np++] = d->mem[l.inputs[addmm ? 1 : 0]];
-      ptr[np++] = d->mem[l.inputs[addmm ? 2 : 1]];
-      ptr[np++] = addmm ? d->mem[l.inputs[0]] : 0;
-    } else {
-      for (uint32_t v : l.inputs) ptr[np++] = d->mem[v];
-    }
-    ptr[np++] = d->mem[l.output];
-    void* params[5] = {&l.p, &ptr[0], &ptr[1], &ptr[2], &ptr[3]};
+    uint64_t inputs[k::kMaxCatInputs];
+    for (size_t j = 0; j < l.inputs.size() && j < size_t(k::kMaxCatInputs); ++j)
+      inputs[j] = d->mem[l.inputs[j]];
+    const int32_t mode = l.kernel == KernelId::Gemm ? l.p.gemm.mode : 0;
+    LaunchArgs args(l.kernel, &l.p, inputs, l.inputs.size(), mode, d->mem[l.output]);
+    if (l.threads == 0) continue;  // an empty output: nothing to launch
     r = a.LaunchKernel(d->fns[li], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                       l.block[2], 0, d->stream, params, nullptr);
+                       l.block[2], 0, d->stream, args.params, nullptr);
     if (r != CUDA_SUCCESS) return failed(err, l.name, r);
   }
   for (size_t i = 0; i < g.values.size(); ++i)

@@ -24,6 +24,8 @@ const char* embedded_train();
 
 // Loads the module and copies the constants (constant_data[i]: the host
 // bytes of value i, nullptr unless it is a constant) to device `ordinal`.
+// `stream`: a CUstream of that device's primary context to run on (the
+// application's, through extension_cuda), or nullptr for one of its own.
 // Needs a usable driver (driver()). Errors (*err says what and what to do):
 //  - PTERON_ERROR_NOT_SUPPORTED: no embedded device code; no SASS for this
 //    GPU's architecture and PTX the driver cannot JIT (names the GPU, its
@@ -32,7 +34,7 @@ const char* embedded_train();
 //  - PTERON_ERROR_OUT_OF_MEMORY: device memory;
 //  - PTERON_ERROR_DELEGATE_FAILED: any other driver failure (call and CUresult).
 int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
-                       const std::vector<const void*>& constant_data, int ordinal,
+                       const std::vector<const void*>& constant_data, int ordinal, void* stream,
                        DeviceGraph** out, std::string* err);
 
 // Copies the input externals to the device, runs the launches, copies the

@@ -6,7 +6,7 @@
 // backends/cuda/CMakeLists.txt embeds into the library's .nv_fatbin (ELF) or
 // .nv_fatb (PE) section. Names are extern "C", so the host looks them up
 // unmangled (cuModuleGetFunction). Arguments: the parameter struct by value,
-// then device pointers (64-bit on every target).
+// then device pointers (64-bit on every target), in launch_abi.h's order.
 #include "kernels.h"
 
 using namespace pteron::cuda::k;
@@ -41,10 +41,36 @@ extern "C" __global__ void pteron_unary_f32(UnaryParams p, const float* x, float
   PTERON_GRID_STRIDE(i, p.numel) unary_element(p, x, out, i);
 }
 
-extern "C" __global__ void pteron_permute_f32(PermuteParams p, const float* x, float* out) {
-  PTERON_GRID_STRIDE(i, p.numel) permute_element(p, x, out, i);
+extern "C" __global__ void pteron_strided_f32(StridedParams p, const float* x, float* out) {
+  PTERON_GRID_STRIDE(i, p.numel) strided_element(p, x, out, i);
 }
 
 extern "C" __global__ void pteron_copy_f32(CopyParams p, const float* x, float* out) {
   PTERON_GRID_STRIDE(i, p.numel) copy_element(p, x, out, i);
+}
+
+extern "C" __global__ void pteron_softmax_f32(SoftmaxParams p, const float* x, float* out) {
+  PTERON_GRID_STRIDE(r, p.outer * p.inner) softmax_row(p, x, out, r);
+}
+
+extern "C" __global__ void pteron_layer_norm_f32(LayerNormParams p, const float* x, const float* w,
+                                                 const float* b, float* out) {
+  PTERON_GRID_STRIDE(r, p.rows) layer_norm_row(p, x, w, b, out, r);
+}
+
+extern "C" __global__ void pteron_reduce_f32(ReduceParams p, const float* x, float* out) {
+  PTERON_GRID_STRIDE(i, p.numel) reduce_element(p, x, out, i);
+}
+
+extern "C" __global__ void pteron_conv2d_f32(ConvParams p, const float* x, const float* w,
+                                             const float* b, float* out) {
+  PTERON_GRID_STRIDE(i, p.n * p.oc * p.oh * p.ow) conv2d_element(p, x, w, b, out, i);
+}
+
+extern "C" __global__ void pteron_pool2d_f32(PoolParams p, const float* x, float* out) {
+  PTERON_GRID_STRIDE(i, p.n * p.c * p.oh * p.ow) pool2d_element(p, x, out, i);
+}
+
+extern "C" __global__ void pteron_cat_f32(CatParams p, CatInputs in, float* out) {
+  PTERON_GRID_STRIDE(i, p.numel) cat_element(p, in, out, i);
 }

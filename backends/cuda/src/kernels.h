@@ -15,7 +15,7 @@
 // pointers inside. Tensors are float32, row-major and contiguous; shapes have
 // at most kMaxRank dimensions. Indices are int64.
 //
-// The blob names a kernel by string (Node.kernel), with Node.ints:
+// The blob names a kernel by string (Node.kernel), with Node.ints / floats:
 //   gemm_f32     ints {mode}: 0 mm      out[M,N]    = A[M,K] @ B[K,N]            inputs A, B
 //                            1 addmm   out[M,N]    = bias + A[M,K] @ B[K,N]     inputs bias, A, B
 //                                      (bias broadcast to [M,N]: [N], [1,N], [M,1], [M,N] or a scalar)
@@ -23,17 +23,33 @@
 //   binary_f32   ints {op}: 0 add, 1 sub, 2 mul, 3 div; out = a op b with
 //                PyTorch broadcasting (shapes aligned at the last dimension)
 //   unary_f32    ints {op, gelu_tanh}: 0 relu, 1 sigmoid, 2 tanh, 3 gelu (erf, or the
-//                tanh approximation when gelu_tanh is 1), 4 silu, 5 hardswish
-//   permute_f32  ints {perm...}: out dim d is input dim perm[d]
+//                tanh approximation when gelu_tanh is 1), 4 silu, 5 hardswish, 6 exp,
+//                7 rsqrt, 8 neg, 9 sqrt, 10 abs, 11 clamp (floats {lo, hi}: hardtanh, clamp),
+//                12 pow (floats {exponent}: pow.Tensor_Scalar)
+//   strided_f32  ints {offset, stride per output dim...}: out[i0..] = x[offset + sum i_d stride_d]
+//                (permute, transpose, slice, select, expand: element strides >= 0, every
+//                index inside x)
 //   copy_f32     a reshape (view_copy): out = the input's elements in order
+//   softmax_f32  ints {dim, log}: softmax (log_softmax when log is 1) along dim
+//   layer_norm_f32  inputs x[, weight][, bias]; ints {dims, has_weight, has_bias}, floats {eps}:
+//                normalised over the last `dims` dimensions (biased variance)
+//   reduce_f32   ints {op, dims...}: op 0 sum, 1 mean over the listed dims (output keeps the
+//                others, in order; keepdim only changes the shape)
+//   conv2d_f32   inputs x[N,C,H,W], w[OC,C/groups,KH,KW][, b[OC]]; ints {stride_h, stride_w,
+//                pad_h, pad_w, dilation_h, dilation_w, groups, has_bias}
+//   pool2d_f32   ints {op, kh, kw, sh, sw, ph, pw, dh, dw, count_include_pad, divisor}: op 0 max
+//                (padding never wins), 1 avg (divisor 0: the window's size, with or without
+//                the padding per count_include_pad)
+//   cat_f32      inputs 1..8 tensors; ints {dim}: concatenated along dim
 #pragma once
 
 #include <stdint.h>
 
+#include <math.h>  // expf, INFINITY ...: nvcc maps them to the device's functions
+
 #if defined(__CUDACC__)
 #define PTERON_HD __host__ __device__ __forceinline__
 #else
-#include <math.h>
 #define PTERON_HD inline
 #endif
 
@@ -153,10 +169,13 @@ PTERON_HD void binary_element(const BinaryParams& p, const float* a, const float
 
 struct UnaryParams {
   int64_t numel;
-  int32_t op, gelu_tanh;  // op: 0 relu, 1 sigmoid, 2 tanh, 3 gelu, 4 silu, 5 hardswish
+  int32_t op, gelu_tanh;  // op: 0 relu, 1 sigmoid, 2 tanh, 3 gelu, 4 silu, 5 hardswish, 6 exp,
+                          // 7 rsqrt, 8 neg, 9 sqrt, 10 abs, 11 clamp to [lo, hi],
+                          // 12 pow(x, lo)
+  float lo, hi;
 };
 
-PTERON_HD float unary_op(int32_t op, int32_t gelu_tanh, float x) {
+PTERON_HD float unary_op(int32_t op, int32_t gelu_tanh, float lo, float hi, float x) {
   switch (op) {
     case 0: return x > 0.0f ? x : (x == x ? 0.0f : x);  // NaN stays NaN, as torch.relu
     case 1: return 1.0f / (1.0f + expf(-x));
@@ -168,29 +187,37 @@ PTERON_HD float unary_op(int32_t op, int32_t gelu_tanh, float x) {
       }
       return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
     case 4: return x / (1.0f + expf(-x));
-    default: {
+    case 5: {
       const float r = x + 3.0f;
       const float c = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
       return x * c / 6.0f;
     }
+    case 6: return expf(x);
+    case 7: return 1.0f / sqrtf(x);
+    case 8: return -x;
+    case 9: return sqrtf(x);
+    case 10: return fabsf(x);
+    case 11: return x != x ? x : (x < lo ? lo : (x > hi ? hi : x));  // NaN stays NaN
+    default: return lo == 2.0f ? x * x : powf(x, lo);                  // pow(x, lo)
   }
 }
 
 PTERON_HD void unary_element(const UnaryParams& p, const float* x, float* out, int64_t i) {
-  out[i] = unary_op(p.op, p.gelu_tanh, x[i]);
+  out[i] = unary_op(p.op, p.gelu_tanh, p.lo, p.hi, x[i]);
 }
 
-// ---- permute_f32 and copy_f32 ------------------------------------------------------
+// ---- strided_f32 and copy_f32 -----------------------------------------------------
 
-struct PermuteParams {
+struct StridedParams {
   int64_t numel;
+  int64_t offset;                // the input element of output index 0
   int64_t out_sizes[kMaxRank];
-  int64_t in_strides[kMaxRank];  // the input's stride of the dimension out dim d reads
+  int64_t in_strides[kMaxRank];  // input elements per step of output dim d (0: broadcast)
   int32_t rank, pad_;
 };
 
-PTERON_HD void permute_element(const PermuteParams& p, const float* x, float* out, int64_t i) {
-  int64_t rest = i, src = 0;
+PTERON_HD void strided_element(const StridedParams& p, const float* x, float* out, int64_t i) {
+  int64_t rest = i, src = p.offset;
   for (int32_t d = p.rank - 1; d >= 0; --d) {
     src += (rest % p.out_sizes[d]) * p.in_strides[d];
     rest /= p.out_sizes[d];
@@ -203,6 +230,174 @@ struct CopyParams {
 };
 
 PTERON_HD void copy_element(const CopyParams&, const float* x, float* out, int64_t i) { out[i] = x[i]; }
+
+// ---- softmax_f32 (one thread per row: outer x inner rows of `len` elements) -------
+
+struct SoftmaxParams {
+  int64_t outer, len, inner;  // the dim's size is len; rows = outer * inner
+  int32_t log, pad_;
+};
+
+PTERON_HD void softmax_row(const SoftmaxParams& p, const float* x, float* out, int64_t row) {
+  const int64_t o = row / p.inner, in = row % p.inner;
+  const int64_t base = o * p.len * p.inner + in;
+  float m = x[base];
+  for (int64_t j = 1; j < p.len; ++j) {
+    const float v = x[base + j * p.inner];
+    m = v > m || v != v ? v : m;  // a NaN propagates, as torch's softmax
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < p.len; ++j) sum += expf(x[base + j * p.inner] - m);
+  if (p.log) {
+    const float lse = m + logf(sum);
+    for (int64_t j = 0; j < p.len; ++j) out[base + j * p.inner] = x[base + j * p.inner] - lse;
+  } else {
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < p.len; ++j) out[base + j * p.inner] = expf(x[base + j * p.inner] - m) * inv;
+  }
+}
+
+// ---- layer_norm_f32 (one thread per row of `len` elements) ------------------------
+
+struct LayerNormParams {
+  int64_t rows, len;
+  float eps;
+  int32_t has_weight, has_bias, pad_;
+};
+
+PTERON_HD void layer_norm_row(const LayerNormParams& p, const float* x, const float* w,
+                              const float* b, float* out, int64_t row) {
+  const float* r = x + row * p.len;
+  float mean = 0.0f;
+  for (int64_t j = 0; j < p.len; ++j) mean += r[j];
+  mean /= float(p.len);
+  float var = 0.0f;
+  for (int64_t j = 0; j < p.len; ++j) var += (r[j] - mean) * (r[j] - mean);
+  const float rstd = 1.0f / sqrtf(var / float(p.len) + p.eps);
+  float* o = out + row * p.len;
+  for (int64_t j = 0; j < p.len; ++j) {
+    float v = (r[j] - mean) * rstd;
+    if (p.has_weight) v *= w[j];
+    if (p.has_bias) v += b[j];
+    o[j] = v;
+  }
+}
+
+// ---- reduce_f32 (one thread per output element) -------------------------------------
+
+struct ReduceParams {
+  int64_t numel;                  // output elements
+  int64_t count;                  // elements reduced into each
+  int64_t keep_sizes[kMaxRank];   // the kept dims' sizes, in order
+  int64_t keep_strides[kMaxRank]; // their input strides
+  int64_t red_sizes[kMaxRank];    // the reduced dims' sizes
+  int64_t red_strides[kMaxRank];  // their input strides
+  int32_t keep_rank, red_rank, op, pad_;  // op 0 sum, 1 mean
+};
+
+PTERON_HD void reduce_element(const ReduceParams& p, const float* x, float* out, int64_t i) {
+  int64_t rest = i, base = 0;
+  for (int32_t d = p.keep_rank - 1; d >= 0; --d) {
+    base += (rest % p.keep_sizes[d]) * p.keep_strides[d];
+    rest /= p.keep_sizes[d];
+  }
+  float acc = 0.0f;
+  for (int64_t j = 0; j < p.count; ++j) {
+    int64_t r = j, off = base;
+    for (int32_t d = p.red_rank - 1; d >= 0; --d) {
+      off += (r % p.red_sizes[d]) * p.red_strides[d];
+      r /= p.red_sizes[d];
+    }
+    acc += x[off];
+  }
+  out[i] = p.op == 1 ? acc / float(p.count) : acc;
+}
+
+// ---- conv2d_f32 (one thread per output element) ------------------------------------
+
+struct ConvParams {
+  int64_t n, c, h, w, oc, oh, ow, kh, kw;
+  int32_t sh, sw, ph, pw, dh, dw, groups, has_bias;
+};
+
+PTERON_HD void conv2d_element(const ConvParams& p, const float* x, const float* wt, const float* b,
+                              float* out, int64_t i) {
+  const int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, oc = (i / (p.ow * p.oh)) % p.oc;
+  const int64_t n = i / (p.ow * p.oh * p.oc);
+  const int64_t cg = p.c / p.groups, ocg = p.oc / p.groups, g = oc / ocg;
+  float acc = p.has_bias ? b[oc] : 0.0f;
+  for (int64_t ci = 0; ci < cg; ++ci) {
+    const float* xc = x + ((n * p.c) + g * cg + ci) * p.h * p.w;
+    const float* wc = wt + (oc * cg + ci) * p.kh * p.kw;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+      if (iy < 0 || iy >= p.h) continue;
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const int64_t ix = ox * p.sw - p.pw + kx * p.dw;
+        if (ix < 0 || ix >= p.w) continue;
+        acc += xc[iy * p.w + ix] * wc[ky * p.kw + kx];
+      }
+    }
+  }
+  out[i] = acc;
+}
+
+// ---- pool2d_f32 (one thread per output element) ------------------------------------
+
+struct PoolParams {
+  int64_t n, c, h, w, oh, ow;
+  int32_t kh, kw, sh, sw, ph, pw, dh, dw, op, count_include_pad, divisor, pad_;
+};
+
+PTERON_HD void pool2d_element(const PoolParams& p, const float* x, float* out, int64_t i) {
+  const int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, nc = i / (p.ow * p.oh);
+  const float* xc = x + nc * p.h * p.w;
+  float acc = p.op == 0 ? -INFINITY : 0.0f;
+  int64_t inside = 0, window = 0;
+  for (int32_t ky = 0; ky < p.kh; ++ky) {
+    const int64_t iy = oy * p.sh - p.ph + int64_t(ky) * p.dh;
+    for (int32_t kx = 0; kx < p.kw; ++kx) {
+      const int64_t ix = ox * p.sw - p.pw + int64_t(kx) * p.dw;
+      // avg: the window as PyTorch counts it, clipped to the padded input
+      if (iy < p.h + p.ph && ix < p.w + p.pw) ++window;
+      if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+      const float v = xc[iy * p.w + ix];
+      ++inside;
+      if (p.op == 0)
+        acc = v > acc || v != v ? v : acc;
+      else
+        acc += v;
+    }
+  }
+  if (p.op == 1) {
+    const int64_t d = p.divisor ? p.divisor : (p.count_include_pad ? window : inside);
+    acc = d ? acc / float(d) : 0.0f;
+  }
+  out[i] = acc;
+}
+
+// ---- cat_f32 (one thread per output element) ----------------------------------------
+
+constexpr int32_t kMaxCatInputs = 8;
+
+struct CatParams {
+  int64_t numel;
+  int64_t out_span;                 // output elements per outer index: sum of the spans
+  int64_t span[kMaxCatInputs];      // input k's elements per outer index (its dim size x inner)
+  int32_t count, pad_;
+};
+
+struct CatInputs {
+  const float* x[kMaxCatInputs];
+};
+
+PTERON_HD void cat_element(const CatParams& p, const CatInputs& in, float* out, int64_t i) {
+  const int64_t outer = i / p.out_span;
+  int64_t j = i % p.out_span;
+  int32_t k = 0;
+  while (k + 1 < p.count && j >= p.span[k]) j -= p.span[k++];
+  out[i] = in.x[k][outer * p.span[k] + j];
+}
 
 }  // namespace k
 }  // namespace cuda

@@ -13,6 +13,7 @@
 
 #include "graph.h"
 #include "kernels.h"
+#include "launch_abi.h"
 
 namespace pteron {
 namespace cuda {
@@ -20,12 +21,11 @@ namespace cuda {
 constexpr uint32_t kElementThreads = 256;
 constexpr uint32_t kElementBlocks = 1u << 20;
 
-enum class KernelId : int32_t { Gemm, Binary, Unary, Permute, Copy };
-
 struct Launch {
   KernelId kernel;
   const char* name;               // as in the blob, e.g. "gemm_f32"
   int64_t numel = 0;              // output elements
+  int64_t threads = 0;            // the index space: output elements, or rows (softmax, layer norm)
   uint32_t grid[3] = {1, 1, 1};   // blocks (x, y, z)
   uint32_t block[3] = {1, 1, 1};  // threads per block (x, y, z)
   std::vector<uint32_t> inputs;   // value indices, in the kernel's input order
@@ -34,8 +34,14 @@ struct Launch {
     k::GemmParams gemm;
     k::BinaryParams binary;
     k::UnaryParams unary;
-    k::PermuteParams permute;
+    k::StridedParams strided;
     k::CopyParams copy;
+    k::SoftmaxParams softmax;
+    k::LayerNormParams layer_norm;
+    k::ReduceParams reduce;
+    k::ConvParams conv;
+    k::PoolParams pool;
+    k::CatParams cat;
   } p;
 };
 

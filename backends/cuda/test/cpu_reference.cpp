@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "../src/graph.h"
-#include "../src/kernels.h"
 #include "../src/plan.h"
 #include "cpu_grid.h"
 #include "pteron/kernel.h"
@@ -96,22 +95,14 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
     r.ptr[i] = static_cast<float*>(t->data);
   }
   for (const Launch& l : r.launches) {
-    const float* in0 = l.inputs.size() > 0 ? r.ptr[l.inputs[0]] : nullptr;
-    const float* in1 = l.inputs.size() > 1 ? r.ptr[l.inputs[1]] : nullptr;
-    const float* in2 = l.inputs.size() > 2 ? r.ptr[l.inputs[2]] : nullptr;
-    float* out = r.ptr[l.output];
-    switch (l.kernel) {
-      case KernelId::Gemm:
-        if (l.p.gemm.mode == 1)
-          cpu_grid::gemm(l.p.gemm, l.grid, in1, in2, in0, out);
-        else
-          cpu_grid::gemm(l.p.gemm, l.grid, in0, in1, nullptr, out);
-        break;
-      case KernelId::Binary: cpu_grid::binary(l.p.binary, in0, in1, out); break;
-      case KernelId::Unary: cpu_grid::unary(l.p.unary, in0, out); break;
-      case KernelId::Permute: cpu_grid::permute(l.p.permute, in0, out); break;
-      case KernelId::Copy: cpu_grid::copy(l.p.copy, in0, out); break;
-    }
+    uint64_t inputs[k::kMaxCatInputs];
+    for (size_t j = 0; j < l.inputs.size() && j < size_t(k::kMaxCatInputs); ++j)
+      inputs[j] = uint64_t(uintptr_t(r.ptr[l.inputs[j]]));
+    const int32_t mode = l.kernel == KernelId::Gemm ? l.p.gemm.mode : 0;
+    LaunchArgs args(l.kernel, &l.p, inputs, l.inputs.size(), mode, uint64_t(uintptr_t(r.ptr[l.output])));
+    if (l.threads && !cpu_grid::launch(l.kernel, l.grid, l.block, args.params))
+      return fail(ctx, PTERON_ERROR_INTERNAL, std::string("PteronCudaBackend: ") + l.name +
+                  ": the launch's block shape does not fit the kernel");
   }
   return PTERON_OK;
 }

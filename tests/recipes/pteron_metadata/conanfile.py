@@ -36,7 +36,7 @@ class PteronMetadataOnly(_base.PteronConan):
 
     def export(self):
         root = os.path.dirname(os.path.abspath(_base.__file__))
-        for pattern in ("conanfile.py", "VERSION", "cmake/components.json"):
+        for pattern in ("conanfile.py", "VERSION", "cmake/components.json", "cmake/cuda_trains.json"):
             copy(self, pattern, root, os.path.join(self.export_folder, "base"))
 
     def set_version(self):
