@@ -136,6 +136,42 @@ def test_test_package_runs_the_committed_cuda_mlp_with_its_eager_values():
         np.testing.assert_array_equal(values, np.load(CUDA / npy).ravel(), err_msg=name)
 
 
+ZOO_CPU_OPERATORS = {
+    # squeezenet1_1: everything on the delegate
+    "cnn_squeezenet": [],
+    # vit_tiny4: the attention mask's bookkeeping (bool and where) stays on the CPU
+    "vit_tiny4": ["aten::any.out", "aten::eq.Scalar_out", "aten::full_like.out",
+                  "aten::logical_not.out", "aten::mul.Scalar_out", "aten::where.self_out"],
+}
+
+
+def test_zoo_cnn_and_vit_lower_to_partitions_and_their_kernels_match_eager(cuda_build, tmp_path):
+    """The zoo's CNN (squeezenet1_1) and transformer (vit_tiny4), lowered with
+    CudaPartitioner (scripts/gpu_programs.py, the GPU check's programs): the
+    supported operators go to PteronCudaBackend, the others stay outside, and
+    the lowered programs match eager on the CPU reference of the kernels."""
+    py = os.environ.get("PTERON_EXPORT_PYTHON")
+    if not py:
+        pytest.fail("PTERON_EXPORT_PYTHON is not set: run scripts/test.sh", pytrace=False)
+    r = run([py, REPO / "scripts" / "gpu_programs.py", tmp_path, "--only", *ZOO_CPU_OPERATORS],
+            timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    entries = {e["name"]: e for e in json.loads((tmp_path / "manifest.json").read_text())["fixtures"]}
+    for name, cpu_ops in ZOO_CPU_OPERATORS.items():
+        e = entries[name]
+        assert e["delegates"] == ["PteronCudaBackend"] and e["operators"] == cpu_ops, e
+        m = e["methods"]["forward"]
+        out = tmp_path / f"{name}.out"
+        args = [cuda_build / "pteron-test-cuda-reference", tmp_path / e["file"], "--output-dir", out]
+        for i in m["inputs"]:
+            args += ["--input", tmp_path / i]
+        rr = run(args, timeout=600, env=_env())
+        assert rr.returncode == 0, rr.stderr[-3000:]
+        for k, exp in enumerate(m["expected"]):
+            np.testing.assert_allclose(np.load(out / f"output_{k}.npy"), np.load(tmp_path / exp),
+                                       rtol=e["rtol"], atol=e["atol"], err_msg=name)
+
+
 def test_backend_cuda_imports_nothing_from_cuda(cuda_build):
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
@@ -579,3 +615,22 @@ def test_verify_passes_the_windows_cuda_package_reading_its_nv_fatb_section():
     rows = [x for x in json.loads(r.stdout)["results"]
             if x["check"] == "cuda" and "pteron_backend_cuda.dll" in x["binary"]]
     assert rows and rows[0]["result"] == "PASS" and "train cu134" in rows[0]["detail"], rows
+
+
+# ---- the GPU check's script, here on the fake driver ----------------------------
+
+def test_gpu_check_script_runs_the_programs_and_fails_when_they_fail(cuda_build, fake_driver,
+                                                                    tmp_path):
+    """scripts/gpu_check.py (what scripts/gpu_check.sh run runs on a GPU machine) on
+    the fake driver: a MATCH row per CUDA-lowered program in every JIT mode, and a
+    failing exit with the module error when the device code cannot load."""
+    args = [sys.executable, REPO / "scripts" / "gpu_check.py", "--payload", tmp_path,
+            "--pteron-run", cuda_build / "pteron-run", "--fake-driver", fake_driver]
+    r = run(args, timeout=600, env=_env())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for name in PROGRAMS:
+        assert f"| {name} | MATCH | MATCH | MATCH |" in r.stdout, r.stdout
+    assert "gpu_check: PASS" in r.stdout
+    r = run(args, timeout=600, env=_env(PTERON_FAKE_MODULE_RESULT=209, PTERON_FAKE_SM=70))
+    assert r.returncode == 1 and "gpu_check: FAIL" in r.stdout, r.stdout[-3000:]
+    assert "ERROR" in r.stdout and "no SASS for pteron fake GPU (sm_70" in r.stdout, r.stdout

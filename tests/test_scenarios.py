@@ -407,19 +407,31 @@ def test_consumer_in_the_other_standard_library_configuration_runs(target):
 
 # ---- clean exit --------------------------------------------------------------------
 
+# What Wine prints when its client loses the wineserver connection (not pteron's output).
+WINE_CLIENT_ERROR = "wine client error"
+
+
 def test_application_using_the_thread_pool_exits_cleanly_20_times(target):
     if "threadpool" not in package_components(target.package):
         pytest.fail("the package has no threadpool component (with_threadpool is on by default)")
     exe = target.consumer(target.package, linkable(target.package))
     assert any(d.startswith(target.lib_name("threadpool")) for d in target.deps(exe))
     args = target.fixture_args("transformer")
+    wine_flakes = 0
     for i in range(20):
         threads = 2 + i % 3
         r = target.run(exe, *args, timeout=60, extra_env={"PTERON_NUM_THREADS": str(threads)})
+        if r.returncode != 0 and target.name == "wine" and WINE_CLIENT_ERROR in r.stderr:
+            # Wine's own client-server channel breaking under load (about 1 run in 1,000 with
+            # two busy processes beside it): the process did not get to report. Run it again,
+            # once; a hang still fails as a timeout, and a second failure fails the test.
+            wine_flakes += 1
+            r = target.run(exe, *args, timeout=60, extra_env={"PTERON_NUM_THREADS": str(threads)})
         assert r.returncode == 0, f"run {i + 1}/20 ({threads} threads): {r}"
         assert "consumer: outputs match" in r.stdout
         assert f"parallel threads: {threads}\n" in r.stdout, r.stdout[-500:]
         assert r.stderr == "", f"run {i + 1}/20 wrote to stderr:\n{r.stderr}"
+    assert wine_flakes <= 1, f"{wine_flakes} of 20 runs lost Wine's server connection"
 
 
 # ---- timeouts ---------------------------------------------------------------------

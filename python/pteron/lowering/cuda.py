@@ -26,7 +26,7 @@ scalar; a contiguous ``_clone_dim_order``; ``_softmax`` and
 ``max_pool2d_with_indices`` (values only), ``avg_pool2d`` and
 ``_adaptive_avg_pool2d`` to 1 x 1; ``view_copy``, ``unsqueeze_copy``,
 ``squeeze_copy``, ``permute_copy``, ``slice_copy``, ``select_copy``,
-``expand_copy`` and ``cat`` (up to 8 inputs). Scaled dot-product attention
+``expand_copy``, ``split_with_sizes_copy`` and ``cat`` (up to 8 inputs). Scaled dot-product attention
 lowers through its decomposition (``bmm``, ``mul``, ``_softmax``). Other
 operators, and any node that is not float32, stay on the CPU path.
 """
@@ -86,6 +86,7 @@ def _supported_targets() -> Dict[object, str]:
         _edge("_adaptive_avg_pool2d"): "adaptive_avg_pool",
         _edge("hardtanh"): "hardtanh", _edge("clamp"): "clamp",
         _edge("pow", "Tensor_Scalar"): "pow",
+        _edge("split_with_sizes_copy"): "split",
         exir_ops.edge.dim_order_ops._clone_dim_order.default: "clone",
     }
     for name in _BINARY:
@@ -134,7 +135,10 @@ class _Support(OperatorSupportBase):
             return False
         if node.target is operator.getitem:
             src = node.args[0]
-            return (node.args[1] == 0 and isinstance(src, torch.fx.Node)
+            if not isinstance(src, torch.fx.Node):
+                return False
+            split = self.targets.get(src.target) == "split"
+            return ((node.args[1] == 0 or split)
                     and self.is_node_supported(submodules, src))
         kind = self.targets.get(node.target)
         if kind is None or not _is_float32_tensor(_val(node)):
@@ -165,14 +169,12 @@ class _Support(OperatorSupportBase):
                     and len(x.users) == 1 and all(self._is_param(a) for a in node.args[1:5])
                     and self._is_param(x.args[1]) and (x.args[2] is None or self._is_param(x.args[2]))
                     and _only_first_output_used(node))
-        if kind == "max_pool" and len(node.args) > 5 and node.args[5]:
-            return False  # ceil_mode
         if kind in ("layer_norm", "max_pool"):
             return _only_first_output_used(node)
+        if kind == "split":  # every output through a getitem
+            return all(u.op == "call_function" and u.target is operator.getitem for u in node.users)
         if kind in ("mean", "sum") and node.kwargs.get("dtype") is not None:
             return False
-        if kind == "avg_pool":
-            return not (len(node.args) > 4 and node.args[4])  # ceil_mode
         if kind == "adaptive_avg_pool":
             return list(node.args[1]) == [1, 1]
         if kind in ("hardtanh", "clamp"):
@@ -327,6 +329,8 @@ class PteronCudaBackend(BackendDetails):
         for n in graph.nodes:
             if n.op != "call_function":
                 continue
+            if n.target is operator.getitem and targets.get(n.args[0].target) == "split":
+                continue  # each output of a split is a strided copy of its own
             if n.target is operator.getitem:
                 alias[n] = n.args[0]
             elif targets.get(n.target) == "batch_norm":
@@ -375,13 +379,21 @@ class PteronCudaBackend(BackendDetails):
             emit("strided_f32", [value_of(x)], n, [offset, *strides])
 
         for n in graph.nodes:
-            if n.op != "call_function" or n.target is operator.getitem:
+            if n.op != "call_function":
+                continue
+            if n.target is operator.getitem:
+                src = n.args[0]
+                if targets.get(src.target) == "split":  # x.split(sizes, dim)[j]
+                    x, sizes = src.args[0], list(src.args[1])
+                    shape, st = _shape(x), _strides(_shape(x))
+                    dim = _dim(src.args[2] if len(src.args) > 2 else 0, len(shape))
+                    strided(n, x, sum(sizes[:n.args[1]]) * st[dim], st)
                 continue
             kind = targets.get(n.target)
             if kind is None:
                 raise RuntimeError(f"PteronCudaBackend: node {n.name} ({n.target}) is not supported")
-            if kind == "batch_norm":
-                continue  # folded into its convolution
+            if kind in ("batch_norm", "split"):
+                continue  # folded into its convolution; written by its getitems
             a = n.args
             x = a[0] if a and isinstance(a[0], torch.fx.Node) else None
             if kind in ("addmm", "mm", "bmm"):
