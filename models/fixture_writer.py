@@ -312,6 +312,21 @@ def kept_entries(out: Path, stamp: str) -> Dict[str, dict]:
     return {n: e for n, e in reusable_entries(out).items() if e.get("stamp") == stamp}
 
 
+def export_forward(out: Path, name: str, module: nn.Module, inputs, proves: str, *,
+                   rtol: float, atol: float, **export_kw) -> dict:
+    """One program of a single method `forward`: exported (export_program(**export_kw)),
+    written with its inputs and eager outputs (write_fixture), and its manifest entry with
+    the tolerances and what it proves. Prints a line naming it."""
+    methods = {"forward": MethodSpec(module, tuple(inputs))}
+    expected = eager_reference(methods)
+    pte = export_program(methods, **export_kw)
+    entry = write_fixture(out, name, pte, methods, expected)
+    entry.update({"rtol": rtol, "atol": atol, "proves": proves})
+    print(f"{name}: {len(pte)} bytes, CPU operators {entry['operators']}, {entry['delegates']}",
+          flush=True)
+    return entry
+
+
 def write_manifest(out: Path, generator: str, entries: Sequence[dict]) -> Path:
     """Writes OUT/manifest.json with the exporter's version as its key."""
     manifest = {"generator": generator, **exporter_versions(), "fixtures": list(entries)}

@@ -195,13 +195,8 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     entries = []
     for name, (module, inputs, partitioners, proves) in PROGRAMS.items():
-        methods = {"forward": fw.MethodSpec(module, inputs)}
-        expected = fw.eager_reference(methods)
-        pte = fw.export_program(methods, partitioners=partitioners)
-        entry = fw.write_fixture(args.out, name, pte, methods, expected)
-        entry.update({"rtol": 1e-5, "atol": 1e-5, "proves": proves})
-        entries.append(entry)
-        print(f"{name}: {len(pte)} bytes, {entry['operators']}, {entry['delegates']}")
+        entries.append(fw.export_forward(args.out, name, module, inputs, proves, rtol=1e-5,
+                                         atol=1e-5, partitioners=partitioners))
     fw.write_manifest(args.out, "tests/cuda/export.py", entries)
     if args.out == HERE:  # test_package runs the CUDA MLP too (test_package/test_package.cpp)
         shutil.copy(HERE / "mlp_cuda.pte", HERE.parent.parent / "test_package" / "mlp_cuda.pte")

@@ -76,13 +76,8 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     entries = []
     for name, (module, inputs, proves) in PROGRAMS.items():
-        methods = {"forward": fw.MethodSpec(module, inputs)}
-        expected = fw.eager_reference(methods)
-        pte = fw.export_program(methods, xnnpack=True)
-        entry = fw.write_fixture(args.out, name, pte, methods, expected)
-        entry.update({"rtol": 1e-5, "atol": 1e-6, "proves": proves})
-        entries.append(entry)
-        print(f"{name}: {len(pte)} bytes, {entry['operators']}, {entry['delegates']}")
+        entries.append(fw.export_forward(args.out, name, module, inputs, proves, rtol=1e-5,
+                                         atol=1e-6, xnnpack=True))
     fw.write_manifest(args.out, "tests/xnnpack/export.py", entries)
     return 0
 

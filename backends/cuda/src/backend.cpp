@@ -57,20 +57,8 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
   int32_t code = PTERON_OK;
   if (!plan_graph(d->g, &launches, &code, &err)) return failf(ctx, code, err);
   // The constants' bytes, from the program's named data (valid while it lives).
-  std::vector<const void*> constants(d->g.values.size(), nullptr);
-  for (size_t i = 0; i < d->g.values.size(); ++i) {
-    const Value& v = d->g.values[i];
-    if (v.constant.empty()) continue;
-    size_t bytes = 0;
-    if (pteron_named_data_get(ctx, v.constant.c_str(), &constants[i], &bytes) != PTERON_OK)
-      return failf(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                   "PteronCudaBackend blob: constant '" + v.constant + "' is not in the named data");
-    if (bytes != size_t(v.numel) * sizeof(float))
-      return failf(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                   "PteronCudaBackend blob: constant '" + v.constant + "' has " +
-                       std::to_string(bytes) + " bytes, its shape needs " +
-                       std::to_string(v.numel * 4));
-  }
+  std::vector<const void*> constants;
+  if (!constant_bytes(ctx, d->g, &constants, &err)) return failf(ctx, PTERON_ERROR_INVALID_PROGRAM, err);
   code = device_prepare(d->g, launches, constants, configured_device(), configured_stream(),
                         &d->dev, &err);
   if (code != PTERON_OK) return failf(ctx, code, err);

@@ -16,7 +16,11 @@ constexpr int kMaxDim = 16;
 constexpr int64_t kMaxNumel = int64_t(1) << 40;
 constexpr int32_t kMaxExternals = 65536;
 
-bool fail(std::string* err, const char* fmt, ...) {
+bool known_dtype(int8_t d) { return d == 6 || d == 4 || d == 3 || d == 11; }
+
+}  // namespace
+
+bool blob_error(std::string* err, const char* fmt, ...) {
   char buf[512];
   va_list ap;
   va_start(ap, fmt);
@@ -26,24 +30,36 @@ bool fail(std::string* err, const char* fmt, ...) {
   return false;
 }
 
-bool known_dtype(int8_t d) { return d == 6 || d == 4 || d == 3 || d == 11; }
-
-}  // namespace
+bool constant_bytes(pteron_kernel_context* ctx, const Graph& g, std::vector<const void*>* data,
+                    std::string* err) {
+  data->assign(g.values.size(), nullptr);
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    const Value& v = g.values[i];
+    if (v.constant.empty()) continue;
+    size_t bytes = 0;
+    if (pteron_named_data_get(ctx, v.constant.c_str(), &(*data)[i], &bytes) != PTERON_OK)
+      return blob_error(err, "constant '%s' is not in the program's named data", v.constant.c_str());
+    if (bytes != size_t(v.numel) * sizeof(float))
+      return blob_error(err, "constant '%s' has %zu bytes, its shape needs %lld", v.constant.c_str(),
+                        bytes, (long long)(v.numel * 4));
+  }
+  return true;
+}
 
 bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
   if (!data || size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::GraphIdentifier()))
-    return fail(err, "%zu bytes without the identifier \"PTCU\" at bytes 4-8: not a blob of "
+    return blob_error(err, "%zu bytes without the identifier \"PTCU\" at bytes 4-8: not a blob of "
                 "pteron.lowering.cuda (export the program again with CudaPartitioner)", size);
   flatbuffers::Verifier v(data, size, flatbuffers::Verifier::Options{64, 1000000});
   if (!fb::VerifyGraphBuffer(v))
-    return fail(err, "%zu bytes fail the flatbuffers verifier (truncated or corrupt)", size);
+    return blob_error(err, "%zu bytes fail the flatbuffers verifier (truncated or corrupt)", size);
   const fb::Graph* root = fb::GetGraph(data);
   if (root->version() != kBlobVersion)
-    return fail(err, "format version %u, this pteron reads version %u: export the program "
+    return blob_error(err, "format version %u, this pteron reads version %u: export the program "
                 "again with this pteron's pteron.lowering.cuda", root->version(), kBlobVersion);
   const auto* values = root->values();
   const auto* nodes = root->nodes();
-  if (!values || !nodes) return fail(err, "no values or no nodes");
+  if (!values || !nodes) return blob_error(err, "no values or no nodes");
   g->values.clear();
   g->nodes.clear();
   g->num_externals = 0;
@@ -52,13 +68,13 @@ bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
     const fb::Value* fv = values->Get(i);
     Value val;
     val.dtype = fv->dtype();
-    if (!known_dtype(val.dtype)) return fail(err, "value %u has dtype %d (not one of 3, 4, 6, 11)", i, val.dtype);
+    if (!known_dtype(val.dtype)) return blob_error(err, "value %u has dtype %d (not one of 3, 4, 6, 11)", i, val.dtype);
     if (fv->shape()) {
       if (fv->shape()->size() > kMaxDim)
-        return fail(err, "value %u has %u dimensions (at most %d)", i, fv->shape()->size(), kMaxDim);
+        return blob_error(err, "value %u has %u dimensions (at most %d)", i, fv->shape()->size(), kMaxDim);
       for (int64_t d : *fv->shape()) {
         if (d < 0 || (d > 0 && val.numel > kMaxNumel / d))
-          return fail(err, "value %u: size %lld makes it negative or above 2^40 elements", i,
+          return blob_error(err, "value %u: size %lld makes it negative or above 2^40 elements", i,
                       (long long)d);
         val.numel *= d;
         val.shape.push_back(d);
@@ -68,16 +84,16 @@ bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
     val.is_output = fv->is_output();
     if (fv->constant()) val.constant = fv->constant()->str();
     if (val.external < -1 || val.external >= kMaxExternals)
-      return fail(err, "value %u: external index %d (at most %d)", i, val.external, kMaxExternals - 1);
+      return blob_error(err, "value %u: external index %d (at most %d)", i, val.external, kMaxExternals - 1);
     if (val.external >= 0) {
-      if (is_external[val.external]) return fail(err, "external index %d is used twice", val.external);
+      if (is_external[val.external]) return blob_error(err, "external index %d is used twice", val.external);
       is_external[val.external] = 1;
       g->num_externals = std::max<uint32_t>(g->num_externals, uint32_t(val.external) + 1);
     }
-    if (val.is_output && val.external < 0) return fail(err, "value %u is an output but not an external", i);
+    if (val.is_output && val.external < 0) return blob_error(err, "value %u is an output but not an external", i);
     if (!val.constant.empty() && val.external >= 0)
-      return fail(err, "value %u is both a constant and an external", i);
-    if (fv->constant() && val.constant.empty()) return fail(err, "value %u: empty constant key", i);
+      return blob_error(err, "value %u is both a constant and an external", i);
+    if (fv->constant() && val.constant.empty()) return blob_error(err, "value %u: empty constant key", i);
     g->values.push_back(std::move(val));
   }
   const size_t nv = g->values.size();
@@ -88,34 +104,34 @@ bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
   for (uint32_t n = 0; n < nodes->size(); ++n) {
     const fb::Node* fn = nodes->Get(n);
     Node node;
-    if (!fn->kernel() || fn->kernel()->size() == 0) return fail(err, "node %u names no kernel", n);
+    if (!fn->kernel() || fn->kernel()->size() == 0) return blob_error(err, "node %u names no kernel", n);
     node.kernel = fn->kernel()->str();
     if (fn->inputs())
       for (uint32_t id : *fn->inputs()) {
-        if (id >= nv) return fail(err, "node %u (%s) reads value %u of %zu", n, node.kernel.c_str(), id, nv);
+        if (id >= nv) return blob_error(err, "node %u (%s) reads value %u of %zu", n, node.kernel.c_str(), id, nv);
         if (!ready[id])
-          return fail(err, "node %u (%s) reads value %u before any node writes it", n,
+          return blob_error(err, "node %u (%s) reads value %u before any node writes it", n,
                       node.kernel.c_str(), id);
         node.inputs.push_back(id);
       }
     if (fn->outputs())
       for (uint32_t id : *fn->outputs()) {
-        if (id >= nv) return fail(err, "node %u (%s) writes value %u of %zu", n, node.kernel.c_str(), id, nv);
+        if (id >= nv) return blob_error(err, "node %u (%s) writes value %u of %zu", n, node.kernel.c_str(), id, nv);
         const Value& val = g->values[id];
         if (!val.constant.empty() || (val.external >= 0 && !val.is_output))
-          return fail(err, "node %u (%s) writes value %u, a constant or an input", n, node.kernel.c_str(), id);
-        if (written[id]) return fail(err, "value %u is written twice (again by node %u)", id, n);
+          return blob_error(err, "node %u (%s) writes value %u, a constant or an input", n, node.kernel.c_str(), id);
+        if (written[id]) return blob_error(err, "value %u is written twice (again by node %u)", id, n);
         written[id] = ready[id] = 1;
         node.outputs.push_back(id);
       }
-    if (node.outputs.empty()) return fail(err, "node %u (%s) writes nothing", n, node.kernel.c_str());
+    if (node.outputs.empty()) return blob_error(err, "node %u (%s) writes nothing", n, node.kernel.c_str());
     if (fn->ints()) node.ints.assign(fn->ints()->begin(), fn->ints()->end());
     if (fn->floats()) node.floats.assign(fn->floats()->begin(), fn->floats()->end());
     g->nodes.push_back(std::move(node));
   }
   for (size_t i = 0; i < nv; ++i)
     if (g->values[i].is_output && !written[i])
-      return fail(err, "output value %zu (external %d) is never written", i, g->values[i].external);
+      return blob_error(err, "output value %zu (external %d) is never written", i, g->values[i].external);
   return true;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "pteron/kernel.h"
+
 namespace pteron {
 namespace cuda {
 
@@ -46,6 +48,20 @@ struct Graph {
 // external, a constant or written by an earlier node; every output external
 // is written. Which kernels exist is not checked here (the kernel table is).
 bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err);
+
+// *err = "PteronCudaBackend blob: " + the formatted message; returns false.
+bool blob_error(std::string* err, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+// The bytes of each constant of g in the program's named data (pteron_named_data_get, so
+// only inside the delegate's init; they live as long as the program): (*data)[i] for value
+// i, nullptr for a value that is no constant. False, with *err, for a key the program lacks
+// or a byte size other than the value's shape needs.
+bool constant_bytes(pteron_kernel_context* ctx, const Graph& g, std::vector<const void*>* data,
+                    std::string* err);
 
 }  // namespace cuda
 }  // namespace pteron

@@ -12,20 +12,8 @@ namespace pteron {
 namespace cuda {
 namespace {
 
-struct Fail {
-  int32_t* code;
-  std::string* err;
-  bool operator()(int32_t c, const char* fmt, ...) const {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    *code = c;
-    *err = std::string("PteronCudaBackend blob: ") + buf;
-    return false;
-  }
-};
+// *code = c, *err = blob_error(...): fail(CODE, "fmt", ...) in plan_graph.
+#define fail(c, ...) (*code = (c), blob_error(err, __VA_ARGS__))
 
 constexpr int8_t kFloat32 = 6;
 
@@ -54,7 +42,6 @@ bool broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int6
 }  // namespace
 
 bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::string* err) {
-  const Fail fail{code, err};
   out->clear();
   for (size_t i = 0; i < g.values.size(); ++i)
     if (g.values[i].dtype != kFloat32)
@@ -331,3 +318,5 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
 
 }  // namespace cuda
 }  // namespace pteron
+
+#undef fail

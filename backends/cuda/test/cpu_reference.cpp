@@ -46,24 +46,15 @@ int32_t init(pteron_kernel_context* ctx, const void* blob, size_t size, const pt
   int32_t code = PTERON_OK;
   if (!plan_graph(r->g, &r->launches, &code, &err)) return fail(ctx, code, err);
   const size_t nv = r->g.values.size();
+  std::vector<const void*> constants;
+  if (!constant_bytes(ctx, r->g, &constants, &err)) return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, err);
   r->owned.resize(nv);
   r->ptr.assign(nv, nullptr);
   for (size_t i = 0; i < nv; ++i) {
     const Value& v = r->g.values[i];
     if (v.external >= 0) continue;
     r->owned[i].assign(size_t(v.numel), 0.0f);
-    if (v.constant.empty()) continue;
-    const void* data = nullptr;
-    size_t bytes = 0;
-    if (pteron_named_data_get(ctx, v.constant.c_str(), &data, &bytes) != PTERON_OK)
-      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                  "PteronCudaBackend blob: constant '" + v.constant + "' is not in the named data");
-    if (bytes != size_t(v.numel) * sizeof(float))
-      return fail(ctx, PTERON_ERROR_INVALID_PROGRAM,
-                  "PteronCudaBackend blob: constant '" + v.constant + "' has " +
-                      std::to_string(bytes) + " bytes, its shape needs " +
-                      std::to_string(v.numel * 4));
-    std::memcpy(r->owned[i].data(), data, bytes);
+    if (constants[i]) std::memcpy(r->owned[i].data(), constants[i], size_t(v.numel) * sizeof(float));
   }
   *handle = r.release();
   return PTERON_OK;
