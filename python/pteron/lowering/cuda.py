@@ -26,7 +26,9 @@ scalar; a contiguous ``_clone_dim_order``; ``_softmax`` and
 ``max_pool2d_with_indices`` (values only), ``avg_pool2d`` and
 ``_adaptive_avg_pool2d`` to 1 x 1; ``view_copy``, ``unsqueeze_copy``,
 ``squeeze_copy``, ``permute_copy``, ``slice_copy``, ``select_copy``,
-``expand_copy``, ``split_with_sizes_copy`` and ``cat`` (up to 8 inputs). Scaled dot-product attention
+``expand_copy``, ``split_with_sizes_copy`` and ``cat`` (up to 8 inputs). Layout
+operators on constants (a linear layer's transposed weight) are done at lowering:
+their results are constants of the blob. Scaled dot-product attention
 lowers through its decomposition (``bmm``, ``mul``, ``_softmax``). Other
 operators, and any node that is not float32, stay on the CPU path.
 """
@@ -357,11 +359,25 @@ class PteronCudaBackend(BackendDetails):
             values.append(_Value(_FLOAT32, list(t.shape), constant=key))
             return len(values) - 1
 
+        # Layout operators on constants (a linear layer's transposed weight) are done here,
+        # once: their results are constants of the blob, not work on every execution.
+        folded_consts: Dict[torch.fx.Node, torch.Tensor] = {}
+
+        def const_tensor(n):
+            n = resolve(n)
+            if n in folded_consts:
+                return folded_consts[n]
+            if n.op == "placeholder" and n.name in params:
+                return param_tensor(n)
+            return None
+
         def value_of(n: torch.fx.Node) -> int:
             n = resolve(n)
             if n in ids:
                 return ids[n]
-            if n.op == "placeholder" and n.name in params:
+            if n in folded_consts:
+                ids[n] = constant(folded_consts[n])
+            elif n.op == "placeholder" and n.name in params:
                 ids[n] = constant(param_tensor(n))
             elif n.op == "placeholder":
                 values.append(_Value(_FLOAT32, _shape(n), external=externals[n]))
@@ -396,6 +412,11 @@ class PteronCudaBackend(BackendDetails):
                 continue  # folded into its convolution; written by its getitems
             a = n.args
             x = a[0] if a and isinstance(a[0], torch.fx.Node) else None
+            if kind in ("permute", "view", "clone", "slice", "select") and x is not None:
+                c = const_tensor(x)
+                if c is not None:
+                    folded_consts[n] = n.target(c, *a[1:], **n.kwargs).contiguous()
+                    continue
             if kind in ("addmm", "mm", "bmm"):
                 emit("gemm_f32", [value_of(t) for t in a[:3 if kind == "addmm" else 2]], n,
                      [{"addmm": 1, "mm": 0, "bmm": 2}[kind]])
