@@ -82,7 +82,9 @@ pteron_build() {
 # (nvcc, crt, nvvm, the runtime's headers cuda.h and cudaTypedefs.h, cuobjdump), every one
 # pinned to the train, installed once into ${PTERON_CUDA_CACHE:-~/.cache/pteron/cuda}/TRAIN.
 # pteron_install_cuda_train TRAIN (after pteron_install_venv) exports PTERON_CUDA_NVCC,
-# PTERON_CUDA_INCLUDE_DIR and PTERON_CUDA_CUOBJDUMP. nvcc runs the build machine's gcc.
+# PTERON_CUDA_INCLUDE_DIR, PTERON_CUDA_CUOBJDUMP and PTERON_CUDA_CUOBJDUMP_EXE (the train's
+# Windows cuobjdump.exe, from its win_amd64 wheel, which pteron-verify runs under Wine to
+# cross-check a .dll's fatbin). nvcc runs the build machine's gcc.
 pteron_install_cuda_train() {
   local train="$1"
   local pins
@@ -99,6 +101,14 @@ print(' '.join(f'{w}=={v}' for w, v in t[sys.argv[1]]['wheels'].items()))" "$tra
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$dir" $pins
     echo "$pins" > "$dir/.pins"
   fi
+  local win="$dir-win" cuobjdump_pin
+  cuobjdump_pin="$(echo "$pins" | tr ' ' '\n' | grep '^nvidia-cuda-cuobjdump==')"
+  if [ ! -f "$win/nvidia/cu13/bin/cuobjdump.exe" ]; then
+    rm -rf "$win" && mkdir -p "$win"
+    "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+      --platform win_amd64 --only-binary=:all: -d "$win" "$cuobjdump_pin"
+    "$VENV/bin/python" -m zipfile -e "$win"/nvidia_cuda_cuobjdump-*.whl "$win"
+  fi
   export PTERON_CUDA_NVCC="$cu/bin/nvcc" PTERON_CUDA_INCLUDE_DIR="$cu/include" \
-    PTERON_CUDA_CUOBJDUMP="$cu/bin/cuobjdump"
+    PTERON_CUDA_CUOBJDUMP="$cu/bin/cuobjdump" PTERON_CUDA_CUOBJDUMP_EXE="$win/nvidia/cu13/bin/cuobjdump.exe"
 }

@@ -471,11 +471,21 @@ def _package_with_fatbin(tmp_path, fatbin):
     return pkg
 
 
-def _verify(pkg):
-    env = _env(PYTHONPATH=REPO / "python")
-    return run([sys.executable, "-m", "pteron.verify", pkg, "--json",
-                *(["--cuobjdump", os.environ["PTERON_CUDA_CUOBJDUMP"]]
-                  if os.environ.get("PTERON_CUDA_CUOBJDUMP") else [])], timeout=300, env=env)
+def _verify(pkg, wine_env=None):
+    """pteron-verify --json on pkg, with the train's cuobjdump (ELF) and, given a Wine
+    environment, its Windows cuobjdump.exe (PE) for the cross-check."""
+    env = _env(PYTHONPATH=REPO / "python", **{k: wine_env[k] for k in ("WINEPREFIX", "WINEDEBUG")
+                                                if wine_env and k in wine_env})
+    tools = []
+    if os.environ.get("PTERON_CUDA_CUOBJDUMP"):
+        tools += ["--cuobjdump", os.environ["PTERON_CUDA_CUOBJDUMP"]]
+    if wine_env is not None:
+        exe = os.environ.get("PTERON_CUDA_CUOBJDUMP_EXE")
+        if not exe:
+            pytest.fail("PTERON_CUDA_CUOBJDUMP_EXE is not set: run scripts/test.sh (it fetches the "
+                        "train's Windows cuobjdump.exe)", pytrace=False)
+        tools += ["--cuobjdump-exe", exe]
+    return run([sys.executable, "-m", "pteron.verify", pkg, "--json", *tools], timeout=600, env=env)
 
 
 def _cu134():
@@ -490,6 +500,7 @@ def test_verify_passes_the_cuda_package_and_reads_the_trains_archs():
     t = _cu134()
     assert rows and rows[0]["result"] == "PASS", rows
     detail = rows[0]["detail"]
+    assert "cuobjdump agrees" in detail, detail
     assert "train cu134" in detail and f"ISA {t['ptx_isa']}" in detail, detail
     assert all(f"sm_{a}" in detail for a in t["sass"]) and f"compute_{t['ptx']}" in detail, detail
 
@@ -609,12 +620,14 @@ def test_wine_programs_run_through_the_dll_on_the_fake_device(wine_env, system32
     _outputs_match(name, tmp_path)
 
 
-def test_verify_passes_the_windows_cuda_package_reading_its_nv_fatb_section():
-    r = _verify(_mingw_package())
+def test_verify_passes_the_windows_cuda_package_reading_its_nv_fatb_section(wine_env):
+    r = _verify(_mingw_package(), wine_env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     rows = [x for x in json.loads(r.stdout)["results"]
             if x["check"] == "cuda" and "pteron_backend_cuda.dll" in x["binary"]]
     assert rows and rows[0]["result"] == "PASS" and "train cu134" in rows[0]["detail"], rows
+    # the Windows cuobjdump.exe, under Wine, lists the same architectures from the .dll
+    assert "cuobjdump.exe (Wine) agrees" in rows[0]["detail"], rows
 
 
 # ---- the GPU check's script, here on the fake driver ----------------------------

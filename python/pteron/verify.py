@@ -47,7 +47,9 @@ The checks (docs/architecture.md, "Windows (PE) and its ELF counterpart"):
                    one both fail) and PTX for the train's newest only, of the
                    train's PTX ISA; read with pteron's own fatbin parser and,
                    given --cuobjdump (or PTERON_CUDA_CUOBJDUMP), cross-checked
-                   with cuobjdump (ELF); conaninfo's cuda_train agrees; no
+                   with cuobjdump (ELF), given --cuobjdump-exe (or
+                   PTERON_CUDA_CUOBJDUMP_EXE), with the Windows cuobjdump.exe run
+                   through --wine (PE); conaninfo's cuda_train agrees; no
                    other binary carries device code; the package holds no
                    libcuda.so* or nvcuda.dll (a driver there would be found
                    first through RUNPATH $ORIGIN)
@@ -68,6 +70,7 @@ import json
 import glob
 import os
 import re
+import subprocess
 import sys
 
 CHECKS = ("files", "exports", "single-owner", "dependencies", "platform", "private-helpers",
@@ -937,11 +940,14 @@ def fatbin_section(b):
 
 
 def _cuobjdump_archs(cuobjdump, path):
-    """(sass, ptx) as cuobjdump lists them for an ELF file."""
+    """(sass, ptx) as cuobjdump lists them: `cuobjdump` is the command (a list: the
+    Windows cuobjdump.exe under Wine for a PE file, whose path it gets in Wine's Z: form)."""
     import subprocess
 
-    r = subprocess.run([cuobjdump, "--list-elf", "--list-ptx", path], capture_output=True,
-                       text=True, timeout=120)
+    if len(cuobjdump) > 1:  # through Wine: the Windows path of the file
+        path = "Z:" + os.path.abspath(path).replace("/", "\\")
+    r = subprocess.run([*cuobjdump, "--list-elf", "--list-ptx", path], capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         raise ValueError(f"cuobjdump failed: {r.stderr.strip()[:200]}")
     sass = set(re.findall(r"^ELF file\s+\d+:.*\.sm_(\d+[af]?)\.cubin$", r.stdout, re.M))
@@ -955,7 +961,7 @@ def _archs(xs, prefix):
     return " ".join(f"{prefix}{a}" for a in sorted(xs, key=key)) or "none"
 
 
-def check_cuda(pkg, binaries, report, cuobjdump=None):
+def check_cuda(pkg, binaries, report, cuobjdump=None, cuobjdump_exe=None, wine="wine"):
     drivers = []
     for dirpath, _dirs, files in os.walk(pkg.root):
         drivers += [os.path.relpath(os.path.join(dirpath, f), pkg.root) for f in files
@@ -1022,16 +1028,18 @@ def check_cuda(pkg, binaries, report, cuobjdump=None):
             problems.append(f"PTX ISA {', '.join(sorted(found['ptx_isa']))}, train {train} "
                             f"writes {t['ptx_isa']}")
         cross = ""
-        if cuobjdump and b.fmt == "elf":
+        tool = ([cuobjdump] if cuobjdump and b.fmt == "elf" else
+                [*wine.split(), cuobjdump_exe] if cuobjdump_exe and b.fmt == "pe" else None)
+        if tool:
             try:
-                sass, ptx = _cuobjdump_archs(cuobjdump, b.path)
+                sass, ptx = _cuobjdump_archs(tool, b.path)
                 if (sass, ptx) != (found["sass"], found["ptx"]):
                     problems.append(f"cuobjdump lists SASS {_archs(sass, 'sm_')} and PTX "
                                     f"{_archs(ptx, 'compute_')}, the parser read otherwise")
-                cross = "; cuobjdump agrees"
-            except (OSError, ValueError) as e:
+                cross = "; cuobjdump agrees" if b.fmt == "elf" else "; cuobjdump.exe (Wine) agrees"
+            except (OSError, ValueError, subprocess.TimeoutExpired) as e:
                 problems.append(f"cuobjdump cross-check failed: {e}")
-        elif b.fmt == "elf":
+        else:
             cross = "; no cuobjdump given, not cross-checked"
         report.add("cuda", b.rel, not problems, "; ".join(problems) or
                    f"train {train}: SASS {_archs(found['sass'], 'sm_')}, PTX "
@@ -1056,7 +1064,7 @@ def package_root(path, tmp):
     return path
 
 
-def verify(root, arch=None, cuobjdump=None):
+def verify(root, arch=None, cuobjdump=None, cuobjdump_exe=None, wine="wine"):
     """Runs every check on the package at root (a package folder, a wheel or an unpacked
     wheel); returns (Report, facts)."""
     import tempfile
@@ -1067,12 +1075,12 @@ def verify(root, arch=None, cuobjdump=None):
             report = Report()
             report.add("files", "package", False, f"cannot unpack {root}: {e}")
             return report, {"package": os.path.abspath(root)}
-        report, facts = _verify(inner, arch, cuobjdump)
+        report, facts = _verify(inner, arch, cuobjdump, cuobjdump_exe, wine)
         facts["package"] = os.path.abspath(root)
         return report, facts
 
 
-def _verify(root, arch=None, cuobjdump=None):
+def _verify(root, arch=None, cuobjdump=None, cuobjdump_exe=None, wine="wine"):
     report = Report()
     facts = {"package": os.path.abspath(root)}
     try:
@@ -1095,7 +1103,7 @@ def _verify(root, arch=None, cuobjdump=None):
     if arch in ARCHES:
         check_platform(pkg, arch, binaries, report)
     check_private_helpers(pkg, binaries, report)
-    check_cuda(pkg, binaries, report, cuobjdump)
+    check_cuda(pkg, binaries, report, cuobjdump, cuobjdump_exe, wine)
     check_licenses(pkg, report)
     order = {c: i for i, c in enumerate(CHECKS)}
     report.rows.sort(key=lambda r: order[r["check"]])  # stable: binaries keep their order
@@ -1154,6 +1162,10 @@ def main(argv=None):
     ap.add_argument("--cuobjdump", default=os.environ.get("PTERON_CUDA_CUOBJDUMP") or None,
                     help="cuobjdump (of the package's CUDA train) to cross-check backend_cuda's "
                          "fatbin with (ELF); default: $PTERON_CUDA_CUOBJDUMP")
+    ap.add_argument("--cuobjdump-exe", default=os.environ.get("PTERON_CUDA_CUOBJDUMP_EXE") or None,
+                    help="the Windows cuobjdump.exe of the train, to cross-check a .dll's fatbin "
+                         "with, run through --wine; default: $PTERON_CUDA_CUOBJDUMP_EXE")
+    ap.add_argument("--wine", default="wine", help="how to run cuobjdump.exe (default: wine)")
     args = ap.parse_args(argv)
     if not os.path.exists(args.package):
         ap.error(f"{args.package}: no such directory")
@@ -1171,7 +1183,7 @@ def main(argv=None):
               f"pip install {dists} (or pip install ./python from the repository)", file=sys.stderr)
         return 2
 
-    report, facts = verify(args.package, args.arch, args.cuobjdump)
+    report, facts = verify(args.package, args.arch, args.cuobjdump, args.cuobjdump_exe, args.wine)
     failures = report.failures
     if args.json:
         out = dict(facts)
