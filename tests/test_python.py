@@ -276,6 +276,17 @@ def test_load_components_and_a_missing_threadpool(stage, linux_package, tmp_path
     assert str(lib) in r.stdout
 
 
+def test_the_module_knows_every_component_of_the_list():
+    import ast
+
+    tree = ast.parse((REPO / "python" / "pteron" / "_runtime.py").read_text())
+    known = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 and any(getattr(t, "id", None) == "_COMPONENTS" for t in n.targets))
+    listed = [c["name"] for c in json.loads((REPO / "cmake" / "components.json").read_text())
+              ["components"] if c["name"] != "runtime"]
+    assert list(known) == listed
+
+
 def test_python_m_pteron_run_and_info(stage, tmp_path):
     e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     e["PYTHONPATH"] = str(stage)
@@ -295,6 +306,12 @@ def test_python_m_pteron_run_and_info(stage, tmp_path):
     for want in ("runtime ", "kernels_portable ", "threadpool ", "ISA (kernels_optimized",
                  "threads: ", "operators: ", "backends: XnnpackBackend"):
         assert want in out, out
+    # the CUDA driver's status (CI's package has backend_cuda; this machine has no driver)
+    pkg = Path(os.environ["PTERON_LINUX_PACKAGE"])
+    if list((pkg / "lib").glob("libpteron_extension_cuda.so*")):
+        assert "CUDA: backend_cuda of train cu134; driver not usable: no CUDA driver" in out, out
+    else:
+        assert "CUDA: no CUDA component in this build" in out, out
 
 
 def test_readme_python_quick_start_runs_as_written(linux_package, tmp_path):

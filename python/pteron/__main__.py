@@ -78,8 +78,31 @@ def _info(_args) -> int:
     print(f"operators: {len(ops)} kernel entries, {len({(o.name, o.overload) for o in ops})} "
           "distinct operator overloads")
     print(f"backends: {', '.join(b.id for b in pteron.backends()) or 'none'}")
-    print("CUDA: no CUDA component in this build")
+    print(_cuda_status(_runtime._loaded))
     return 0
+
+
+def _cuda_status(loaded) -> str:
+    """One line: backend_cuda's train and whether the driver is usable (pteron/cuda.h's
+    pteron_cuda_driver_status, which loads the driver as the delegate would)."""
+    if "extension_cuda" not in loaded:
+        return "CUDA: no CUDA component in this build"
+    lib = loaded["extension_cuda"][1]
+    lib.pteron_cuda_train.restype = ctypes.c_char_p
+    f = lib.pteron_cuda_driver_status
+    f.restype = ctypes.c_int32
+    f.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32),
+                  ctypes.POINTER(ctypes.c_int32)]
+    msg = ctypes.create_string_buffer(1024)
+    devices, version = ctypes.c_int32(0), ctypes.c_int32(0)
+    code = f(msg, len(msg), ctypes.byref(devices), ctypes.byref(version))
+    train = lib.pteron_cuda_train().decode() or "none (no device code)"
+    if code == 0:
+        v = version.value
+        driver = f"usable, {devices.value} device(s), CUDA {v // 1000}.{v % 1000 // 10}"
+    else:
+        driver = f"not usable: {msg.value.decode('utf-8', 'replace')}"
+    return f"CUDA: backend_cuda of train {train}; driver {driver}"
 
 
 def main(argv=None) -> int:

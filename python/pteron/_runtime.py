@@ -121,8 +121,10 @@ def _make_error(code: int, message: str) -> Error:
 
 # Component names (cmake/components.json), in load order; the runtime itself is what the
 # extension links.
+# The loadable components, in cmake/components.json's order (the runtime aside;
+# tests/test_python.py checks the two lists agree).
 _COMPONENTS = ("kernels_portable", "kernels_optimized", "kernels_quantized", "threadpool",
-               "backend_xnnpack")
+               "backend_xnnpack", "backend_cuda", "extension_cuda")
 _lock = threading.Lock()
 _ext = None
 _libdir: Optional[Path] = None
