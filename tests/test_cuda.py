@@ -317,6 +317,23 @@ def test_upstream_cuda_backend_program_is_refused_naming_pteron_partitioner(cuda
 
 # ---- a malformed blob fails at method load, before the driver is touched ------
 
+def test_plan_refuses_hostile_kernel_parameters(cuda_build):
+    """pteron-test-cuda-plan (backends/cuda/test/plan_check.cpp, under ASan+UBSan in CI):
+    graphs the blob reader accepts but whose parameters would read outside an input or
+    overflow the index arithmetic (huge strides, dilations, windows) fail at load with
+    invalid_program naming the node; valid ones of each kernel plan."""
+    exe = cuda_build / "pteron-test-cuda-plan"
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: PTERON_CUDA_BUILD_DIR needs -DPTERON_BUILD_TESTS=ON",
+                    pytrace=False)
+    r = run([exe], timeout=120, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr
+    lines = [l for l in r.stdout.splitlines() if l.startswith(("ok", "FAIL"))]
+    assert len(lines) >= 20 and all(l.startswith("ok") for l in lines), r.stdout
+    assert f"{len(lines)} plan checks passed" in r.stdout, r.stdout
+
+
 def _blob_variants(pte: bytes):
     at = pte.index(b"PTCU")  # bytes 4-8 of the first blob
     start = at - 4

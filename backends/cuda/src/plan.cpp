@@ -17,6 +17,16 @@ namespace {
 
 constexpr int8_t kFloat32 = 6;
 
+// Strides, paddings, dilations, window sizes and group counts of conv2d and pool2d: at
+// most this (so the output-size arithmetic cannot overflow), and never negative.
+constexpr int64_t kMaxWindowParam = 1 << 16;
+
+bool small_ints(const std::vector<int64_t>& v) {
+  for (int64_t x : v)
+    if (x < 0 || x > kMaxWindowParam) return false;
+  return true;
+}
+
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -150,7 +160,11 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
       for (int d = 0; d < p.rank; ++d) {
         p.out_sizes[d] = o.shape[d], p.in_strides[d] = node.ints[d + 1];
         ok = ok && p.in_strides[d] >= 0 && p.in_strides[d] <= x.numel;
-        if (ok && o.shape[d] > 0) last += (o.shape[d] - 1) * p.in_strides[d];
+        // (overflow-safe: the step must fit in what is left of the input)
+        if (ok && o.shape[d] > 1 && p.in_strides[d] > 0) {
+          ok = o.shape[d] - 1 <= (x.numel - 1 - last) / p.in_strides[d];
+          if (ok) last += (o.shape[d] - 1) * p.in_strides[d];
+        }
       }
       if (!ok || (o.numel > 0 && last >= x.numel))
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (strided_f32): offset and strides "
@@ -233,15 +247,17 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
     } else if (node.kernel == "conv2d_f32") {
       l.kernel = KernelId::Conv2d, l.name = "conv2d_f32";
       k::ConvParams& p = l.p.conv;
-      if (node.ints.size() != 8)
-        return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (conv2d_f32): parameters", n);
+      if (node.ints.size() != 8 || !small_ints(node.ints))
+        return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (conv2d_f32): parameters (each in "
+                    "[0, %lld])", n, (long long)kMaxWindowParam);
       p.sh = int32_t(node.ints[0]), p.sw = int32_t(node.ints[1]), p.ph = int32_t(node.ints[2]);
       p.pw = int32_t(node.ints[3]), p.dh = int32_t(node.ints[4]), p.dw = int32_t(node.ints[5]);
       p.groups = int32_t(node.ints[6]), p.has_bias = node.ints[7] ? 1 : 0;
       if (!need_inputs(size_t(2 + p.has_bias))) return false;
       const Value& x = in(0);
       const Value& w = in(1);
-      bool ok = x.shape.size() == 4 && w.shape.size() == 4 && o.shape.size() == 4 && p.sh > 0 &&
+      bool ok = x.shape.size() == 4 && w.shape.size() == 4 && o.shape.size() == 4 &&
+                w.shape[2] <= kMaxWindowParam && w.shape[3] <= kMaxWindowParam && p.sh > 0 &&
                 p.sw > 0 && p.dh > 0 && p.dw > 0 && p.ph >= 0 && p.pw >= 0 && p.groups > 0;
       if (ok) {
         p.n = x.shape[0], p.c = x.shape[1], p.h = x.shape[2], p.w = x.shape[3];
@@ -262,8 +278,10 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
       if (!need_inputs(1)) return false;
       k::PoolParams& p = l.p.pool;
       const Value& x = in(0);
-      if (node.ints.size() != 11 || x.shape.size() != 4 || o.shape.size() != 4)
-        return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (pool2d_f32): parameters or shapes", n);
+      if (node.ints.size() != 11 || !small_ints(node.ints) || x.shape.size() != 4 ||
+          o.shape.size() != 4)
+        return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (pool2d_f32): parameters (each in "
+                    "[0, %lld]) or shapes", n, (long long)kMaxWindowParam);
       int32_t* f[] = {&p.op, &p.kh, &p.kw, &p.sh, &p.sw, &p.ph, &p.pw, &p.dh, &p.dw,
                       &p.count_include_pad, &p.divisor};
       for (int j = 0; j < 11; ++j) *f[j] = int32_t(node.ints[j]);
