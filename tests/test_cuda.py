@@ -637,6 +637,43 @@ def test_wine_programs_run_through_the_dll_on_the_fake_device(wine_env, system32
     _outputs_match(name, tmp_path)
 
 
+def test_wine_extension_runs_on_the_device_and_stream_it_is_given(wine_env, system32, fake_nvcuda,
+                                                                  tmp_path):
+    """extension_cuda's API from a Windows consumer (tests/native/cuda_extension.cpp built with
+    MinGW against the windows-cu134 package, its DLLs beside it) under Wine, on the fake
+    nvcuda.dll in system32: the device and stream chosen reach the launches."""
+    from conftest import MINGW_CXX, wine_run, winpath
+
+    pkg = _mingw_package()
+    exe = tmp_path / "cuda_extension.exe"
+    r = run([MINGW_CXX, "-std=c++17", "-O1", "-static", "-I", pkg / "include",
+             REPO / "tests" / "native" / "cuda_extension.cpp", "-o", exe,
+             "-Wl,--undefined=pteron_anchor_backend_cuda",
+             "-Wl,--undefined=pteron_anchor_kernels_portable",
+             *[pkg / "lib" / f"lib{n}.dll.a" for n in ("pteron_backend_cuda", "pteron_extension_cuda",
+                                                       "pteron_kernels_portable", "pteron")]],
+            timeout=300)  # -static: the MinGW runtime inside the program; the import libraries as files
+    assert r.returncode == 0, r.stderr
+    for dll in (pkg / "bin").glob("*.dll"):
+        shutil.copy(dll, tmp_path / dll.name)
+    x = tmp_path / "x.f32"
+    x.write_bytes(np.load(CUDA / "mlp_cuda.forward.input_0.npy").astype(np.float32).tobytes())
+    shutil.copy(fake_nvcuda, system32 / "nvcuda.dll")
+    r = wine_run(wine_env, exe, winpath(CUDA / "mlp_cuda.pte"), winpath(x), "--device", "1",
+                 "--stream", "5eed", cwd=tmp_path, timeout=180,
+                 extra_env={"PTERON_FAKE_DEVICES": "2", "PTERON_FAKE_LOG": "1"})
+    assert r.returncode == 0, str(r)
+    assert "status train=cu134 code=0 devices=2 version=13000" in r.stdout, str(r)
+    assert "set_device rc=0 device=1" in r.stdout and "load ok" in r.stdout, str(r)
+    assert "pteron-fake-cuda retain device 1" in r.stderr, str(r)
+    launches = [l for l in r.stderr.splitlines() if "pteron-fake-cuda launch" in l]
+    # %p: "0x5eed" from glibc, "0000000000005EED"-style from MinGW
+    assert launches and all(int(l.rsplit("stream=", 1)[1], 16) == 0x5eed for l in launches), launches
+    out = np.array([float(v) for v in r.stdout.split("output", 1)[1].split()], np.float32)
+    np.testing.assert_allclose(out, np.load(CUDA / "mlp_cuda.forward.expected_0.npy").ravel(),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_verify_passes_the_windows_cuda_package_reading_its_nv_fatb_section(wine_env):
     r = _verify(_mingw_package(), wine_env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
