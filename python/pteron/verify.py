@@ -939,12 +939,10 @@ def fatbin_section(b):
         pe.close()
 
 
-def _cuobjdump_archs(cuobjdump, path):
-    """(sass, ptx) as cuobjdump lists them: `cuobjdump` is the command (a list: the
-    Windows cuobjdump.exe under Wine for a PE file, whose path it gets in Wine's Z: form)."""
-    import subprocess
-
-    if len(cuobjdump) > 1:  # through Wine: the Windows path of the file
+def _cuobjdump_archs(cuobjdump, path, wine_path=False):
+    """(sass, ptx) as cuobjdump lists them: `cuobjdump` is the command (a list), and
+    wine_path gives it the file in Wine's Z: form (the Windows cuobjdump.exe, for a PE file)."""
+    if wine_path:
         path = "Z:" + os.path.abspath(path).replace("/", "\\")
     r = subprocess.run([*cuobjdump, "--list-elf", "--list-ptx", path], capture_output=True,
                        text=True, timeout=300, stdin=subprocess.DEVNULL)
@@ -1032,7 +1030,7 @@ def check_cuda(pkg, binaries, report, cuobjdump=None, cuobjdump_exe=None, wine="
                 [*wine.split(), cuobjdump_exe] if cuobjdump_exe and b.fmt == "pe" else None)
         if tool:
             try:
-                sass, ptx = _cuobjdump_archs(tool, b.path)
+                sass, ptx = _cuobjdump_archs(tool, b.path, wine_path=b.fmt == "pe")
                 if (sass, ptx) != (found["sass"], found["ptx"]):
                     problems.append(f"cuobjdump lists SASS {_archs(sass, 'sm_')} and PTX "
                                     f"{_archs(ptx, 'compute_')}, the parser read otherwise")

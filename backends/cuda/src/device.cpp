@@ -27,6 +27,8 @@ struct DeviceGraph {
   std::vector<Launch> launches;
   std::vector<CUfunction> fns;        // per launch
   std::vector<CUdeviceptr> mem;       // per value
+  // per launch: its kernelParams, made once (the device addresses do not change)
+  std::vector<std::unique_ptr<LaunchArgs>> args;
 };
 
 const char* embedded_train() {
@@ -54,10 +56,6 @@ int32_t failed(std::string* err, const char* call, CUresult r) {
   *err = std::string("PteronCudaBackend: ") + call + " failed: " + result_name(r);
   return r == CUDA_ERROR_OUT_OF_MEMORY ? PTERON_ERROR_OUT_OF_MEMORY : PTERON_ERROR_DELEGATE_FAILED;
 }
-
-#if PTERON_CUDA_HAVE_FATBIN
-std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-#endif
 
 }  // namespace
 
@@ -87,7 +85,8 @@ int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
   (void)g, (void)launches, (void)constant_data, (void)ordinal, (void)stream;
   std::string names;
   for (const Launch& l : launches)
-    if (names.find(l.name) == std::string::npos) names += (names.empty() ? "" : ", ") + std::string(l.name);
+    if (names.find(kernel_name(l.kernel)) == std::string::npos)
+      names += (names.empty() ? "" : ", ") + std::string(kernel_name(l.kernel));
   *err = "PteronCudaBackend: this build of backend_cuda has no device code (it was built without a "
          "CUDA train: Conan option cuda_train, CMake PTERON_CUDA_TRAIN), so it cannot run the "
          "kernels this graph needs: " + names;
@@ -124,7 +123,7 @@ int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
            std::to_string(major) + std::to_string(minor) + "; SASS " PTERON_CUDA_SASS_LIST
            "), and its PTX (" PTERON_CUDA_PTX_ARCH ", PTX ISA " PTERON_CUDA_PTX_ISA
            ") cannot be JIT-compiled here: " + result_name(r) + ", driver CUDA " +
-           version_str(ds.version) + ". A PTX JIT needs a driver of CUDA " PTERON_CUDA_TRAIN_CUDA
+           cuda_version_string(ds.version) + ". A PTX JIT needs a driver of CUDA " PTERON_CUDA_TRAIN_CUDA
            " or newer, a GPU of " PTERON_CUDA_PTX_ARCH " or newer, and CUDA_DISABLE_PTX_JIT unset: "
            "update the driver, or use a package of a train with SASS for this GPU";
     return PTERON_ERROR_NOT_SUPPORTED;
@@ -152,6 +151,8 @@ int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
       if (r != CUDA_SUCCESS) return failed(err, "cuMemcpyHtoDAsync", r);
     }
   }
+  const std::vector<uint64_t> address(d->mem.begin(), d->mem.end());
+  for (const Launch& l : d->launches) d->args.push_back(launch_args(l, address));
   r = a.StreamSynchronize(d->stream);
   if (r != CUDA_SUCCESS) return failed(err, "cuStreamSynchronize", r);
   *out = d.release();
@@ -162,26 +163,9 @@ int32_t device_prepare(const Graph& g, const std::vector<Launch>& launches,
 int32_t device_execute(DeviceGraph* d, pteron_value* const* args, size_t num_args, std::string* err) {
   const Graph& g = *d->g;
   const DriverApi& a = *d->api;
-  if (num_args < g.num_externals) {
-    *err = "PteronCudaBackend: " + std::to_string(num_args) + " arguments, the graph needs " +
-           std::to_string(g.num_externals);
-    return PTERON_ERROR_INVALID_ARGUMENT;
-  }
-  std::vector<float*> host(g.values.size(), nullptr);
-  for (size_t i = 0; i < g.values.size(); ++i) {
-    const Value& v = g.values[i];
-    if (v.external < 0) continue;
-    const pteron_value* arg = args[v.external];
-    const pteron_tensor* t = arg && arg->tag == PTERON_VALUE_TENSOR ? arg->u.tensor : nullptr;
-    bool same = t && t->dtype == PTERON_DTYPE_FLOAT32 && size_t(t->dim) == v.shape.size() && t->data;
-    for (int32_t k = 0; same && k < t->dim; ++k) same = t->sizes[k] == v.shape[k] && t->dim_order[k] == k;
-    if (!same) {
-      *err = "PteronCudaBackend: argument " + std::to_string(v.external) +
-             " is not the contiguous float32 tensor the graph was lowered for";
-      return PTERON_ERROR_SHAPE_MISMATCH;
-    }
-    host[i] = static_cast<float*>(t->data);
-  }
+  std::vector<float*> host;
+  const int32_t code = external_data(g, args, num_args, &host, err);
+  if (code != PTERON_OK) return code;
   Current cur(a, d->ctx);
   if (!cur.pushed) return failed(err, "cuCtxPushCurrent", CUDA_ERROR_INVALID_CONTEXT);
   CUresult r;
@@ -191,16 +175,11 @@ int32_t device_execute(DeviceGraph* d, pteron_value* const* args, size_t num_arg
       if (r != CUDA_SUCCESS) return failed(err, "cuMemcpyHtoDAsync", r);
     }
   for (size_t li = 0; li < d->launches.size(); ++li) {
-    Launch& l = d->launches[li];
-    uint64_t inputs[k::kMaxCatInputs];
-    for (size_t j = 0; j < l.inputs.size() && j < size_t(k::kMaxCatInputs); ++j)
-      inputs[j] = d->mem[l.inputs[j]];
-    const int32_t mode = l.kernel == KernelId::Gemm ? l.p.gemm.mode : 0;
-    LaunchArgs args(l.kernel, &l.p, inputs, l.inputs.size(), mode, d->mem[l.output]);
+    const Launch& l = d->launches[li];
     if (l.threads == 0) continue;  // an empty output: nothing to launch
     r = a.LaunchKernel(d->fns[li], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                       l.block[2], 0, d->stream, args.params, nullptr);
-    if (r != CUDA_SUCCESS) return failed(err, l.name, r);
+                       l.block[2], 0, d->stream, d->args[li]->params, nullptr);
+    if (r != CUDA_SUCCESS) return failed(err, kernel_name(l.kernel), r);
   }
   for (size_t i = 0; i < g.values.size(); ++i)
     if (host[i] && g.values[i].is_output) {

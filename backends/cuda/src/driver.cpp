@@ -65,8 +65,6 @@ std::string visible_devices_note() {
   return s;
 }
 
-std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-
 // A stub driver (the toolkit's link stub, lib/stubs/libcuda.so): `who` returned 34.
 void stub(DriverState* st, const char* who) {
   st->code = PTERON_ERROR_MISSING_DELEGATE;
@@ -91,7 +89,7 @@ bool resolve(const char* name, Fn* out, DriverState* st) {
   }
   st->code = PTERON_ERROR_DELEGATE_FAILED;
   st->message = std::string("the CUDA driver (") + kLibrary + ") does not provide " + name +
-                " for CUDA " + version_str(kDriverApiVersion) + " (cuGetProcAddress_v2: " +
+                " for CUDA " + cuda_version_string(kDriverApiVersion) + " (cuGetProcAddress_v2: " +
                 result_name(r) + ", query result " + std::to_string(int(found)) +
                 "): update the NVIDIA driver";
   return false;
@@ -123,7 +121,6 @@ void load(DriverState* st) {
       !resolve("cuDriverGetVersion", &a.DriverGetVersion, st))
     return;
   const CUresult init = a.Init(0);
-  st->cu_init = int(init);
   if (init == CUDA_ERROR_STUB_LIBRARY) {
     stub(st, "cuInit");
     return;
@@ -145,8 +142,8 @@ void load(DriverState* st) {
   if (vr != CUDA_SUCCESS || version < kDriverApiVersion) {
     st->code = PTERON_ERROR_MISSING_DELEGATE;
     st->message = "the CUDA driver supports CUDA " +
-                  (vr == CUDA_SUCCESS ? version_str(version) : "(unknown: " + result_name(vr) + ")") +
-                  ", and PteronCudaBackend needs CUDA " + version_str(kDriverApiVersion) +
+                  (vr == CUDA_SUCCESS ? cuda_version_string(version) : "(unknown: " + result_name(vr) + ")") +
+                  ", and PteronCudaBackend needs CUDA " + cuda_version_string(kDriverApiVersion) +
                   " or newer (NVIDIA driver 580+): update the driver";
     return;
   }
@@ -183,6 +180,10 @@ void load(DriverState* st) {
 }
 
 }  // namespace
+
+std::string cuda_version_string(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
 
 std::string result_name(CUresult r) {
   const char* name = nullptr;

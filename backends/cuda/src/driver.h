@@ -63,7 +63,6 @@ struct DriverState {
   int32_t code = 0;      // pteron_error: 0 = usable, else why not (below)
   std::string message;   // for code != 0: what is wrong and what to do
   std::string library;   // the library loaded: "libcuda.so.1" or "nvcuda.dll"
-  int cu_init = 0;       // cuInit's CUresult (0 when it was not reached)
   int version = 0;       // cuDriverGetVersion, e.g. 13000 for CUDA 13.0 (0: not read)
   int devices = 0;       // cuDeviceGetCount
   DriverApi api;
@@ -84,6 +83,9 @@ const DriverState& driver();
 
 // "CUDA_ERROR_NO_DEVICE (100)", through cuGetErrorName where the driver is loaded.
 std::string result_name(CUresult r);
+
+// "13.4" for a CUDA version as cuDriverGetVersion gives it (13040).
+std::string cuda_version_string(int version);
 
 }  // namespace cuda
 }  // namespace pteron

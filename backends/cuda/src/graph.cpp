@@ -135,5 +135,30 @@ bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
   return true;
 }
 
+int32_t external_data(const Graph& g, pteron_value* const* args, size_t num_args,
+                      std::vector<float*>* host, std::string* err) {
+  if (num_args < g.num_externals) {
+    *err = "PteronCudaBackend: " + std::to_string(num_args) + " arguments, the graph needs " +
+           std::to_string(g.num_externals);
+    return PTERON_ERROR_INVALID_ARGUMENT;
+  }
+  host->assign(g.values.size(), nullptr);
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    const Value& v = g.values[i];
+    if (v.external < 0) continue;
+    const pteron_value* arg = args[v.external];
+    const pteron_tensor* t = arg && arg->tag == PTERON_VALUE_TENSOR ? arg->u.tensor : nullptr;
+    bool same = t && t->dtype == PTERON_DTYPE_FLOAT32 && size_t(t->dim) == v.shape.size() && t->data;
+    for (int32_t k = 0; same && k < t->dim; ++k) same = t->sizes[k] == v.shape[k] && t->dim_order[k] == k;
+    if (!same) {
+      *err = "PteronCudaBackend: argument " + std::to_string(v.external) +
+             " is not the contiguous float32 tensor the graph was lowered for";
+      return PTERON_ERROR_SHAPE_MISMATCH;
+    }
+    (*host)[i] = static_cast<float*>(t->data);
+  }
+  return PTERON_OK;
+}
+
 }  // namespace cuda
 }  // namespace pteron

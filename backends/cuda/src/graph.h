@@ -63,5 +63,13 @@ bool blob_error(std::string* err, const char* fmt, ...)
 bool constant_bytes(pteron_kernel_context* ctx, const Graph& g, std::vector<const void*>* data,
                     std::string* err);
 
+// The host data of each external of g in the delegate call's arguments: (*host)[i] for
+// value i, nullptr for a value that is not an external. PTERON_ERROR_INVALID_ARGUMENT with
+// fewer arguments than the graph's externals, PTERON_ERROR_SHAPE_MISMATCH for an argument
+// that is not the contiguous float32 tensor of the value's shape (*err names it), else
+// PTERON_OK.
+int32_t external_data(const Graph& g, pteron_value* const* args, size_t num_args,
+                      std::vector<float*>* host, std::string* err);
+
 }  // namespace cuda
 }  // namespace pteron

@@ -35,6 +35,9 @@ inline const char* kernel_function(KernelId k) {
   return names[int(k)];
 }
 
+// The kernel's name in the blob (Node.kernel): its function's name without "pteron_".
+inline const char* kernel_name(KernelId k) { return kernel_function(k) + 7; }
+
 inline bool kernel_from_function(const char* name, KernelId* k) {
   for (int i = 0; i < kKernelCount; ++i)
     if (std::strcmp(kernel_function(KernelId(i)), name) == 0) {

@@ -78,7 +78,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
       return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (%s): output rank %zu above %d", n, kn,
                   o.shape.size(), k::kMaxRank);
     if (node.kernel == "gemm_f32") {
-      l.kernel = KernelId::Gemm, l.name = "gemm_f32";
+      l.kernel = KernelId::Gemm;
       const int64_t mode = node.ints.empty() ? -1 : node.ints[0];
       if (mode < 0 || mode > 2)
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (gemm_f32): mode %lld (0, 1 or 2)", n,
@@ -115,7 +115,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
       l.threads = o.numel;  // (the tiled grid covers it; 0: nothing to launch)
       l.block[0] = k::kGemmThreadsX, l.block[1] = k::kGemmThreadsY;
     } else if (node.kernel == "binary_f32") {
-      l.kernel = KernelId::Binary, l.name = "binary_f32";
+      l.kernel = KernelId::Binary;
       if (!need_inputs(2)) return false;
       k::BinaryParams& p = l.p.binary;
       p.op = node.ints.empty() ? -1 : int32_t(node.ints[0]);
@@ -129,7 +129,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
                     "broadcast to %s", n, shape_str(in(0).shape).c_str(),
                     shape_str(in(1).shape).c_str(), shape_str(o.shape).c_str());
     } else if (node.kernel == "unary_f32") {
-      l.kernel = KernelId::Unary, l.name = "unary_f32";
+      l.kernel = KernelId::Unary;
       if (!need_inputs(1)) return false;
       k::UnaryParams& p = l.p.unary;
       p.op = node.ints.empty() ? -1 : int32_t(node.ints[0]);
@@ -145,7 +145,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (unary_f32): %s -> %s", n,
                     shape_str(in(0).shape).c_str(), shape_str(o.shape).c_str());
     } else if (node.kernel == "strided_f32") {
-      l.kernel = KernelId::Strided, l.name = "strided_f32";
+      l.kernel = KernelId::Strided;
       if (!need_inputs(1)) return false;
       const Value& x = in(0);
       k::StridedParams& p = l.p.strided;
@@ -170,14 +170,14 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (strided_f32): offset and strides "
                     "read outside input %s", n, shape_str(x.shape).c_str());
     } else if (node.kernel == "copy_f32") {
-      l.kernel = KernelId::Copy, l.name = "copy_f32";
+      l.kernel = KernelId::Copy;
       if (!need_inputs(1)) return false;
       l.p.copy.numel = o.numel;
       if (in(0).numel != o.numel)
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (copy_f32): %s -> %s", n,
                     shape_str(in(0).shape).c_str(), shape_str(o.shape).c_str());
     } else if (node.kernel == "softmax_f32") {
-      l.kernel = KernelId::Softmax, l.name = "softmax_f32";
+      l.kernel = KernelId::Softmax;
       if (!need_inputs(1)) return false;
       const int64_t rank = int64_t(o.shape.size());
       const int64_t dim = node.ints.empty() ? -1 : node.ints[0];
@@ -191,7 +191,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
       p.log = node.ints.size() > 1 && node.ints[1] ? 1 : 0;
       l.threads = p.len ? p.outer * p.inner : 0;
     } else if (node.kernel == "layer_norm_f32") {
-      l.kernel = KernelId::LayerNorm, l.name = "layer_norm_f32";
+      l.kernel = KernelId::LayerNorm;
       k::LayerNormParams& p = l.p.layer_norm;
       if (node.ints.size() != 3 || node.floats.size() != 1)
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (layer_norm_f32): parameters", n);
@@ -211,7 +211,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
       p.rows = p.len ? o.numel / p.len : 0;
       l.threads = p.rows;
     } else if (node.kernel == "reduce_f32") {
-      l.kernel = KernelId::Reduce, l.name = "reduce_f32";
+      l.kernel = KernelId::Reduce;
       if (!need_inputs(1)) return false;
       const Value& x = in(0);
       k::ReduceParams& p = l.p.reduce;
@@ -245,7 +245,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (reduce_f32): %s -> %s", n,
                     shape_str(x.shape).c_str(), shape_str(o.shape).c_str());
     } else if (node.kernel == "conv2d_f32") {
-      l.kernel = KernelId::Conv2d, l.name = "conv2d_f32";
+      l.kernel = KernelId::Conv2d;
       k::ConvParams& p = l.p.conv;
       if (node.ints.size() != 8 || !small_ints(node.ints))
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (conv2d_f32): parameters (each in "
@@ -274,7 +274,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
                     shape_str(x.shape).c_str(), shape_str(w.shape).c_str(),
                     shape_str(o.shape).c_str());
     } else if (node.kernel == "pool2d_f32") {
-      l.kernel = KernelId::Pool2d, l.name = "pool2d_f32";
+      l.kernel = KernelId::Pool2d;
       if (!need_inputs(1)) return false;
       k::PoolParams& p = l.p.pool;
       const Value& x = in(0);
@@ -292,7 +292,7 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
         return fail(PTERON_ERROR_INVALID_PROGRAM, "node %zu (pool2d_f32): parameters for %s -> %s",
                     n, shape_str(x.shape).c_str(), shape_str(o.shape).c_str());
     } else if (node.kernel == "cat_f32") {
-      l.kernel = KernelId::Cat, l.name = "cat_f32";
+      l.kernel = KernelId::Cat;
       k::CatParams& p = l.p.cat;
       const int64_t rank = int64_t(o.shape.size());
       const int64_t dim = node.ints.empty() ? -1 : node.ints[0];
@@ -332,6 +332,15 @@ bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::st
     out->push_back(l);
   }
   return true;
+}
+
+std::unique_ptr<LaunchArgs> launch_args(const Launch& l, const std::vector<uint64_t>& address) {
+  uint64_t inputs[k::kMaxCatInputs] = {};
+  for (size_t j = 0; j < l.inputs.size() && j < size_t(k::kMaxCatInputs); ++j)
+    inputs[j] = address[l.inputs[j]];
+  const int32_t mode = l.kernel == KernelId::Gemm ? l.p.gemm.mode : 0;
+  return std::unique_ptr<LaunchArgs>(
+      new LaunchArgs(l.kernel, &l.p, inputs, l.inputs.size(), mode, address[l.output]));
 }
 
 }  // namespace cuda

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,6 @@ constexpr uint32_t kElementBlocks = 1u << 20;
 
 struct Launch {
   KernelId kernel;
-  const char* name;               // as in the blob, e.g. "gemm_f32"
   int64_t numel = 0;              // output elements
   int64_t threads = 0;            // the index space: output elements, or rows (softmax, layer norm)
   uint32_t grid[3] = {1, 1, 1};   // blocks (x, y, z)
@@ -52,6 +52,11 @@ struct Launch {
 //  - PTERON_ERROR_INVALID_PROGRAM: parameters or shapes that do not fit the
 //    kernel (kernels.h states what each needs), rank above k::kMaxRank.
 bool plan_graph(const Graph& g, std::vector<Launch>* out, int32_t* code, std::string* err);
+
+// The kernelParams of launch l (launch_abi.h) given each value's address, as the kernel
+// reads it (a CUdeviceptr on the device, a host address on the CPU). It points at l.p:
+// l must outlive it and stay in place.
+std::unique_ptr<LaunchArgs> launch_args(const Launch& l, const std::vector<uint64_t>& address);
 
 }  // namespace cuda
 }  // namespace pteron

@@ -26,7 +26,6 @@ struct Reference {
   Graph g;
   std::vector<Launch> launches;
   std::vector<std::vector<float>> owned;  // per value: constants and internals
-  std::vector<float*> ptr;                // per value, for the current execute
 };
 
 int32_t fail(pteron_kernel_context* ctx, int32_t code, const std::string& m) {
@@ -49,7 +48,6 @@ int32_t init(pteron_kernel_context* ctx, const void* blob, size_t size, const pt
   std::vector<const void*> constants;
   if (!constant_bytes(ctx, r->g, &constants, &err)) return fail(ctx, PTERON_ERROR_INVALID_PROGRAM, err);
   r->owned.resize(nv);
-  r->ptr.assign(nv, nullptr);
   for (size_t i = 0; i < nv; ++i) {
     const Value& v = r->g.values[i];
     if (v.external >= 0) continue;
@@ -62,38 +60,17 @@ int32_t init(pteron_kernel_context* ctx, const void* blob, size_t size, const pt
 
 int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* args, size_t n) {
   Reference& r = *static_cast<Reference*>(handle);
-  if (n < r.g.num_externals)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "PteronCudaBackend: " + std::to_string(n) +
-                " arguments, the graph needs " + std::to_string(r.g.num_externals));
-  for (size_t i = 0; i < r.g.values.size(); ++i) {
-    const Value& v = r.g.values[i];
-    if (v.external < 0) {
-      r.ptr[i] = r.owned[i].data();
-      continue;
-    }
-    const pteron_value* a = args[v.external];
-    if (!a || a->tag != PTERON_VALUE_TENSOR || !a->u.tensor)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "PteronCudaBackend: argument " + std::to_string(v.external) + " is not a tensor");
-    const pteron_tensor* t = a->u.tensor;
-    bool same = t->dtype == PTERON_DTYPE_FLOAT32 && size_t(t->dim) == v.shape.size() && t->data;
-    for (int32_t d = 0; same && d < t->dim; ++d)
-      same = t->sizes[d] == v.shape[d] && t->dim_order[d] == d;
-    if (!same)
-      return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
-                  "PteronCudaBackend: argument " + std::to_string(v.external) +
-                      " is not the contiguous float32 tensor the graph was lowered for");
-    r.ptr[i] = static_cast<float*>(t->data);
-  }
+  std::vector<float*> host;
+  std::string err;
+  const int32_t code = external_data(r.g, args, n, &host, &err);
+  if (code != PTERON_OK) return fail(ctx, code, err);
+  std::vector<uint64_t> address(r.g.values.size());
+  for (size_t i = 0; i < address.size(); ++i)
+    address[i] = uint64_t(uintptr_t(host[i] ? host[i] : r.owned[i].data()));
   for (const Launch& l : r.launches) {
-    uint64_t inputs[k::kMaxCatInputs];
-    for (size_t j = 0; j < l.inputs.size() && j < size_t(k::kMaxCatInputs); ++j)
-      inputs[j] = uint64_t(uintptr_t(r.ptr[l.inputs[j]]));
-    const int32_t mode = l.kernel == KernelId::Gemm ? l.p.gemm.mode : 0;
-    LaunchArgs args(l.kernel, &l.p, inputs, l.inputs.size(), mode, uint64_t(uintptr_t(r.ptr[l.output])));
-    if (l.threads && !cpu_grid::launch(l.kernel, l.grid, l.block, args.params))
-      return fail(ctx, PTERON_ERROR_INTERNAL, std::string("PteronCudaBackend: ") + l.name +
-                  ": the launch's block shape does not fit the kernel");
+    if (l.threads && !cpu_grid::launch(l.kernel, l.grid, l.block, launch_args(l, address)->params))
+      return fail(ctx, PTERON_ERROR_INTERNAL, std::string("PteronCudaBackend: ") +
+                  kernel_name(l.kernel) + ": the launch's block shape does not fit the kernel");
   }
   return PTERON_OK;
 }

@@ -491,19 +491,20 @@ class PteronCudaBackend(BackendDetails):
                 (sh, sw), (ph, pw), (dh, dw) = (_pair(stride, [1]), _pair(padding, [0]),
                                                 _pair(dilation, [1]))
                 emit("conv2d_f32", ins, n, [sh, sw, ph, pw, dh, dw, groups, has_b])
-            elif kind == "max_pool":
+            elif kind in ("max_pool", "avg_pool"):
+                # both: (x, kernel, stride=kernel, padding=0, ...); max: dilation at 4;
+                # avg: ceil_mode at 4, count_include_pad at 5, divisor_override at 6
                 (kh, kw) = _pair(a[1], [1])
                 (sh, sw) = _pair(a[2] if len(a) > 2 else [], [kh, kw])
                 (ph, pw) = _pair(a[3] if len(a) > 3 else 0, [0])
-                (dh, dw) = _pair(a[4] if len(a) > 4 else 1, [1])
-                emit("pool2d_f32", [value_of(x)], n, [0, kh, kw, sh, sw, ph, pw, dh, dw, 0, 0])
-            elif kind == "avg_pool":
-                (kh, kw) = _pair(a[1], [1])
-                (sh, sw) = _pair(a[2] if len(a) > 2 else [], [kh, kw])
-                (ph, pw) = _pair(a[3] if len(a) > 3 else 0, [0])
-                cip = bool(a[5]) if len(a) > 5 else True
-                div = int(a[6]) if len(a) > 6 and a[6] is not None else 0
-                emit("pool2d_f32", [value_of(x)], n, [1, kh, kw, sh, sw, ph, pw, 1, 1, cip, div])
+                if kind == "max_pool":
+                    (dh, dw), cip, div = _pair(a[4] if len(a) > 4 else 1, [1]), 0, 0
+                else:
+                    (dh, dw) = (1, 1)
+                    cip = bool(a[5]) if len(a) > 5 else True
+                    div = int(a[6]) if len(a) > 6 and a[6] is not None else 0
+                emit("pool2d_f32", [value_of(x)], n,
+                     [kind == "avg_pool", kh, kw, sh, sw, ph, pw, dh, dw, cip, div])
             else:
                 raise RuntimeError(f"PteronCudaBackend: no lowering for {kind} ({n.name})")
         output_node = next(n for n in graph.nodes if n.op == "output")
