@@ -637,6 +637,24 @@ def test_wine_programs_run_through_the_dll_on_the_fake_device(wine_env, system32
     _outputs_match(name, tmp_path)
 
 
+def test_wine_cuda_program_runs_from_non_ascii_paths(wine_env, system32, fake_nvcuda, tmp_path):
+    """pteron_backend_cuda.dll from a package folder, and a CUDA-lowered program from a model
+    folder, whose paths hold non-ASCII characters (the fake nvcuda.dll in system32)."""
+    pkg = tmp_path / "pteron Ωmega ü"
+    shutil.copytree(_mingw_package(), pkg, symlinks=True)
+    models = tmp_path / "modèles 模型"
+    models.mkdir()
+    pte = models / "mlp_cuda.pte"
+    shutil.copy(CUDA / "mlp_cuda.pte", pte)
+    shutil.copy(fake_nvcuda, system32 / "nvcuda.dll")
+    out = tmp_path / "sortie"
+    out.mkdir()
+    r = _wine_program(wine_env, pkg, "mlp_cuda", out, pte=pte, PTERON_FAKE_LOG=1)
+    assert r.returncode == 0, str(r)
+    assert "pteron-fake-cuda launch pteron_gemm_f32" in r.stderr, str(r)
+    _outputs_match("mlp_cuda", out)
+
+
 def test_wine_extension_runs_on_the_device_and_stream_it_is_given(wine_env, system32, fake_nvcuda,
                                                                   tmp_path):
     """extension_cuda's API from a Windows consumer (tests/native/cuda_extension.cpp built with
