@@ -116,6 +116,14 @@ def programs():
         [rnd(1, 17, 8, 9, seed=12)], [R])
     add("dw3x3_s1_c1_wide", Fn(lambda m, x: m[0](x), dw(1, 3, 1, 1)),
         [rnd(1, 1, 5, 37, seed=13)], [R])
+    # 1x1 at stride 1 (a per-channel affine: nhwc_kernels.cpp's dw_row_1x1); 70 channels leave
+    # a partial vector at every level.
+    add("dw1x1_relu_c70", Fn(lambda m, x: torch.relu(m[0](x)), dw(70, 1)),
+        [special(1, 70, 6, 5, seed=14)], [R])
+    # 5 channels over 5600 pixels: the NHWC -> NCHW transpose after the node is cut along its
+    # pixels too (own_ops.cpp's kBlockB), so it is split over the threads.
+    add("dw3x3_c5_many_pixels", Fn(lambda m, x: m[0](x), dw(5, 3, 1, 1)),
+        [rnd(1, 5, 80, 70, seed=15)], [R])
     # ---- pooling ----------------------------------------------------------------------
     add("maxpool3x3_s2_p1_c17", Fn(lambda m, x: nn.functional.max_pool2d(x, 3, 2, 1)),
         [rnd(1, 17, 11, 13, seed=20)], ["MaxPool2d"])
@@ -233,6 +241,10 @@ def programs():
     add("softmax_2x3x257", Fn(lambda m, v: torch.softmax(v, 2)),
         [rnd(2, 3, 257, seed=61, scale=5)], ["Softmax"])
     add("softmax_nan_row", Fn(lambda m, v: torch.softmax(v, -1)), [special(3, 7, seed=62)],
+        ["Softmax"])
+    # A transformer's window rows (swin: 49): whole vectors and a partial one at every level,
+    # rows that do not start on a vector boundary, NaN / inf / -inf / large values planted.
+    add("softmax_6x49_special", Fn(lambda m, v: torch.softmax(v, -1)), [special(6, 49, seed=63)],
         ["Softmax"])
     for ac in (False, True):
         tag = "align" if ac else "halfpixel"

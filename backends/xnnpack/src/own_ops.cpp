@@ -32,6 +32,7 @@ namespace {
 
 constexpr int64_t kGrainBytes = 64 * 1024;  // the least work one parallel chunk gets
 constexpr size_t kStrip = 64;               // transpose: input columns per work item
+constexpr size_t kBlockB = 4096;            // transpose: output columns per work item, at most
 
 
 // Items per chunk so that one chunk moves at least kGrainBytes.
@@ -143,12 +144,16 @@ void transpose(const float* in, const Shape& shape, const std::vector<size_t>& p
   // One item: a strip of ta input columns (A) over every B, transposed by pteron_cpu's
   // register-blocked kernel; a strip keeps ta output rows in flight, so both sides stream.
   const size_t ta = std::max<size_t>(kStrip, (kStrip * kStrip / std::max<size_t>(nb, 1) + 7) / 8 * 8);
-  const size_t a_tiles = (na + ta - 1) / ta;
-  const size_t items = outer * a_tiles;
+  // B is cut in blocks of kBlockB too, so that a transpose with few A columns (an NHWC output
+  // of 21 channels back to NCHW: one strip) is still split over the threads.
+  const size_t a_tiles = (na + ta - 1) / ta, tb = std::min(nb, kBlockB);
+  const size_t b_tiles = (nb + tb - 1) / tb;
+  const size_t items = outer * a_tiles * b_tiles;
   const auto t = pteron_opt::nhwc_ops().transpose;
-  parallel(items, grain_for(ta * nb * sizeof(float)), [&](size_t begin, size_t end) {
+  parallel(items, grain_for(ta * tb * sizeof(float)), [&](size_t begin, size_t end) {
     for (size_t it = begin; it < end; ++it) {
-      size_t o = it / a_tiles, at = it % a_tiles;
+      const size_t bt = it % b_tiles;
+      size_t o = it / b_tiles / a_tiles, at = it / b_tiles % a_tiles;
       size_t ib = 0, ob = 0;
       for (size_t k = odims.size(); k-- > 0;) {
         const size_t x = o % odims[k];
@@ -157,8 +162,9 @@ void transpose(const float* in, const Shape& shape, const std::vector<size_t>& p
         ob += x * o_out_st[k];
       }
       const size_t a0 = at * ta, a1 = std::min(na, a0 + ta);
-      t(in + ib + a0, int64_t(b_in_stride), out + ob + a0 * a_out_stride, int64_t(a_out_stride),
-        int64_t(nb), int64_t(a1 - a0));
+      const size_t b0 = bt * tb, b1 = std::min(nb, b0 + tb);
+      t(in + ib + a0 + b0 * b_in_stride, int64_t(b_in_stride), out + ob + a0 * a_out_stride + b0,
+        int64_t(a_out_stride), int64_t(b1 - b0), int64_t(a1 - a0));
     }
   });
 }

@@ -435,11 +435,10 @@ void unary(NUnary op, const float* x, float* out, int64_t n, float p0, float p1,
 }
 
 void softmax(const float* x, float* out, int64_t rows, int64_t len, float lo, float hi) {
-  const IsaOps& isa = ops();
   const NhwcOps& k = nhwc_ops();
   const bool clamp = has_range(lo, hi);
   auto body = [&](int64_t b, int64_t e) {
-    isa.softmax_rows(x + b * len, out + b * len, e - b, len, false);
+    k.softmax_rows(x + b * len, out + b * len, e - b, len);
     if (clamp) k.clamp(out + b * len, (e - b) * len, lo, hi);
   };
   parallel(rows, grain_for(len * 8), body);

@@ -137,6 +137,10 @@ struct NhwcOps {
   // image's NCHW -> NHWC) interleave 4 columns at a time.
   void (*transpose)(const float* in, int64_t in_rs, float* out, int64_t out_rs, int64_t rows,
                     int64_t cols);
+  // Softmax of `rows` contiguous rows of `len` elements: y = e^(x - max) / sum, a NaN or +inf
+  // in a row makes the row NaN (PyTorch's); y may alias x. e^t is a degree-6 polynomial
+  // (nhwc_kernels.cpp, a few ulp), 0 below t = -87.
+  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len);
 };
 
 const NhwcOps* nhwc_ops_baseline();

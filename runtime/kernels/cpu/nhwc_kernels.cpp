@@ -405,7 +405,38 @@ void dw_row_generic(const DwRow& r) {
   for (int64_t ox = hi; ox < r.ow; ++ox) dw_pixel(r, ox);
 }
 
+// 1x1 at stride 1 without padding (a batch norm that the exporter lowered as a depthwise
+// convolution: densenet's pre-activations): out[ox][c] = x[ox][c] * w[c] + bias[c], clamped,
+// four channel vectors per step (dw_row_generic's per-tap loops cost more than the FMA here).
+void dw_row_1x1(const DwRow& r) {
+  const int64_t c = r.c;
+  const V vlo = vset(r.lo), vhi = vset(r.hi);
+  const float* x = r.rows[0];
+  float* o = r.out;
+  for (int64_t ox = 0; ox < r.ow; ++ox, x += c, o += c) {
+    int64_t c0 = 0;
+    for (; c0 + 4 * L <= c; c0 += 4 * L) {
+      V v[4];
+      PTERON_UNROLL
+      for (int j = 0; j < 4; ++j)
+        v[j] = vfma(vload(r.w + c0 + j * L), vload(x + c0 + j * L), vload(r.bias + c0 + j * L));
+      PTERON_UNROLL
+      for (int j = 0; j < 4; ++j) vstore(o + c0 + j * L, r.clamp ? vclamp(v[j], vlo, vhi) : v[j]);
+    }
+    for (; c0 + L <= c; c0 += L) {
+      const V v = vfma(vload(r.w + c0), vload(x + c0), vload(r.bias + c0));
+      vstore(o + c0, r.clamp ? vclamp(v, vlo, vhi) : v);
+    }
+    if (c0 < c) {
+      const int64_t n = c - c0;
+      const V v = vfma(vloadp(r.w + c0, n), vloadp(x + c0, n), vloadp(r.bias + c0, n));
+      vstorep(o + c0, r.clamp ? vclamp(v, vlo, vhi) : v, n);
+    }
+  }
+}
+
 void dw_row(const DwRow& r) {
+  if (r.kh == 1 && r.kw == 1 && r.sw == 1 && r.pl == 0 && r.ow <= r.iw) return dw_row_1x1(r);
   if (r.kh == r.kw && r.dw == 1) {
     if (r.kh == 3 && r.sw == 1) return dw_row_fixed<3, 1>(r);
     if (r.kh == 3 && r.sw == 2) return dw_row_fixed<3, 2>(r);
@@ -833,6 +864,77 @@ void clamp(float* x, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) x[i] = clampf(x[i], lo, hi);
 }
 
+// ---- softmax ----------------------------------------------------------------------------------
+
+// The largest / the sum of a vector's lanes.
+inline float hmax(V v) {
+  alignas(64) float t[L];
+  vstore(t, v);
+  float m = t[0];
+  for (int64_t i = 1; i < L; ++i) m = t[i] > m ? t[i] : m;
+  return m;
+}
+inline float hsum(V v) {
+  alignas(64) float t[L];
+  vstore(t, v);
+  float s = t[0];
+  for (int64_t i = 1; i < L; ++i) s += t[i];
+  return s;
+}
+
+// e^t for t <= 0 (t = x - max): vexp_clamped, with 0 below -87 (where e^t is under the
+// smallest normal float, as a rounded e^t would be 0 or subnormal; -inf gives exactly 0) and
+// NaN kept.
+inline V vexp_nonpositive(V t) {
+  return vkeep_nan(t, vsel_pos(vadd(t, vset(87.0f)), vexp_clamped(t), vset(0.0f)));
+}
+
+// Softmax of `rows` contiguous rows of `len` elements, explicit vectors with a partial last
+// vector (Eigen's maps of short unaligned rows, a transformer's 49- or 197-long attention
+// rows, ran their unaligned ends through scalar exp). Three passes per row: the maximum (its
+// last vector re-reads lanes already seen: the maximum does not mind), e^(x - max) into y with
+// its sum, then y times 1 / sum. A NaN, or +inf, anywhere makes the row NaN (through x - max),
+// as in PyTorch. y may alias x.
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t len) {
+  if (len <= 0) return;
+  for (int64_t r = 0; r < rows; ++r, x += len, y += len) {
+    float mx = x[0];
+    if (len >= L) {
+      V m0 = vload(x), m1 = m0;
+      int64_t i = L;
+      for (; i + 2 * L <= len; i += 2 * L) m0 = vmax(m0, vload(x + i)), m1 = vmax(m1, vload(x + i + L));
+      for (; i + L <= len; i += L) m0 = vmax(m0, vload(x + i));
+      if (i < len) m1 = vmax(m1, vload(x + len - L));
+      mx = hmax(vmax(m0, m1));
+    } else {
+      for (int64_t i = 1; i < len; ++i) mx = x[i] > mx ? x[i] : mx;
+    }
+    const V vm = vset(mx);
+    V s0 = vset(0.0f), s1 = s0;
+    int64_t i = 0;
+    for (; i + 2 * L <= len; i += 2 * L) {
+      const V e0 = vexp_nonpositive(vsub(vload(x + i), vm));
+      const V e1 = vexp_nonpositive(vsub(vload(x + i + L), vm));
+      vstore(y + i, e0);
+      vstore(y + i + L, e1);
+      s0 = vadd(s0, e0);
+      s1 = vadd(s1, e1);
+    }
+    for (; i + L <= len; i += L) {
+      const V e = vexp_nonpositive(vsub(vload(x + i), vm));
+      vstore(y + i, e);
+      s0 = vadd(s0, e);
+    }
+    if (i < len) {  // the lanes past the row are read back from y as zeros
+      vstorep(y + i, vexp_nonpositive(vsub(vloadp(x + i, len - i), vm)), len - i);
+      s1 = vadd(s1, vloadp(y + i, len - i));
+    }
+    const V scale = vset(1.0f / hsum(vadd(s0, s1)));
+    for (i = 0; i + L <= len; i += L) vstore(y + i, vmul(vload(y + i), scale));
+    if (i < len) vstorep(y + i, vmul(vloadp(y + i, len - i), scale), len - i);
+  }
+}
+
 // ---- 2-D transpose ----------------------------------------------------------------------------
 
 #if defined(__SSE2__) || defined(_M_X64)
@@ -933,6 +1035,7 @@ const NhwcOps kNhwcOps = {
     unary,
     clamp,
     transpose,
+    softmax_rows,
 };
 
 }  // namespace
