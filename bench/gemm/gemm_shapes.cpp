@@ -60,6 +60,24 @@ int main() {
       {"vit FC [197,768] x 192 (mlp fc2)", 197, 768, 192},
       {"vit BMM [197,64] x 197 (q k^T, per head)", 197, 64, 197},
       {"vit BMM [197,197] x 64 (attn v, per head)", 197, 197, 64},
+      {"swin FC [3136,96] x 288 (qkv)", 3136, 96, 288},
+      {"swin FC [3136,96] x 384 (mlp fc1)", 3136, 96, 384},
+      {"swin FC [3136,384] x 96 (mlp fc2)", 3136, 384, 96},
+      {"densenet 1x1 [1,56,56,192] x 128", 3136, 192, 128},
+      {"densenet 1x1 [1,28,28,512] x 128", 784, 512, 128},
+      {"resnet18 1x1 s2 [1,28,28,128] x 256", 196, 128, 256},
+  };
+  // 3x3 convolutions, stride 1, padding 1, as the delegate runs them: indirect rows (one
+  // segment of C floats per tap, padding taps pointing at a zero row), K = 9 C.
+  struct Conv {
+    const char* what;
+    int64_t h, w, c, n;
+  };
+  const Conv convs[] = {
+      {"densenet 3x3 [1,56,56,128] x 32 (indirect)", 56, 56, 128, 32},
+      {"densenet 3x3 [1,14,14,128] x 32 (indirect)", 14, 14, 128, 32},
+      {"resnet18 3x3 [1,56,56,64] x 64 (indirect)", 56, 56, 64, 64},
+      {"resnet18 3x3 [1,14,14,256] x 256 (indirect)", 14, 14, 256, 256},
   };
   std::printf("level %s\n", pteron_opt::gemm_kernels().name);
   for (const Shape& s : shapes) {
@@ -77,7 +95,34 @@ int main() {
       us.push_back((cpu_us() - t0) / reps);
     }
     std::sort(us.begin(), us.end());
-    std::printf("%-40s %10.1f us  %6.1f GFLOP/cpu-s  (best batch %6.1f)\n", s.what, us[3],
+    std::printf("%-44s %10.1f us  %6.1f GFLOP/cpu-s  (best batch %6.1f)\n", s.what, us[3],
+                flop / us[3] * 1e-3, flop / us[0] * 1e-3);
+  }
+  for (const Conv& v : convs) {
+    const int64_t m = v.h * v.w, k = 9 * v.c;
+    std::vector<float> in(size_t(m * v.c), 0.5f), zero(size_t(v.c), 0.0f), b(size_t(k * v.n), 0.25f);
+    std::vector<float> c(size_t(m * v.n));
+    std::vector<const float*> rows(size_t(m * 9));
+    for (int64_t y = 0; y < v.h; ++y)
+      for (int64_t x = 0; x < v.w; ++x)
+        for (int64_t t = 0; t < 9; ++t) {
+          const int64_t iy = y + t / 3 - 1, ix = x + t % 3 - 1;
+          const bool inside = iy >= 0 && iy < v.h && ix >= 0 && ix < v.w;
+          rows[size_t((y * v.w + x) * 9 + t)] = inside ? &in[size_t((iy * v.w + ix) * v.c)] : zero.data();
+        }
+    pteron_opt::PackedWeights w;
+    w.pack(k, v.n, b.data(), k, true, nullptr);
+    const double flop = 2.0 * double(m) * double(v.n) * double(k);
+    const int reps = int(std::max<double>(1, 2e8 / flop));
+    std::vector<double> us;
+    for (int batch = 0; batch < 7; ++batch) {
+      const double t0 = cpu_us();
+      for (int r = 0; r < reps; ++r)
+        pteron_opt::gemm_packed_indirect(m, 9, v.c, rows.data(), 0, w, c.data(), v.n, -1e30f, 1e30f);
+      us.push_back((cpu_us() - t0) / reps);
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("%-44s %10.1f us  %6.1f GFLOP/cpu-s  (best batch %6.1f)\n", v.what, us[3],
                 flop / us[3] * 1e-3, flop / us[0] * 1e-3);
   }
   return 0;
