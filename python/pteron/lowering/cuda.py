@@ -39,6 +39,7 @@ import operator
 from typing import Dict, List
 
 import flatbuffers
+import numpy as np
 import torch
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
@@ -479,11 +480,19 @@ class PteronCudaBackend(BackendDetails):
                 wt = param_tensor(w) if w.op == "placeholder" and w.name in params else None
                 bn = folded.get(n)
                 if bn is not None:
-                    gamma, beta, mean, var = (param_tensor(t) for t in bn.args[1:5])
-                    scale = gamma / torch.sqrt(var + float(bn.args[6]))
-                    bias0 = param_tensor(b) if b is not None else torch.zeros_like(mean)
-                    ins = [value_of(x), constant(wt * scale[:, None, None, None]),
-                           constant((bias0 - mean) * scale + beta)]
+                    # Folded in float64 with numpy, then rounded once to float32: numpy's
+                    # +, -, *, / and sqrt are IEEE-exact on every CPU, so the folded constants
+                    # (and the program's bytes) are the same wherever the exporter runs (torch's
+                    # float32 kernels gave other bits on an AVX-512 Xeon than on an AVX2 EPYC).
+                    gamma, beta, mean, var = (param_tensor(t).double().numpy()
+                                              for t in bn.args[1:5])
+                    scale = gamma / np.sqrt(var + float(bn.args[6]))
+                    bias0 = (param_tensor(b).double().numpy() if b is not None
+                             else np.zeros_like(mean))
+                    w64 = wt.double().numpy() * scale[:, None, None, None]
+                    ins = [value_of(x), constant(torch.from_numpy(w64.astype(np.float32))),
+                           constant(torch.from_numpy(((bias0 - mean) * scale + beta)
+                                                     .astype(np.float32)))]
                     has_b = True
                 else:
                     ins = [value_of(x), value_of(w)] + ([value_of(b)] if b is not None else [])
