@@ -406,8 +406,9 @@ void dw_row_generic(const DwRow& r) {
 }
 
 // 1x1 at stride 1 without padding (a batch norm that the exporter lowered as a depthwise
-// convolution: densenet's pre-activations): out[ox][c] = x[ox][c] * w[c] + bias[c], clamped,
-// four channel vectors per step (dw_row_generic's per-tap loops cost more than the FMA here).
+// convolution: densenet's pre-activations): out[ox][c] = x[ox][c] * w[c] + bias[c], clamped
+// (dw_row_generic's per-tap loops cost more than the FMA here; the vectors are independent, so
+// the loop needs no unrolling of its own).
 void dw_row_1x1(const DwRow& r) {
   const int64_t c = r.c;
   const V vlo = vset(r.lo), vhi = vset(r.hi);
@@ -415,14 +416,6 @@ void dw_row_1x1(const DwRow& r) {
   float* o = r.out;
   for (int64_t ox = 0; ox < r.ow; ++ox, x += c, o += c) {
     int64_t c0 = 0;
-    for (; c0 + 4 * L <= c; c0 += 4 * L) {
-      V v[4];
-      PTERON_UNROLL
-      for (int j = 0; j < 4; ++j)
-        v[j] = vfma(vload(r.w + c0 + j * L), vload(x + c0 + j * L), vload(r.bias + c0 + j * L));
-      PTERON_UNROLL
-      for (int j = 0; j < 4; ++j) vstore(o + c0 + j * L, r.clamp ? vclamp(v[j], vlo, vhi) : v[j]);
-    }
     for (; c0 + L <= c; c0 += L) {
       const V v = vfma(vload(r.w + c0), vload(x + c0), vload(r.bias + c0));
       vstore(o + c0, r.clamp ? vclamp(v, vlo, vhi) : v);
