@@ -14,7 +14,10 @@
 #     of its own in build-wheel/) and tests/test_wheel.py on it (auditwheel,
 #     pteron-verify, an install in a folder whose path holds a space);
 #   - the conda packages (scripts/conda.sh: recipe/recipe.yaml built offline for linux-64 and
-#     win-64 into a local channel, installed into fresh prefixes, tests/test_conda.py).
+#     win-64 into a local channel, installed into fresh prefixes, tests/test_conda.py);
+#   - the runtime under ThreadSanitizer: build-tsan/ (GCC -fsanitize=thread, the
+#     std::thread pool, the XNNPACK delegate with no XNNPACK library) and
+#     tests/test_stress.py on it, a minute per program (PTERON_TSAN_SECONDS).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/conan.sh"
@@ -62,4 +65,13 @@ python -m auditwheel repair --plat "$plat" -w "$REPO/build-wheel/manylinux" "$ra
 PTERON_WHEEL="$(ls "$REPO"/build-wheel/manylinux/pteron-*.whl)" python -m pytest tests/test_wheel.py -q
 echo "==> the wheel took $(( $(date +%s) - start )) s"
 bash "$REPO/scripts/conda.sh"
+
+start=$(date +%s)
+pteron_build "$REPO/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+  -DPTERON_SANITIZE=thread -DPTERON_BUILD_TESTS=ON -DPTERON_BUILD_TOOLS=OFF \
+  -DPTERON_WITH_THREADPOOL=ON -DPTERON_THREADPOOL_IMPL=std -DPTERON_WITH_XNNPACK=ON \
+  -DPTERON_XNNPACK_LIBRARY=OFF -DPTERON_WITH_QUANTIZED=OFF
+PTERON_TSAN_BUILD_DIR="$REPO/build-tsan" python -m pytest tests/test_stress.py -q -k tsan
+echo "==> the ThreadSanitizer run took $(( $(date +%s) - start )) s"
 echo "pteron: slower targets passed"

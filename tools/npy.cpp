@@ -78,37 +78,43 @@ std::string npy_read(const std::string& path, NpyArray* out) {
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)),
                                    std::istreambuf_iterator<char>());
   if (f.bad()) return "cannot read '" + path + "'";
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
-    return "'" + path + "' is not a .npy file";
-  unsigned major = bytes[6];
+  return npy_parse(bytes.data(), bytes.size(), "'" + path + "'", out);
+}
+
+std::string npy_parse(const unsigned char* data, size_t size, const std::string& name,
+                      NpyArray* out) {
+  if (!data && size) return name + " is not a .npy file";
+  if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0)
+    return name + " is not a .npy file";
+  unsigned major = data[6];
   size_t hlen, hstart;
   if (major == 1) {
-    hlen = bytes[8] | (size_t(bytes[9]) << 8);
+    hlen = data[8] | (size_t(data[9]) << 8);
     hstart = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) return "'" + path + "' is truncated";
+    if (size < 12) return name + " is truncated";
     hlen =
-        bytes[8] | (size_t(bytes[9]) << 8) | (size_t(bytes[10]) << 16) | (size_t(bytes[11]) << 24);
+        data[8] | (size_t(data[9]) << 8) | (size_t(data[10]) << 16) | (size_t(data[11]) << 24);
     hstart = 12;
   } else {
-    return "'" + path + "' has unsupported .npy version " + std::to_string(major);
+    return name + " has unsupported .npy version " + std::to_string(major);
   }
-  if (hstart + hlen > bytes.size()) return "'" + path + "' is truncated";
-  std::string h(reinterpret_cast<const char*>(bytes.data() + hstart), hlen);
+  if (hstart + hlen > size) return name + " is truncated";
+  std::string h(reinterpret_cast<const char*>(data + hstart), hlen);
   // The format (numpy.lib.format, NEP 1): the header is a Python dict
   // literal, padded with spaces and ended by one newline; nothing else.
   {
     size_t end = h.find_last_not_of(" \n");
     if (hlen == 0 || h.back() != '\n' || end == std::string::npos || h[0] != '{' || h[end] != '}' ||
         h.find('\n') != hlen - 1)
-      return "'" + path + "' has a malformed .npy header (not one dict ended by a newline)";
+      return name + " has a malformed .npy header (not one dict ended by a newline)";
   }
   std::string descr, fortran, shape;
   if (!dict_value(h, "descr", &descr) || !dict_value(h, "fortran_order", &fortran) ||
       !dict_value(h, "shape", &shape))
-    return "'" + path + "' has a malformed .npy header";
+    return name + " has a malformed .npy header";
   if (fortran.find("True") != std::string::npos)
-    return "'" + path + "' is Fortran-ordered; save it C-ordered";
+    return name + " is Fortran-ordered; save it C-ordered";
   if (descr == "=f4") descr = "<f4";
   if (descr == "=f8") descr = "<f8";
   if (descr == "=i4") descr = "<i4";
@@ -120,8 +126,8 @@ std::string npy_read(const std::string& path, NpyArray* out) {
     if (descr == d.descr) dm = &d;
   if (!dm) {
     if (descr.find_first_of("[(") != std::string::npos)
-      return "'" + path + "' has a structured dtype; pteron-run reads plain numeric arrays only";
-    return "'" + path + "' has unsupported dtype '" + descr + "'";
+      return name + " has a structured dtype; pteron-run reads plain numeric arrays only";
+    return name + " has unsupported dtype '" + descr + "'";
   }
   out->dtype = dm->dtype;
   out->shape.clear();
@@ -138,28 +144,28 @@ std::string npy_read(const std::string& path, NpyArray* out) {
   }
   const bool scalar = items.size() == 1 && items[0].empty();  // "()"
   if (!scalar && items.size() == 1)                           // "(3)" is an int, not a tuple
-    return "'" + path + "' has a malformed shape '(" + shape + ")'";
+    return name + " has a malformed shape '(" + shape + ")'";
   size_t numel = 1;
   for (size_t i = 0; i < items.size() && !scalar; ++i) {
     const std::string& tok = items[i];
     if (tok.empty()) {
       if (i + 1 == items.size() && i > 0) break;  // trailing comma
-      return "'" + path + "' has a malformed shape '(" + shape + ")'";
+      return name + " has a malformed shape '(" + shape + ")'";
     }
     if (tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 18)
-      return "'" + path + "' has a malformed shape '(" + shape + ")'";
+      return name + " has a malformed shape '(" + shape + ")'";
     const long long v = std::strtoll(tok.c_str(), nullptr, 10);
     out->shape.push_back(v);
     if (v != 0 && numel > std::numeric_limits<size_t>::max() / 16 / static_cast<size_t>(v))
-      return "'" + path + "' has a shape too large for memory";
+      return name + " has a shape too large for memory";
     numel *= static_cast<size_t>(v);
   }
   size_t need = numel * dm->size;
   size_t dstart = hstart + hlen;
-  if (bytes.size() - dstart != need)
-    return "'" + path + "' holds " + std::to_string(bytes.size() - dstart) +
+  if (size - dstart != need)
+    return name + " holds " + std::to_string(size - dstart) +
            " data bytes, its shape needs " + std::to_string(need);
-  out->data.assign(bytes.begin() + dstart, bytes.begin() + dstart + need);
+  out->data.assign(data + dstart, data + dstart + need);
   return "";
 }
 

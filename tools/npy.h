@@ -4,6 +4,7 @@
 // in NumPy's documentation, "numpy.lib.format".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ struct NpyArray {
 // data exactly the bytes its shape needs. Returns "" on success, else an error
 // message naming the file (and the OS's reason when it cannot be opened).
 std::string npy_read(const std::string& path, NpyArray* out);
+// The same checks on `size` bytes in memory (`data` may be NULL when `size` is
+// 0); messages begin with `name` (npy_read passes the quoted path).
+std::string npy_parse(const unsigned char* data, size_t size, const std::string& name,
+                      NpyArray* out);
 // Writes `a` to `path` (format version 1.0). Returns "" or an error message.
 std::string npy_write(const std::string& path, const NpyArray& a);
 // NumPy descr ("<f4") of a pteron dtype, or "" if it has none.

@@ -229,7 +229,7 @@ PTERON_API int32_t pteron_named_data_get(pteron_kernel_context* ctx, const char*
 
 /* A delegate. `init` turns the processed blob into a handle (it must copy
  * what it keeps past init unless it keeps only named data, which lives as
- * long as the program). `execute` receives the DelegateCall's arguments.
+ * long as the program). `processed` is at least 16-byte aligned. `execute` receives the DelegateCall's arguments.
  * `destroy` accepts NULL. */
 typedef struct pteron_backend_interface {
   uint32_t struct_size; /* sizeof(pteron_backend_interface) */

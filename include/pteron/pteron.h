@@ -19,8 +19,14 @@
  *  - Parameters are annotated [in], [out], [optional].
  *
  * Thread-safety: a pteron_program may be shared by threads (loading methods
- * from it concurrently is safe). A pteron_method instance is used by one
- * thread at a time. Registry functions may be called from any thread.
+ * from it concurrently is safe). Calls on one pteron_method from several
+ * threads are serialised: input/output info, set_input, execute and
+ * copy_output each wait for the call in flight on that method, so its state
+ * is never torn. A sequence of calls (set inputs, execute, copy outputs) is
+ * not atomic: threads that each need their own results use their own
+ * method instances (one program can back any number). Releasing a method
+ * while another thread calls it is an error of the caller. Registry
+ * functions may be called from any thread.
  *
  * Ownership: a method keeps its program alive; releasing the program while
  * methods exist is allowed (the last release frees it).

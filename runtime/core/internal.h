@@ -26,6 +26,9 @@ struct pteron_kernel_context {
   std::string message;
   std::vector<unsigned char> scratch;              // grown on demand, never shrunk
   const struct pteron_program* program = nullptr;  // for named data (delegate init)
+  // Test-only (pteron_testing_backend_init): programs whose named data a
+  // backend's init reads when `program` is NULL, searched in order.
+  std::vector<const struct pteron_program*> named_data_programs;
 };
 
 namespace pteron {

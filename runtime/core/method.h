@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,9 @@ struct pteron_method {
   std::vector<std::vector<unsigned char>> staged;
   pteron_kernel_context ctx;
   std::vector<std::string> op_names;  // per operator index, "name.overload"
+  // Serialises the C API's calls on this method (pteron.h, "Thread-safety"):
+  // info, set_input, execute and copy_output from several threads take turns.
+  mutable std::mutex call_mutex;
 
   ~pteron_method() {
     for (pteron::Delegate& d : delegates)

@@ -77,6 +77,7 @@ namespace {
 pteron_status* io_info(const pteron_method* m, size_t index, pteron_value_info* info,
                        bool outputs) {
   if (!m || !info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or info is NULL"));
+  std::lock_guard<std::mutex> lock(m->call_mutex);
   const auto& list = outputs ? m->outputs : m->inputs;
   const char* which = outputs ? "output" : "input";
   if (index >= list.size())
@@ -101,6 +102,7 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
                                        const int64_t* sizes, int32_t dim, const void* data,
                                        size_t nbytes) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
+  std::lock_guard<std::mutex> lock(m->call_mutex);
   if (index >= m->inputs.size())
     return to_c(error(PTERON_ERROR_NOT_FOUND,
                       "input index %zu out of range (method '%s' has %zu inputs)", index,
@@ -153,6 +155,7 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
 
 pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index, double value) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
+  std::lock_guard<std::mutex> lock(m->call_mutex);
   if (index >= m->inputs.size())
     return to_c(error(PTERON_ERROR_NOT_FOUND,
                       "input index %zu out of range (method '%s' has %zu inputs)", index,
@@ -179,6 +182,7 @@ pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index, do
 
 pteron_status* pteron_method_execute(pteron_method* m) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
+  std::lock_guard<std::mutex> lock(m->call_mutex);
   m->outputs_ready = false;  // a failed execute leaves outputs half-written
   try {
     Status st = execute(m);
@@ -194,6 +198,7 @@ pteron_status* pteron_method_execute(pteron_method* m) {
 pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, void* dst,
                                          size_t capacity) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
+  std::lock_guard<std::mutex> lock(m->call_mutex);
   if (index >= m->outputs.size())
     return to_c(error(PTERON_ERROR_NOT_FOUND,
                       "output index %zu out of range (method '%s' has %zu outputs)", index,

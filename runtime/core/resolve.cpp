@@ -6,6 +6,7 @@
 //
 // Everything missing is named at once: a method whose operators or
 // delegates are not all registered fails here, listing all of them.
+#include <cstring>
 #include <set>
 
 #include "method.h"
@@ -305,6 +306,18 @@ Status init_delegates(pteron_method* m) {
     size_t blob_size = 0;
     Status s = delegate_blob(m, k, d, &blob, &blob_size);
     if (!s.ok()) return s;
+    // A backend reads its blob in place (a flatbuffer of 8-byte fields):
+    // it gets it 16-byte aligned, as the format places it (inline data is
+    // force_align 16, segments are aligned by the exporter). A program whose
+    // offsets say otherwise has its blob copied for the call.
+    AlignedBlock aligned;
+    if (reinterpret_cast<uintptr_t>(blob) % 16 != 0) {
+      if (!aligned.alloc(blob_size))
+        return error(PTERON_ERROR_OUT_OF_MEMORY, "delegate %zu (%s): cannot copy its %zu bytes",
+                     k, del.backend.id.c_str(), blob_size);
+      std::memcpy(aligned.data, blob, blob_size);
+      blob = static_cast<const uint8_t*>(aligned.data);
+    }
     std::vector<pteron_compile_spec> specs = compile_specs(d);
     if (del.backend.iface.is_available && !del.backend.iface.is_available())
       return error(PTERON_ERROR_MISSING_DELEGATE,
@@ -341,12 +354,24 @@ Status build_chains(pteron_method* m) {
 extern "C" int32_t pteron_named_data_get(pteron_kernel_context* ctx, const char* key,
                                          const void** data, size_t* size) {
   if (!ctx || !key || !data || !size) return PTERON_ERROR_INVALID_ARGUMENT;
-  if (!ctx->program) return PTERON_ERROR_NOT_FOUND;  // only inside a delegate's init
   const uint8_t* p = nullptr;
   size_t n = 0;
-  pteron::Status s = ctx->program->named_data(key, &p, &n);
-  if (!s.ok()) return s.code;
-  *data = p;
-  *size = n;
-  return PTERON_OK;
+  if (ctx->program) {
+    pteron::Status s = ctx->program->named_data(key, &p, &n);
+    if (!s.ok()) return s.code;
+    *data = p;
+    *size = n;
+    return PTERON_OK;
+  }
+  // Outside a delegate's init there is no program: NOT_FOUND, unless a test
+  // gave the context programs to read (pteron_testing_backend_init).
+  for (const pteron_program* prog : ctx->named_data_programs) {
+    pteron::Status s = prog->named_data(key, &p, &n);
+    if (s.code == PTERON_ERROR_NOT_FOUND) continue;
+    if (!s.ok()) return s.code;
+    *data = p;
+    *size = n;
+    return PTERON_OK;
+  }
+  return PTERON_ERROR_NOT_FOUND;
 }

@@ -211,10 +211,11 @@ struct ValueIds {
 
 // ---- values -------------------------------------------------------------------
 
-// Copies `bytes` of float data into storage the graph owns.
+// Copies `bytes` of float data into storage the graph owns (a constant of
+// no elements owns an empty vector, whose data() may be NULL: no memcpy).
 const float* own_copy(Graph* g, const Shape& dims, const void* data, uint64_t bytes) {
   g->owned_constants.emplace_back(numel(dims));
-  std::memcpy(g->owned_constants.back().data(), data, bytes);
+  if (bytes) std::memcpy(g->owned_constants.back().data(), data, bytes);
   return g->owned_constants.back().data();
 }
 

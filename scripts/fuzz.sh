@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...] - one coverage-guided
+# fuzzing campaign of TARGET (program, xnnpack_blob, cuda_blob or npy;
+# tests/fuzz/README.md says what each one reads).
+#
+# 1. Installs clang-14 and libFuzzer (Debian's libclang-rt-14-dev) and the
+#    cu134 train's driver API headers (backend_cuda needs them; no nvcc).
+# 2. Builds build-fuzz/ (PTERON_FUZZ_BUILD_DIR overrides) with clang,
+#    -fsanitize=fuzzer-no-link,address,undefined on every library: the
+#    runtime, the portable, optimized and quantized kernels, the std::thread
+#    pool, the XNNPACK delegate on pteron's own kernels (no XNNPACK library)
+#    and the CUDA delegate without device code (on this machine, with no
+#    driver, its init ends at the driver check, after its blob is read).
+# 3. Seeds the target from the fixtures (tests/fuzz/seeds.py) and the kept
+#    corpus tests/corpus/TARGET/, with the dictionary tests/fuzz/TARGET.dict
+#    (plus tests/fuzz/flatbuffers.dict for the flatbuffer readers).
+# 4. Runs libFuzzer for SECONDS in fork mode, going on after each failure.
+#    Failures: a sanitizer report or broken contract (crash), an input over
+#    2 s (timeout), a leak, over 2 GiB resident or one malloc over 2 GiB (oom).
+# 5. Minimizes each failing input and keeps it as
+#    tests/corpus/TARGET/<kind>-<sha1>: CI replays that folder under ASan+UBSan
+#    (tests/test_fuzz_corpus.py), so a fixed failure stays fixed.
+# 6. Prints a summary line: seconds, executions, executions per second,
+#    coverage (edges) after the seeds and at the end, failures by kind; it is
+#    also written to build-fuzz/TARGET.summary.
+# Two campaigns may run at once (one per core) in the same build folder once
+# it is built: PTERON_FUZZ_NO_BUILD=1 skips step 2.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$REPO"
+usage="usage: scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]; TARGET: program, xnnpack_blob, cuda_blob or npy"
+if [ $# -lt 2 ]; then echo "$usage" >&2; exit 2; fi
+target="$1" seconds="$2"
+shift 2
+case "$target" in program | xnnpack_blob | cuda_blob | npy) ;; *) echo "$usage" >&2; exit 2 ;; esac
+case "$seconds" in '' | *[!0-9]*) echo "$usage (SECONDS: a whole number)" >&2; exit 2 ;; esac
+
+build="${PTERON_FUZZ_BUILD_DIR:-$REPO/build-fuzz}"
+bin="$build/pteron-fuzz-$target"
+if [ "${PTERON_FUZZ_NO_BUILD:-0}" != 1 ]; then
+  pteron_install_apt clang-14 libclang-rt-14-dev llvm-14 ninja-build cmake \
+    libflatbuffers-dev flatbuffers-compiler libeigen3-dev python3-venv
+  pteron_install_venv
+  pteron_install_cuda_train cu134
+  echo "==> building $build (clang-14, libFuzzer + ASan + UBSan)"
+  pteron_build "$build" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
+    -DPTERON_FUZZ=ON -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TOOLS=OFF \
+    -DPTERON_WITH_THREADPOOL=ON -DPTERON_THREADPOOL_IMPL=std \
+    -DPTERON_WITH_XNNPACK=ON -DPTERON_XNNPACK_LIBRARY=OFF \
+    -DPTERON_WITH_CUDA=ON "-DPTERON_CUDA_INCLUDE_DIR=$PTERON_CUDA_INCLUDE_DIR"
+fi
+if [ ! -x "$bin" ]; then
+  echo "scripts/fuzz.sh: $bin was not built (is its backend part of the build?)" >&2
+  exit 1
+fi
+
+seeds="$build/seeds/$target" work="$build/corpus/$target" art="$build/artifacts/$target"
+kept="$REPO/tests/corpus/$target"
+rm -rf "$seeds" "$art"
+mkdir -p "$seeds" "$work" "$art" "$kept"
+python3 "$REPO/tests/fuzz/seeds.py" "$target" "$seeds"
+dict="$build/$target.dict"
+cat "$REPO/tests/fuzz/$target.dict" > "$dict"
+[ "$target" != npy ] && cat "$REPO/tests/fuzz/flatbuffers.dict" >> "$dict"
+
+# The same settings as the corpus replay (tests/test_fuzz_corpus.py): a
+# failed allocation must be an out-of-memory error status, so ASan returns
+# NULL rather than aborting; libFuzzer's own -malloc_limit_mb reports any
+# single request over 2 GiB. One thread: the pool's workers add nothing to
+# what a reader does, and the campaign keeps one core.
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+export PTERON_NUM_THREADS=1
+log="$build/$target.log"
+echo "==> fuzzing $target for $seconds s (log: $log)"
+set +e
+"$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+  -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+  -dict="$dict" -artifact_prefix="$art/" -print_final_stats=1 "$@" \
+  "$work" "$seeds" "$kept" > "$log" 2>&1
+rc=$?
+set -e
+echo "==> libFuzzer exited with $rc"
+
+# Minimize each failing input and keep it (named by kind and content).
+new=0
+for f in "$art"/*; do
+  [ -f "$f" ] || continue
+  kind="$(basename "$f" | cut -d- -f1)"  # crash, timeout, leak, oom, slow-unit
+  [ "$kind" = slow ] && continue
+  min="$art/min.$(basename "$f")"
+  "$bin" -minimize_crash=1 -max_total_time=60 -timeout=2 -rss_limit_mb=2048 \
+    -malloc_limit_mb=2048 -exact_artifact_path="$min" "$f" > "$min.log" 2>&1 || true
+  [ -s "$min" ] || cp "$f" "$min"
+  name="$kind-$(sha1sum "$min" | cut -c1-16)"
+  if [ ! -e "$kept/$name" ]; then
+    cp "$min" "$kept/$name"
+    new=$((new + 1))
+    echo "    kept $kind input: tests/corpus/$target/$name ($(stat -c %s "$min") bytes)"
+  fi
+done
+
+# Coverage after the seeds (the first status line) and at the end (the last).
+first="$(grep -m1 -E '^#[0-9]+: cov: ' "$log" || true)"
+last="$(grep -E '^#[0-9]+: cov: ' "$log" | tail -n 1 || true)"
+field() { echo "$2" | sed -nE "s/.*$1:? ([0-9]+).*/\\1/p"; }
+execs="$(echo "$last" | sed -nE 's/^#([0-9]+):.*/\1/p')"
+summary="target=$target seconds=$seconds execs=${execs:-?} exec_per_s=$(field 'exec/s' "$last")"
+summary+=" cov_start=$(field cov "$first") cov_end=$(field cov "$last")"
+summary+=" oom/timeout/crash=$(echo "$last" | sed -nE 's/.*oom\/timeout\/crash: ([0-9\/]+).*/\1/p')"
+summary+=" artifacts=$(find "$art" -maxdepth 1 -type f ! -name 'min.*' | wc -l) kept_new=$new"
+echo "$summary" | tee "$build/$target.summary"

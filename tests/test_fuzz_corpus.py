@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The fuzz targets' kept corpus, replayed under AddressSanitizer + UBSan.
+
+scripts/fuzz.sh runs coverage-guided campaigns (libFuzzer, clang) of the four
+targets in tests/fuzz/ and keeps each failing input, minimized, in
+tests/corpus/<target>/, beside a coverage-minimized corpus (tests/fuzz/README.md).
+Here the same target sources, linked with tests/fuzz/replay_main.cpp into
+pteron-replay-<target> by the test command's ASan+UBSan build (build-asan/, GCC),
+run every kept input once: each must end without a sanitizer report or a
+broken contract, so a class of failures fixed once stays fixed.
+
+The replay uses the campaign's allocation settings: a failed allocation is
+an error status (allocator_may_return_null), and no single request may pass
+2 GiB (max_allocation_size_mb; libFuzzer's -malloc_limit_mb=2048 in the
+campaign), so an input that makes the runtime ask for a huge block fails here.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from test_malformed import SANITIZER_MARKERS, _asan_dir
+
+TARGETS = ("program", "xnnpack_blob", "cuda_blob", "npy")
+CORPUS = REPO / "tests" / "corpus"
+REPLAY_TIMEOUT_S = 900
+ASAN_OPTIONS = ("detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:"
+                "max_allocation_size_mb=2048")
+UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
+BUILD_HINT = ("run the test command (scripts/test.sh), whose build-asan/ has "
+              "PTERON_BUILD_TESTS=ON, or: ninja -C build-asan pteron-replay-<target>")
+
+
+def _replay_exe(target: str) -> Path:
+    return _asan_dir() / (f"pteron-replay-{target}" + (".exe" if sys.platform == "win32" else ""))
+
+
+def _env(verbose: bool = False) -> dict[str, str]:
+    env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS, UBSAN_OPTIONS=UBSAN_OPTIONS,
+               PTERON_NUM_THREADS="2")
+    env.pop("PTERON_FUZZ_PROGRAM_DIRS", None)  # the compiled-in fixture folders
+    if verbose:
+        env["PTERON_FUZZ_VERBOSE"] = "1"
+    else:
+        env.pop("PTERON_FUZZ_VERBOSE", None)
+    return env
+
+
+def _replay(target: str, paths: list[Path], verbose: bool = False) -> subprocess.CompletedProcess:
+    exe = _replay_exe(target)
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: {BUILD_HINT}")
+    return subprocess.run([str(exe), *map(str, paths)], capture_output=True, text=True,
+                          env=_env(verbose), timeout=REPLAY_TIMEOUT_S)
+
+
+def _assert_clean(p: subprocess.CompletedProcess, what: str) -> None:
+    out = p.stdout + p.stderr
+    for marker in SANITIZER_MARKERS + ("contract broken", "without a message"):
+        assert marker not in out, f"{what}: {marker}\n{out[-6000:]}"
+    assert p.returncode == 0, f"{what}: exit {p.returncode}\n{out[-6000:]}"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_kept_corpus_replays_clean(target):
+    """Every kept input of the target (failures found by campaigns and the
+    coverage corpus) runs to an end with no sanitizer report."""
+    folder = CORPUS / target
+    files = sorted(f for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else []
+    assert files, f"{folder} holds no inputs: scripts/fuzz.sh {target} SECONDS keeps them there"
+    p = _replay(target, [folder])
+    _assert_clean(p, f"replay of {folder}")
+    assert f"replayed {len(files)} inputs" in p.stdout, p.stdout[-2000:]
+
+
+def _codes(stdout: str, prefix: str) -> list[str]:
+    return [line.split(": ", 1)[1] for line in stdout.splitlines() if line.startswith(prefix)]
+
+
+def test_blob_target_reaches_the_xnnpack_reader(tmp_path):
+    """The xnnpack_blob target hands a seed blob, cut out of a fixture by
+    tests/fuzz/seeds.py, to XnnpackBackend's init with the fixtures' named
+    data: the whole blob initialises (code 0), and the same blob cut short is
+    refused with a message, so the target really runs the reader."""
+    seeds = tmp_path / "seeds"
+    subprocess.run([sys.executable, str(REPO / "tests" / "fuzz" / "seeds.py"), "xnnpack_blob",
+                    str(seeds)], check=True, timeout=120, capture_output=True)
+    blob = seeds / "mlp_xnnpack.0.0.bin"
+    assert blob.is_file(), sorted(x.name for x in seeds.iterdir())[:20]
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(blob.read_bytes()[: blob.stat().st_size // 2])
+    whole = _replay("xnnpack_blob", [blob], verbose=True)
+    _assert_clean(whole, "xnnpack_blob seed")
+    assert _codes(whole.stdout, "init XnnpackBackend") == ["0 "], whole.stdout
+    short = _replay("xnnpack_blob", [cut], verbose=True)
+    _assert_clean(short, "xnnpack_blob seed cut short")
+    [result] = _codes(short.stdout, "init XnnpackBackend")
+    code, _, message = result.partition(" ")
+    assert code != "0" and message.strip(), result
+
+
+def test_program_target_executes_a_fixture():
+    """The program target loads a fixture, loads its method and executes it
+    with inputs made from the method's metadata: every step ends in code 0."""
+    p = _replay("program", [REPO / "models" / "fixtures" / "mlp_xnnpack.pte"], verbose=True)
+    _assert_clean(p, "program target on mlp_xnnpack.pte")
+    assert "program_load: 0" in p.stdout and "method_load forward: 0" in p.stdout, p.stdout
+    assert "execute forward: 0" in p.stdout, p.stdout
+
+
+def test_npy_target_parses_and_refuses(tmp_path):
+    """The npy target accepts a committed .npy and refuses it cut short."""
+    good = REPO / "models" / "fixtures" / "mlp.forward.input_0.npy"
+    cut = tmp_path / "cut.npy"
+    cut.write_bytes(good.read_bytes()[:-3])
+    p = _replay("npy", [good], verbose=True)
+    _assert_clean(p, "npy target")
+    assert _codes(p.stdout, "npy") == ["ok"], p.stdout
+    p = _replay("npy", [cut], verbose=True)
+    _assert_clean(p, "npy target, cut short")
+    [message] = _codes(p.stdout, "npy")
+    assert "holds" in message and "data bytes" in message, message
