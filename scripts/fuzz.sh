@@ -21,9 +21,12 @@
 # 5. Minimizes each failing input and keeps it as
 #    tests/corpus/TARGET/<kind>-<sha1>: CI replays that folder under ASan+UBSan
 #    (tests/test_fuzz_corpus.py), so a fixed failure stays fixed.
-# 6. Prints a summary line: seconds, executions, executions per second,
+# 6. Keeps a size-bounded, coverage-minimized corpus beside them (cov-<sha1>).
+# 7. Prints a summary line: seconds, executions, executions per second,
 #    coverage (edges) after the seeds and at the end, failures by kind; it is
 #    also written to build-fuzz/TARGET.summary.
+# SECONDS=0 fuzzes nothing: it repeats steps 5-7 on the last campaign's
+# artifacts and log (for a campaign whose script was stopped).
 # Two campaigns may run at once (one per core) in the same build folder once
 # it is built: PTERON_FUZZ_NO_BUILD=1 skips step 2.
 set -euo pipefail
@@ -60,7 +63,7 @@ fi
 
 seeds="$build/seeds/$target" work="$build/corpus/$target" art="$build/artifacts/$target"
 kept="$REPO/tests/corpus/$target"
-rm -rf "$seeds" "$art"
+[ "$seconds" -gt 0 ] && rm -rf "$seeds" "$art"
 mkdir -p "$seeds" "$work" "$art" "$kept"
 python3 "$REPO/tests/fuzz/seeds.py" "$target" "$seeds"
 dict="$build/$target.dict"
@@ -76,20 +79,23 @@ export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:abort_on_error=0
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 export PTERON_NUM_THREADS=1
 log="$build/$target.log"
-echo "==> fuzzing $target for $seconds s (log: $log)"
-set +e
-"$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-  -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-  -dict="$dict" -artifact_prefix="$art/" -print_final_stats=1 "$@" \
-  "$work" "$seeds" "$kept" > "$log" 2>&1
-rc=$?
-set -e
-echo "==> libFuzzer exited with $rc"
+if [ "$seconds" -gt 0 ]; then
+  echo "==> fuzzing $target for $seconds s (log: $log)"
+  set +e
+  "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -dict="$dict" -artifact_prefix="$art/" -print_final_stats=1 "$@" \
+    "$work" "$seeds" "$kept" > "$log" 2>&1
+  rc=$?
+  set -e
+  echo "==> libFuzzer exited with $rc"
+fi
 
 # Minimize each failing input and keep it (named by kind and content).
 new=0
 for f in "$art"/*; do
   [ -f "$f" ] || continue
+  case "$(basename "$f")" in min.*) continue ;; esac
   kind="$(basename "$f" | cut -d- -f1)"  # crash, timeout, leak, oom, slow-unit
   [ "$kind" = slow ] && continue
   min="$art/min.$(basename "$f")"
@@ -104,13 +110,32 @@ for f in "$art"/*; do
   fi
 done
 
+# The coverage corpus kept for CI's replay: the campaign's corpus merged to
+# a coverage-minimal set (-merge=1), then its smallest inputs up to
+# PTERON_FUZZ_KEEP_KB (default 256) KiB, as tests/corpus/TARGET/cov-<sha1>
+# (replacing the previous campaign's).
+keep_kb="${PTERON_FUZZ_KEEP_KB:-256}"
+merged="$build/merged/$target"
+rm -rf "$merged" && mkdir -p "$merged"
+"$bin" -merge=1 -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 "$merged" "$work" \
+  > "$build/$target.merge.log" 2>&1 || true
+rm -f "$kept"/cov-*
+budget=$((keep_kb * 1024)) used=0 ncov=0
+while read -r size f; do
+  [ $((used + size)) -gt "$budget" ] && break
+  cp "$f" "$kept/cov-$(sha1sum "$f" | cut -c1-16)"
+  used=$((used + size)) ncov=$((ncov + 1))
+done < <(find "$merged" -type f -printf '%s %p\n' | sort -n)
+echo "    kept $ncov coverage inputs ($used bytes) of $(find "$merged" -type f | wc -l) merged"
+
 # Coverage after the seeds (the first status line) and at the end (the last).
 first="$(grep -m1 -E '^#[0-9]+: cov: ' "$log" || true)"
 last="$(grep -E '^#[0-9]+: cov: ' "$log" | tail -n 1 || true)"
-field() { echo "$2" | sed -nE "s/.*$1:? ([0-9]+).*/\\1/p"; }
+field() { echo "$2" | sed -nE "s|.*$1:? ([0-9]+).*|\\1|p"; }
 execs="$(echo "$last" | sed -nE 's/^#([0-9]+):.*/\1/p')"
 summary="target=$target seconds=$seconds execs=${execs:-?} exec_per_s=$(field 'exec/s' "$last")"
 summary+=" cov_start=$(field cov "$first") cov_end=$(field cov "$last")"
 summary+=" oom/timeout/crash=$(echo "$last" | sed -nE 's/.*oom\/timeout\/crash: ([0-9\/]+).*/\1/p')"
-summary+=" artifacts=$(find "$art" -maxdepth 1 -type f ! -name 'min.*' | wc -l) kept_new=$new"
+summary+=" artifacts=$(find "$art" -maxdepth 1 -type f ! -name 'min.*' ! -name '*.log' | wc -l) kept_new=$new"
+summary+=" coverage_kept=$ncov"
 echo "$summary" | tee "$build/$target.summary"

@@ -26,6 +26,7 @@ MISSING_OPERATOR = 4
 MISSING_DELEGATE = 5
 UNSUPPORTED_DTYPE = 6
 SHAPE_MISMATCH = 7
+OUT_OF_MEMORY = 8
 
 # pteron_value_tag
 TAG_TENSOR = 4
@@ -104,6 +105,7 @@ class MethodOptions(ctypes.Structure):
         ("reserved0", ctypes.c_uint32),
         ("planned_buffers", ctypes.POINTER(Buffer)),
         ("num_planned_buffers", ctypes.c_size_t),
+        ("max_allocated_bytes", ctypes.c_uint64),
     ]
 
 
@@ -258,17 +260,22 @@ class Program:
             self.h, method.encode(), arr, n.value, ctypes.byref(n)))
         return list(arr[: n.value])
 
-    def load_method(self, name: str = "forward", planned=None) -> "Method":
-        """planned: optional list of writable numpy uint8 arrays (caller-owned)."""
+    def load_method(self, name: str = "forward", planned=None, max_allocated_bytes=None,
+                    struct_size=None) -> "Method":
+        """planned: optional list of writable numpy uint8 arrays (caller-owned).
+        max_allocated_bytes: the options' memory budget; struct_size: the
+        options' struct_size (default: the whole struct)."""
         h = ctypes.c_void_p()
         opts = None
         keep = None
-        if planned is not None:
+        if planned is not None or max_allocated_bytes is not None or struct_size is not None:
+            planned = planned or []
             bufs = (Buffer * max(len(planned), 1))()
             for i, a in enumerate(planned):
                 bufs[i].data = a.ctypes.data
                 bufs[i].size = a.nbytes
-            o = MethodOptions(ctypes.sizeof(MethodOptions), 0, bufs, len(planned))
+            o = MethodOptions(struct_size or ctypes.sizeof(MethodOptions), 0,
+                              bufs if planned else None, len(planned), max_allocated_bytes or 0)
             opts = ctypes.byref(o)
             keep = (bufs, o, planned)
         self.rt.check(self.rt.lib.pteron_method_load(self.h, name.encode(), opts, ctypes.byref(h)))

@@ -31,6 +31,25 @@ def test_missing_delegate_fails_at_load_naming_it(runtime):
     assert "XnnpackBackend" in e.value.message
 
 
+def test_memory_budget_refuses_a_method_that_declares_more(runtime):
+    """pteron_method_options.max_allocated_bytes: a method whose planned buffers need more
+    than the budget is refused with OUT_OF_MEMORY naming the buffer; a budget that covers them
+    loads it; an options struct that ends before the field (an older caller) has no budget."""
+    p = runtime.load_file(FIXTURES / "cnn.pte")
+    need = sum(p.planned_buffer_sizes("forward"))
+    assert need > 64
+    with pytest.raises(capi.PteronError) as e:
+        p.load_method("forward", max_allocated_bytes=need - 1)
+    assert e.value.code == capi.OUT_OF_MEMORY
+    assert "planned buffer 1" in e.value.message and "budget" in e.value.message, e.value.message
+    m = p.load_method("forward", max_allocated_bytes=need)
+    x = np.load(FIXTURES / "cnn.forward.input_0.npy")
+    m.set_input(0, x)
+    m.execute()
+    older = capi.MethodOptions.max_allocated_bytes.offset
+    p.load_method("forward", max_allocated_bytes=1, struct_size=older)
+
+
 def test_unknown_method_is_not_found_and_lists_the_methods(runtime):
     p = runtime.load_file(FIXTURES / "two_methods.pte")
     with pytest.raises(capi.PteronError) as e:

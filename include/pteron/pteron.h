@@ -162,6 +162,16 @@ typedef struct pteron_method_options {
    * alive and unused by others while the method lives. */
   const pteron_buffer* planned_buffers;
   size_t num_planned_buffers;
+  /* Memory budget [optional; read when struct_size covers it]: the most
+   * bytes the runtime allocates for the method's tensors, summed over the
+   * planned buffers it allocates itself (not supplied ones) and the tensors
+   * it owns (neither constant nor planned, at their upper-bound size).
+   * 0: no limit. A program declares these sizes, and a few bytes can declare
+   * terabytes: an application that loads programs it does not trust sets a
+   * budget, and a method over it is refused with PTERON_ERROR_OUT_OF_MEMORY,
+   * naming the buffer or value, before that block is allocated. Delegates'
+   * own memory is not counted. */
+  uint64_t max_allocated_bytes;
 } pteron_method_options;
 
 /* Loads method `name`: builds its values, places every tensor (constant,

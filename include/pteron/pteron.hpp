@@ -10,8 +10,9 @@
 // Errors become pteron::Error exceptions carrying the error code and the
 // runtime's message. Handles are move-only RAII objects.
 //
-// Thread-safety: as the C API: a Program may be shared across threads; a
-// Method is used by one thread at a time.
+// Thread-safety: as the C API: a Program may be shared across threads; calls
+// on one Method from several threads are serialised, but a sequence of them
+// (inputs, execute, outputs) is not atomic: give each thread its own Method.
 #pragma once
 
 #include <complex>

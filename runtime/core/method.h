@@ -92,6 +92,9 @@ struct pteron_method {
   // Serialises the C API's calls on this method (pteron.h, "Thread-safety"):
   // info, set_input, execute and copy_output from several threads take turns.
   mutable std::mutex call_mutex;
+  // The options' memory budget (0: none) and what method load allocated so far.
+  uint64_t max_allocated_bytes = 0;
+  uint64_t allocated_bytes = 0;
 
   ~pteron_method() {
     for (pteron::Delegate& d : delegates)

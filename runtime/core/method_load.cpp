@@ -7,6 +7,7 @@
 //
 // Load resolves everything before the first execute: a method that cannot
 // run fails here, naming what is wrong.
+#include <cstddef>
 #include <cstring>
 
 #include "method.h"
@@ -119,9 +120,26 @@ Status place_planned(pteron_method* m, size_t i, const fb::AllocationDetails* al
   return Status::Ok();
 }
 
+// Counts `bytes` against the method's memory budget (pteron_method_options
+// max_allocated_bytes) before they are allocated for `what`.
+Status charge(pteron_method* m, uint64_t bytes, const std::string& what) {
+  if (m->max_allocated_bytes && (bytes > m->max_allocated_bytes ||
+                                 m->allocated_bytes > m->max_allocated_bytes - bytes))
+    return error(PTERON_ERROR_OUT_OF_MEMORY,
+                 "%s needs %llu bytes, beyond the method's memory budget of %llu bytes "
+                 "(max_allocated_bytes; %llu allocated before it)",
+                 what.c_str(), (unsigned long long)bytes,
+                 (unsigned long long)m->max_allocated_bytes,
+                 (unsigned long long)m->allocated_bytes);
+  m->allocated_bytes += bytes;
+  return Status::Ok();
+}
+
 // Neither constant nor planned: the runtime owns storage of the bound size.
 Status place_owned(pteron_method* m, size_t i, pteron_tensor* t, int64_t nbytes) {
   if (nbytes > 0) {
+    Status s = charge(m, uint64_t(nbytes), format("value %zu", i));
+    if (!s.ok()) return s;
     AlignedBlock b;
     if (!b.alloc(static_cast<size_t>(nbytes)))
       return error(PTERON_ERROR_OUT_OF_MEMORY, "value %zu: cannot allocate %lld bytes", i,
@@ -288,6 +306,8 @@ Status place_planned_buffers(pteron_method* m, const pteron_method_options* opts
                      ub.size, (*sizes)[k]);
       m->planned[k].data = ub.data;  // not owned (raw stays NULL)
       m->planned[k].size = ub.size;
+    } else if (Status c = charge(m, (*sizes)[k], format("planned buffer %zu", k + 1)); !c.ok()) {
+      return c;
     } else if (!m->planned[k].alloc((*sizes)[k] ? (*sizes)[k] : 1)) {
       return error(PTERON_ERROR_OUT_OF_MEMORY, "cannot allocate planned buffer %zu (%zu bytes)",
                    k + 1, (*sizes)[k]);
@@ -496,6 +516,9 @@ Status load_method(pteron_program* p, const char* name, const pteron_method_opti
   if (opts && opts->struct_size < sizeof(uint32_t) * 2)
     return error(PTERON_ERROR_INVALID_ARGUMENT, "method options struct_size %u is too small",
                  opts->struct_size);
+  if (opts && opts->struct_size >= offsetof(pteron_method_options, max_allocated_bytes) +
+                                      sizeof(opts->max_allocated_bytes))
+    m->max_allocated_bytes = opts->max_allocated_bytes;
   Status s = build_values(m, opts);
   if (!s.ok()) return s;
   s = build_inputs_and_outputs(m);

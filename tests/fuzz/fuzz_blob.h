@@ -8,8 +8,9 @@
 // data, and the blob names them by key. The target loads, once, every .pte
 // in the folders PTERON_FUZZ_PROGRAM_DIRS names (':'-separated; the default,
 // compiled in, is the source tree's fixture folders, where the seed blobs
-// come from), and the backend's pteron_named_data_get searches them all, so
-// a seed blob reaches its weights and the code behind them.
+// come from; programs over 128 KiB are left out, see kMaxNamedDataProgram),
+// and the backend's pteron_named_data_get searches them all, so a seed blob
+// reaches its weights and the code behind them.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,16 @@ inline std::vector<const pteron_program*>& named_data_programs() {
   return programs.list;
 }
 
+// Programs larger than this give no named data. A delegate's init is linear
+// in its weights (a fully connected node packs its filter into 16-column
+// panels: up to 16 floats written per float read). A campaign found a mutated
+// blob whose fully connected node re-shapes a weight of the 500 KB decoder
+// fixture (tests/state): its init took 1.4 s under ASan with coverage on a
+// busy core, which libFuzzer reports as a timeout (over 2 s) while it says
+// nothing about the reader, and took 1 ms without that program. Every seed
+// blob's own program is below this size.
+constexpr uintmax_t kMaxNamedDataProgram = 128 * 1024;
+
 // Stops the process unless backend `id` is registered (a target without its
 // backend would fuzz nothing: every input is "no backend registered").
 inline void require_backend(const char* id) {
@@ -67,7 +78,8 @@ inline void load_named_data_programs(const char* compiled_in) {
     std::error_code ec;
     if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-      if (entry.path().extension() == ".pte") files.push_back(entry.path());
+      if (entry.path().extension() == ".pte" && entry.file_size(ec) <= kMaxNamedDataProgram)
+        files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {

@@ -5,7 +5,8 @@
 
 - program: every committed .pte under the fixture folders (below 1 MiB);
 - xnnpack_blob / cuda_blob: each delegate blob of backend XnnpackBackend /
-  PteronCudaBackend in those programs, cut out exactly: the program's
+  PteronCudaBackend in those programs up to 128 KiB (the programs whose named
+  data the blob targets read), cut out exactly: the program's
   delegate entry points at inline data or at a segment, and this reads the
   flatbuffer as runtime/core/schema/program.fbs lays it out (the extended
   header "eh00" at offset 8 gives the segment base);
@@ -25,6 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 FOLDERS = ["models/fixtures", "tests/cuda", "tests/xnnpack_nodes", "tests/xnnpack", "tests/state"]
 BACKENDS = {"xnnpack_blob": "XnnpackBackend", "cuda_blob": "PteronCudaBackend"}
 MAX_SEED = 1 << 20
+# The blob targets read named data only from programs up to this size
+# (kMaxNamedDataProgram in fuzz_blob.h), so their seeds come from those.
+MAX_BLOB_PROGRAM = 128 * 1024
 
 
 class Table:
@@ -124,6 +128,8 @@ def main(argv: list[str]) -> int:
             n += 1
     else:
         for f in fixture_files(".pte"):
+            if f.stat().st_size > MAX_BLOB_PROGRAM:
+                continue
             for mi, di, blob in delegate_blobs(f.read_bytes(), BACKENDS[target]):
                 (out / f"{f.stem}.{mi}.{di}.bin").write_bytes(blob)
                 n += 1

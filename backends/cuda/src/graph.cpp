@@ -54,6 +54,20 @@ bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
   if (!fb::VerifyGraphBuffer(v))
     return blob_error(err, "%zu bytes fail the flatbuffers verifier (truncated or corrupt)", size);
   const fb::Graph* root = fb::GetGraph(data);
+  // The verifier checks a vector's 4-byte length field for alignment, not
+  // its elements: a blob's [long] vectors (shapes, node parameters) must be
+  // 8-aligned to be read in place (the blob itself is 16-aligned, kernel.h).
+  auto aligned = [](const flatbuffers::Vector<int64_t>* v) {
+    return !v || reinterpret_cast<uintptr_t>(v->data()) % alignof(int64_t) == 0;
+  };
+  if (root->values())
+    for (uint32_t i = 0; i < root->values()->size(); ++i)
+      if (!aligned(root->values()->Get(i)->shape()))
+        return blob_error(err, "value %u: its shape vector is not 8-byte aligned", i);
+  if (root->nodes())
+    for (uint32_t i = 0; i < root->nodes()->size(); ++i)
+      if (!aligned(root->nodes()->Get(i)->ints()))
+        return blob_error(err, "node %u: its ints vector is not 8-byte aligned", i);
   if (root->version() != kBlobVersion)
     return blob_error(err, "format version %u, this pteron reads version %u: export the program "
                 "again with this pteron's pteron.lowering.cuda", root->version(), kBlobVersion);

@@ -583,6 +583,10 @@ bool compose_chain(const Graph& g, const std::vector<const Node*>& chain, Shape*
     return d;
   };
   Dims in = make(g.values[chain[0]->inputs[0]].dims);
+  // An empty tensor has no factorisation into atoms (a dim of 0 would divide
+  // by zero below) and nothing to move: the chain is left as it is.
+  for (size_t a : size)
+    if (a == 0) return false;
   Dims cur = in;
   // Splits atom x into (outer, x / outer) everywhere it appears.
   auto split = [&](size_t x, size_t outer) {
