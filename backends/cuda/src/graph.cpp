@@ -87,8 +87,8 @@ bool parse_graph(const uint8_t* data, size_t size, Graph* g, std::string* err) {
       if (fv->shape()->size() > kMaxDim)
         return blob_error(err, "value %u has %u dimensions (at most %d)", i, fv->shape()->size(), kMaxDim);
       for (int64_t d : *fv->shape()) {
-        if (d < 0 || (d > 0 && val.numel > kMaxNumel / d))
-          return blob_error(err, "value %u: size %lld makes it negative or above 2^40 elements", i,
+        if (d < 0 || d > kMaxNumel || (d > 0 && val.numel > kMaxNumel / d))
+          return blob_error(err, "value %u: size %lld is negative or makes it (or the dimension) above 2^40 elements", i,
                       (long long)d);
         val.numel *= d;
         val.shape.push_back(d);
