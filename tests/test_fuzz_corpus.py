@@ -9,10 +9,11 @@ pteron-replay-<target> by the test command's ASan+UBSan build (build-asan/, GCC)
 run every kept input once: each must end without a sanitizer report or a
 broken contract, so a class of failures fixed once stays fixed.
 
-The replay uses the campaign's allocation settings: a failed allocation is
-an error status (allocator_may_return_null), and no single request may pass
-2 GiB (max_allocation_size_mb; libFuzzer's -malloc_limit_mb=2048 in the
-campaign), so an input that makes the runtime ask for a huge block fails here.
+The replay mirrors the campaign's memory limit: a single request over 2 GiB
+is a failure (libFuzzer's -malloc_limit_mb=2048 there; here ASan's
+max_allocation_size_mb=2048 with allocator_may_return_null=0, which reports
+it), so an input that makes the runtime ask for a huge block (the class the
+program target's memory budget closed) fails here again.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from test_malformed import SANITIZER_MARKERS, _asan_dir
 TARGETS = ("program", "xnnpack_blob", "cuda_blob", "npy")
 CORPUS = REPO / "tests" / "corpus"
 REPLAY_TIMEOUT_S = 900
-ASAN_OPTIONS = ("detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:"
+ASAN_OPTIONS = ("detect_leaks=1:abort_on_error=0:allocator_may_return_null=0:"
                 "max_allocation_size_mb=2048")
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 BUILD_HINT = ("run the test command (scripts/test.sh), whose build-asan/ has "

@@ -42,6 +42,7 @@ def _run(exe: Path, name: str, seconds: float, env: dict[str, str]) -> str:
             *[str(FIXTURES / f) for f in PROGRAMS[name]]]
     p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=seconds + 300)
     out = p.stdout + p.stderr
+    print(p.stdout.strip())  # the summary line (pytest -s shows it)
     assert p.returncode == 0, out[-6000:]
     assert "0 failures" in p.stdout, out[-6000:]
     return out

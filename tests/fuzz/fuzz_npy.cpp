@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernel_util.h"  // dtype_size (runtime/kernels/common, header-only)
 #include "npy.h"
-#include "pteron/kernel.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pteron_tools::NpyArray a;
@@ -18,14 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool verbose = std::getenv("PTERON_FUZZ_VERBOSE") != nullptr;
   if (verbose) std::printf("npy: %s\n", err.empty() ? "ok" : err.c_str());
   if (!err.empty()) return 0;
-  size_t esize = 0;
-  switch (a.dtype) {
-    case PTERON_DTYPE_UINT8: case PTERON_DTYPE_INT8: case PTERON_DTYPE_BOOL: esize = 1; break;
-    case PTERON_DTYPE_INT16: case PTERON_DTYPE_FLOAT16: esize = 2; break;
-    case PTERON_DTYPE_INT32: case PTERON_DTYPE_FLOAT32: esize = 4; break;
-    case PTERON_DTYPE_INT64: case PTERON_DTYPE_FLOAT64: case PTERON_DTYPE_COMPLEX64: esize = 8; break;
-    case PTERON_DTYPE_COMPLEX128: esize = 16; break;
-    default: std::fprintf(stderr, "npy_parse gave dtype %d\n", a.dtype); std::abort();
+  const size_t esize = pteron::kern::dtype_size(a.dtype);
+  if (esize == 0) {
+    std::fprintf(stderr, "npy_parse gave dtype %d\n", a.dtype);
+    std::abort();
   }
   size_t numel = 1;
   for (int64_t d : a.shape) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_util.h"  // dtype_size (runtime/kernels/common, header-only)
 #include "pteron/pteron.h"
 
 extern "C" int pteron_keep_components(void);
@@ -34,30 +35,6 @@ constexpr size_t kMaxInputBytes = size_t(64) << 20;
 // trust should: the runtime allocates what a program declares, and a few
 // bytes can declare terabytes. The campaign's memory limit is 2 GiB.
 constexpr uint64_t kMaxAllocatedBytes = uint64_t(1) << 30;
-size_t element_size(int32_t dtype) {
-  switch (dtype) {
-    case PTERON_DTYPE_UINT8:
-    case PTERON_DTYPE_INT8:
-    case PTERON_DTYPE_BOOL:
-    case PTERON_DTYPE_QINT8:
-    case PTERON_DTYPE_QUINT8: return 1;
-    case PTERON_DTYPE_INT16:
-    case PTERON_DTYPE_FLOAT16:
-    case PTERON_DTYPE_BFLOAT16:
-    case PTERON_DTYPE_UINT16: return 2;
-    case PTERON_DTYPE_INT32:
-    case PTERON_DTYPE_FLOAT32:
-    case PTERON_DTYPE_QINT32:
-    case PTERON_DTYPE_UINT32: return 4;
-    case PTERON_DTYPE_INT64:
-    case PTERON_DTYPE_FLOAT64:
-    case PTERON_DTYPE_COMPLEX64:
-    case PTERON_DTYPE_UINT64: return 8;
-    case PTERON_DTYPE_COMPLEX128: return 16;
-    default: return 0;
-  }
-}
-
 // Element i of a deterministic input: small values in every dtype (0, 1 or
 // 2 for integers, so index inputs stay in range for most programs).
 void fill(int32_t dtype, size_t esize, std::vector<unsigned char>* buf) {
@@ -144,7 +121,7 @@ void run_method(pteron_program* prog, const char* name) {
       (void)ok(pteron_method_set_input_scalar(m, j, 1.0));
       continue;
     }
-    const size_t esize = element_size(info.dtype);
+    const size_t esize = pteron::kern::dtype_size(info.dtype);
     size_t bytes = esize;
     for (int32_t d = 0; d < info.dim && d < PTERON_MAX_DIM && bytes; ++d) {
       if (info.sizes[d] < 0 || (info.sizes[d] && bytes > kMaxInputBytes / size_t(info.sizes[d]))) {
