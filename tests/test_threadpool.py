@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -381,7 +382,7 @@ def test_application_using_the_pool_exits_cleanly_20_times(variants, variant, tm
                         f"did not exit within 30 s")
         assert r.returncode == 0, f"run {i + 1}/20: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
         assert r.stderr == "", f"run {i + 1}/20 wrote to stderr:\n{r.stderr}"
-        m = re.fullmatch(r"threads=(\d+) tasks=(-?\d+) ok\n", r.stdout)
+        m = re.fullmatch(r"start\nthreads=(\d+) tasks=(-?\d+) ok\n", r.stdout)
         assert m, r.stdout
         # The pool had really started: the caller + threads-1 workers alive at exit.
         assert int(m.group(1)) == threads and int(m.group(2)) == threads, r.stdout
@@ -448,7 +449,21 @@ def mingw(tmp_path_factory):
     env = _env(WINEPREFIX=str(tmp_path_factory.mktemp("wineprefix")), WINEDEBUG="-all",
                WINEDLLOVERRIDES="mscoree,mshtml=")
     subprocess.run([wine, "wineboot", "--init"], capture_output=True, timeout=300, env=env)
-    return Path(d), cxx, wine, env
+    # Then one wineserver for the whole module, persistent until killed. Debian's wineserver
+    # wrapper passes -p0 (the server quits as its last client exits), so each run would
+    # otherwise start a server while the last one may still be stopping. The server that
+    # wineboot started is stopped first (-p fails while one runs); a persistent server started
+    # before wineboot made wineboot hang. The server detaches only from pipes not captured.
+    server = shutil.which("wineserver")
+    if server:
+        quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, timeout=60, env=env)
+        subprocess.run([server, "-k"], **quiet)
+        subprocess.run([server, "-w"], **quiet)
+        subprocess.run([server, "-p"], **quiet)
+    yield Path(d), cxx, wine, env
+    if server:
+        subprocess.run([server, "-k"], **quiet)
 
 
 def _mingw_program(mingw, sources, out: Path, kernels=False):
@@ -489,16 +504,31 @@ def test_windows_application_using_the_pool_exits_cleanly_20_times_under_wine(mi
     cmd = [wine, str(exe), str(FIXTURES / fixtures["transformer"]["file"]), "forward",
            *[str(FIXTURES / p) for p in spec["inputs"]], "--",
            *[str(FIXTURES / p) for p in spec["expected"]]]
-    for i in range(20):
+    launch_failures = []
+    i = 0
+    while i < 20:
         threads = 2 + i % 3
+        # After a launch failure the run is repeated with Wine's errors shown.
+        debug = "err+all" if launch_failures else "-all"
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=tmp_path,
-                               env=dict(env, PTERON_NUM_THREADS=str(threads)))
+                               env=dict(env, PTERON_NUM_THREADS=str(threads), WINEDEBUG=debug))
         except subprocess.TimeoutExpired:
             pytest.fail(f"run {i + 1}/20 ({threads} threads) did not exit within 30 s")
+        out = r.stdout.replace("\r\n", "\n")
+        if r.returncode == 1 and out == "" and r.stderr == "":
+            # Exit 1 with no output at all: the program never reached main (it prints
+            # "start" first, flushed), so Wine failed to launch it. Seen once in CI in
+            # hundreds of runs; repeated at most twice, and reported.
+            launch_failures.append(f"run {i + 1}/20: exit 1 before main, no output")
+            assert len(launch_failures) <= 2, "\n".join(launch_failures)
+            warnings.warn(f"Wine did not launch {exe.name}: {launch_failures[-1]}; repeated")
+            continue
         assert r.returncode == 0, f"run {i + 1}/20: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
-        assert r.stderr == "", f"run {i + 1}/20 wrote to stderr:\n{r.stderr}"
-        assert r.stdout.replace("\r\n", "\n") == f"threads={threads} tasks=-1 ok\n"
+        if debug == "-all":
+            assert r.stderr == "", f"run {i + 1}/20 wrote to stderr:\n{r.stderr}"
+        assert out == f"start\nthreads={threads} tasks=-1 ok\n", out
+        i += 1
 
 
 def test_std_pool_compiles_for_mingw(tmp_path):

@@ -10,8 +10,10 @@
 // pteron_parallel_for itself from the main thread (so the pool's workers are
 // started even when the kernels find the fixture too small to split), and
 // returns from main while the workers are still alive, so the library's
-// exit-time destructor joins them. Prints "threads=N tasks=K ok" on stdout (K: this process's
-// threads on Linux, -1 elsewhere) and nothing on stderr when all is well; exit 0.
+// exit-time destructor joins them. Prints "start" on stdout as main begins (flushed: a run
+// that exits without it never reached main), then "threads=N tasks=K ok" (K: this process's
+// threads on Linux, -1 elsewhere) and nothing on stderr when all is well; exit 0. Every
+// failure writes its cause to stderr and exits 1 (2 for bad arguments).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -49,6 +51,7 @@ int process_threads() {
 bool ok(pteron_status* s, const char* what) {
   if (!s) return true;
   std::fprintf(stderr, "%s: %s\n", what, pteron_status_message(s));
+  std::fflush(stderr);
   pteron_status_release(s);
   return false;
 }
@@ -112,6 +115,8 @@ bool own_parallel_work() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::printf("start\n");
+  std::fflush(stdout);
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s PROGRAM.pte METHOD INPUT.npy... -- EXPECTED.npy...\n", argv[0]);
     return 2;
@@ -142,7 +147,11 @@ int main(int argc, char** argv) {
   a.join();
   b.join();
   pteron_program_release(prog);
-  if (!good_a || !good_b || !good_own) return 1;
+  if (!good_a || !good_b || !good_own) {
+    std::fprintf(stderr, "failed: method on thread a %s, on thread b %s, own parallel_for %s\n",
+                 good_a ? "ok" : "failed", good_b ? "ok" : "failed", good_own ? "ok" : "failed");
+    return 1;
+  }
   // The pool's workers are alive here; returning from main runs the exit path.
   std::printf("threads=%zu tasks=%d ok\n", pteron_threadpool_num_threads(), process_threads());
   return 0;
