@@ -449,21 +449,21 @@ def mingw(tmp_path_factory):
     env = _env(WINEPREFIX=str(tmp_path_factory.mktemp("wineprefix")), WINEDEBUG="-all",
                WINEDLLOVERRIDES="mscoree,mshtml=")
     subprocess.run([wine, "wineboot", "--init"], capture_output=True, timeout=300, env=env)
-    # Then one wineserver for the whole module, persistent until killed. Debian's wineserver
-    # wrapper passes -p0 (the server quits as its last client exits), so each run would
-    # otherwise start a server while the last one may still be stopping. The server that
-    # wineboot started is stopped first (-p fails while one runs); a persistent server started
-    # before wineboot made wineboot hang. The server detaches only from pipes not captured.
+    yield Path(d), cxx, wine, env
     server = shutil.which("wineserver")
     if server:
-        quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, timeout=60, env=env)
-        subprocess.run([server, "-k"], **quiet)
-        subprocess.run([server, "-w"], **quiet)
-        subprocess.run([server, "-p"], **quiet)
-    yield Path(d), cxx, wine, env
+        subprocess.run([server, "-k"], capture_output=True, timeout=60, env=env)
+
+
+def _wait_for_wineserver(env):
+    """Waits until the prefix's wineserver has exited. Debian's wineserver wrapper passes -p0
+    (the server quits as its last client exits), so a run started right after another one can
+    meet a server that is still stopping. A server kept alive with -p instead keeps Wine's
+    services alive too, and those hold the captured pipes of the run that started them."""
+    server = shutil.which("wineserver")
     if server:
-        subprocess.run([server, "-k"], **quiet)
+        subprocess.run([server, "-w"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60, env=env)
 
 
 def _mingw_program(mingw, sources, out: Path, kernels=False):
@@ -488,6 +488,7 @@ def _mingw_program(mingw, sources, out: Path, kernels=False):
 def test_std_pool_contract_on_windows_under_wine(mingw, tmp_path):
     _, _, wine, env = mingw
     exe = _mingw_program(mingw, [NATIVE / "parallel_for_contract.cpp"], tmp_path / "contract.exe")
+    _wait_for_wineserver(env)
     r = subprocess.run([wine, str(exe)], capture_output=True, text=True, timeout=300,
                        env=dict(env, PTERON_NUM_THREADS="3"), cwd=tmp_path)
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
@@ -510,6 +511,7 @@ def test_windows_application_using_the_pool_exits_cleanly_20_times_under_wine(mi
         threads = 2 + i % 3
         # After a launch failure the run is repeated with Wine's errors shown.
         debug = "err+all" if launch_failures else "-all"
+        _wait_for_wineserver(env)
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=tmp_path,
                                env=dict(env, PTERON_NUM_THREADS=str(threads), WINEDEBUG=debug))
