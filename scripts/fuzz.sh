@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...] - one coverage-guided
-# fuzzing campaign of TARGET (program, xnnpack_blob, cuda_blob or npy;
-# tests/fuzz/README.md says what each one reads).
+# fuzzing campaign of TARGET (program, xnnpack_blob, cuda_blob, npy or
+# python; tests/fuzz/README.md says what each one reads).
 #
 # 1. Installs clang-14 and libFuzzer (Debian's libclang-rt-14-dev) and the
 #    cu134 train's driver API headers (backend_cuda needs them; no nvcc).
@@ -11,7 +11,13 @@
 #    runtime, the portable, optimized and quantized kernels, the std::thread
 #    pool, the XNNPACK delegate on pteron's own kernels (no XNNPACK library)
 #    and the CUDA delegate without device code (on this machine, with no
-#    driver, its init ends at the driver check, after its blob is read).
+#    driver, its init ends at the driver check, after its blob is read), and
+#    the Python module's extension. The python target runs
+#    tests/fuzz/fuzz_python.py under atheris (pip), with clang-14's ASan
+#    runtime and libFuzzer preloaded into the interpreter as one library
+#    (build-fuzz/pteron-fuzz-python, a wrapper this script writes, is its
+#    command). Leak checking is off for
+#    it: the interpreter's own allocations at exit would be reported.
 # 3. Seeds the target from the fixtures (tests/fuzz/seeds.py) and the kept
 #    corpus tests/corpus/TARGET/, with the dictionary tests/fuzz/TARGET.dict
 #    (plus tests/fuzz/flatbuffers.dict for the flatbuffer readers).
@@ -32,11 +38,11 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$REPO"
-usage="usage: scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]; TARGET: program, xnnpack_blob, cuda_blob or npy"
+usage="usage: scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]; TARGET: program, xnnpack_blob, cuda_blob, npy or python"
 if [ $# -lt 2 ]; then echo "$usage" >&2; exit 2; fi
 target="$1" seconds="$2"
 shift 2
-case "$target" in program | xnnpack_blob | cuda_blob | npy) ;; *) echo "$usage" >&2; exit 2 ;; esac
+case "$target" in program | xnnpack_blob | cuda_blob | npy | python) ;; *) echo "$usage" >&2; exit 2 ;; esac
 case "$seconds" in '' | *[!0-9]*) echo "$usage (SECONDS: a whole number)" >&2; exit 2 ;; esac
 
 build="${PTERON_FUZZ_BUILD_DIR:-$REPO/build-fuzz}"
@@ -45,6 +51,7 @@ if [ "${PTERON_FUZZ_NO_BUILD:-0}" != 1 ]; then
   pteron_install_apt clang-14 libclang-rt-14-dev llvm-14 ninja-build cmake \
     libflatbuffers-dev flatbuffers-compiler libeigen3-dev python3-venv
   pteron_install_venv
+  [ "$target" = python ] && "$VENV/bin/python" -m pip install -q --disable-pip-version-check atheris==3.0.0
   pteron_install_cuda_train cu134
   echo "==> building $build (clang-14, libFuzzer + ASan + UBSan)"
   pteron_build "$build" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
@@ -54,7 +61,37 @@ if [ "${PTERON_FUZZ_NO_BUILD:-0}" != 1 ]; then
     -DPTERON_FUZZ=ON -DPTERON_SANITIZE=address,undefined -DPTERON_BUILD_TOOLS=OFF \
     -DPTERON_WITH_THREADPOOL=ON -DPTERON_THREADPOOL_IMPL=std \
     -DPTERON_WITH_XNNPACK=ON -DPTERON_XNNPACK_LIBRARY=OFF \
-    -DPTERON_WITH_CUDA=ON "-DPTERON_CUDA_INCLUDE_DIR=$PTERON_CUDA_INCLUDE_DIR"
+    -DPTERON_WITH_CUDA=ON "-DPTERON_CUDA_INCLUDE_DIR=$PTERON_CUDA_INCLUDE_DIR" \
+    -DPTERON_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$VENV/bin/python"
+fi
+if [ "$target" = python ]; then
+  # The package as the harness imports it: python/pteron plus the fuzz build's extension
+  # (it finds the runtime in $build through its build RUNPATH, the components beside it).
+  stage="$build/python-stage"
+  rm -rf "$stage" && mkdir -p "$stage"
+  cp -r "$REPO/python/pteron" "$stage/"
+  cp "$build"/python/_pteron*.so "$stage/pteron/"
+  # The sanitizer runtime the interpreter preloads: clang-14's ASan (with UBSan's C++ part,
+  # which the fuzz build's -fsanitize=vptr checks call; atheris's own runtime lacks it) and
+  # libFuzzer, in one shared library. Its preinit object is left out (a DSO may have none).
+  asan_rt="$build/asan_with_fuzzer.so"
+  rt_dir="$(dirname "$(clang-14 -print-file-name=libclang_rt.asan-x86_64.a)")"
+  rt_tmp="$(mktemp -d)"
+  cp "$rt_dir/libclang_rt.asan-x86_64.a" "$rt_tmp/asan.a"
+  ar d "$rt_tmp/asan.a" asan_preinit.cpp.o
+  clang++-14 -shared -o "$asan_rt" -Wl,--whole-archive "$rt_tmp/asan.a" \
+    "$rt_dir/libclang_rt.asan_cxx-x86_64.a" "$rt_dir/libclang_rt.fuzzer_no_main-x86_64.a" \
+    -Wl,--no-whole-archive -ldl -lpthread -lrt -lm
+  rm -rf "$rt_tmp"
+  # libFuzzer starts its child processes (fork mode, -merge, -minimize_crash) by running its
+  # argv[0]: the harness hands it this wrapper's path (PTERON_FUZZ_ARGV0).
+  cat > "$bin" <<WRAP
+#!/bin/sh
+export LD_PRELOAD="$asan_rt" PYTHONPATH="$stage" PTERON_FUZZ_ARGV0="$bin"
+export ASAN_OPTIONS="\${ASAN_OPTIONS:-}:detect_leaks=0"
+exec "$VENV/bin/python" "$REPO/tests/fuzz/fuzz_python.py" "\$@"
+WRAP
+  chmod +x "$bin"
 fi
 if [ ! -x "$bin" ]; then
   echo "scripts/fuzz.sh: $bin was not built (is its backend part of the build?)" >&2
@@ -67,7 +104,10 @@ kept="$REPO/tests/corpus/$target"
 mkdir -p "$seeds" "$work" "$art" "$kept"
 python3 "$REPO/tests/fuzz/seeds.py" "$target" "$seeds"
 dict="$build/$target.dict"
-cat "$REPO/tests/fuzz/$target.dict" > "$dict"
+# The python target reads programs: the program target's dictionary, and its kept corpus too.
+dict_of="$target" extra_seeds=()
+[ "$target" = python ] && dict_of=program extra_seeds=("$REPO/tests/corpus/program")
+cat "$REPO/tests/fuzz/$dict_of.dict" > "$dict"
 [ "$target" != npy ] && cat "$REPO/tests/fuzz/flatbuffers.dict" >> "$dict"
 
 # The same settings as the corpus replay (tests/test_fuzz_corpus.py): a
@@ -85,7 +125,7 @@ if [ "$seconds" -gt 0 ]; then
   "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -dict="$dict" -artifact_prefix="$art/" -print_final_stats=1 "$@" \
-    "$work" "$seeds" "$kept" > "$log" 2>&1
+    "$work" "$seeds" "$kept" "${extra_seeds[@]}" > "$log" 2>&1
   rc=$?
   set -e
   echo "==> libFuzzer exited with $rc"

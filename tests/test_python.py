@@ -388,3 +388,55 @@ def test_zero_dim_inputs_and_argument_checks(stage):
     assert lines[4].startswith("TypeError: input 0: expects a float32 tensor of shape")
     assert lines[5].startswith("TypeError: load_components: give a list")
     assert lines[-1] == "OK"
+
+
+def test_memory_budget_of_load_method(stage):
+    """load_method(max_allocated_bytes=N): a method that needs more is an OutOfMemoryError (a
+    MemoryError) naming the planned buffer; a budget that covers it loads and runs; 0 is no
+    budget; a budget that is not an int in [0, 2**64) is a TypeError / ValueError."""
+    out = ok(py(stage, f"""
+        import numpy as np, pteron
+        p = pteron.Program.load("{FIXTURES}/cnn.pte")
+        x = np.load("{FIXTURES}/cnn.forward.input_0.npy")
+        e0 = np.load("{FIXTURES}/cnn.forward.expected_0.npy")
+        def err(f):
+            try:
+                f()
+            except Exception as e:
+                return f"{{type(e).__name__}} {{isinstance(e, MemoryError)}}: {{e}}"
+            return "no error"
+        print(err(lambda: p.load_method("forward", max_allocated_bytes=64)))
+        (y,) = p.load_method("forward", max_allocated_bytes=1 << 30)(x)
+        (z,) = p.load_method("forward", max_allocated_bytes=0)(x)
+        print(np.allclose(y, e0, rtol=1e-4, atol=1e-5), np.array_equal(y, z))
+        print(err(lambda: p.load_method("forward", max_allocated_bytes=-1)))
+        print(err(lambda: p.load_method("forward", max_allocated_bytes=2 ** 64)))
+        print(err(lambda: p.load_method("forward", max_allocated_bytes=1.5)))
+        print(err(lambda: p.load_method("forward", max_allocated_bytes=True)))
+    """))
+    lines = out.splitlines()
+    assert lines[0].startswith("OutOfMemoryError True: ") and "planned buffer" in lines[0] \
+        and "budget" in lines[0], lines[0]
+    assert lines[1] == "True True", lines[1]
+    for line in lines[2:4]:
+        assert line.startswith("ValueError False: load_method: max_allocated_bytes must be in"), line
+    assert lines[4] == "TypeError False: load_method: max_allocated_bytes must be an int, not float"
+    assert lines[5] == "TypeError False: load_method: max_allocated_bytes must be an int, not bool"
+
+
+def test_kept_fuzz_corpus_replays_through_the_module(stage):
+    """tests/fuzz/fuzz_python.py --replay: every kept program input (the program and python
+    targets' corpus) through Program.load(bytes), load_method with a budget and a call, ends in
+    success or a pteron.Error (tests/test_fuzz_corpus.py replays the same files under ASan)."""
+    folders = [REPO / "tests" / "corpus" / t for t in ("program", "python")]
+    files = [f for d in folders for f in d.iterdir() if f.is_file()]
+    assert files, folders
+    r = ok(py(stage, f"""
+        import runpy, sys
+        sys.argv = ["fuzz_python.py", "--replay", *{[str(d) for d in folders]!r}]
+        runpy.run_path("{REPO}/tests/fuzz/fuzz_python.py", run_name="__main__")
+    """, timeout=600))
+    counts = dict(kv.split("=") for kv in r.splitlines()[-1].split())
+    assert int(counts["inputs"]) == len(files), r[-2000:]
+    # The corpus holds loadable programs whose methods run, not only refused bytes.
+    assert int(counts["programs"]) > 0 and int(counts["calls"]) > 0, counts

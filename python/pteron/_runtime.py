@@ -397,20 +397,37 @@ class Program:
         not valid UTF-8 shows its bytes as backslash escapes)."""
         return [b.decode("utf-8", "backslashreplace") for b in self._h.method_names()]
 
-    def load_method(self, name: str = "forward") -> "Method":
+    def load_method(self, name: str = "forward", *, max_allocated_bytes: int = 0) -> "Method":
         """Load method ``name``: every operator and delegate resolved, memory
-        planned. Errors: NotFoundError (no such method), MissingOperatorError
-        (lists every missing operator), MissingDelegateError (names the
-        backend), InvalidProgramError."""
+        planned.
+
+        ``max_allocated_bytes``: a memory budget in bytes (0: none), the most
+        the runtime allocates for the method's tensors: its planned buffers
+        and the tensors it owns, at their upper-bound sizes (delegates' own
+        memory is not counted). A program declares these sizes, and a few
+        bytes can declare terabytes: set a budget when the program is not
+        trusted.
+
+        Errors: NotFoundError (no such method), MissingOperatorError (lists
+        every missing operator), MissingDelegateError (names the backend),
+        InvalidProgramError, OutOfMemoryError (over the budget, naming the
+        buffer or value; or an allocation that failed), TypeError or
+        ValueError for a bad argument."""
         if not isinstance(name, str):
             raise TypeError(f"load_method: name must be a str, not {type(name).__name__}")
+        if isinstance(max_allocated_bytes, bool) or not isinstance(max_allocated_bytes, int):
+            raise TypeError("load_method: max_allocated_bytes must be an int, not "
+                            f"{type(max_allocated_bytes).__name__}")
+        if not 0 <= max_allocated_bytes < 2**64:
+            raise ValueError("load_method: max_allocated_bytes must be in [0, 2**64), not "
+                             f"{max_allocated_bytes}")
         if "\0" in name:
             raise ValueError(f"load_method: the name contains a NUL character: {name!r}")
         try:
             raw = name.encode("utf-8")
         except UnicodeEncodeError as e:
             raise ValueError(f"load_method: the name is not valid UTF-8 text: {name!r}") from e
-        return Method(self, name, self._h.load_method(raw))
+        return Method(self, name, self._h.load_method(raw, max_allocated_bytes))
 
     def __repr__(self):
         return f"<pteron.Program {self._source} methods={self.method_names}>"

@@ -128,13 +128,18 @@ std::vector<nb::bytes> method_names(const Program& prog) {
   return names;
 }
 
-std::unique_ptr<Method> load_method(Program& prog, nb::bytes name) {
+// max_allocated_bytes: pteron_method_options.max_allocated_bytes (0: no budget).
+std::unique_ptr<Method> load_method(Program& prog, nb::bytes name, uint64_t max_allocated_bytes) {
   std::unique_ptr<Method> m(new Method);
   const std::string n(name.c_str(), name.size());
+  pteron_method_options opts;
+  std::memset(&opts, 0, sizeof opts);
+  opts.struct_size = sizeof opts;
+  opts.max_allocated_bytes = max_allocated_bytes;
   pteron_status* s;
   {
     nb::gil_scoped_release unlocked;
-    s = pteron_method_load(prog.p, n.c_str(), nullptr, &m->m);
+    s = pteron_method_load(prog.p, n.c_str(), &opts, &m->m);
   }
   check(s);
   return m;
@@ -349,7 +354,7 @@ NB_MODULE(_pteron, m) {
       .def_static("load_bytes", &load_bytes, nb::arg("data"), nb::arg("data_file").none())
       .def("method_names", &method_names)
       .def("has_data_file", [](const Program& p) { return pteron_program_has_data_file(p.p) != 0; })
-      .def("load_method", &load_method, nb::arg("name"));
+      .def("load_method", &load_method, nb::arg("name"), nb::arg("max_allocated_bytes") = 0);
 
   nb::class_<Method>(m, "MethodHandle")
       .def("input_count", [](const Method& x) { return pteron_method_input_count(x.m); })

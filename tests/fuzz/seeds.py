@@ -3,7 +3,7 @@
 
     python tests/fuzz/seeds.py TARGET OUT_DIR
 
-- program: every committed .pte under the fixture folders (below 1 MiB);
+- program, python: every committed .pte under the fixture folders (below 1 MiB);
 - xnnpack_blob / cuda_blob: each delegate blob of backend XnnpackBackend /
   PteronCudaBackend in those programs up to 128 KiB (the programs whose named
   data the blob targets read), cut out exactly: the program's
@@ -115,15 +115,15 @@ def fixture_files(suffix: str) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] not in ("program", "npy", *BACKENDS):
+    if len(argv) != 3 or argv[1] not in ("program", "python", "npy", *BACKENDS):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        print("TARGET: program, xnnpack_blob, cuda_blob or npy", file=sys.stderr)
+        print("TARGET: program, python, xnnpack_blob, cuda_blob or npy", file=sys.stderr)
         return 2
     target, out = argv[1], Path(argv[2])
     out.mkdir(parents=True, exist_ok=True)
     n = 0
-    if target in ("program", "npy"):
-        for f in fixture_files(".pte" if target == "program" else ".npy"):
+    if target in ("program", "python", "npy"):
+        for f in fixture_files(".npy" if target == "npy" else ".pte"):
             shutil.copyfile(f, out / f"{f.parent.name}.{f.name}")
             n += 1
     else:
