@@ -27,7 +27,10 @@ import pytest
 from conftest import REPO
 from test_malformed import SANITIZER_MARKERS, _asan_dir
 
-TARGETS = ("program", "xnnpack_blob", "cuda_blob", "npy")
+TARGETS = ("program", "xnnpack_blob", "cuda_blob", "npy", "python")
+# The python target's inputs are programs: here the program replayer runs them under ASan +
+# UBSan, and tests/test_python.py replays them through the Python module.
+REPLAYER = {"python": "program"}
 CORPUS = REPO / "tests" / "corpus"
 REPLAY_TIMEOUT_S = 900
 ASAN_OPTIONS = ("detect_leaks=1:abort_on_error=0:allocator_may_return_null=0:"
@@ -38,7 +41,8 @@ BUILD_HINT = ("run the test command (scripts/test.sh), whose build-asan/ has "
 
 
 def _replay_exe(target: str) -> Path:
-    return _asan_dir() / (f"pteron-replay-{target}" + (".exe" if sys.platform == "win32" else ""))
+    name = REPLAYER.get(target, target)
+    return _asan_dir() / (f"pteron-replay-{name}" + (".exe" if sys.platform == "win32" else ""))
 
 
 def _env(verbose: bool = False) -> dict[str, str]:
@@ -79,6 +83,17 @@ def test_kept_corpus_replays_clean(target):
     assert f"replayed {len(files)} inputs" in p.stdout, p.stdout[-2000:]
 
 
+def _whole_and_cut(target: str, path: Path, tmp_path: Path, size: int):
+    """The replays (verbose, each clean) of `path` and of its first `size` bytes."""
+    cut = tmp_path / ("cut" + path.suffix)
+    cut.write_bytes(path.read_bytes()[:size])
+    whole = _replay(target, [path], verbose=True)
+    _assert_clean(whole, f"{target}: {path.name}")
+    short = _replay(target, [cut], verbose=True)
+    _assert_clean(short, f"{target}: {path.name} cut to {size} bytes")
+    return whole, short
+
+
 def _codes(stdout: str, prefix: str) -> list[str]:
     return [line.split(": ", 1)[1] for line in stdout.splitlines() if line.startswith(prefix)]
 
@@ -93,13 +108,8 @@ def test_blob_target_reaches_the_xnnpack_reader(tmp_path):
                     str(seeds)], check=True, timeout=120, capture_output=True)
     blob = seeds / "mlp_xnnpack.0.0.bin"
     assert blob.is_file(), sorted(x.name for x in seeds.iterdir())[:20]
-    cut = tmp_path / "cut.bin"
-    cut.write_bytes(blob.read_bytes()[: blob.stat().st_size // 2])
-    whole = _replay("xnnpack_blob", [blob], verbose=True)
-    _assert_clean(whole, "xnnpack_blob seed")
+    whole, short = _whole_and_cut("xnnpack_blob", blob, tmp_path, blob.stat().st_size // 2)
     assert _codes(whole.stdout, "init XnnpackBackend") == ["0 "], whole.stdout
-    short = _replay("xnnpack_blob", [cut], verbose=True)
-    _assert_clean(short, "xnnpack_blob seed cut short")
     [result] = _codes(short.stdout, "init XnnpackBackend")
     code, _, message = result.partition(" ")
     assert code != "0" and message.strip(), result
@@ -117,12 +127,7 @@ def test_program_target_executes_a_fixture():
 def test_npy_target_parses_and_refuses(tmp_path):
     """The npy target accepts a committed .npy and refuses it cut short."""
     good = REPO / "models" / "fixtures" / "mlp.forward.input_0.npy"
-    cut = tmp_path / "cut.npy"
-    cut.write_bytes(good.read_bytes()[:-3])
-    p = _replay("npy", [good], verbose=True)
-    _assert_clean(p, "npy target")
+    p, short = _whole_and_cut("npy", good, tmp_path, good.stat().st_size - 3)
     assert _codes(p.stdout, "npy") == ["ok"], p.stdout
-    p = _replay("npy", [cut], verbose=True)
-    _assert_clean(p, "npy target, cut short")
-    [message] = _codes(p.stdout, "npy")
+    [message] = _codes(short.stdout, "npy")
     assert "holds" in message and "data bytes" in message, message
