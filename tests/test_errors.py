@@ -198,6 +198,35 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def _with_header(good: bytes, header: bytes) -> bytes:
+    """`good`'s .npy bytes with its header dict replaced by `header` (padded, same length)."""
+    hlen = int.from_bytes(good[8:10], "little")
+    assert len(header) < hlen, header
+    return good[:10] + header + b" " * (hlen - len(header) - 1) + b"\n" + good[10 + hlen:]
+
+
+@pytest.mark.parametrize("header,message", [
+    (b"{'descr': '<f4', 'fortran_order': 'yes', 'shape': (4, 16), }",
+     "fortran_order is 'yes', not True or False"),
+    (b"{'descr': '<f4', 'fortran_order': 0, 'shape': (4, 16), }", "fortran_order is '0'"),
+    (b"{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (4, 16), }",
+     "malformed .npy header"),
+    (b"{'descr': '<f4\0', 'fortran_order': False, 'shape': (4, 16), }",
+     "unsupported dtype '<f4\\x00'"),
+    (b"{'descr': '>f4', 'fortran_order': False, 'shape': (4, 16), }",
+     "big-endian dtype '>f4'; save it little-endian"),
+])
+def test_pteron_run_names_what_is_wrong_in_an_npy_header(pteron_run, tmp_path, header, message):
+    """A header numpy would refuse or read otherwise (a fortran_order that is not a bool, a key
+    twice) is refused; an unsupported dtype is quoted with its odd bytes escaped."""
+    good = _npy_bytes(np.load(FIXTURES / "mlp.forward.input_0.npy"))
+    path = tmp_path / "bad.npy"
+    path.write_bytes(_with_header(good, header))
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", path)
+    assert r.returncode == 1 and str(path) in r.stderr, r.stderr
+    assert message in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("case", ["trailing_bytes", "junk_after_dict", "short_data"])
 def test_pteron_run_refuses_npy_that_numpy_would_refuse(pteron_run, tmp_path, case):
     good = _npy_bytes(np.load(FIXTURES / "mlp.forward.input_0.npy"))

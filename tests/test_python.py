@@ -393,7 +393,8 @@ def test_zero_dim_inputs_and_argument_checks(stage):
 def test_memory_budget_of_load_method(stage):
     """load_method(max_allocated_bytes=N): a method that needs more is an OutOfMemoryError (a
     MemoryError) naming the planned buffer; a budget that covers it loads and runs; 0 is no
-    budget; a budget that is not an int in [0, 2**64) is a TypeError / ValueError."""
+    budget; a numpy integer is an int; a budget that is not an int in [0, 2**64) is a TypeError
+    / ValueError."""
     out = ok(py(stage, f"""
         import numpy as np, pteron
         p = pteron.Program.load("{FIXTURES}/cnn.pte")
@@ -408,7 +409,9 @@ def test_memory_budget_of_load_method(stage):
         print(err(lambda: p.load_method("forward", max_allocated_bytes=64)))
         (y,) = p.load_method("forward", max_allocated_bytes=1 << 30)(x)
         (z,) = p.load_method("forward", max_allocated_bytes=0)(x)
-        print(np.allclose(y, e0, rtol=1e-4, atol=1e-5), np.array_equal(y, z))
+        (w,) = p.load_method("forward", max_allocated_bytes=np.uint64(1 << 30))(x)
+        print(np.allclose(y, e0, rtol=1e-4, atol=1e-5), np.array_equal(y, z),
+              np.array_equal(y, w))
         print(err(lambda: p.load_method("forward", max_allocated_bytes=-1)))
         print(err(lambda: p.load_method("forward", max_allocated_bytes=2 ** 64)))
         print(err(lambda: p.load_method("forward", max_allocated_bytes=1.5)))
@@ -417,7 +420,7 @@ def test_memory_budget_of_load_method(stage):
     lines = out.splitlines()
     assert lines[0].startswith("OutOfMemoryError True: ") and "planned buffer" in lines[0] \
         and "budget" in lines[0], lines[0]
-    assert lines[1] == "True True", lines[1]
+    assert lines[1] == "True True True", lines[1]
     for line in lines[2:4]:
         assert line.startswith("ValueError False: load_method: max_allocated_bytes must be in"), line
     assert lines[4] == "TypeError False: load_method: max_allocated_bytes must be an int, not float"

@@ -32,9 +32,12 @@ const DescrMap kDescrs[] = {
 };
 
 // Value of `key` in the header dict text, e.g. 'descr': '<f4' -> <f4.
+// False when the key is missing, its value is unterminated, or the key stands twice (numpy
+// would take the last; a reader that takes another one would read other data).
 bool dict_value(const std::string& h, const std::string& key, std::string* v) {
-  size_t k = h.find("'" + key + "'");
-  if (k == std::string::npos) return false;
+  const std::string quoted = "'" + key + "'";
+  size_t k = h.find(quoted);
+  if (k == std::string::npos || h.find(quoted, k + 1) != std::string::npos) return false;
   size_t c = h.find(':', k);
   if (c == std::string::npos) return false;
   size_t s = h.find_first_not_of(" ", c + 1);
@@ -54,6 +57,22 @@ bool dict_value(const std::string& h, const std::string& key, std::string* v) {
     *v = h.substr(s, e - s);
   }
   return true;
+}
+
+// `text` with every byte outside printable ASCII (and the quote) as \xNN, for a message.
+std::string printable(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+      out += char(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -113,8 +132,11 @@ std::string npy_parse(const unsigned char* data, size_t size, const std::string&
   if (!dict_value(h, "descr", &descr) || !dict_value(h, "fortran_order", &fortran) ||
       !dict_value(h, "shape", &shape))
     return name + " has a malformed .npy header";
-  if (fortran.find("True") != std::string::npos)
-    return name + " is Fortran-ordered; save it C-ordered";
+  while (!fortran.empty() && fortran.back() == ' ') fortran.pop_back();
+  if (fortran == "True") return name + " is Fortran-ordered; save it C-ordered";
+  if (fortran != "False")
+    return name + " has a malformed .npy header (fortran_order is '" + printable(fortran) +
+           "', not True or False)";
   if (descr == "=f4") descr = "<f4";
   if (descr == "=f8") descr = "<f8";
   if (descr == "=i4") descr = "<i4";
@@ -127,7 +149,10 @@ std::string npy_parse(const unsigned char* data, size_t size, const std::string&
   if (!dm) {
     if (descr.find_first_of("[(") != std::string::npos)
       return name + " has a structured dtype; pteron-run reads plain numeric arrays only";
-    return name + " has unsupported dtype '" + descr + "'";
+    if (descr.size() > 1 && descr[0] == '>')
+      return name + " has big-endian dtype '" + printable(descr) +
+             "'; save it little-endian (numpy: a.astype(a.dtype.newbyteorder('<')))";
+    return name + " has unsupported dtype '" + printable(descr) + "'";
   }
   out->dtype = dm->dtype;
   out->shape.clear();

@@ -8,6 +8,7 @@ the runtime loads the extension and the components (``_native()``).
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 import sys
 import threading
@@ -401,10 +402,10 @@ class Program:
         """Load method ``name``: every operator and delegate resolved, memory
         planned.
 
-        ``max_allocated_bytes``: a memory budget in bytes (0: none), the most
-        the runtime allocates for the method's tensors: its planned buffers
-        and the tensors it owns, at their upper-bound sizes (delegates' own
-        memory is not counted). A program declares these sizes, and a few
+        ``max_allocated_bytes``: a memory budget in bytes (an int or a numpy
+        integer; 0: none), the most the runtime allocates for the method's
+        tensors: its planned buffers and the tensors it owns, at their
+        upper-bound sizes (delegates' own memory is not counted). A program declares these sizes, and a few
         bytes can declare terabytes: set a budget when the program is not
         trusted.
 
@@ -415,9 +416,13 @@ class Program:
         ValueError for a bad argument."""
         if not isinstance(name, str):
             raise TypeError(f"load_method: name must be a str, not {type(name).__name__}")
-        if isinstance(max_allocated_bytes, bool) or not isinstance(max_allocated_bytes, int):
+        try:  # an int or any integer with __index__ (numpy's), but not a bool
+            if isinstance(max_allocated_bytes, (bool, np.bool_)):
+                raise TypeError
+            max_allocated_bytes = operator.index(max_allocated_bytes)
+        except TypeError:
             raise TypeError("load_method: max_allocated_bytes must be an int, not "
-                            f"{type(max_allocated_bytes).__name__}")
+                            f"{type(max_allocated_bytes).__name__}") from None
         if not 0 <= max_allocated_bytes < 2**64:
             raise ValueError("load_method: max_allocated_bytes must be in [0, 2**64), not "
                              f"{max_allocated_bytes}")

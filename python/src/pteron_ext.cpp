@@ -51,9 +51,14 @@ namespace {
 // lifetime (never released: the interpreter may be finalising when the module goes).
 nb::object* g_error_factory = nullptr;
 
+// The message may quote a program's own bytes (an operator or method name), which need not be
+// UTF-8: they are decoded with backslash escapes, as Program.method_names does.
 [[noreturn]] void raise(int32_t code, const std::string& message) {
   if (g_error_factory) {
-    nb::object exc = (*g_error_factory)(code, message);
+    PyObject* text = PyUnicode_DecodeUTF8(message.data(), Py_ssize_t(message.size()),
+                                          "backslashreplace");
+    if (!text) throw nb::python_error();
+    nb::object exc = (*g_error_factory)(code, nb::steal<nb::str>(text));
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     throw nb::python_error();
   }
