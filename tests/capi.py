@@ -29,6 +29,7 @@ SHAPE_MISMATCH = 7
 OUT_OF_MEMORY = 8
 
 # pteron_value_tag
+TAG_INT = 1
 TAG_TENSOR = 4
 
 _NP_TO_DTYPE = {
@@ -72,6 +73,7 @@ class ValueInfo(ctypes.Structure):
         ("data", ctypes.c_void_p),
         ("nbytes", ctypes.c_size_t),
         ("scalar", ctypes.c_double),
+        ("integer", ctypes.c_int64),
     ]
 
 
@@ -150,6 +152,7 @@ class Runtime:
             "pteron_method_output_info": [vp, sz, ctypes.POINTER(ValueInfo)],
             "pteron_method_set_input": [vp, sz, i32, ctypes.POINTER(ctypes.c_int64), i32, vp, sz],
             "pteron_method_set_input_scalar": [vp, sz, ctypes.c_double],
+            "pteron_method_set_input_int": [vp, sz, ctypes.c_int64],
             "pteron_method_execute": [vp],
             "pteron_method_copy_output": [vp, sz, vp, sz],
             "pteron_kernel_get": [sz, ctypes.POINTER(KernelInfo)],
@@ -313,7 +316,7 @@ class Method:
         v = self._info(self.rt.lib.pteron_method_output_info, i)
         return dict(tag=v.tag, dtype=_DTYPE_TO_NP.get(v.dtype), sizes=tuple(v.sizes[: v.dim]),
                     bound=tuple(v.bound[: v.dim]), dynamism=v.dynamism, nbytes=v.nbytes,
-                    scalar=v.scalar)
+                    scalar=v.scalar, integer=v.integer)
 
     def set_input(self, i: int, array: np.ndarray, dtype_code: int | None = None) -> None:
         a = np.asarray(array, order="C")  # keeps a 0-dim array 0-dim
@@ -322,11 +325,19 @@ class Method:
         self.rt.check(self.rt.lib.pteron_method_set_input(
             self.h, i, code, sizes, a.ndim, a.ctypes.data, a.nbytes))
 
+    def set_input_scalar(self, i: int, value: float) -> None:
+        self.rt.check(self.rt.lib.pteron_method_set_input_scalar(self.h, i, value))
+
+    def set_input_int(self, i: int, value: int) -> None:
+        self.rt.check(self.rt.lib.pteron_method_set_input_int(self.h, i, value))
+
     def execute(self) -> None:
         self.rt.check(self.rt.lib.pteron_method_execute(self.h))
 
     def output(self, i: int) -> np.ndarray:
         info = self.output_info(i)
+        if info["tag"] == TAG_INT:
+            return np.array(info["integer"], dtype=np.int64)
         if info["tag"] != TAG_TENSOR:
             return np.array(info["scalar"])
         out = np.empty(info["sizes"], dtype=info["dtype"])

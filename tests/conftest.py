@@ -223,3 +223,27 @@ def assert_matches(actual, expected, rtol, atol, what):
         np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
     else:
         np.testing.assert_array_equal(actual, expected, err_msg=what)
+
+
+def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0):
+    """models/fixtures/sym_numel_rewritten.pte (forward: one tensor input) with `values`
+    (program.fbs EValues in flatc's JSON form) appended to its plan: the first n_outputs of
+    them become extra outputs, the next n_inputs extra inputs. Written with flatc (Debian's
+    flatbuffers-compiler) and runtime/core/schema/program.fbs; returns the new file."""
+    work = tmp_path / name
+    work.mkdir()
+    schema = REPO / "runtime" / "core" / "schema" / "program.fbs"
+    r = run(["flatc", "--json", "--raw-binary", "--strict-json", "-o", work, schema, "--",
+             FIXTURES / "sym_numel_rewritten.pte"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((work / "sym_numel_rewritten.json").read_text())
+    plan = doc["execution_plan"][0]
+    first = len(plan["values"])
+    plan["values"] += values
+    plan["outputs"] += list(range(first, first + n_outputs))
+    plan["inputs"] += list(range(first + n_outputs, first + n_outputs + n_inputs))
+    src = work / f"{name}.json"
+    src.write_text(json.dumps(doc))
+    r = run(["flatc", "-b", "-o", work, schema, src], timeout=60)
+    assert r.returncode == 0, r.stderr
+    return work / f"{name}.bin"

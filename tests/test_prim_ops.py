@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import capi
-from conftest import FIXTURES, assert_matches, build_dir, manifest, run
+from conftest import FIXTURES, assert_matches, build_dir, manifest, program_with_values, run
 
 # Every prim operator: name.overload as programs and the registry listing spell them.
 PRIM_OPS = [
@@ -190,3 +190,27 @@ def test_the_error_programs_differ_from_their_sources():
     for err in ERRORS:
         src = _fixture(err["inputs_of"])
         assert (ERRORS_DIR / err["file"]).read_bytes() != (FIXTURES / src["file"]).read_bytes()
+
+
+def test_int_values_cross_the_c_api_exactly(runtime, tmp_path):
+    """pteron_value_info.integer holds an Int output exactly (2^63 - 1, 2^53 + 1, -2^63; the
+    double `scalar` rounds them); pteron_method_set_input_int accepts the exported int64 and
+    refuses 2^53, which pteron_method_set_input_scalar refuses too, as it refuses 2^53 + 0.5."""
+    big, odd = (1 << 63) - 1, (1 << 53) + 1
+    path = program_with_values(tmp_path, "ints", [
+        {"val_type": "Int", "val": {"int_val": big}}, {"val_type": "Int", "val": {"int_val": odd}},
+        {"val_type": "Int", "val": {"int_val": -(1 << 63)}},
+        {"val_type": "Int", "val": {"int_val": odd}}], n_outputs=3, n_inputs=1)
+    m = runtime.load_file(path).load_method("forward")
+    m.set_input(0, np.load(FIXTURES / "sym_numel_rewritten.forward.input_0.npy"))
+    for bad in (lambda: m.set_input_int(1, odd - 1), lambda: m.set_input_scalar(1, float(odd)),
+                lambda: m.set_input_scalar(1, 2.5)):
+        with pytest.raises(capi.PteronError) as e:
+            bad()
+        assert e.value.code == capi.INVALID_ARGUMENT and f"exported for the int {odd}" in str(e.value)
+    m.set_input_int(1, odd)
+    m.execute()
+    got = [m.output_info(i) for i in (1, 2, 3)]
+    assert [g["integer"] for g in got] == [big, odd, -(1 << 63)]
+    assert [m.output(i).item() for i in (1, 2, 3)] == [big, odd, -(1 << 63)]
+    assert got[1]["scalar"] == float(odd)  # the double's rounding, for comparison

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run
+from conftest import REPO, program_with_values, run
 
 FIXTURES = REPO / "models" / "fixtures"
 # A child's prelude: the MLP fixture's method `m` and its input `x`.
@@ -443,3 +443,51 @@ def test_kept_fuzz_corpus_replays_through_the_module(stage):
     assert int(counts["inputs"]) == len(files), r[-2000:]
     # The corpus holds loadable programs whose methods run, not only refused bytes.
     assert int(counts["programs"]) > 0 and int(counts["calls"]) > 0, counts
+
+
+def test_scalar_and_other_outputs_and_int_inputs_are_exact(stage, tmp_path):
+    """An Int output is a Python int equal to the program's int64, 2^63 - 1 and 2^53 + 1
+    included (they once went through a double: UBSan's float-cast overflow, found by a breaker
+    run); a Null output is None; a String or BoolList output is a NotSupportedError naming it;
+    an Int input accepts its exported value exactly and refuses its neighbour, naming both."""
+    big, odd = (1 << 63) - 1, (1 << 53) + 1
+    ints = program_with_values(tmp_path, "ints", [
+        {"val_type": "Int", "val": {"int_val": big}}, {"val_type": "Int", "val": {"int_val": odd}},
+        {"val_type": "Int", "val": {"int_val": -(1 << 63)}}, {"val_type": "Null", "val": {}},
+        {"val_type": "Int", "val": {"int_val": odd}}], n_outputs=4, n_inputs=1)
+    text = program_with_values(tmp_path, "text", [{"val_type": "String", "val": {"string_val": "hi"}}],
+                        n_outputs=1)
+    bools = program_with_values(tmp_path, "bools",
+                         [{"val_type": "BoolList", "val": {"items": [True, False]}}], n_outputs=1)
+    x = FIXTURES / "sym_numel_rewritten.forward.input_0.npy"
+    out = ok(py(stage, f"""
+        import numpy as np, pteron
+        x = np.load("{x}")
+        m = pteron.Program.load("{ints}").load_method()
+        print([s.kind for s in m.inputs], [s.kind for s in m.outputs])
+        r = m(x, {odd})
+        print(repr(r[1:]))
+        for bad in ({odd - 1}, float({odd}), {big} + 1, "1"):
+            try:
+                m(x, bad)
+                print("no error")
+            except Exception as e:
+                print(type(e).__name__, isinstance(e, pteron.Error), e)
+        for path in ("{text}", "{bools}"):
+            mm = pteron.Program.load(path).load_method()
+            try:
+                mm(x)
+                print("no error")
+            except Exception as e:
+                print(type(e).__name__, isinstance(e, pteron.Error), e)
+    """))
+    lines = out.splitlines()
+    assert lines[0] == "['tensor', 'int'] ['tensor', 'int', 'int', 'int', 'none']", lines[0]
+    assert lines[1] == f"[{big}, {odd}, {-(1 << 63)}, None]", lines[1]
+    # 2^53 and float(2^53 + 1) (= 2^53) are the exported value's neighbours in a double
+    for line in lines[2:4]:
+        assert line.startswith("InvalidArgumentError True: ") and f"the int {odd}" in line, line
+    assert lines[4].startswith("ValueError False: input 1: ") and "int64" in lines[4], lines[4]
+    assert lines[5].startswith("TypeError False: input 1: expects a int scalar"), lines[5]
+    assert lines[6].startswith("NotSupportedError True: ") and "output 1 is a String" in lines[6]
+    assert lines[7].startswith("NotSupportedError True: ") and "output 1 is a BoolList" in lines[7]

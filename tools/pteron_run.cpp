@@ -243,6 +243,12 @@ std::string set_inputs(pteron::Method& m, const Options& o) {
     if (!info.is_tensor()) {
       if (a.shape.size() != 0)
         return "input " + std::to_string(i) + " is a scalar; give a 0-d .npy";
+      if (a.dtype == PTERON_DTYPE_INT64 && a.data.size() == 8) {  // exact, past 2^53 too
+        int64_t x;
+        std::memcpy(&x, a.data.data(), 8);
+        m.set_input_int(i, x);
+        continue;
+      }
       double v = 0;
       if (!scalar_from_npy(a, &v))
         return "input " + std::to_string(i) + ": unsupported scalar dtype";
@@ -264,7 +270,10 @@ std::string report_outputs(pteron::Method& m, const std::string& out_dir) {
   for (size_t o = 0; o < m.output_count(); ++o) {
     pteron::ValueInfo info = m.output_info(o);
     if (!info.is_tensor()) {
-      std::printf("output %zu: scalar %g\n", o, info.scalar);
+      if (info.tag == PTERON_VALUE_INT)
+        std::printf("output %zu: int %lld\n", o, (long long)info.integer);
+      else
+        std::printf("output %zu: scalar %g\n", o, info.scalar);
       continue;
     }
     std::vector<unsigned char> bytes = m.output_bytes(o);

@@ -208,7 +208,8 @@ PTERON_API size_t pteron_method_output_count(const pteron_method* m);
  * sizes, per-dim upper bounds (== sizes for static shapes), dim order and,
  * for outputs after execute, a pointer to the data in its storage order
  * (valid until the next execute or release). For Int/Double/Bool values:
- * tag and `scalar` (as double). */
+ * tag and `scalar` (as double: an Int above 2^53 in magnitude is rounded),
+ * and for Int and Bool values `integer`, exact (Bool: 0 or 1). */
 typedef struct pteron_value_info {
   int32_t tag;      /* pteron_value_tag */
   int32_t dtype;    /* pteron_dtype (tensors) */
@@ -220,6 +221,7 @@ typedef struct pteron_value_info {
   const void* data; /* tensors; may be NULL before execute */
   size_t nbytes;    /* bytes of the current sizes */
   double scalar;    /* Int/Double/Bool values */
+  int64_t integer;  /* Int/Bool values, exact */
 } pteron_value_info;
 
 PTERON_API pteron_status* pteron_method_input_info(const pteron_method* m, size_t index,
@@ -235,9 +237,17 @@ PTERON_API pteron_status* pteron_method_output_info(const pteron_method* m, size
 PTERON_API pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t dtype,
                                                   const int64_t* sizes, int32_t dim,
                                                   const void* data, size_t nbytes);
-/* Sets an Int, Double or Bool input (the value is converted to its tag). */
+/* Sets an Int, Double or Bool input. The exporter specialises a method on
+ * the value of a scalar input, so only that value is accepted; anything else
+ * is PTERON_ERROR_INVALID_ARGUMENT naming both values. An Int input accepts
+ * only a whole double that equals it exactly (use pteron_method_set_input_int
+ * for values above 2^53 in magnitude). */
 PTERON_API pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index,
                                                          double value);
+/* Sets an Int input exactly (a Double or Bool input compares the value as a
+ * double); errors as pteron_method_set_input_scalar. */
+PTERON_API pteron_status* pteron_method_set_input_int(pteron_method* m, size_t index,
+                                                      int64_t value);
 
 /* Runs the method's chains. Every tensor input must have been set once
  * (inputs keep their values between executions). A kernel or delegate

@@ -332,7 +332,9 @@ def _dtype_of(code: int):
 class TensorSpec:
     """One input or output of a method.
 
-    ``kind``: "tensor", "int", "bool", "double" or "none".
+    ``kind``: "tensor", "int", "bool", "double" or "none"; a program may also hold "string",
+    "int_list", "double_list", "bool_list", "tensor_list" or "optional_tensor_list" values,
+    which a call can neither set nor return (NotSupportedError).
     For tensors: ``dtype`` (a numpy dtype, or a name such as "bfloat16" that
     numpy lacks), ``shape`` (the current sizes: the exported sizes for inputs,
     the last execute's for outputs), ``bounds`` (per-dim upper bounds: equal to
@@ -350,7 +352,8 @@ class TensorSpec:
     def _from(info) -> "TensorSpec":
         tag, dtype, dyn, sizes, bounds, order, _nbytes, _scalar = info
         kind = {_TAG_NONE: "none", _TAG_INT: "int", _TAG_BOOL: "bool", _TAG_DOUBLE: "double",
-                _TAG_TENSOR: "tensor"}.get(tag, f"tag {tag}")
+                _TAG_TENSOR: "tensor", 5: "string", 6: "int_list", 7: "double_list",
+                8: "bool_list", 9: "tensor_list", 10: "optional_tensor_list"}.get(tag, f"tag {tag}")
         if tag != _TAG_TENSOR:
             return TensorSpec(kind)
         return TensorSpec(kind, _dtype_of(dtype), tuple(sizes), tuple(bounds),
@@ -455,9 +458,15 @@ def _read_file(path, what):
 
 def _as_bytes(obj, what):
     if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            raise TypeError(f"Program.load: {what} is an array of Python objects ({obj.dtype}), "
+                            "not bytes")
         obj = memoryview(obj)
     if isinstance(obj, (bytes, bytearray, memoryview)):
         mv = memoryview(obj)
+        if "O" in mv.format:
+            raise TypeError(f"Program.load: {what} is a buffer of Python objects "
+                            f"(format {mv.format!r}), not bytes")
         if not mv.c_contiguous:
             mv = memoryview(mv.tobytes())
         return np.frombuffer(mv.cast("B"), dtype=np.uint8)
@@ -468,8 +477,10 @@ def _as_bytes(obj, what):
 class Method:
     """A loaded method. Call it with one array per input; it returns a list
     with one ``numpy.ndarray`` per tensor output (C-contiguous, a new array
-    per call that owns its memory: valid after later calls) and a Python
-    int, bool or float per scalar output.
+    per call that owns its memory: valid after later calls), a Python
+    int (exact int64), bool or float per scalar output and None per None
+    output. An output of another kind (a string or a list value) raises
+    NotSupportedError naming it.
 
     Inputs: numpy arrays, anything ``numpy.asarray`` accepts, or any DLPack
     producer on the CPU (a torch tensor); Python numbers for int, bool and
@@ -508,7 +519,17 @@ class Method:
             if not isinstance(x, (int, float, bool, np.number, np.bool_)):
                 raise TypeError(f"input {i}: expects a {spec.kind} scalar, got "
                                 f"{type(x).__name__}")
-            return float(x)
+            if (spec.kind == "int" and isinstance(x, (int, np.integer))
+                    and not isinstance(x, (bool, np.bool_))):
+                v = int(x)  # exact: the extension sets it as an int64
+                if not -(1 << 63) <= v < (1 << 63):
+                    raise ValueError(f"input {i}: {v} is outside the int input's int64 range")
+                return v
+            try:
+                return float(x)
+            except OverflowError as e:
+                raise ValueError(f"input {i}: {x!r} is too large for a {spec.kind} input "
+                                 f"({e})") from e
         if spec.kind != "tensor":
             raise TypeError(f"input {i}: a {spec.kind} input cannot be set")
         if x is None or isinstance(x, (str, bytes, dict)):

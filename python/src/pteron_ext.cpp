@@ -164,6 +164,19 @@ Info output_info(const Method& m, size_t i) {
   return to_tuple(v);
 }
 
+// The name of a non-tensor value tag (pteron/types.h), for messages.
+std::string value_kind(int32_t tag) {
+  switch (tag) {
+    case PTERON_VALUE_STRING: return "String";
+    case PTERON_VALUE_INT_LIST: return "IntList";
+    case PTERON_VALUE_DOUBLE_LIST: return "DoubleList";
+    case PTERON_VALUE_BOOL_LIST: return "BoolList";
+    case PTERON_VALUE_TENSOR_LIST: return "TensorList";
+    case PTERON_VALUE_OPTIONAL_TENSOR_LIST: return "OptionalTensorList";
+    default: return "tag " + std::to_string(tag);
+  }
+}
+
 void set_input_scalar(Method& m, size_t i, double value) {
   check(pteron_method_set_input_scalar(m.m, i, value));
 }
@@ -228,7 +241,19 @@ nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
   for (size_t i = 0; i < n; ++i) {
     PyObject* x = inputs[i].ptr();
     if (codes[i] < 0) {
-      set_input_scalar(m, i, nb::cast<double>(prepare(i, nb::handle(x))));
+      // prepare gives a Python int for an int input (already checked to fit int64: set
+      // exactly) and a float otherwise.
+      nb::object v = prepare(i, nb::handle(x));
+      if (PyLong_CheckExact(v.ptr())) {
+        int overflow = 0;
+        const long long iv = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+        if (overflow || (iv == -1 && PyErr_Occurred()))
+          raise(PTERON_ERROR_INVALID_ARGUMENT,
+                "input " + std::to_string(i) + ": int out of int64 range");
+        check(pteron_method_set_input_int(m.m, i, int64_t(iv)));
+      } else {
+        set_input_scalar(m, i, nb::cast<double>(v));
+      }
       continue;
     }
     nb::object prepared;
@@ -252,9 +277,17 @@ nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
     std::memset(&v, 0, sizeof v);
     check(pteron_method_output_info(m.m, i, &v));
     if (v.tag != PTERON_VALUE_TENSOR) {
-      if (v.tag == PTERON_VALUE_INT) out.append(nb::int_(int64_t(v.scalar)));
-      else if (v.tag == PTERON_VALUE_BOOL) out.append(nb::bool_(v.scalar != 0.0));
-      else out.append(nb::float_(v.scalar));
+      switch (v.tag) {
+        case PTERON_VALUE_INT: out.append(nb::int_(v.integer)); break;
+        case PTERON_VALUE_BOOL: out.append(nb::bool_(v.integer != 0)); break;
+        case PTERON_VALUE_DOUBLE: out.append(nb::float_(v.scalar)); break;
+        case PTERON_VALUE_NONE: out.append(nb::none()); break;
+        default:  // the C API reads out tensors and numbers only
+          raise(PTERON_ERROR_NOT_SUPPORTED,
+                "output " + std::to_string(i) + " is a " + value_kind(v.tag) +
+                    " value, which pteron cannot return (only tensors, int, bool, double and "
+                    "None outputs)");
+      }
       continue;
     }
     const int t = npy_type(v.dtype);

@@ -3,6 +3,7 @@
 // input and output descriptions, setting inputs, execute, copying outputs.
 // Each function checks its arguments, turns a Status into a pteron_status
 // and never lets an exception cross the boundary.
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -30,11 +31,65 @@ void fill_info(const pteron_value& v, pteron_value_info* info) {
       info->nbytes = static_cast<size_t>(tensor_numel(*t)) * element_size(t->dtype);
       break;
     }
-    case PTERON_VALUE_INT: info->scalar = static_cast<double>(v.u.i); break;
+    case PTERON_VALUE_INT:
+      info->scalar = static_cast<double>(v.u.i);
+      info->integer = v.u.i;
+      break;
     case PTERON_VALUE_DOUBLE: info->scalar = v.u.d; break;
-    case PTERON_VALUE_BOOL: info->scalar = static_cast<double>(v.u.b); break;
+    case PTERON_VALUE_BOOL:
+      info->scalar = static_cast<double>(v.u.b);
+      info->integer = v.u.b ? 1 : 0;
+      break;
     default: break;
   }
+}
+
+// A scalar input given as a double (is_int false) or as an int64 (is_int true): only the value
+// the method was exported with is accepted, compared exactly.
+pteron_status* set_input_number(pteron_method* m, size_t index, bool is_int, int64_t ivalue,
+                                double dvalue) {
+  if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
+  std::lock_guard<std::mutex> lock(m->call_mutex);
+  if (index >= m->inputs.size())
+    return to_c(error(PTERON_ERROR_NOT_FOUND,
+                      "input index %zu out of range (method '%s' has %zu inputs)", index,
+                      m->name.c_str(), m->inputs.size()));
+  pteron_value& v = m->values[m->inputs[index]];
+  // The exporter specialises a method on the value of a scalar input (it is
+  // baked into the program), so only that value is accepted.
+  if (v.tag == PTERON_VALUE_INT) {
+    // A double matches only when it is whole, within int64 and equal to the value exactly.
+    const bool match = is_int ? ivalue == v.u.i
+                              : dvalue >= -9223372036854775808.0 && dvalue < 9223372036854775808.0 &&
+                                    std::trunc(dvalue) == dvalue &&
+                                    static_cast<int64_t>(dvalue) == v.u.i;
+    if (!match) {
+      if (is_int)
+        return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                          "input %zu: the method was exported for the int %lld, got %lld", index,
+                          (long long)v.u.i, (long long)ivalue));
+      return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                        "input %zu: the method was exported for the int %lld, got %.17g", index,
+                        (long long)v.u.i, dvalue));
+    }
+    m->input_set[index] = true;
+    return nullptr;
+  }
+  double expected;
+  switch (v.tag) {
+    case PTERON_VALUE_DOUBLE: expected = v.u.d; break;
+    case PTERON_VALUE_BOOL: expected = v.u.b ? 1.0 : 0.0; break;
+    default:
+      return to_c(
+          error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu is not an Int, Double or Bool", index));
+  }
+  const double value = is_int ? static_cast<double>(ivalue) : dvalue;
+  if (!(value == expected))
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                      "input %zu: the method was exported for the value %.17g, got %.17g", index,
+                      expected, value));
+  m->input_set[index] = true;
+  return nullptr;
 }
 
 }  // namespace
@@ -154,30 +209,11 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
 }
 
 pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index, double value) {
-  if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
-  std::lock_guard<std::mutex> lock(m->call_mutex);
-  if (index >= m->inputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND,
-                      "input index %zu out of range (method '%s' has %zu inputs)", index,
-                      m->name.c_str(), m->inputs.size()));
-  pteron_value& v = m->values[m->inputs[index]];
-  // The exporter specialises a method on the value of a scalar input (it is
-  // baked into the program), so only that value is accepted.
-  double expected;
-  switch (v.tag) {
-    case PTERON_VALUE_INT: expected = static_cast<double>(v.u.i); break;
-    case PTERON_VALUE_DOUBLE: expected = v.u.d; break;
-    case PTERON_VALUE_BOOL: expected = v.u.b ? 1.0 : 0.0; break;
-    default:
-      return to_c(
-          error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu is not an Int, Double or Bool", index));
-  }
-  if (!(value == expected))
-    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
-                      "input %zu: the method was exported for the value %.17g, got %.17g", index,
-                      expected, value));
-  m->input_set[index] = true;
-  return nullptr;
+  return set_input_number(m, index, false, 0, value);
+}
+
+pteron_status* pteron_method_set_input_int(pteron_method* m, size_t index, int64_t value) {
+  return set_input_number(m, index, true, value, 0.0);
 }
 
 pteron_status* pteron_method_execute(pteron_method* m) {
