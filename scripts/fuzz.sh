@@ -31,8 +31,12 @@
 # 7. Prints a summary line: seconds, executions, executions per second,
 #    coverage (edges) after the seeds and at the end, failures by kind; it is
 #    also written to build-fuzz/TARGET.summary.
+# A campaign that never reaches fuzzing (no status line in its log: the
+# harness failed to start) or whose merge gives nothing exits 1 before
+# tests/corpus/TARGET/ is touched.
 # SECONDS=0 fuzzes nothing: it repeats steps 5-7 on the last campaign's
-# artifacts and log (for a campaign whose script was stopped).
+# artifacts and log (for a campaign whose script was stopped); SECONDS is at
+# most 604800 (a week).
 # Two campaigns may run at once (one per core) in the same build folder once
 # it is built: PTERON_FUZZ_NO_BUILD=1 skips step 2.
 set -euo pipefail
@@ -44,6 +48,10 @@ target="$1" seconds="$2"
 shift 2
 case "$target" in program | xnnpack_blob | cuda_blob | npy | python) ;; *) echo "$usage" >&2; exit 2 ;; esac
 case "$seconds" in '' | *[!0-9]*) echo "$usage (SECONDS: a whole number)" >&2; exit 2 ;; esac
+if [ "${#seconds}" -gt 7 ] || [ "$((10#$seconds))" -gt 604800 ]; then
+  echo "$usage (SECONDS: at most 604800, a week)" >&2; exit 2
+fi
+seconds=$((10#$seconds))
 
 build="${PTERON_FUZZ_BUILD_DIR:-$REPO/build-fuzz}"
 bin="$build/pteron-fuzz-$target"
@@ -51,7 +59,6 @@ if [ "${PTERON_FUZZ_NO_BUILD:-0}" != 1 ]; then
   pteron_install_apt clang-14 libclang-rt-14-dev llvm-14 ninja-build cmake \
     libflatbuffers-dev flatbuffers-compiler libeigen3-dev python3-venv
   pteron_install_venv
-  [ "$target" = python ] && "$VENV/bin/python" -m pip install -q --disable-pip-version-check atheris==3.0.0
   pteron_install_cuda_train cu134
   echo "==> building $build (clang-14, libFuzzer + ASan + UBSan)"
   pteron_build "$build" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
@@ -63,6 +70,10 @@ if [ "${PTERON_FUZZ_NO_BUILD:-0}" != 1 ]; then
     -DPTERON_WITH_XNNPACK=ON -DPTERON_XNNPACK_LIBRARY=OFF \
     -DPTERON_WITH_CUDA=ON "-DPTERON_CUDA_INCLUDE_DIR=$PTERON_CUDA_INCLUDE_DIR" \
     -DPTERON_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$VENV/bin/python"
+fi
+if [ "$target" = python ] && ! "$VENV/bin/python" -c "import atheris" 2>/dev/null; then
+  echo "==> installing atheris into $VENV (the python target's fuzzing engine)"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check atheris==3.0.0
 fi
 if [ "$target" = python ]; then
   # The package as the harness imports it: python/pteron plus the fuzz build's extension
@@ -119,6 +130,10 @@ export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:abort_on_error=0
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 export PTERON_NUM_THREADS=1
 log="$build/$target.log"
+if [ "$seconds" -eq 0 ] && [ ! -f "$log" ]; then
+  echo "scripts/fuzz.sh: SECONDS=0 repeats the last campaign's steps 5-7, but $log does not exist: no campaign of $target ran in $build" >&2
+  exit 1
+fi
 if [ "$seconds" -gt 0 ]; then
   echo "==> fuzzing $target for $seconds s (log: $log)"
   set +e
@@ -129,6 +144,13 @@ if [ "$seconds" -gt 0 ]; then
   rc=$?
   set -e
   echo "==> libFuzzer exited with $rc"
+fi
+# A campaign that never fuzzed (its target failed to start, say) has no status line: stop
+# before the kept corpus is touched.
+if ! grep -q -E '^#[0-9]+: cov: ' "$log"; then
+  echo "scripts/fuzz.sh: the $target campaign never reached fuzzing (no status line in $log); tests/corpus/$target is left as it is. The log ends:" >&2
+  tail -n 15 "$log" >&2
+  exit 1
 fi
 
 # Minimize each failing input and keep it (named by kind and content).
@@ -159,6 +181,10 @@ merged="$build/merged/$target"
 rm -rf "$merged" && mkdir -p "$merged"
 "$bin" -merge=1 -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048 "$merged" "$work" \
   > "$build/$target.merge.log" 2>&1 || true
+if [ -z "$(find "$merged" -type f -print -quit)" ]; then
+  echo "scripts/fuzz.sh: merging the $target corpus gave nothing (log: $build/$target.merge.log); tests/corpus/$target/cov-* are left as they are" >&2
+  exit 1
+fi
 rm -f "$kept"/cov-*
 budget=$((keep_kb * 1024)) used=0 ncov=0
 while read -r size f; do

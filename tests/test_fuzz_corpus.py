@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The fuzz targets' kept corpus, replayed under AddressSanitizer + UBSan.
 
-scripts/fuzz.sh runs coverage-guided campaigns (libFuzzer, clang) of the four
+scripts/fuzz.sh runs coverage-guided campaigns (libFuzzer, clang) of the five
 targets in tests/fuzz/ and keeps each failing input, minimized, in
 tests/corpus/<target>/, beside a coverage-minimized corpus (tests/fuzz/README.md).
 Here the same target sources, linked with tests/fuzz/replay_main.cpp into
@@ -18,6 +18,7 @@ program target's memory budget closed) fails here again.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,57 @@ def test_npy_target_parses_and_refuses(tmp_path):
     assert _codes(p.stdout, "npy") == ["ok"], p.stdout
     [message] = _codes(short.stdout, "npy")
     assert "holds" in message and "data bytes" in message, message
+
+
+def _sandbox(tmp_path):
+    """A copy of what scripts/fuzz.sh reads (scripts/, tests/fuzz/, the npy corpus, the fixtures
+    linked), so that a run of it can never change this checkout's kept corpus."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "scripts", root / "scripts")
+    shutil.copytree(REPO / "tests" / "fuzz", root / "tests" / "fuzz")
+    shutil.copytree(CORPUS / "npy", root / "tests" / "corpus" / "npy")
+    (root / "models").mkdir()
+    (root / "models" / "fixtures").symlink_to(REPO / "models" / "fixtures")
+    return root
+
+
+def test_fuzz_sh_refuses_bad_arguments(tmp_path):
+    """Usage errors exit 2 with the usage line before anything is installed or built: no
+    arguments, an unknown target, SECONDS that is not a whole number or is over a week; SECONDS=0
+    without an earlier campaign exits 1 naming the missing log."""
+    root = _sandbox(tmp_path)
+    script = root / "scripts" / "fuzz.sh"
+    env = dict(os.environ, PTERON_FUZZ_NO_BUILD="1", PTERON_FUZZ_BUILD_DIR=str(tmp_path / "b"))
+    for args in ([], ["npy"], ["jpeg", "5"], ["npy", "5s"], ["npy", "-5"],
+                 ["npy", "99999999999999999999"], ["npy", "604801"]):
+        r = subprocess.run(["bash", str(script), *args], capture_output=True, text=True,
+                           timeout=60, env=env)
+        assert r.returncode == 2 and "usage: scripts/fuzz.sh TARGET SECONDS" in r.stderr, \
+            (args, r.returncode, r.stderr)
+    stub = tmp_path / "b" / "pteron-fuzz-npy"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    r = subprocess.run(["bash", str(script), "npy", "0"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 1 and "npy.log does not exist" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_fuzz_sh_leaves_the_corpus_when_the_campaign_never_fuzzes(tmp_path):
+    """A harness that never starts fuzzing (here a stub that exits at once, as the python
+    target did without atheris) makes scripts/fuzz.sh exit 1 and keep every kept input: it once
+    emptied the coverage corpus and exited 0."""
+    root = _sandbox(tmp_path)
+    kept = root / "tests" / "corpus" / "npy"
+    before = sorted(p.name for p in kept.iterdir())
+    assert any(n.startswith("cov-") for n in before)
+    stub = tmp_path / "b" / "pteron-fuzz-npy"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\necho 'the harness failed to start' >&2\nexit 1\n")
+    stub.chmod(0o755)
+    env = dict(os.environ, PTERON_FUZZ_NO_BUILD="1", PTERON_FUZZ_BUILD_DIR=str(tmp_path / "b"))
+    r = subprocess.run(["bash", str(root / "scripts" / "fuzz.sh"), "npy", "3"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 1 and "never reached fuzzing" in r.stderr \
+        and "the harness failed to start" in r.stderr, (r.returncode, r.stdout, r.stderr)
+    assert sorted(p.name for p in kept.iterdir()) == before
