@@ -73,7 +73,6 @@ class ValueInfo(ctypes.Structure):
         ("data", ctypes.c_void_p),
         ("nbytes", ctypes.c_size_t),
         ("scalar", ctypes.c_double),
-        ("integer", ctypes.c_int64),
     ]
 
 
@@ -153,6 +152,7 @@ class Runtime:
             "pteron_method_set_input": [vp, sz, i32, ctypes.POINTER(ctypes.c_int64), i32, vp, sz],
             "pteron_method_set_input_scalar": [vp, sz, ctypes.c_double],
             "pteron_method_set_input_int": [vp, sz, ctypes.c_int64],
+            "pteron_method_output_int": [vp, sz, ctypes.c_void_p],
             "pteron_method_execute": [vp],
             "pteron_method_copy_output": [vp, sz, vp, sz],
             "pteron_kernel_get": [sz, ctypes.POINTER(KernelInfo)],
@@ -316,7 +316,7 @@ class Method:
         v = self._info(self.rt.lib.pteron_method_output_info, i)
         return dict(tag=v.tag, dtype=_DTYPE_TO_NP.get(v.dtype), sizes=tuple(v.sizes[: v.dim]),
                     bound=tuple(v.bound[: v.dim]), dynamism=v.dynamism, nbytes=v.nbytes,
-                    scalar=v.scalar, integer=v.integer)
+                    scalar=v.scalar)
 
     def set_input(self, i: int, array: np.ndarray, dtype_code: int | None = None) -> None:
         a = np.asarray(array, order="C")  # keeps a 0-dim array 0-dim
@@ -328,6 +328,11 @@ class Method:
     def set_input_scalar(self, i: int, value: float) -> None:
         self.rt.check(self.rt.lib.pteron_method_set_input_scalar(self.h, i, value))
 
+    def output_int(self, i: int) -> int:
+        v = ctypes.c_int64()
+        self.rt.check(self.rt.lib.pteron_method_output_int(self.h, i, ctypes.byref(v)))
+        return v.value
+
     def set_input_int(self, i: int, value: int) -> None:
         self.rt.check(self.rt.lib.pteron_method_set_input_int(self.h, i, value))
 
@@ -337,7 +342,7 @@ class Method:
     def output(self, i: int) -> np.ndarray:
         info = self.output_info(i)
         if info["tag"] == TAG_INT:
-            return np.array(info["integer"], dtype=np.int64)
+            return np.array(self.output_int(i), dtype=np.int64)
         if info["tag"] != TAG_TENSOR:
             return np.array(info["scalar"])
         out = np.empty(info["sizes"], dtype=info["dtype"])

@@ -193,8 +193,9 @@ def test_the_error_programs_differ_from_their_sources():
 
 
 def test_int_values_cross_the_c_api_exactly(runtime, tmp_path):
-    """pteron_value_info.integer holds an Int output exactly (2^63 - 1, 2^53 + 1, -2^63; the
-    double `scalar` rounds them); pteron_method_set_input_int accepts the exported int64 and
+    """pteron_method_output_int gives an Int output exactly (2^63 - 1, 2^53 + 1, -2^63; the
+    double `scalar` of pteron_value_info rounds them), and refuses a tensor output;
+    pteron_method_set_input_int accepts the exported int64 and
     refuses 2^53, which pteron_method_set_input_scalar refuses too, as it refuses 2^53 + 0.5."""
     big, odd = (1 << 63) - 1, (1 << 53) + 1
     path = program_with_values(tmp_path, "ints", [
@@ -210,7 +211,9 @@ def test_int_values_cross_the_c_api_exactly(runtime, tmp_path):
         assert e.value.code == capi.INVALID_ARGUMENT and f"exported for the int {odd}" in str(e.value)
     m.set_input_int(1, odd)
     m.execute()
-    got = [m.output_info(i) for i in (1, 2, 3)]
-    assert [g["integer"] for g in got] == [big, odd, -(1 << 63)]
+    assert [m.output_int(i) for i in (1, 2, 3)] == [big, odd, -(1 << 63)]
     assert [m.output(i).item() for i in (1, 2, 3)] == [big, odd, -(1 << 63)]
-    assert got[1]["scalar"] == float(odd)  # the double's rounding, for comparison
+    assert m.output_info(2)["scalar"] == float(odd)  # the double's rounding, for comparison
+    with pytest.raises(capi.PteronError) as e:
+        m.output_int(0)
+    assert e.value.code == capi.INVALID_ARGUMENT and "output 0" in str(e.value)

@@ -271,7 +271,7 @@ std::string report_outputs(pteron::Method& m, const std::string& out_dir) {
     pteron::ValueInfo info = m.output_info(o);
     if (!info.is_tensor()) {
       if (info.tag == PTERON_VALUE_INT)
-        std::printf("output %zu: int %lld\n", o, (long long)info.integer);
+        std::printf("output %zu: int %lld\n", o, (long long)m.output_int(o));
       else
         std::printf("output %zu: scalar %g\n", o, info.scalar);
       continue;

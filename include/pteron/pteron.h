@@ -208,8 +208,8 @@ PTERON_API size_t pteron_method_output_count(const pteron_method* m);
  * sizes, per-dim upper bounds (== sizes for static shapes), dim order and,
  * for outputs after execute, a pointer to the data in its storage order
  * (valid until the next execute or release). For Int/Double/Bool values:
- * tag and `scalar` (as double: an Int above 2^53 in magnitude is rounded),
- * and for Int and Bool values `integer`, exact (Bool: 0 or 1). */
+ * tag and `scalar` (as double: an Int above 2^53 in magnitude is rounded;
+ * pteron_method_output_int gives an Int output exactly). */
 typedef struct pteron_value_info {
   int32_t tag;      /* pteron_value_tag */
   int32_t dtype;    /* pteron_dtype (tensors) */
@@ -221,7 +221,6 @@ typedef struct pteron_value_info {
   const void* data; /* tensors; may be NULL before execute */
   size_t nbytes;    /* bytes of the current sizes */
   double scalar;    /* Int/Double/Bool values */
-  int64_t integer;  /* Int/Bool values, exact */
 } pteron_value_info;
 
 PTERON_API pteron_status* pteron_method_input_info(const pteron_method* m, size_t index,
@@ -244,6 +243,11 @@ PTERON_API pteron_status* pteron_method_set_input(pteron_method* m, size_t index
  * for values above 2^53 in magnitude). */
 PTERON_API pteron_status* pteron_method_set_input_scalar(pteron_method* m, size_t index,
                                                          double value);
+/* The value of Int or Bool output `index` (Bool: 0 or 1), exactly. Errors
+ * (PTERON_ERROR_INVALID_ARGUMENT): the output is another kind of value; the
+ * method has not executed. */
+PTERON_API pteron_status* pteron_method_output_int(const pteron_method* m, size_t index,
+                                                   int64_t* value /*[out]*/);
 /* Sets an Int input exactly (a Double or Bool input compares the value as a
  * double); errors as pteron_method_set_input_scalar. */
 PTERON_API pteron_status* pteron_method_set_input_int(pteron_method* m, size_t index,

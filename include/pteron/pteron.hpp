@@ -60,8 +60,7 @@ struct ValueInfo {
   std::vector<int64_t> bound;  // upper bound of each dim
   std::vector<uint8_t> dim_order;
   size_t nbytes = 0;  // bytes of the current sizes
-  double scalar = 0;   // Int/Double/Bool values (an Int above 2^53 in magnitude rounded)
-  int64_t integer = 0;  // Int/Bool values, exact
+  double scalar = 0;  // Int/Double/Bool values (an Int above 2^53 in magnitude rounded)
 
   bool is_tensor() const { return tag == PTERON_VALUE_TENSOR; }
   int64_t numel() const {
@@ -81,7 +80,6 @@ inline ValueInfo to_value_info(const pteron_value_info& c) {
   v.dim_order.assign(c.dim_order, c.dim_order + c.dim);
   v.nbytes = c.nbytes;
   v.scalar = c.scalar;
-  v.integer = c.integer;
   return v;
 }
 
@@ -210,6 +208,12 @@ class Method {
     detail::check(pteron_method_set_input_scalar(m_, i, v));
   }
   void set_input_int(size_t i, int64_t v) { detail::check(pteron_method_set_input_int(m_, i, v)); }
+  // Int or Bool output i, exactly.
+  int64_t output_int(size_t i) const {
+    int64_t v = 0;
+    detail::check(pteron_method_output_int(m_, i, &v));
+    return v;
+  }
 
   void execute() { detail::check(pteron_method_execute(m_)); }
 

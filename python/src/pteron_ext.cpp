@@ -278,8 +278,14 @@ nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
     check(pteron_method_output_info(m.m, i, &v));
     if (v.tag != PTERON_VALUE_TENSOR) {
       switch (v.tag) {
-        case PTERON_VALUE_INT: out.append(nb::int_(v.integer)); break;
-        case PTERON_VALUE_BOOL: out.append(nb::bool_(v.integer != 0)); break;
+        case PTERON_VALUE_INT:
+        case PTERON_VALUE_BOOL: {
+          int64_t iv = 0;
+          check(pteron_method_output_int(m.m, i, &iv));
+          if (v.tag == PTERON_VALUE_INT) out.append(nb::int_(iv));
+          else out.append(nb::bool_(iv != 0));
+          break;
+        }
         case PTERON_VALUE_DOUBLE: out.append(nb::float_(v.scalar)); break;
         case PTERON_VALUE_NONE: out.append(nb::none()); break;
         default:  // the C API reads out tensors and numbers only

@@ -31,15 +31,9 @@ void fill_info(const pteron_value& v, pteron_value_info* info) {
       info->nbytes = static_cast<size_t>(tensor_numel(*t)) * element_size(t->dtype);
       break;
     }
-    case PTERON_VALUE_INT:
-      info->scalar = static_cast<double>(v.u.i);
-      info->integer = v.u.i;
-      break;
+    case PTERON_VALUE_INT: info->scalar = static_cast<double>(v.u.i); break;
     case PTERON_VALUE_DOUBLE: info->scalar = v.u.d; break;
-    case PTERON_VALUE_BOOL:
-      info->scalar = static_cast<double>(v.u.b);
-      info->integer = v.u.b ? 1 : 0;
-      break;
+    case PTERON_VALUE_BOOL: info->scalar = static_cast<double>(v.u.b); break;
     default: break;
   }
 }
@@ -229,6 +223,25 @@ pteron_status* pteron_method_execute(pteron_method* m) {
   } catch (...) {
     return to_c(error(PTERON_ERROR_INTERNAL, "unexpected failure during execute"));
   }
+}
+
+pteron_status* pteron_method_output_int(const pteron_method* m, size_t index, int64_t* value) {
+  if (!m || !value) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or value is NULL"));
+  std::lock_guard<std::mutex> lock(m->call_mutex);
+  if (index >= m->outputs.size())
+    return to_c(error(PTERON_ERROR_NOT_FOUND,
+                      "output index %zu out of range (method '%s' has %zu outputs)", index,
+                      m->name.c_str(), m->outputs.size()));
+  const pteron_value& v = m->values[m->outputs[index]];
+  if (v.tag != PTERON_VALUE_INT && v.tag != PTERON_VALUE_BOOL)
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu is not an Int or Bool", index));
+  if (!m->outputs_ready)
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                      "output %zu of method '%s' has no value: the method has not executed "
+                      "successfully (no pteron_method_execute yet, or the last one failed)",
+                      index, m->name.c_str()));
+  *value = v.tag == PTERON_VALUE_INT ? v.u.i : (v.u.b ? 1 : 0);
+  return nullptr;
 }
 
 pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, void* dst,
