@@ -246,4 +246,4 @@ def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0):
     src.write_text(json.dumps(doc))
     r = run(["flatc", "-b", "-o", work, schema, src], timeout=60)
     assert r.returncode == 0, r.stderr
-    return work / f"{name}.bin"
+    return work / f"{name}.pte"  # the schema's file_extension
