@@ -225,10 +225,11 @@ def assert_matches(actual, expected, rtol, atol, what):
         np.testing.assert_array_equal(actual, expected, err_msg=what)
 
 
-def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0):
+def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0, edit=None):
     """models/fixtures/sym_numel_rewritten.pte (forward: one tensor input) with `values`
     (program.fbs EValues in flatc's JSON form) appended to its plan: the first n_outputs of
-    them become extra outputs, the next n_inputs extra inputs. Written with flatc (Debian's
+    them become extra outputs, the next n_inputs extra inputs; edit(plan), if given, may change
+    the plan's JSON further. Written with flatc (Debian's
     flatbuffers-compiler) and runtime/core/schema/program.fbs; returns the new file."""
     work = tmp_path / name
     work.mkdir()
@@ -242,6 +243,8 @@ def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0):
     plan["values"] += values
     plan["outputs"] += list(range(first, first + n_outputs))
     plan["inputs"] += list(range(first + n_outputs, first + n_outputs + n_inputs))
+    if edit:
+        edit(plan)
     src = work / f"{name}.json"
     src.write_text(json.dumps(doc))
     r = run(["flatc", "-b", "-o", work, schema, src], timeout=60)

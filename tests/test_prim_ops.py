@@ -217,3 +217,16 @@ def test_int_values_cross_the_c_api_exactly(runtime, tmp_path):
     with pytest.raises(capi.PteronError) as e:
         m.output_int(0)
     assert e.value.code == capi.INVALID_ARGUMENT and "output 0" in str(e.value)
+
+
+def test_an_input_of_a_dtype_pteron_lacks_is_named_by_its_code(runtime, tmp_path):
+    """A tensor input of a ScalarType that pteron has no dtype for (FLOAT8E5M2 = 23) loads, and
+    setting it is an error that names the code, not "dtype unknown"."""
+    def f8(plan):
+        plan["values"][0]["val"]["scalar_type"] = "FLOAT8E5M2"
+    m = runtime.load_file(program_with_values(tmp_path, "f8", [], edit=f8)).load_method("forward")
+    with pytest.raises(capi.PteronError) as e:
+        m.set_input(0, np.load(FIXTURES / "sym_numel_rewritten.forward.input_0.npy"))
+    assert e.value.code == capi.INVALID_ARGUMENT
+    assert "expected dtype ScalarType 23 (which pteron does not support), got float32" in \
+        str(e.value), str(e.value)

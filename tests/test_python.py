@@ -473,6 +473,10 @@ def test_scalar_and_other_outputs_and_int_inputs_are_exact(stage, tmp_path):
                 print("no error")
             except Exception as e:
                 print(type(e).__name__, isinstance(e, pteron.Error), e)
+        try:
+            m(x, 10 ** 400)
+        except ValueError as e:
+            print("huge:", e)
         for path in ("{text}", "{bools}"):
             mm = pteron.Program.load(path).load_method()
             try:
@@ -489,5 +493,8 @@ def test_scalar_and_other_outputs_and_int_inputs_are_exact(stage, tmp_path):
         assert line.startswith("InvalidArgumentError True input 1: ") and f"the int {odd}" in line, line
     assert lines[4].startswith("ValueError False input 1: ") and "int64" in lines[4], lines[4]
     assert lines[5].startswith("TypeError False input 1: expects a int scalar"), lines[5]
-    assert lines[6].startswith("NotSupportedError True output 1 is a String"), lines[6]
-    assert lines[7].startswith("NotSupportedError True output 1 is a BoolList"), lines[7]
+    assert lines[6].startswith("huge: input 1: 100000000000000000...") and \
+        "(401 characters) is outside the int input's int64 range" in lines[6] and \
+        len(lines[6]) < 200, lines[6]
+    assert lines[7].startswith("NotSupportedError True output 1 is a String"), lines[7]
+    assert lines[8].startswith("NotSupportedError True output 1 is a BoolList"), lines[8]

@@ -523,12 +523,13 @@ class Method:
                     and not isinstance(x, (bool, np.bool_))):
                 v = int(x)  # exact: the extension sets it as an int64
                 if not -(1 << 63) <= v < (1 << 63):
-                    raise ValueError(f"input {i}: {v} is outside the int input's int64 range")
+                    raise ValueError(f"input {i}: {_short(v)} is outside the int input's int64 "
+                                     "range")
                 return v
             try:
                 return float(x)
             except OverflowError as e:
-                raise ValueError(f"input {i}: {x!r} is too large for a {spec.kind} input "
+                raise ValueError(f"input {i}: {_short(x)} is too large for a {spec.kind} input "
                                  f"({e})") from e
         if spec.kind != "tensor":
             raise TypeError(f"input {i}: a {spec.kind} input cannot be set")
@@ -591,6 +592,12 @@ class Method:
         ins = ", ".join(f"{s.dtype}{list(s.shape)}" if s.kind == "tensor" else s.kind
                         for s in self.inputs)
         return f"<pteron.Method {self.name}({ins})>"
+
+
+def _short(x) -> str:
+    """repr(x), cut in the middle past 40 characters (a huge int in a message)."""
+    r = repr(x)
+    return r if len(r) <= 40 else f"{r[:18]}...{r[-18:]} ({len(r)} characters)"
 
 
 def _dtype_code(dt) -> int:

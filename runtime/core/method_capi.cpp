@@ -13,6 +13,14 @@ using namespace pteron;
 
 namespace {
 
+// A dtype's name, or its ScalarType code when pteron has none (float8, bits16, sub-byte
+// quantized types: pteron/types.h).
+std::string dtype_label(int32_t d) {
+  const std::string name = dtype_name(d);
+  return name == "unknown" ? "ScalarType " + std::to_string(d) + " (which pteron does not support)"
+                           : name;
+}
+
 void fill_info(const pteron_value& v, pteron_value_info* info) {
   std::memset(info, 0, sizeof *info);
   info->tag = v.tag;
@@ -163,7 +171,7 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
   pteron_tensor* t = v.u.tensor;
   if (dtype != t->dtype)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu: expected dtype %s, got %s", index,
-                      dtype_name(t->dtype), dtype_name(dtype)));
+                      dtype_label(t->dtype).c_str(), dtype_label(dtype).c_str()));
   if (dim != t->dim || (dim > 0 && !sizes))
     return to_c(error(PTERON_ERROR_SHAPE_MISMATCH, "input %zu: expected rank %d, got rank %d",
                       index, t->dim, dim));
