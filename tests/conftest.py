@@ -229,8 +229,8 @@ def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0, edit=No
     """models/fixtures/sym_numel_rewritten.pte (forward: one tensor input) with `values`
     (program.fbs EValues in flatc's JSON form) appended to its plan: the first n_outputs of
     them become extra outputs, the next n_inputs extra inputs; edit(plan), if given, may change
-    the plan's JSON further. Written with flatc (Debian's
-    flatbuffers-compiler) and runtime/core/schema/program.fbs; returns the new file."""
+    the plan's JSON further. Written with flatc (Debian's flatbuffers-compiler) and
+    runtime/core/schema/program.fbs; returns the new file."""
     work = tmp_path / name
     work.mkdir()
     schema = REPO / "runtime" / "core" / "schema" / "program.fbs"

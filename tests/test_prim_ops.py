@@ -195,8 +195,8 @@ def test_the_error_programs_differ_from_their_sources():
 def test_int_values_cross_the_c_api_exactly(runtime, tmp_path):
     """pteron_method_output_int gives an Int output exactly (2^63 - 1, 2^53 + 1, -2^63; the
     double `scalar` of pteron_value_info rounds them), and refuses a tensor output;
-    pteron_method_set_input_int accepts the exported int64 and
-    refuses 2^53, which pteron_method_set_input_scalar refuses too, as it refuses 2^53 + 0.5."""
+    pteron_method_set_input_int accepts the exported int64 and refuses 2^53, which
+    pteron_method_set_input_scalar refuses too (the double of 2^53 + 1), as it refuses 2.5."""
     big, odd = (1 << 63) - 1, (1 << 53) + 1
     path = program_with_values(tmp_path, "ints", [
         {"val_type": "Int", "val": {"int_val": big}}, {"val_type": "Int", "val": {"int_val": odd}},

@@ -449,7 +449,8 @@ def test_scalar_and_other_outputs_and_int_inputs_are_exact(stage, tmp_path):
     """An Int output is a Python int equal to the program's int64, 2^63 - 1 and 2^53 + 1
     included (they once went through a double: UBSan's float-cast overflow, found by a breaker
     run); a Null output is None; a String or BoolList output is a NotSupportedError naming it;
-    an Int input accepts its exported value exactly and refuses its neighbour, naming both."""
+    an Int input accepts its exported value exactly and refuses its neighbour, naming both; a
+    huge int is cut in the message; Program.load refuses an array of Python objects."""
     big, odd = (1 << 63) - 1, (1 << 53) + 1
     ints = program_with_values(tmp_path, "ints", [
         {"val_type": "Int", "val": {"int_val": big}}, {"val_type": "Int", "val": {"int_val": odd}},
@@ -484,6 +485,10 @@ def test_scalar_and_other_outputs_and_int_inputs_are_exact(stage, tmp_path):
                 print("no error")
             except Exception as e:
                 print(type(e).__name__, isinstance(e, pteron.Error), e)
+        try:
+            pteron.Program.load(np.array([1, "a"], dtype=object))
+        except TypeError as e:
+            print("objects:", e)
     """))
     lines = out.splitlines()
     assert lines[0] == "['tensor', 'int'] ['tensor', 'int', 'int', 'int', 'none']", lines[0]
@@ -498,3 +503,4 @@ def test_scalar_and_other_outputs_and_int_inputs_are_exact(stage, tmp_path):
         len(lines[6]) < 200, lines[6]
     assert lines[7].startswith("NotSupportedError True output 1 is a String"), lines[7]
     assert lines[8].startswith("NotSupportedError True output 1 is a BoolList"), lines[8]
+    assert lines[9].startswith("objects: Program.load: ") and "Python objects" in lines[9], lines[9]

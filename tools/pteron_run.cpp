@@ -203,7 +203,7 @@ int list_operators(const Options& o) {
 }
 
 // The value of a 0-d .npy given for a scalar input; false for a dtype a
-// scalar cannot come from.
+// scalar cannot come from (int64 is set exactly by set_inputs, not here).
 bool scalar_from_npy(const pteron_tools::NpyArray& a, double* v) {
   switch (a.dtype) {
     case PTERON_DTYPE_FLOAT32: {
@@ -213,12 +213,6 @@ bool scalar_from_npy(const pteron_tools::NpyArray& a, double* v) {
       return true;
     }
     case PTERON_DTYPE_FLOAT64: std::memcpy(v, a.data.data(), 8); return true;
-    case PTERON_DTYPE_INT64: {
-      int64_t x;
-      std::memcpy(&x, a.data.data(), 8);
-      *v = double(x);
-      return true;
-    }
     case PTERON_DTYPE_INT32: {
       int32_t x;
       std::memcpy(&x, a.data.data(), 4);
@@ -243,7 +237,7 @@ std::string set_inputs(pteron::Method& m, const Options& o) {
     if (!info.is_tensor()) {
       if (a.shape.size() != 0)
         return "input " + std::to_string(i) + " is a scalar; give a 0-d .npy";
-      if (a.dtype == PTERON_DTYPE_INT64 && a.data.size() == 8) {  // exact, past 2^53 too
+      if (a.dtype == PTERON_DTYPE_INT64) {  // exact, past 2^53 too (a double would round)
         int64_t x;
         std::memcpy(&x, a.data.data(), 8);
         m.set_input_int(i, x);

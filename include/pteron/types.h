@@ -110,6 +110,11 @@ typedef enum pteron_value_tag {
   PTERON_VALUE_OPTIONAL_TENSOR_LIST = 10
 } pteron_value_tag;
 
+/* Name of a value tag as the format's KernelTypes union spells it ("None",
+ * "Int", "Tensor", "BoolList", ...); "unknown" for a value outside
+ * pteron_value_tag. Never NULL; the string is static. */
+PTERON_API const char* pteron_value_tag_name(int32_t tag);
+
 /* Number of threads the runtime's pteron_parallel_for (pteron/kernel.h) may
  * use: 1 while it is serial, the pool's size once a thread pool has
  * installed itself (loading the threadpool component does that). */

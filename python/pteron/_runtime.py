@@ -458,9 +458,6 @@ def _read_file(path, what):
 
 def _as_bytes(obj, what):
     if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject:
-            raise TypeError(f"Program.load: {what} is an array of Python objects ({obj.dtype}), "
-                            "not bytes")
         obj = memoryview(obj)
     if isinstance(obj, (bytes, bytearray, memoryview)):
         mv = memoryview(obj)

@@ -164,19 +164,6 @@ Info output_info(const Method& m, size_t i) {
   return to_tuple(v);
 }
 
-// The name of a non-tensor value tag (pteron/types.h), for messages.
-std::string value_kind(int32_t tag) {
-  switch (tag) {
-    case PTERON_VALUE_STRING: return "String";
-    case PTERON_VALUE_INT_LIST: return "IntList";
-    case PTERON_VALUE_DOUBLE_LIST: return "DoubleList";
-    case PTERON_VALUE_BOOL_LIST: return "BoolList";
-    case PTERON_VALUE_TENSOR_LIST: return "TensorList";
-    case PTERON_VALUE_OPTIONAL_TENSOR_LIST: return "OptionalTensorList";
-    default: return "tag " + std::to_string(tag);
-  }
-}
-
 void set_input_scalar(Method& m, size_t i, double value) {
   check(pteron_method_set_input_scalar(m.m, i, value));
 }
@@ -241,19 +228,13 @@ nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
   for (size_t i = 0; i < n; ++i) {
     PyObject* x = inputs[i].ptr();
     if (codes[i] < 0) {
-      // prepare gives a Python int for an int input (already checked to fit int64: set
+      // prepare gives a Python int for an int input (checked there to fit int64: set
       // exactly) and a float otherwise.
       nb::object v = prepare(i, nb::handle(x));
-      if (PyLong_CheckExact(v.ptr())) {
-        int overflow = 0;
-        const long long iv = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-        if (overflow || (iv == -1 && PyErr_Occurred()))
-          raise(PTERON_ERROR_INVALID_ARGUMENT,
-                "input " + std::to_string(i) + ": int out of int64 range");
-        check(pteron_method_set_input_int(m.m, i, int64_t(iv)));
-      } else {
+      if (PyLong_CheckExact(v.ptr()))
+        check(pteron_method_set_input_int(m.m, i, nb::cast<int64_t>(v)));
+      else
         set_input_scalar(m, i, nb::cast<double>(v));
-      }
       continue;
     }
     nb::object prepared;
@@ -290,7 +271,7 @@ nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
         case PTERON_VALUE_NONE: out.append(nb::none()); break;
         default:  // the C API reads out tensors and numbers only
           raise(PTERON_ERROR_NOT_SUPPORTED,
-                "output " + std::to_string(i) + " is a " + value_kind(v.tag) +
+                "output " + std::to_string(i) + " is a " + pteron_value_tag_name(v.tag) +
                     " value, which pteron cannot return (only tensors, int, bool, double and "
                     "None outputs)");
       }

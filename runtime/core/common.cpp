@@ -142,6 +142,23 @@ extern "C" PTERON_API const char* pteron_dtype_name(int32_t d) {
   }
 }
 
+extern "C" PTERON_API const char* pteron_value_tag_name(int32_t tag) {
+  switch (tag) {
+    case PTERON_VALUE_NONE: return "None";
+    case PTERON_VALUE_INT: return "Int";
+    case PTERON_VALUE_BOOL: return "Bool";
+    case PTERON_VALUE_DOUBLE: return "Double";
+    case PTERON_VALUE_TENSOR: return "Tensor";
+    case PTERON_VALUE_STRING: return "String";
+    case PTERON_VALUE_INT_LIST: return "IntList";
+    case PTERON_VALUE_DOUBLE_LIST: return "DoubleList";
+    case PTERON_VALUE_BOOL_LIST: return "BoolList";
+    case PTERON_VALUE_TENSOR_LIST: return "TensorList";
+    case PTERON_VALUE_OPTIONAL_TENSOR_LIST: return "OptionalTensorList";
+    default: return "unknown";
+  }
+}
+
 namespace pteron {
 
 bool checked_mul(int64_t a, int64_t b, int64_t* out) {

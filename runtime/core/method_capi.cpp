@@ -17,8 +17,26 @@ namespace {
 // quantized types: pteron/types.h).
 std::string dtype_label(int32_t d) {
   const std::string name = dtype_name(d);
-  return name == "unknown" ? "ScalarType " + std::to_string(d) + " (which pteron does not support)"
-                           : name;
+  if (name != "unknown") return name;
+  return "ScalarType " + std::to_string(d) + " (which pteron does not support)";
+}
+
+// NOT_FOUND when `index` is past the method's inputs (outputs false) or outputs (true); NULL
+// otherwise. Every accessor of one input or output gives this message.
+pteron_status* index_error(const pteron_method* m, size_t index, bool outputs) {
+  const auto& list = outputs ? m->outputs : m->inputs;
+  if (index < list.size()) return nullptr;
+  const char* which = outputs ? "output" : "input";
+  return to_c(error(PTERON_ERROR_NOT_FOUND, "%s index %zu out of range (method '%s' has %zu %ss)",
+                    which, index, m->name.c_str(), list.size(), which));
+}
+
+// INVALID_ARGUMENT for reading output `index` before a successful execute.
+pteron_status* not_executed(const pteron_method* m, size_t index) {
+  return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
+                    "output %zu of method '%s' has no value: the method has not executed "
+                    "successfully (no pteron_method_execute yet, or the last one failed)",
+                    index, m->name.c_str()));
 }
 
 void fill_info(const pteron_value& v, pteron_value_info* info) {
@@ -52,17 +70,15 @@ pteron_status* set_input_number(pteron_method* m, size_t index, bool is_int, int
                                 double dvalue) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
   std::lock_guard<std::mutex> lock(m->call_mutex);
-  if (index >= m->inputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND,
-                      "input index %zu out of range (method '%s' has %zu inputs)", index,
-                      m->name.c_str(), m->inputs.size()));
+  if (pteron_status* s = index_error(m, index, false)) return s;
   pteron_value& v = m->values[m->inputs[index]];
   // The exporter specialises a method on the value of a scalar input (it is
   // baked into the program), so only that value is accepted.
   if (v.tag == PTERON_VALUE_INT) {
     // A double matches only when it is whole, within int64 and equal to the value exactly.
     const bool match = is_int ? ivalue == v.u.i
-                              : dvalue >= -9223372036854775808.0 && dvalue < 9223372036854775808.0 &&
+                              : dvalue >= -9223372036854775808.0 &&
+                                    dvalue < 9223372036854775808.0 &&
                                     std::trunc(dvalue) == dvalue &&
                                     static_cast<int64_t>(dvalue) == v.u.i;
     if (!match) {
@@ -135,12 +151,8 @@ pteron_status* io_info(const pteron_method* m, size_t index, pteron_value_info* 
                        bool outputs) {
   if (!m || !info) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or info is NULL"));
   std::lock_guard<std::mutex> lock(m->call_mutex);
-  const auto& list = outputs ? m->outputs : m->inputs;
-  const char* which = outputs ? "output" : "input";
-  if (index >= list.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND, "%s index %zu out of range (method '%s' has %zu %ss)",
-                      which, index, m->name.c_str(), list.size(), which));
-  fill_info(m->values[list[index]], info);
+  if (pteron_status* s = index_error(m, index, outputs)) return s;
+  fill_info(m->values[(outputs ? m->outputs : m->inputs)[index]], info);
   return nullptr;
 }
 }  // namespace
@@ -160,10 +172,7 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
                                        size_t nbytes) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
   std::lock_guard<std::mutex> lock(m->call_mutex);
-  if (index >= m->inputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND,
-                      "input index %zu out of range (method '%s' has %zu inputs)", index,
-                      m->name.c_str(), m->inputs.size()));
+  if (pteron_status* s = index_error(m, index, false)) return s;
   pteron_value& v = m->values[m->inputs[index]];
   if (v.tag != PTERON_VALUE_TENSOR)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
@@ -236,18 +245,11 @@ pteron_status* pteron_method_execute(pteron_method* m) {
 pteron_status* pteron_method_output_int(const pteron_method* m, size_t index, int64_t* value) {
   if (!m || !value) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method or value is NULL"));
   std::lock_guard<std::mutex> lock(m->call_mutex);
-  if (index >= m->outputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND,
-                      "output index %zu out of range (method '%s' has %zu outputs)", index,
-                      m->name.c_str(), m->outputs.size()));
+  if (pteron_status* s = index_error(m, index, true)) return s;
   const pteron_value& v = m->values[m->outputs[index]];
   if (v.tag != PTERON_VALUE_INT && v.tag != PTERON_VALUE_BOOL)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu is not an Int or Bool", index));
-  if (!m->outputs_ready)
-    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
-                      "output %zu of method '%s' has no value: the method has not executed "
-                      "successfully (no pteron_method_execute yet, or the last one failed)",
-                      index, m->name.c_str()));
+  if (!m->outputs_ready) return not_executed(m, index);
   *value = v.tag == PTERON_VALUE_INT ? v.u.i : (v.u.b ? 1 : 0);
   return nullptr;
 }
@@ -256,18 +258,11 @@ pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, v
                                          size_t capacity) {
   if (!m) return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "method is NULL"));
   std::lock_guard<std::mutex> lock(m->call_mutex);
-  if (index >= m->outputs.size())
-    return to_c(error(PTERON_ERROR_NOT_FOUND,
-                      "output index %zu out of range (method '%s' has %zu outputs)", index,
-                      m->name.c_str(), m->outputs.size()));
+  if (pteron_status* s = index_error(m, index, true)) return s;
   const pteron_value& v = m->values[m->outputs[index]];
   if (v.tag != PTERON_VALUE_TENSOR)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu is not a tensor", index));
-  if (!m->outputs_ready)
-    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
-                      "output %zu of method '%s' has no value: the method has not executed "
-                      "successfully (no pteron_method_execute yet, or the last one failed)",
-                      index, m->name.c_str()));
+  if (!m->outputs_ready) return not_executed(m, index);
   const pteron_tensor* t = v.u.tensor;
   int64_t numel = tensor_numel(*t);
   size_t es = element_size(t->dtype);

@@ -31,23 +31,6 @@ int32_t fail(pteron_kernel_context* ctx, int32_t code, const std::string& msg) {
   return pteron_kernel_fail(ctx, code, msg.c_str());
 }
 
-const char* tag_name(int32_t tag) {
-  switch (tag) {
-    case PTERON_VALUE_NONE: return "None";
-    case PTERON_VALUE_INT: return "Int";
-    case PTERON_VALUE_BOOL: return "Bool";
-    case PTERON_VALUE_DOUBLE: return "Double";
-    case PTERON_VALUE_TENSOR: return "Tensor";
-    case PTERON_VALUE_STRING: return "String";
-    case PTERON_VALUE_INT_LIST: return "IntList";
-    case PTERON_VALUE_DOUBLE_LIST: return "DoubleList";
-    case PTERON_VALUE_BOOL_LIST: return "BoolList";
-    case PTERON_VALUE_TENSOR_LIST: return "TensorList";
-    case PTERON_VALUE_OPTIONAL_TENSOR_LIST: return "OptionalTensorList";
-    default: return "unknown";
-  }
-}
-
 // One call: the operator's name for messages, its arguments.
 struct Call {
   pteron_kernel_context* ctx;
@@ -69,8 +52,9 @@ struct Call {
                 format("takes %zu arguments, the program passes %zu", want, n));
   }
   int32_t wrong_type(size_t i, const char* name, const char* want) const {
-    return fail(PTERON_ERROR_INVALID_PROGRAM, format("argument %zu ('%s') is %s, expected %s", i,
-                                                     name, tag_name(args[i]->tag), want));
+    return fail(PTERON_ERROR_INVALID_PROGRAM,
+                format("argument %zu ('%s') is %s, expected %s", i, name,
+                       pteron_value_tag_name(args[i]->tag), want));
   }
   // The result slot: a scalar value (never a tensor or a list, which the
   // result would overwrite).
@@ -384,7 +368,8 @@ int32_t prim_sym_ite(pteron_kernel_context* ctx, pteron_value* const* args, size
   const pteron_value& pick = *args[cond ? 1 : 2];
   if (args[3]->tag == PTERON_VALUE_BOOL && pick.tag != PTERON_VALUE_BOOL)
     return c.fail(PTERON_ERROR_INVALID_PROGRAM,
-                  format("argument 3 ('out') is a Bool, the result is %s", tag_name(pick.tag)));
+                  format("argument 3 ('out') is a Bool, the result is %s",
+                         pteron_value_tag_name(pick.tag)));
   *args[3] = pick;
   return PTERON_OK;
 }
