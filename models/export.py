@@ -254,6 +254,22 @@ class OpsPreserved(nn.Module):
         return nn.functional.hardswish(x) + torch.zeros_like(x)
 
 
+class ConcatChain(nn.Module):
+    """A concatenation of 7 channel groups, which the exporter writes as a chain of XNNPACK
+    Concatenate nodes (at most 5 inputs each), as DenseNet's dense blocks are; its result is
+    also read by a second concatenation, which must stay a node of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.head = nn.Conv2d(28, 5, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        z = torch.cat([y, y * 2.0, torch.relu(y), y + 1.0, -y, y * 0.5, torch.abs(y)], 1)
+        return self.head(z), torch.cat([z, y], 1)
+
+
 class XnnOps(nn.Module):
     """Node types of the XNNPACK delegate not in the other lowered fixtures:
     constant pad, average pool, bilinear resize, PReLU, leaky ReLU, clamp
@@ -567,6 +583,16 @@ def build_fixtures() -> List[Fixture]:
                       "bilinear resize, PReLU, leaky ReLU, clamp, concatenate 2/3, slice, "
                       "min/max, abs, negate, floor, ceiling, sqrt, square, sigmoid, div, tanh, "
                       "exp, log, sin, cos, rsqrt, GELU), all inside XnnpackBackend.",
+                      xnnpack=True, notes=[xnn_note]))
+
+    cc = _seeded(18, ConcatChain)
+    torch.manual_seed(118)
+    fx.append(Fixture("concat_chain_xnnpack",
+                      {"forward": MethodSpec(cc, (torch.randn(1, 3, 6, 5),))},
+                      "A 7-way channel concatenation, exported as a chain of XNNPACK "
+                      "Concatenate nodes: XnnpackBackend copies it once (the chain "
+                      "flattened at load); the concatenated tensor also feeds a second "
+                      "concatenation and a convolution.",
                       xnnpack=True, notes=[xnn_note]))
 
     op = _seeded(12, OpsPreserved)

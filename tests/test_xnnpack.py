@@ -39,6 +39,7 @@ SEGMENTS_DEBIAN12 = {
                             (2, "BatchMatMul,StaticTranspose"), (2, "Gelu")],
     "ops_xnnpack": [(2, "StaticTranspose,Concatenate3,StaticSlice,Concatenate2,Tanh,Exp,Log,"
                         "Sin,Cos,ReciprocalSquareRoot,Gelu")],
+    "concat_chain_xnnpack": [(3, "StaticTranspose,Concatenate5,Concatenate3,Concatenate2")],
 }
 
 
@@ -609,6 +610,32 @@ def test_transpose_chain_of_a_channel_shuffle_folds_into_one_transpose_and_match
     transposes = [l for l in nodes if ": StaticTranspose on " in l]
     # Exported: 3 transposes in the shuffle, 2 in the round trip (cancelled or folded).
     assert len(transposes) == 1, nodes
+
+
+@pytest.mark.parametrize("fuse", ["", "0"])
+def test_concatenation_chain_is_one_copy_and_matches_eager(tmp_path, fuse):
+    """concat_chain_xnnpack: torch.cat of 7 tensors, exported as Concatenate5 -> Concatenate3.
+    At load the chain becomes one 7-input concatenation; the second concatenation, which
+    reads that result beside a convolution, stays a node. PTERON_XNNPACK_FUSE=0 keeps the
+    chain as exported. The outputs match eager either way."""
+    fx = _fixture("concat_chain_xnnpack")
+    env = {"PTERON_XNNPACK_USE_LIBRARY": "none"}
+    if fuse:
+        env["PTERON_XNNPACK_FUSE"] = fuse
+    r, nodes, summary = _run_debug(tmp_path, FIXTURES, fx, env)
+    assert r.returncode == 0, r.stderr
+    for i, p in enumerate(fx["methods"]["forward"]["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
+                       fx["rtol"], fx["atol"], f"concat_chain output {i} (FUSE={fuse!r})")
+    concats = [l for l in nodes if re.search(r": Concatenate\d on ", l)]
+    flat = [l for l in concats if "7 inputs in one copy" in l]
+    if fuse == "0":
+        assert len(concats) == 3 and not flat, nodes
+        assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 0, summary
+    else:
+        assert len(concats) == 2 and len(flat) == 1, nodes
+        assert "output [1, 6, 5, 28]" in flat[0], flat
+        assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 1, summary
 
 
 def test_arena_shares_bytes_between_values_whose_lifetimes_do_not_overlap(tmp_path):

@@ -124,6 +124,13 @@ def programs():
     # pixels too (own_ops.cpp's kBlockB), so it is split over the threads.
     add("dw3x3_c5_many_pixels", Fn(lambda m, x: m[0](x), dw(5, 3, 1, 1)),
         [rnd(1, 5, 80, 70, seed=15)], [R])
+    # 14 pixels a row (MobileNetV2's 14 x 14): a group of 8, then 6 pixels run several channel
+    # blocks at a time (nhwc_kernels.cpp's dw_row_fixed); 80 channels leave blocks after the
+    # multi-block groups at avx2 (8 lanes) and avx512 (16), 3x3 and 5x5 at stride 1 and 2.
+    add("dw3x3_s1_c80_w14", Fn(lambda m, x: m[0](x), dw(80, 3, 1, 1)),
+        [rnd(1, 80, 5, 14, seed=16)], [R])
+    add("dw5x5_s2_c80_w14", Fn(lambda m, x: torch.relu(m[0](x)), dw(80, 5, 2, 2)),
+        [rnd(1, 80, 6, 27, seed=17)], [R])
     # ---- pooling ----------------------------------------------------------------------
     add("maxpool3x3_s2_p1_c17", Fn(lambda m, x: nn.functional.max_pool2d(x, 3, 2, 1)),
         [rnd(1, 17, 11, 13, seed=20)], ["MaxPool2d"])

@@ -7,7 +7,8 @@
 // panels) and K = 0 (bias only); B as K x N and as N x K; with and without bias; strides
 // past the row width (the columns beyond N must stay untouched); a fused clamp, and a NaN in A
 // that must reach the output. pteron_parallel_for is replaced by a driver that runs the tiles
-// one by one in reverse order, with 3 "threads" for the tile split. Then the indirect GEMM
+// one by one in reverse order, with 3 "threads" for the tile split (M = 50 to 200 with a small
+// B: the split by rows, with and without N split too). Then the indirect GEMM
 // (rows as pointers to K segments, plus an offset; split and serial in turn) on M, N, segment
 // counts and lengths around the block sizes. Then nhwc.h's 2-D transpose.
 // Prints "<level>: <cases> cases, <indirect> indirect, <transposes> transposes, <bad> bad"; exits 1 if any output is off.
@@ -31,7 +32,7 @@ int main() {
   std::uniform_real_distribution<float> u(-1, 1);
   int bad = 0, cases = 0;
   const float lo = -0.5f, hi = 0.7f;
-  for (int m : {1, 2, 5, 6, 7, 13, 14, 15, 29, 100})
+  for (int m : {1, 2, 5, 6, 7, 13, 14, 15, 29, 50, 100, 200})
     for (int n : {1, 3, 15, 16, 17, 33, 130})
       for (int k : {0, 1, 3, 17, 64, 600})
         for (int nk = 0; nk < 2; ++nk) {

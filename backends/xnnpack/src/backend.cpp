@@ -1006,6 +1006,74 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
   return fused;
 }
 
+// Is op one of the concatenations (2 to 5 inputs in the blob)?
+bool concatenation(Op op) {
+  return op == Op::Concatenate2 || op == Op::Concatenate3 || op == Op::Concatenate4 ||
+         op == Op::Concatenate5;
+}
+
+// flatten_concatenations: at method load, a Concatenate whose input is the output of an earlier
+// Concatenate along the same axis, read by it alone, takes that node's inputs in its place, and
+// the earlier node goes, while the inputs number at most kMaxConcatInputs. XNNPACK's nodes have
+// at most 5 inputs, so the exporter writes a concatenation of more as a chain (DenseNet's
+// dense blocks: Concatenate2(Concatenate5(a, b, c, d, e), f)), and each link copied the
+// whole tensor again. The output is the same bytes. Only where pteron's kernels run
+// concatenations, on float32 values; PTERON_XNNPACK_FUSE=0 switches it off with the other
+// load-time fusions. Returns the number of nodes removed.
+constexpr size_t kMaxConcatInputs = 8;  // own_ops.cpp's concatenate
+size_t flatten_concatenations(Graph& g, const SidePolicy& policy) {
+  if (const char* v = std::getenv("PTERON_XNNPACK_FUSE"))
+    if (std::string(v) == "0") return 0;
+  for (Op op : {Op::Concatenate2, Op::Concatenate3, Op::Concatenate4, Op::Concatenate5})
+    if (wants_library(policy, op)) return 0;
+  const size_t nv = g.values.size();
+  std::vector<int> producer(nv, -1);
+  std::vector<size_t> reads(nv, 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (uint32_t v : g.nodes[k].outputs)
+      if (v < nv && producer[v] < 0) producer[v] = int(k);
+    for (uint32_t v : g.nodes[k].inputs)
+      if (v < nv) ++reads[v];
+  }
+  std::vector<char> drop(g.nodes.size(), 0);
+  size_t removed = 0;
+  for (size_t kn = 0; kn < g.nodes.size(); ++kn) {
+    Node& n = g.nodes[kn];
+    if (!concatenation(n.op) || n.outputs.size() != 1 || n.has_range() || touches_quant(g, n))
+      continue;
+    for (size_t i = 0; i < n.inputs.size();) {
+      const uint32_t t = n.inputs[i];
+      const int kp = t < nv ? producer[t] : -1;
+      if (kp < 0 || size_t(kp) >= kn || drop[size_t(kp)] || reads[t] != 1 ||
+          g.values[t].graph_output || g.values[t].external != kNoValue) {
+        ++i;
+        continue;
+      }
+      const Node& p = g.nodes[size_t(kp)];
+      if (!concatenation(p.op) || p.p[0] != n.p[0] || p.outputs.size() != 1 || p.has_range() ||
+          touches_quant(g, p) || n.inputs.size() - 1 + p.inputs.size() > kMaxConcatInputs) {
+        ++i;
+        continue;
+      }
+      std::vector<uint32_t> inputs(n.inputs.begin(), n.inputs.begin() + long(i));
+      inputs.insert(inputs.end(), p.inputs.begin(), p.inputs.end());
+      inputs.insert(inputs.end(), n.inputs.begin() + long(i) + 1, n.inputs.end());
+      n.inputs = std::move(inputs);
+      n.flags |= kOwnFlagFlattened;
+      drop[size_t(kp)] = 1;
+      ++removed;
+      // i stays: the spliced inputs are looked at in turn (a chain of several links).
+    }
+  }
+  if (!removed) return 0;
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size() - removed);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+  return removed;
+}
+
 // Each node's side: f.native[k] 1 the library, 0 pteron's kernel; d.why[k]
 // says why. Load fails naming a node neither side can run.
 bool choose_sides(Delegate& d, PlanFacts& f, std::string* err) {
@@ -1365,7 +1433,10 @@ bool plan(Delegate& d, std::string* err) {
   {
     SidePolicy policy;
     std::string ignored;  // a bad setting fails in choose_sides, naming it
-    if (read_policy(&policy, &ignored)) d.fused = fuse_elementwise(d.g, policy);
+    if (read_policy(&policy, &ignored)) {
+      d.fused = fuse_elementwise(d.g, policy);
+      d.fused += flatten_concatenations(d.g, policy);
+    }
   }
   d.fused += fuse_quantized_clamps(d.g);
   link_dynamic_sources(d.g);
@@ -1375,6 +1446,9 @@ bool plan(Delegate& d, std::string* err) {
   for (size_t k = 0; k < d.g.nodes.size(); ++k)
     if (d.g.nodes[k].op == Op::Sigmoid && (d.g.nodes[k].flags & kOwnFlagSilu))
       d.why[k] += "; fused: x * Sigmoid(x) (SiLU), a Sigmoid and this Multiply";
+    else if (concatenation(d.g.nodes[k].op) && (d.g.nodes[k].flags & kOwnFlagFlattened))
+      d.why[k] += "; fused: the concatenations before it, " +
+                  std::to_string(d.g.nodes[k].inputs.size()) + " inputs in one copy";
     else if (d.g.nodes[k].flags & kOwnFlagEpilogue)
       d.why[k] += std::string("; fused: the ") +
                   (d.g.nodes[k].p[15] == kOwnActSilu      ? "SiLU"

@@ -80,6 +80,10 @@ constexpr uint32_t kOwnFlagSilu = 0x80000000u;
 // applied to its output, after its output range (the activation node that
 // read it, fused; p[15] is unused by those node types otherwise).
 constexpr uint32_t kOwnFlagEpilogue = 0x40000000u;
+// A Concatenate that took over the inputs of the Concatenates before it
+// (backend.cpp, flatten_concatenations): more inputs than its op's name says,
+// at most 8; pteron's kernel only.
+constexpr uint32_t kOwnFlagFlattened = 0x20000000u;
 constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;
 
 // The activation of a kOwnFlagEpilogue node (GemmAct::on false without the
