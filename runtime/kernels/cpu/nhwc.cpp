@@ -19,6 +19,11 @@ namespace {
 // The least work (about one multiply-add or element each) worth a chunk of its own: a
 // parallel_for costs a few microseconds.
 constexpr int64_t kGrainWork = 32768;
+// The same for a dense element-wise node (one or two reads and a write per element, memory
+// bound): smaller, so that a tensor the node before split between the threads is also split
+// here, each thread reading what it wrote. Serial, a 28 x 28 x 32 Add at 2 threads took
+// 11 us against 5.5 at 1 (half of its inputs in the other core's cache).
+constexpr int64_t kGrainElementwise = 8192;
 
 int64_t grain_for(int64_t work_per_item) {
   if (work_per_item <= 0) return 1 << 30;
@@ -314,7 +319,7 @@ void binary_broadcast(NBinary op, const float* a, const int64_t* as, int ar, con
       const float* pb = mode == NMode::VS ? b : b + s;
       k.binary(op, mode, pa, pb, out + s, e - s, lo, hi, clamp);
     };
-    parallel(total, kGrainWork, body);
+    parallel(total, kGrainElementwise, body);
     return;
   }
   // General: dims aligned from the right, each side's stride 0 where it broadcasts; adjacent
