@@ -1143,8 +1143,9 @@ def main(argv=None):
     wine = {"skipped": "--no-wine"}
     if not args.no_wine:
         print("==> Wine: the MinGW build's pteron-run.exe", flush=True)
-        wine = wine_section([p for p in progs if p["xnnpack"]], args.mingw_build, ncpu,
-                            args.timeout)
+        # Absolute: Wine runs the program from its own working folder.
+        mingw = str(Path(args.mingw_build).resolve())
+        wine = wine_section([p for p in progs if p["xnnpack"]], mingw, ncpu, args.timeout)
         for r in wine.get("rows", []):
             print(f"{r['name']:>30} wine {r['threads']}t  "
                   f"{fmt_ms(r.get('median_ms')) if 'error' not in r else 'not runnable'} ms",

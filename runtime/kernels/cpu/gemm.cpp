@@ -232,15 +232,16 @@ namespace {
 //    packed panel stay in L2 while the tile runs), shrunk along the long side until there are
 //    about four tiles per thread (N split when M is one block, M split when N is one panel).
 //  - By rows, when several threads share the work, M has at least two row blocks per thread,
-//    and the packed B is no larger than half of A and C together: each thread then reads all
-//    of B (a convolution's filter, tens to hundreds of KiB, from the shared cache) but only
-//    its own rows of A and C. Split by columns, every thread read all of A, half of it from
-//    the other core's cache where the node before split its rows (a depthwise convolution
-//    or an element-wise node), and wrote C in columns that the next node reads by rows:
-//    MobileNetV2's 14 x 14 x 384 -> 64 projection took 56 us at 2 threads against 68 at 1
-//    on a 2-vCPU Xeon (family 6, model 207). Whole panels per tile while there are about
-//    four tiles per thread (at most 8 row blocks each, as above); N is split only when M runs out
-//    of row blocks.
+//    and the packed B is no larger than A and C together, nor than 1 MiB: each thread then
+//    reads all of B (a convolution's filter, tens to hundreds of KiB, from the shared cache)
+//    but only its own rows of A and C. Split by columns, every thread read all of A, half of
+//    it from the other core's cache where the node before split its rows (a depthwise
+//    convolution or an element-wise node), and wrote C in columns that the next node reads
+//    by rows: MobileNetV2's 14 x 14 x 384 -> 64 projection took 55 us at 2 threads against
+//    68 at 1, and 35 split by rows, on a 2-vCPU Xeon (family 6, model 207). Whole panels per
+//    tile while there are about four tiles per thread (at most 8 row blocks each, as above);
+//    N is split only when M runs out of row blocks. (Large weights, the MLP's 4 MiB, stay
+//    split by columns: each thread streams only its part of them.)
 int64_t split(Job& j, int64_t threads) {
   const int64_t mr = j.kt->mr, panels = (j.w->n() + kGemmNr - 1) / kGemmNr;
   const int64_t mblocks = (j.m + mr - 1) / mr;
