@@ -129,6 +129,9 @@ def programs():
     # multi-block groups at avx2 (8 lanes) and avx512 (16), 3x3 and 5x5 at stride 1 and 2.
     add("dw3x3_s1_c80_w14", Fn(lambda m, x: m[0](x), dw(80, 3, 1, 1)),
         [rnd(1, 80, 5, 14, seed=16)], [R])
+    # Dilation 2 at stride 1 (lraspp's MobileNetV3 backbone): dw_row_fixed with D = 2.
+    add("dw5x5_dil2_c80_w14", Fn(lambda m, x: m[0](x), dw(80, 5, 1, 4, d=2)),
+        [rnd(1, 80, 6, 14, seed=18)], [R])
     add("dw5x5_s2_c80_w14", Fn(lambda m, x: torch.relu(m[0](x)), dw(80, 5, 2, 2)),
         [rnd(1, 80, 6, 27, seed=17)], [R])
     # ---- pooling ----------------------------------------------------------------------

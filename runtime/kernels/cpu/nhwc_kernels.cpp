@@ -265,14 +265,16 @@ void dw_pixel(const DwRow& r, int64_t ox) {
 }
 
 // P output pixels (from ox) of CB channel blocks (from c0; n lanes each: L, or fewer in a
-// single last block) of a K x K window at stride S (dilation 1). Per filter row ky and
-// block, the K weight vectors are loaded once and each input column vector once: the
-// windows of neighbouring pixels overlap, so kCols = (P - 1) * S + K columns feed P * CB
-// independent accumulators (8 of them hide the FMA latency at two FMA pipes). Border:
-// columns outside [0, iw) are skipped (the pixels left of lo and right of hi).
-template <int K, int S, int P, int CB, bool Full, bool Border>
+// single last block) of a K x K window at stride S and dilation D along the row (the rows
+// come dilated in r.rows). Per filter row ky and block, the K weight vectors are loaded once
+// and each input column vector once: the windows of neighbouring pixels overlap, so
+// kCols = (P - 1) * S + (K - 1) * D + 1 columns feed P * CB independent accumulators (8 of
+// them hide the FMA latency at two FMA pipes); column col serves pixel p's tap kx where
+// col = p * S + kx * D. Border: columns outside [0, iw) are skipped (the pixels left of lo and
+// right of hi).
+template <int K, int S, int D, int P, int CB, bool Full, bool Border>
 inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
-  constexpr int kCols = (P - 1) * S + K;
+  constexpr int kCols = (P - 1) * S + (K - 1) * D + 1;
   const int64_t c = r.c;
   const int64_t ix0 = ox * S - r.pl;
   V acc[P][CB];
@@ -298,8 +300,8 @@ inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
         const V x = Full ? vload(ip + col * c + b * L) : vloadp(ip + col * c, n);
         PTERON_UNROLL
         for (int p = 0; p < P; ++p) {
-          const int kx = col - p * S;
-          if (kx >= 0 && kx < K) acc[p][b] = vfma(w[kx], x, acc[p][b]);
+          const int t = col - p * S;  // kx * D
+          if (t >= 0 && t % D == 0 && t / D < K) acc[p][b] = vfma(w[t / D], x, acc[p][b]);
         }
       }
     }
@@ -322,27 +324,27 @@ inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
 // P pixels from ox, the channels from c0 on, one block at a time: the group's input window
 // ((P - 1) * S + K columns of the K rows) stays in L1 while its channel blocks run, each cache
 // line read whole.
-template <int K, int S, int P, bool Border>
+template <int K, int S, int D, int P, bool Border>
 inline void dw_pixels(const DwRow& r, int64_t c0, int64_t ox) {
-  for (; c0 + L <= r.c; c0 += L) dw_group<K, S, P, 1, true, Border>(r, c0, L, ox);
-  if (c0 < r.c) dw_group<K, S, P, 1, false, Border>(r, c0, r.c - c0, ox);
+  for (; c0 + L <= r.c; c0 += L) dw_group<K, S, D, P, 1, true, Border>(r, c0, L, ox);
+  if (c0 < r.c) dw_group<K, S, D, P, 1, false, Border>(r, c0, r.c - c0, ox);
 }
 
 // P pixels from ox at a border: every channel block from c0 on (CB 1), or CB blocks from c0.
-template <int K, int S, int P, int CB>
+template <int K, int S, int D, int P, int CB>
 inline void dw_border_group(const DwRow& r, int64_t c0, int64_t ox) {
   if constexpr (CB == 1)
-    dw_pixels<K, S, P, true>(r, c0, ox);
+    dw_pixels<K, S, D, P, true>(r, c0, ox);
   else
-    dw_group<K, S, P, CB, true, true>(r, c0, L, ox);
+    dw_group<K, S, D, P, CB, true, true>(r, c0, L, ox);
 }
 
 // Pixels [ox, ow) of a row, fewer than 8: one group each of 4, 2 and 1 as the width needs.
-template <int K, int S, int CB>
+template <int K, int S, int D, int CB>
 inline void dw_rest(const DwRow& r, int64_t c0, int64_t ox) {
-  if (ox + 4 <= r.ow) dw_border_group<K, S, 4, CB>(r, c0, ox), ox += 4;
-  if (ox + 2 <= r.ow) dw_border_group<K, S, 2, CB>(r, c0, ox), ox += 2;
-  if (ox < r.ow) dw_border_group<K, S, 1, CB>(r, c0, ox);
+  if (ox + 4 <= r.ow) dw_border_group<K, S, D, 4, CB>(r, c0, ox), ox += 4;
+  if (ox + 2 <= r.ow) dw_border_group<K, S, D, 2, CB>(r, c0, ox), ox += 2;
+  if (ox < r.ow) dw_border_group<K, S, D, 1, CB>(r, c0, ox);
 }
 
 // A row of 8 pixels or more: groups of 8 pixels, each over every channel block. (Channel
@@ -352,7 +354,7 @@ inline void dw_rest(const DwRow& r, int64_t c0, int64_t ox) {
 // columns (skipping the ones outside the row); an interior one does not. A row narrower than
 // 8 pixels (a 7x7 image) takes several channel blocks at a time, so its groups still have 4
 // to 16 accumulators.
-template <int K, int S>
+template <int K, int S, int D>
 void dw_row_fixed(const DwRow& r) {
   int64_t ox = 0, c0 = 0;
   if (L == 1 || r.ow >= 8) {
@@ -360,9 +362,9 @@ void dw_row_fixed(const DwRow& r) {
     interior(r, &lo, &hi);
     for (; ox + 8 <= r.ow; ox += 8) {
       if (ox >= lo && ox + 8 <= hi)
-        dw_pixels<K, S, 8, false>(r, 0, ox);
+        dw_pixels<K, S, D, 8, false>(r, 0, ox);
       else
-        dw_pixels<K, S, 8, true>(r, 0, ox);
+        dw_pixels<K, S, D, 8, true>(r, 0, ox);
     }
   }
   // The pixels left (all of a narrow row; the last 1 to 7 of a wider one, a 14 x 14 image's
@@ -372,9 +374,9 @@ void dw_row_fixed(const DwRow& r) {
   if (L > 1 && ox < r.ow) {
     constexpr int kNarrowBlocks = L >= 16 ? 4 : 2;
     for (; c0 + kNarrowBlocks * L <= r.c; c0 += kNarrowBlocks * L)
-      dw_rest<K, S, kNarrowBlocks>(r, c0, ox);
+      dw_rest<K, S, D, kNarrowBlocks>(r, c0, ox);
   }
-  dw_rest<K, S, 1>(r, c0, ox);
+  dw_rest<K, S, D, 1>(r, c0, ox);
 }
 
 // Any window: interior columns without tests (weights read per tap), borders per pixel.
@@ -436,10 +438,17 @@ void dw_row_1x1(const DwRow& r) {
 void dw_row(const DwRow& r) {
   if (r.kh == 1 && r.kw == 1 && r.sw == 1 && r.pl == 0 && r.ow <= r.iw) return dw_row_1x1(r);
   if (r.kh == r.kw && r.dw == 1) {
-    if (r.kh == 3 && r.sw == 1) return dw_row_fixed<3, 1>(r);
-    if (r.kh == 3 && r.sw == 2) return dw_row_fixed<3, 2>(r);
-    if (r.kh == 5 && r.sw == 1) return dw_row_fixed<5, 1>(r);
-    if (r.kh == 5 && r.sw == 2) return dw_row_fixed<5, 2>(r);
+    if (r.kh == 3 && r.sw == 1) return dw_row_fixed<3, 1, 1>(r);
+    if (r.kh == 3 && r.sw == 2) return dw_row_fixed<3, 2, 1>(r);
+    if (r.kh == 5 && r.sw == 1) return dw_row_fixed<5, 1, 1>(r);
+    if (r.kh == 5 && r.sw == 2) return dw_row_fixed<5, 2, 1>(r);
+  }
+  // Dilation 2 at stride 1 (a segmentation backbone's last stage: lraspp's MobileNetV3 runs
+  // 5x5 windows at dilation 2 on 14 x 14 x 960). dw_row_generic's one FMA chain per pixel
+  // and block (25 dependent FMAs) took 3 to 4 times as long.
+  if (r.kh == r.kw && r.dw == 2 && r.sw == 1) {
+    if (r.kh == 3) return dw_row_fixed<3, 1, 2>(r);
+    if (r.kh == 5) return dw_row_fixed<5, 1, 2>(r);
   }
   dw_row_generic(r);
 }
