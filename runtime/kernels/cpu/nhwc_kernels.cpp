@@ -370,9 +370,11 @@ void dw_row_fixed(const DwRow& r) {
   // The pixels left (all of a narrow row; the last 1 to 7 of a wider one, a 14 x 14 image's
   // last 6): several channel blocks per group, so that its groups of 4, 2 and 1 pixels still
   // have 4 to 16 independent accumulators. (One block at a time, the last 6 pixels of a
-  // 14 x 14 x 256 row ran on FMA chains of 4 and 2 and took most of the row's time.)
+  // 14 x 14 x 256 row ran on FMA chains of 4 and 2 and took most of the row's time.) Two
+  // blocks for 5x5 windows at avx512: four made 16 accumulators and 20 weight vectors, more
+  // than the 32 registers (a 7 x 7 x 960 5x5 row: 59 -> 44 us).
   if (L > 1 && ox < r.ow) {
-    constexpr int kNarrowBlocks = L >= 16 ? 4 : 2;
+    constexpr int kNarrowBlocks = L >= 16 && K <= 3 ? 4 : 2;
     for (; c0 + kNarrowBlocks * L <= r.c; c0 += kNarrowBlocks * L)
       dw_rest<K, S, D, kNarrowBlocks>(r, c0, ox);
   }
