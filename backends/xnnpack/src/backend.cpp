@@ -498,6 +498,40 @@ bool round_trip_keeps_order(const Shape& a, const std::vector<size_t>& p1, const
   return next == m;
 }
 
+// The load-time rewrites below end here: the nodes whose drop[k] is set go,
+// the others keep their order.
+void erase_dropped(Graph& g, const std::vector<char>& drop) {
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+}
+
+// Per value of g: the first node that writes it (-1: none) and how many node
+// inputs read it (a node reading it twice counts twice).
+struct ValueUses {
+  std::vector<int> producer;
+  std::vector<size_t> reads;
+};
+ValueUses value_uses(const Graph& g) {
+  const size_t nv = g.values.size();
+  ValueUses u{std::vector<int>(nv, -1), std::vector<size_t>(nv, 0)};
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (uint32_t v : g.nodes[k].outputs)
+      if (v < nv && u.producer[v] < 0) u.producer[v] = int(k);
+    for (uint32_t v : g.nodes[k].inputs)
+      if (v < nv) ++u.reads[v];
+  }
+  return u;
+}
+
+// PTERON_XNNPACK_FUSE=0: the fusions (fuse_elementwise, flatten_concatenations) are off.
+bool fusion_off() {
+  const char* v = std::getenv("PTERON_XNNPACK_FUSE");
+  return v && std::string(v) == "0";
+}
+
 // NCHW<->NHWC round trips removed: a StaticTranspose reading (through
 // reshapes of size-1 dims) another StaticTranspose's output, where the two
 // cancel, becomes a reshape of the first one's input (a view where it can
@@ -556,11 +590,7 @@ size_t cancel_transpose_round_trips(Graph& g) {
       if (readers[out] == 0 && !g.values[out].graph_output) drop[k] = 1, changed = true;
     }
   }
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size());
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_dropped(g, drop);
   return rewritten;
 }
 
@@ -784,11 +814,7 @@ size_t fold_transpose_chains(Graph& g, size_t* chains) {
     ++*chains;
   }
   if (!*chains) return 0;
-  std::vector<Node> kept;
-  kept.reserve(nn);
-  for (size_t k = 0; k < nn; ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_dropped(g, drop);
   return removed;
 }
 
@@ -925,18 +951,12 @@ bool touches_quant(const Graph& g, const Node& n) {
 // naming either); PTERON_XNNPACK_FUSE=0 switches the pass off. Returns the
 // number of fused pairs.
 size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
-  if (const char* v = std::getenv("PTERON_XNNPACK_FUSE"))
-    if (std::string(v) == "0") return 0;
+  if (fusion_off()) return 0;
   if (wants_library(policy, Op::Sigmoid) || wants_library(policy, Op::Multiply)) return 0;
   const size_t nv = g.values.size();
-  std::vector<int> producer(nv, -1), reader(nv, -1);
-  std::vector<size_t> reads(nv, 0);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (uint32_t v : g.nodes[k].outputs)
-      if (v < nv && producer[v] < 0) producer[v] = int(k);
-    for (uint32_t v : g.nodes[k].inputs)
-      if (v < nv) ++reads[v], reader[v] = int(k);
-  }
+  const ValueUses uses = value_uses(g);
+  const std::vector<int>& producer = uses.producer;
+  const std::vector<size_t>& reads = uses.reads;
   std::vector<char> drop(g.nodes.size(), 0);
   size_t fused = 0;
   for (size_t km = 0; km < g.nodes.size(); ++km) {
@@ -998,11 +1018,7 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
     }
   }
   if (!fused) return 0;
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size() - fused);
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_dropped(g, drop);
   return fused;
 }
 
@@ -1022,19 +1038,13 @@ bool concatenation(Op op) {
 // load-time fusions. Returns the number of nodes removed.
 constexpr size_t kMaxConcatInputs = 8;  // own_ops.cpp's concatenate
 size_t flatten_concatenations(Graph& g, const SidePolicy& policy) {
-  if (const char* v = std::getenv("PTERON_XNNPACK_FUSE"))
-    if (std::string(v) == "0") return 0;
+  if (fusion_off()) return 0;
   for (Op op : {Op::Concatenate2, Op::Concatenate3, Op::Concatenate4, Op::Concatenate5})
     if (wants_library(policy, op)) return 0;
   const size_t nv = g.values.size();
-  std::vector<int> producer(nv, -1);
-  std::vector<size_t> reads(nv, 0);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (uint32_t v : g.nodes[k].outputs)
-      if (v < nv && producer[v] < 0) producer[v] = int(k);
-    for (uint32_t v : g.nodes[k].inputs)
-      if (v < nv) ++reads[v];
-  }
+  const ValueUses uses = value_uses(g);
+  const std::vector<int>& producer = uses.producer;
+  const std::vector<size_t>& reads = uses.reads;
   std::vector<char> drop(g.nodes.size(), 0);
   size_t removed = 0;
   for (size_t kn = 0; kn < g.nodes.size(); ++kn) {
@@ -1066,11 +1076,7 @@ size_t flatten_concatenations(Graph& g, const SidePolicy& policy) {
     }
   }
   if (!removed) return 0;
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size() - removed);
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_dropped(g, drop);
   return removed;
 }
 
@@ -1286,14 +1292,9 @@ void find_boundaries(Delegate& d, const PlanFacts& f) {
 // gives). Returns the number of Clamp nodes removed.
 size_t fuse_quantized_clamps(Graph& g) {
   const size_t nv = g.values.size();
-  std::vector<int> producer(nv, -1);
-  std::vector<size_t> reads(nv, 0);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (uint32_t v : g.nodes[k].outputs)
-      if (v < nv && producer[v] < 0) producer[v] = int(k);
-    for (uint32_t v : g.nodes[k].inputs)
-      if (v < nv) ++reads[v];
-  }
+  const ValueUses uses = value_uses(g);
+  const std::vector<int>& producer = uses.producer;
+  const std::vector<size_t>& reads = uses.reads;
   auto same = [](const Quant& a, const Quant& b) {
     return a.kind == QuantKind::Tensor && b.kind == QuantKind::Tensor && a.scale == b.scale &&
            a.zero_point == b.zero_point && a.qmin == b.qmin && a.qmax == b.qmax;
@@ -1320,10 +1321,7 @@ size_t fuse_quantized_clamps(Graph& g) {
     ++fused;
   }
   if (!fused) return 0;
-  std::vector<Node> kept;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_dropped(g, drop);
   return fused;
 }
 
