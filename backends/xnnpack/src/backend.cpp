@@ -1030,13 +1030,12 @@ bool concatenation(Op op) {
 
 // flatten_concatenations: at method load, a Concatenate whose input is the output of an earlier
 // Concatenate along the same axis, read by it alone, takes that node's inputs in its place, and
-// the earlier node goes, while the inputs number at most kMaxConcatInputs. XNNPACK's nodes have
-// at most 5 inputs, so the exporter writes a concatenation of more as a chain (DenseNet's
-// dense blocks: Concatenate2(Concatenate5(a, b, c, d, e), f)), and each link copied the
-// whole tensor again. The output is the same bytes. Only where pteron's kernels run
+// the earlier node goes, while the inputs number at most kOwnMaxConcatInputs (own_ops.h).
+// XNNPACK's nodes have at most 5 inputs, so the exporter writes a concatenation of more as a
+// chain (DenseNet's dense blocks: Concatenate2(Concatenate5(a, b, c, d, e), f)), and each link
+// copied the whole tensor again. The output is the same bytes. Only where pteron's kernels run
 // concatenations, on float32 values; PTERON_XNNPACK_FUSE=0 switches it off with the other
 // load-time fusions. Returns the number of nodes removed.
-constexpr size_t kMaxConcatInputs = 8;  // own_ops.cpp's concatenate
 size_t flatten_concatenations(Graph& g, const SidePolicy& policy) {
   if (fusion_off()) return 0;
   for (Op op : {Op::Concatenate2, Op::Concatenate3, Op::Concatenate4, Op::Concatenate5})
@@ -1061,7 +1060,7 @@ size_t flatten_concatenations(Graph& g, const SidePolicy& policy) {
       }
       const Node& p = g.nodes[size_t(kp)];
       if (!concatenation(p.op) || p.p[0] != n.p[0] || p.outputs.size() != 1 || p.has_range() ||
-          touches_quant(g, p) || n.inputs.size() - 1 + p.inputs.size() > kMaxConcatInputs) {
+          touches_quant(g, p) || n.inputs.size() - 1 + p.inputs.size() > kOwnMaxConcatInputs) {
         ++i;
         continue;
       }

@@ -208,10 +208,9 @@ void concatenate(const Node& n, const std::vector<Shape>& shapes, const std::vec
   for (size_t d = axis + 1; d < os.size(); ++d) after *= os[d];
   const size_t out_block = os[axis] * after;
   if (out_block == 0 || outer == 0) return;
-  constexpr size_t kMaxInputs = 8;
-  const size_t ni = std::min(n.inputs.size(), kMaxInputs);
-  const float* in[kMaxInputs];
-  size_t block[kMaxInputs], at[kMaxInputs];
+  const size_t ni = std::min(n.inputs.size(), kOwnMaxConcatInputs);
+  const float* in[kOwnMaxConcatInputs];
+  size_t block[kOwnMaxConcatInputs], at[kOwnMaxConcatInputs];
   size_t pos = 0;
   for (size_t i = 0; i < ni; ++i) {
     in[i] = ptr[n.inputs[i]];
@@ -373,7 +372,7 @@ const OwnKernel* layout_kernel(const Node& n, std::string* why) {
     case Op::Concatenate3:
     case Op::Concatenate4:
     case Op::Concatenate5:
-      if (n.inputs.size() < 1 || n.inputs.size() > 8 || n.outputs.size() != 1) {
+      if (n.inputs.empty() || n.inputs.size() > kOwnMaxConcatInputs || n.outputs.size() != 1) {
         *why = "concatenation of " + std::to_string(n.inputs.size()) + " inputs";
         return nullptr;
       }

@@ -82,8 +82,10 @@ constexpr uint32_t kOwnFlagSilu = 0x80000000u;
 constexpr uint32_t kOwnFlagEpilogue = 0x40000000u;
 // A Concatenate that took over the inputs of the Concatenates before it
 // (backend.cpp, flatten_concatenations): more inputs than its op's name says,
-// at most 8; pteron's kernel only.
+// at most kOwnMaxConcatInputs; pteron's kernel only.
 constexpr uint32_t kOwnFlagFlattened = 0x20000000u;
+// The most inputs pteron's concatenation kernel takes (own_ops.cpp).
+constexpr size_t kOwnMaxConcatInputs = 8;
 constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;
 
 // The activation of a kOwnFlagEpilogue node (GemmAct::on false without the

@@ -248,25 +248,24 @@ int64_t split(Job& j, int64_t threads) {
   const int64_t want = threads > 1 ? 4 * threads : 1;
   const int64_t b_bytes = panels * kGemmNr * (j.w->k() + 1) * int64_t(sizeof(float));
   const int64_t ac_bytes = j.m * (j.w->k() + j.w->n()) * int64_t(sizeof(float));
-  j.rows_first = threads > 1 && mblocks >= 2 * threads && b_bytes <= std::min<int64_t>(ac_bytes, int64_t(1) << 20);
+  j.rows_first = threads > 1 && mblocks >= 2 * threads &&
+                 b_bytes <= std::min<int64_t>(ac_bytes, int64_t(1) << 20);
   int64_t mb, nt;
+  auto tiles = [&] { return ((mblocks + mb - 1) / mb) * ((panels + nt - 1) / nt); };
   if (j.rows_first) {
     mb = std::min<int64_t>(8, std::max<int64_t>(1, mblocks / want)), nt = panels;
-    auto tiles = [&] { return ((mblocks + mb - 1) / mb) * ((panels + nt - 1) / nt); };
     while (tiles() < want && nt > 1) nt = (nt + 1) / 2;
-    if (j.kt->ukernel2 && nt > 1 && nt % 2) nt = std::min(panels, nt + 1);
   } else {
     mb = std::min<int64_t>(mblocks, 8), nt = std::min<int64_t>(panels, 8);
-    auto tiles = [&] { return ((mblocks + mb - 1) / mb) * ((panels + nt - 1) / nt); };
     while (tiles() < want && (mb > 1 || nt > 1)) {
       if (nt > 1 && (nt >= mb || mb == 1))
         nt = (nt + 1) / 2;
       else
         mb = (mb + 1) / 2;
     }
-    // Two panels per microkernel call where the level has it: tiles of whole pairs.
-    if (j.kt->ukernel2 && nt > 1 && nt % 2) nt = std::min(panels, nt + 1);
   }
+  // Two panels per microkernel call where the level has it: tiles of whole pairs.
+  if (j.kt->ukernel2 && nt > 1 && nt % 2) nt = std::min(panels, nt + 1);
   j.mt = mb * mr, j.nt = nt;
   j.mtiles = (mblocks + mb - 1) / mb;
   j.ntiles = (panels + nt - 1) / nt;

@@ -322,7 +322,7 @@ inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
 }
 
 // P pixels from ox, the channels from c0 on, one block at a time: the group's input window
-// ((P - 1) * S + K columns of the K rows) stays in L1 while its channel blocks run, each cache
+// (dw_group's kCols columns of the K rows) stays in L1 while its channel blocks run, each cache
 // line read whole.
 template <int K, int S, int D, int P, bool Border>
 inline void dw_pixels(const DwRow& r, int64_t c0, int64_t ox) {
