@@ -431,6 +431,31 @@ int32_t failf(pteron_kernel_context* ctx, int32_t code, const char* fmt, A... a)
 
 // ---- planning ---------------------------------------------------------------
 
+// A Convert writes its input's shape. Upstream's exporter (1.5.1) declares the
+// QDInt8 output of a Convert that feeds a convolution in NCHW order while the
+// Convert's input is NHWC (the channels-last pass permutes the float value but
+// not the dynamically quantized one); XNNPACK takes the shape from the input
+// when it reshapes. The quantization of such a value is per batch element
+// (non_batch_dims 3, over H, W and C together), so the order of the other three
+// dims does not change its arithmetic. Returns how many declarations were set
+// to the input's shape.
+size_t fix_dynamic_convert_shapes(Graph& g) {
+  size_t fixed = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::Convert || n.inputs.size() != 1 || n.outputs.size() != 1) continue;
+    Value& out = g.values[n.outputs[0]];
+    const Shape& in = g.values[n.inputs[0]].dims;
+    if (out.quant.kind != QuantKind::Dynamic || in.size() != 4 || out.dims.size() != 4 ||
+        out.quant.token_dims != 3 || out.dims == in)
+      continue;
+    if (out.dims == Shape{in[0], in[3], in[1], in[2]}) {
+      out.dims = in;
+      ++fixed;
+    }
+  }
+  return fixed;
+}
+
 // A transpose that only moves dims of size 1 keeps the memory order: it is a
 // reshape, which every XNNPACK can run (e.g. [N,1,1,C] -> [N,C,1,1]).
 void rewrite_trivial_transposes(Graph& g) {
@@ -1422,6 +1447,7 @@ void choose_codes(Delegate& d, const PlanFacts& f) {
 }
 
 bool plan(Delegate& d, std::string* err) {
+  fix_dynamic_convert_shapes(d.g);
   rewrite_trivial_transposes(d.g);
   // Chains first: a round trip cancelled inside a chain would leave a value
   // read twice, which splits the chain.
