@@ -49,7 +49,8 @@ def check(p, got, where):
 def test_the_fixtures_cover_each_configuration():
     names = set(IDS)
     for want in ("qmlp_static_per_tensor", "qmlp_static_per_channel", "qmlp_dynamic",
-                 "qcnn_static_per_channel", "qblock_dynamic", "qblock_static_per_channel",
+                 "qcnn_static_per_channel", "qcnn_dynamic", "qblock_dynamic",
+                 "qblock_static_per_channel",
                  "qinvres_static_per_channel"):
         assert want in names and want + "_xnnpack" in names, names
     # torchao's 4-bit groupwise weights (QBInt4): XNNPACK-lowered only, as upstream exports them
