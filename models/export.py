@@ -270,6 +270,27 @@ class ConcatChain(nn.Module):
         return self.head(z), torch.cat([z, y], 1)
 
 
+class PreAct(nn.Module):
+    """DenseNet's pre-activation: batch norms after concatenations (the exporter writes each as a
+    1x1 depthwise convolution), with and without a ReLU, before 1x1 convolutions (which
+    XnnpackBackend fuses with them) and before a 3x3 one whose output is also a graph output
+    (which it must not). 20 input channels, not a multiple of 16; batch 2 of 9 x 7 pixels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn1, self.conv1 = nn.BatchNorm2d(20), nn.Conv2d(20, 12, 1, bias=False)
+        self.bn2, self.conv2 = nn.BatchNorm2d(32), nn.Conv2d(32, 8, 1)
+        self.bn3, self.conv3 = nn.BatchNorm2d(40), nn.Conv2d(40, 6, 3, padding=1)
+        for bn in (self.bn1, self.bn2, self.bn3):
+            _randomize_bn(bn)
+
+    def forward(self, x):
+        y = torch.cat([x, self.conv1(torch.relu(self.bn1(x)))], 1)
+        z = torch.cat([y, self.conv2(self.bn2(y))], 1)
+        t = torch.relu(self.bn3(z))
+        return self.conv3(t), t
+
+
 class XnnOps(nn.Module):
     """Node types of the XNNPACK delegate not in the other lowered fixtures:
     constant pad, average pool, bilinear resize, PReLU, leaky ReLU, clamp
@@ -593,6 +614,16 @@ def build_fixtures() -> List[Fixture]:
                       "Concatenate nodes: XnnpackBackend copies it once (the chain "
                       "flattened at load); the concatenated tensor also feeds a second "
                       "concatenation and a convolution.",
+                      xnnpack=True, notes=[xnn_note]))
+
+    pa = _seeded(19, PreAct)
+    torch.manual_seed(119)
+    fx.append(Fixture("preact_xnnpack",
+                      {"forward": MethodSpec(pa, (torch.randn(2, 20, 9, 7),))},
+                      "Batch norm (+ ReLU) before 1x1 convolutions, as DenseNet's dense "
+                      "layers: XnnpackBackend maps each input tile inside the convolution's "
+                      "GEMM (the 1x1 DepthwiseConv2d fused at load); a batch norm whose output "
+                      "is a graph output stays a node.",
                       xnnpack=True, notes=[xnn_note]))
 
     op = _seeded(12, OpsPreserved)

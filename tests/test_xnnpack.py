@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES, REPO, assert_matches, build_dir, manifest
+from isa_check import missing_for
 
 BUILD = build_dir()
 LIBS = ["kernels_portable", "threadpool", "backend_xnnpack"]
@@ -40,6 +41,7 @@ SEGMENTS_DEBIAN12 = {
     "ops_xnnpack": [(2, "StaticTranspose,Concatenate3,StaticSlice,Concatenate2,Tanh,Exp,Log,"
                         "Sin,Cos,ReciprocalSquareRoot,Gelu")],
     "concat_chain_xnnpack": [(3, "StaticTranspose,Concatenate5,Concatenate3,Concatenate2")],
+    "preact_xnnpack": [(3, "StaticTranspose,Concatenate2")],
 }
 
 
@@ -678,3 +680,33 @@ def test_xnnpack_fixture_matches_eager_on_pterons_kernels_alone(tmp_path, name):
     for i, p in enumerate(fx["methods"]["forward"]["expected"]):
         assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
                        fx["rtol"], fx["atol"], f"{name} output {i} (pteron's kernels)")
+
+
+@pytest.mark.parametrize("fuse", ["", "0"])
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse, isa, threads):
+    """preact_xnnpack: three batch norms (1x1 DepthwiseConv2d nodes), two of them read only by a
+    1x1 convolution, one with a ReLU and one without. At load each of those two goes, and its
+    convolution maps the input tiles itself (backend.cpp, fuse_channel_affine); the third, whose
+    output is a graph output and the input of a 3x3 convolution, stays. PTERON_XNNPACK_FUSE=0
+    keeps all three. The outputs match eager at every ISA level and thread count."""
+    if missing_for(isa):
+        pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
+    fx = _fixture("preact_xnnpack")
+    env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": isa, "PTERON_NUM_THREADS": threads}
+    if fuse:
+        env["PTERON_XNNPACK_FUSE"] = fuse
+    r, nodes, summary = _run_debug(tmp_path, FIXTURES, fx, env)
+    assert r.returncode == 0, r.stderr
+    for i, p in enumerate(fx["methods"]["forward"]["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
+                       fx["rtol"], fx["atol"], f"preact output {i} (FUSE={fuse!r}, {isa})")
+    depthwise = [l for l in nodes if ": DepthwiseConv2d on " in l]
+    fused = [l for l in nodes if "fused: the 1x1 DepthwiseConv2d before it" in l]
+    if fuse == "0":
+        assert len(depthwise) == 3 and not fused, nodes
+    else:
+        assert len(depthwise) == 1 and "output [2, 9, 7, 40]" in depthwise[0], nodes
+        assert len(fused) == 2 and all(": Conv2d on " in l for l in fused), nodes
+        assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 2, summary

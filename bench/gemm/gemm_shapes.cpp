@@ -66,6 +66,11 @@ int main() {
       {"densenet 1x1 [1,56,56,192] x 128", 3136, 192, 128},
       {"densenet 1x1 [1,28,28,512] x 128", 784, 512, 128},
       {"resnet18 1x1 s2 [1,28,28,128] x 256", 196, 128, 256},
+      {"mobilenet_v2 1x1 [1,14,14,96] x 576", 196, 96, 576},
+      {"mobilenet_v2 1x1 [1,14,14,576] x 96", 196, 576, 96},
+      {"mobilenet_v2 1x1 [1,112,112,16] x 96", 12544, 16, 96},
+      {"mobilenet_v2 1x1 [1,112,112,96] x 16", 12544, 96, 16},
+      {"mobilenet_v2 1x1 [1,56,56,24] x 144", 3136, 24, 144},
   };
   // 3x3 convolutions, stride 1, padding 1, as the delegate runs them: indirect rows (one
   // segment of C floats per tap, padding taps pointing at a zero row), K = 9 C.

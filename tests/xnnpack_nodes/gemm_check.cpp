@@ -6,7 +6,8 @@
 // Shapes: M, N, K around the microkernel sizes (1-row, 6-row, 14-row blocks; 16-column
 // panels) and K = 0 (bias only); B as K x N and as N x K; with and without bias; strides
 // past the row width (the columns beyond N must stay untouched); a fused clamp, and a NaN in A
-// that must reach the output. pteron_parallel_for is replaced by a driver that runs the tiles
+// that must reach the output; every third case with A mapped per column first
+// (gemm_packed_pre). pteron_parallel_for is replaced by a driver that runs the tiles
 // one by one in reverse order, with 3 "threads" for the tile split (M = 50 to 200 with a small
 // B: the split by rows, with and without N split too). Then the indirect GEMM
 // (rows as pointers to K segments, plus an offset; split and serial in turn) on M, N, segment
@@ -52,7 +53,27 @@ int main() {
             std::printf("pack failed\n");
             return 1;
           }
-          pteron_opt::gemm_packed(m, a.data(), lda, w, c.data(), ldc, lo, hi);
+          // Every third case maps A per column first (gemm_packed_pre: a 1x1 depthwise
+          // convolution and its clamp fused), into a clamp of its own.
+          const bool with_pre = (m + n + k + nk) % 3 == 0;
+          std::vector<float> scale(static_cast<size_t>(k)), shift(static_cast<size_t>(k));
+          for (float& x : scale) x = u(rng) * 2.0f;
+          for (float& x : shift) x = u(rng);
+          pteron_opt::GemmPre pre;
+          pre.scale = scale.data(), pre.shift = shift.data(), pre.lo = -0.3f, pre.hi = 0.9f;
+          if (!with_pre) {
+            pteron_opt::gemm_packed(m, a.data(), lda, w, c.data(), ldc, lo, hi);
+          } else if (!pteron_opt::gemm_packed_pre(m, a.data(), lda, pre, w, c.data(), ldc, lo,
+                                                  hi)) {
+            std::printf("gemm_packed_pre: out of memory\n");
+            return 1;
+          }
+          auto a_at = [&](int i, int p) -> double {
+            const float x = a[size_t(i * lda + p)];
+            if (!with_pre) return x;
+            return std::fmin(std::fmax(double(x * scale[size_t(p)] + shift[size_t(p)]), -0.3),
+                             0.9);
+          };
           ++cases;
           for (int i = 0; i < m; ++i)
             for (int j = 0; j < ldc; ++j) {
@@ -65,7 +86,7 @@ int main() {
               } else {
                 double s = with_bias ? bias[size_t(j)] : 0.0, sabs = std::fabs(s);
                 for (int p = 0; p < k; ++p) {
-                  const double t = double(a[size_t(i * lda + p)]) *
+                  const double t = a_at(i, p) *
                                    (nk ? b[size_t(j * k + p)] : b[size_t(p * n + j)]);
                   s += t;
                   sabs += std::fabs(t);

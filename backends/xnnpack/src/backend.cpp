@@ -128,7 +128,7 @@ const char* status_name(xnn_status s) {
 // Can the linked XNNPACK (as detected at configure time) define node `n`?
 bool lib_supports(const Node& n) {
   // A fused node (fuse_elementwise): pteron's only.
-  if (n.flags & (kOwnFlagSilu | kOwnFlagEpilogue)) return false;
+  if (n.flags & (kOwnFlagSilu | kOwnFlagEpilogue | kOwnFlagPrologue)) return false;
   switch (n.op) {
     case Op::Add:
     case Op::Subtract:
@@ -551,7 +551,8 @@ ValueUses value_uses(const Graph& g) {
   return u;
 }
 
-// PTERON_XNNPACK_FUSE=0: the fusions (fuse_elementwise, flatten_concatenations) are off.
+// PTERON_XNNPACK_FUSE=0: the fusions (fuse_elementwise, flatten_concatenations,
+// fuse_channel_affine) are off.
 bool fusion_off() {
   const char* v = std::getenv("PTERON_XNNPACK_FUSE");
   return v && std::string(v) == "0";
@@ -1047,6 +1048,98 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
   return fused;
 }
 
+// fuse_channel_affine: at method load, a 1x1 DepthwiseConv2d (stride 1, no padding, one output
+// channel per input channel: x * scale[c] + shift[c], clamped to its output range) whose only
+// reader is a 1x1 Conv2d (stride 1, no padding, one group) goes, and the Conv2d reads its input
+// and maps each tile of it inside the GEMM (kOwnFlagPrologue, own_ops.h). That is DenseNet's
+// pre-activation: the batch norm and ReLU before each 1x1 convolution, which the exporter writes
+// as a depthwise convolution, made a pass that wrote the whole tensor and a GEMM that read it
+// back. Float32 values only, where pteron's kernels run both node types; PTERON_XNNPACK_FUSE=0
+// switches it off. Returns the number of nodes removed.
+size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
+  if (fusion_off() || wants_library(policy, Op::DepthwiseConv2d) ||
+      wants_library(policy, Op::Conv2d))
+    return 0;
+  const size_t nv = g.values.size();
+  const ValueUses uses = value_uses(g);
+  std::vector<int> reader(nv, -1);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (uint32_t v : g.nodes[k].inputs)
+      if (v < nv) reader[v] = int(k);
+  auto one_by_one = [](const Node& n) {  // 1x1, stride 1, dilation 1, no padding
+    return n.p[0] == 0 && n.p[1] == 0 && n.p[2] == 0 && n.p[3] == 0 && n.p[4] == 1 &&
+           n.p[5] == 1 && n.p[6] == 1 && n.p[7] == 1 && n.p[8] <= 1 && n.p[9] <= 1;
+  };
+  std::vector<char> drop(g.nodes.size(), 0);
+  size_t fused = 0;
+  for (size_t kd = 0; kd < g.nodes.size(); ++kd) {
+    const Node& d = g.nodes[kd];
+    if (d.op != Op::DepthwiseConv2d || d.flags != 0 || d.inputs.size() < 2 ||
+        d.outputs.size() != 1 || !one_by_one(d) || d.p[10] != 1 || d.p[11] != 1)
+      continue;
+    const uint32_t x = d.inputs[0], t = d.outputs[0];
+    const uint32_t scale = d.inputs[1], shift = d.inputs.size() > 2 ? d.inputs[2] : kNoValue;
+    if (x >= nv || t >= nv || scale >= nv || !g.values[scale].constant ||
+        (shift != kNoValue && (shift >= nv || !g.values[shift].constant)))
+      continue;
+    if (uses.reads[t] != 1 || g.values[t].graph_output || reader[t] < 0 ||
+        size_t(reader[t]) <= kd || touches_quant(g, d))
+      continue;
+    Node& c = g.nodes[size_t(reader[t])];
+    if (c.op != Op::Conv2d || c.inputs.empty() || c.inputs[0] != t || (c.flags & ~kOwnFlagEpilogue) ||
+        !one_by_one(c) || c.p[12] != 1 || touches_quant(g, c))
+      continue;
+    const size_t channels = size_t(d.p[12]);
+    if (checked_numel(g.values[scale].dims) != channels || c.p[10] != channels ||
+        (shift != kNoValue && checked_numel(g.values[shift].dims) != channels))
+      continue;
+    c.inputs[0] = x;
+    c.flags |= kOwnFlagPrologue;
+    c.pre_scale = scale, c.pre_shift = shift;
+    c.pre_min = d.out_min, c.pre_max = d.out_max;
+    drop[kd] = 1;
+    ++fused;
+  }
+  if (fused) erase_dropped(g, drop);
+  return fused;
+}
+
+// Two StaticTransposes of one value with the same permutation: the second one's readers read
+// the first one's output, and the second goes (unless it is a graph output). A delegate whose
+// NCHW input feeds both a concatenation and a batch norm (each of DenseNet's dense blocks) has
+// one such pair, written by the exporter. Returns the number of nodes removed.
+size_t merge_duplicate_transposes(Graph& g) {
+  const size_t nv = g.values.size();
+  std::vector<char> drop(g.nodes.size(), 0);
+  std::vector<uint32_t> rename(nv);
+  for (size_t v = 0; v < nv; ++v) rename[v] = uint32_t(v);
+  size_t merged = 0;
+  for (size_t a = 0; a < g.nodes.size(); ++a) {
+    const Node& first = g.nodes[a];
+    if (first.op != Op::StaticTranspose || first.inputs.size() != 1 || first.outputs.size() != 1)
+      continue;
+    for (size_t b = a + 1; b < g.nodes.size(); ++b) {
+      const Node& second = g.nodes[b];
+      if (drop[b] || second.op != Op::StaticTranspose || second.inputs != first.inputs ||
+          second.outputs.size() != 1 || second.list0 != first.list0 ||
+          second.flags != first.flags || second.outputs[0] >= nv || first.outputs[0] >= nv ||
+          g.values[second.outputs[0]].graph_output ||
+          g.values[second.outputs[0]].dims != g.values[first.outputs[0]].dims ||
+          touches_quant(g, second))
+        continue;
+      rename[second.outputs[0]] = first.outputs[0];
+      drop[b] = 1;
+      ++merged;
+    }
+  }
+  if (!merged) return 0;
+  for (Node& n : g.nodes)
+    for (uint32_t& v : n.inputs)
+      if (v < nv) v = rename[v];
+  erase_dropped(g, drop);
+  return merged;
+}
+
 // Is op one of the concatenations (2 to 5 inputs in the blob)?
 bool concatenation(Op op) {
   return op == Op::Concatenate2 || op == Op::Concatenate3 || op == Op::Concatenate4 ||
@@ -1453,12 +1546,14 @@ bool plan(Delegate& d, std::string* err) {
   // read twice, which splits the chain.
   d.folded = fold_transpose_chains(d.g, &d.chains);
   d.cancelled = cancel_transpose_round_trips(d.g);
+  d.cancelled += merge_duplicate_transposes(d.g);
   {
     SidePolicy policy;
     std::string ignored;  // a bad setting fails in choose_sides, naming it
     if (read_policy(&policy, &ignored)) {
       d.fused = fuse_elementwise(d.g, policy);
       d.fused += flatten_concatenations(d.g, policy);
+      d.fused += fuse_channel_affine(d.g, policy);
     }
   }
   d.fused += fuse_quantized_clamps(d.g);
@@ -1479,6 +1574,10 @@ bool plan(Delegate& d, std::string* err) {
                                                           : "Hardswish") +
                   " after it, applied to each " +
                   (d.g.nodes[k].op == Op::DepthwiseConv2d ? "output row" : "output tile");
+  for (size_t k = 0; k < d.g.nodes.size(); ++k)
+    if (d.g.nodes[k].flags & kOwnFlagPrologue)
+      d.why[k] += "; fused: the 1x1 DepthwiseConv2d before it (its per-channel map of the input, "
+                  "applied to each tile's rows in the GEMM)";
   const std::vector<char> chosen = f.native;
   move_reshapes_to_own_side(d.g, f);
   for (size_t k = 0; k < chosen.size(); ++k)

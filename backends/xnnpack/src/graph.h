@@ -88,6 +88,12 @@ struct Node {
   // backend.cpp: a FullyConnected whose input is dynamically quantized (QDInt8) by a Convert
   // node: that Convert's float32 input, which the int8 kernel quantizes itself.
   uint32_t qsource = kNoValue;
+  // backend.cpp (fuse_channel_affine): on a Conv2d flagged kOwnFlagPrologue, the constants of
+  // the 1x1 DepthwiseConv2d it absorbed (its filter: one scale per input channel; its bias, or
+  // kNoValue for none) and that node's output range, applied to the input before the GEMM.
+  uint32_t pre_scale = kNoValue, pre_shift = kNoValue;
+  float pre_min = -std::numeric_limits<float>::infinity();
+  float pre_max = std::numeric_limits<float>::infinity();
   // backend.cpp (plan): which of the node's values are held as 8-bit activation codes instead of
   // float32 (qgemm.h's codes: q + 128 for QInt8, q for QUInt8, one byte per element), and
   // whether its int8 codes path runs (kCodedPath): bit i for input i (i < 8), kCodedOutput.

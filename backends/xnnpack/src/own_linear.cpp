@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,10 @@ struct ConvState : NodeState {
   bool reads_codes(size_t i) const override { return q && i == 0 && qlinear_reads_codes(*q); }
   bool writes_codes() const override { return q && qlinear_writes_codes(*q); }
   std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
+  // kOwnFlagPrologue: the per-channel map of the input (own copies of Node::pre_scale and
+  // pre_shift, cin floats each; zeros for no shift).
+  std::vector<float> pre_scale, pre_shift;
+  pteron_opt::GemmPre pre;
   std::vector<float> zeros;      // max(kw, groups) * cin_g zeros
   struct Edge {
     int64_t pad;   // offset in pad (floats)
@@ -204,6 +209,19 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
     return true;
   }
   const int64_t kg = p.kh * p.kw * p.cin_g;
+  if (n.flags & kOwnFlagPrologue) {
+    const float* scale = g.values[n.pre_scale].constant;
+    const float* shift = n.pre_shift == kNoValue ? nullptr : g.values[n.pre_shift].constant;
+    try {
+      s->pre_scale.assign(scale, scale + p.cin_g);
+      s->pre_shift.assign(size_t(p.cin_g), 0.0f);
+    } catch (const std::bad_alloc&) {
+      return out_of_memory(n, err);
+    }
+    if (shift) std::copy(shift, shift + p.cin_g, s->pre_shift.begin());
+    s->pre.scale = s->pre_scale.data(), s->pre.shift = s->pre_shift.data();
+    s->pre.lo = n.pre_min, s->pre.hi = n.pre_max;
+  }
   s->zeros.assign(size_t(std::max(p.kw, p.groups) * p.cin_g), 0.0f);
   s->w.resize(size_t(p.groups));
   for (int64_t gi = 0; gi < p.groups; ++gi)
@@ -339,6 +357,18 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   }
   const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
                       oh == h && ow == w;
+  if (n.flags & kOwnFlagPrologue) {  // fuse_channel_affine made sure of direct and one group
+    if (!direct || p.groups != 1) {
+      *err = node_name(n) + ": a fused per-channel map needs a 1x1 convolution of one group";
+      return false;
+    }
+    if (!pteron_opt::gemm_packed_pre(m, x, c, s.pre, s.w[0], out, oc, n.out_min, n.out_max,
+                                     fused_activation(n))) {
+      *err = node_name(n) + ": out of memory for the rows of its mapped input";
+      return false;
+    }
+    return true;
+  }
   if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
     for (int64_t gi = 0; gi < p.groups; ++gi)
       pteron_opt::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, oc,
@@ -596,7 +626,7 @@ const OwnKernel* linear_kernel(const Node& n, std::string* why) {
       return &kFullyConnected;
     case Op::Conv2d:
       if (!epilogue_ok(n, why)) return nullptr;
-      if ((n.flags & ~kOwnFlagEpilogue) != 0) {
+      if ((n.flags & ~(kOwnFlagEpilogue | kOwnFlagPrologue)) != 0) {
         *why = "flags " + std::to_string(n.flags) + " are not understood (expected 0)";
         return nullptr;
       }

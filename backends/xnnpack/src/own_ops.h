@@ -84,6 +84,11 @@ constexpr uint32_t kOwnFlagEpilogue = 0x40000000u;
 // (backend.cpp, flatten_concatenations): more inputs than its op's name says,
 // at most kOwnMaxConcatInputs; pteron's kernel only.
 constexpr uint32_t kOwnFlagFlattened = 0x20000000u;
+// Another, on a 1x1 Conv2d (stride 1, no padding, one group): the node reads the input of a 1x1
+// DepthwiseConv2d it absorbed and maps it per channel as that node did, x * scale + shift
+// clamped to its output range (Node::pre_*; backend.cpp, fuse_channel_affine), tile by tile
+// inside the GEMM (pteron_opt::gemm_packed_pre).
+constexpr uint32_t kOwnFlagPrologue = 0x10000000u;
 // The most inputs pteron's concatenation kernel takes (own_ops.cpp).
 constexpr size_t kOwnMaxConcatInputs = 8;
 constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;

@@ -4,8 +4,11 @@
 #include "gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <vector>
 
 #if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
 #include <immintrin.h>
@@ -131,7 +134,34 @@ struct Job {
   const float* const* rows = nullptr;  // indirect rows (then a and lda unused)
   int64_t segs = 0, seglen = 0, aoff = 0;
   GemmAct act;
+  GemmPre pre;                              // gemm_packed_pre's map of A (pre.scale set)
+  std::atomic<bool>* pre_failed = nullptr;  // set by a tile whose buffer could not be had
 };
+
+// A thread's buffer for the rows of A mapped by Job::pre: kept between calls (it grows to the
+// largest tile rows x K the thread has seen), so a delegate's 1x1 convolutions allocate it once.
+thread_local std::vector<float> t_pre_rows;
+
+// Rows [i0, i1) of A mapped by j.pre into t_pre_rows (row stride K); null when the buffer
+// cannot grow.
+const float* map_rows(const Job& j, int64_t i0, int64_t i1) {
+  const int64_t k = j.w->k(), rows = i1 - i0;
+  const size_t need = size_t(rows) * size_t(k);
+  if (t_pre_rows.size() < need) {
+    try {
+      t_pre_rows.resize(need);
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+  }
+  float* buf = t_pre_rows.data();
+  const NhwcOps& ops = nhwc_ops();
+  ops.binary_rows(NBinary::Mul, NMode::VV, j.a + i0 * j.lda, j.lda, j.pre.scale, 0, buf, rows, k,
+                  0.0f, 0.0f, false);
+  ops.binary_rows(NBinary::Add, NMode::VV, buf, k, j.pre.shift, 0, buf, rows, k, j.pre.lo,
+                  j.pre.hi, true);
+  return buf;
+}
 
 // Rows [i0, i1) x panels [q0, q1): panel outer, so one packed panel (k x 16 floats) serves
 // every row block of the tile while it is in cache. The pool deals contiguous shares of tile
@@ -143,6 +173,17 @@ struct Job {
 //    the same way, and writes its own rows of C (B smaller: a convolution's filter).
 void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
   const int64_t mr = j.kt->mr, n = j.w->n(), k = j.w->k();
+  // Row i of the A the microkernels read: a + (i - a0) * lda.
+  const float* a = j.a;
+  int64_t lda = j.lda, a0 = 0;
+  if (j.pre.scale && !j.rows) {
+    a = map_rows(j, i0, i1);
+    if (!a) {
+      j.pre_failed->store(true, std::memory_order_relaxed);
+      return;
+    }
+    lda = k, a0 = i0;
+  }
   for (int64_t q = q0; q < q1; ++q) {
     const float* panel = j.w->panel(q);
     if (q + 1 < q1 && j.kt->ukernel2) {  // two panels per call (one vector per panel row)
@@ -158,13 +199,14 @@ void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
                                 c + h * kGemmNr, j.ldc, j.minmax);
         else if (rows == 1)
           for (int64_t h = 0; h < 2; ++h)
-            j.kt->ukernel_1row(1, std::min(kGemmNr, nc - h * kGemmNr), k, j.a + i * j.lda, j.lda,
+            j.kt->ukernel_1row(1, std::min(kGemmNr, nc - h * kGemmNr), k, a + (i - a0) * lda, lda,
                                h ? panel2 : panel, c + h * kGemmNr, j.ldc, j.minmax);
         else if (j.rows)
           j.kt->iukernel2(rows, nc, j.segs, j.seglen, j.rows + i * j.segs, j.aoff, panel, panel2,
                           c, j.ldc, j.minmax);
         else
-          j.kt->ukernel2(rows, nc, k, j.a + i * j.lda, j.lda, panel, panel2, c, j.ldc, j.minmax);
+          j.kt->ukernel2(rows, nc, k, a + (i - a0) * lda, lda, panel, panel2, c, j.ldc,
+                         j.minmax);
       }
       ++q;
       continue;
@@ -177,8 +219,8 @@ void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
         (rows == 1 ? j.kt->iukernel_1row : j.kt->iukernel)(
             rows, nc, j.segs, j.seglen, j.rows + i * j.segs, j.aoff, panel, c, j.ldc, j.minmax);
       else
-        (rows == 1 ? j.kt->ukernel_1row : j.kt->ukernel)(rows, nc, k, j.a + i * j.lda, j.lda, panel,
-                                                         c, j.ldc, j.minmax);
+        (rows == 1 ? j.kt->ukernel_1row : j.kt->ukernel)(rows, nc, k, a + (i - a0) * lda, lda,
+                                                         panel, c, j.ldc, j.minmax);
     }
   }
   if (j.act.on) {  // the fused activation, on the tile's outputs while they are in cache
@@ -316,6 +358,17 @@ void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w,
   if (m <= 0 || w.n() <= 0 || w.empty()) return;
   Job j = make_job(m, a, lda, w, c, ldc, lo, hi, act);
   run_parallel(j);
+}
+
+bool gemm_packed_pre(int64_t m, const float* a, int64_t lda, const GemmPre& pre,
+                     const PackedWeights& w, float* c, int64_t ldc, float lo, float hi,
+                     GemmAct act) {
+  if (m <= 0 || w.n() <= 0 || w.empty()) return true;
+  std::atomic<bool> failed{false};
+  Job j = make_job(m, a, lda, w, c, ldc, lo, hi, act);
+  j.pre = pre, j.pre_failed = &failed;
+  run_parallel(j);
+  return !failed.load();
 }
 
 }  // namespace pteron_opt

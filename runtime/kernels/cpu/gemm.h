@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "nhwc.h"  // NUnary
 
@@ -72,12 +73,31 @@ struct GemmAct {
   NUnary op = NUnary::Abs;
 };
 
+// A per-column map of A applied before the product (when `scale` is set): the GEMM multiplies
+// A'[i][p] = min(max(A[i][p] * scale[p] + shift[p], lo), hi) (NaN kept), p < K, each of scale
+// and shift K floats. It is a 1x1 depthwise convolution (a batch norm and its ReLU, as in
+// DenseNet's pre-activation layers) done on each tile's rows while they are in cache, in place
+// of a pass over the whole tensor: each tile maps its rows into a per-thread buffer of
+// tile rows x K floats, so A itself is left as it is.
+struct GemmPre {
+  const float* scale = nullptr;
+  const float* shift = nullptr;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+};
+
 // C = clamp(A x B + bias, lo, hi) as above (then act), M x w.n(), K = w.k(). lda >= K, ldc >= N (or any
 // strides when M <= 1). Work is split in tiles of (rows x panels) over pteron_parallel_for
 // (pteron/kernel.h), rows when N is small, columns when M is small, so every thread has work.
 // Uses the microkernels of pteron_opt::isa_level(). Never fails; C must not overlap A.
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                  int64_t ldc, float lo, float hi, GemmAct act = {});
+
+// The same with A' = A mapped by `pre` (pre.scale set). False, with C incomplete, when a
+// thread's buffer (tile rows x K floats, kept between calls) cannot be allocated.
+bool gemm_packed_pre(int64_t m, const float* a, int64_t lda, const GemmPre& pre,
+                     const PackedWeights& w, float* c, int64_t ldc, float lo, float hi,
+                     GemmAct act = {});
 
 // The same on the calling thread only (a caller that splits the work itself).
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
