@@ -273,14 +273,17 @@ class ConcatChain(nn.Module):
 class PreAct(nn.Module):
     """DenseNet's pre-activation: batch norms after concatenations (the exporter writes each as a
     1x1 depthwise convolution), with and without a ReLU, before 1x1 convolutions (which
-    XnnpackBackend fuses with them) and before a 3x3 one whose output is also a graph output
-    (which it must not). 20 input channels, not a multiple of 16; batch 2 of 9 x 7 pixels."""
+    XnnpackBackend fuses with them) and before a 3x3 and a 1x1 convolution whose input is also a
+    graph output (which it must not). Each concatenation has convolution outputs among its
+    inputs, which their convolutions write in place; the last one (a SqueezeNet fire module's)
+    only those. 20 input channels, not a multiple of 16; batch 2 of 9 x 7 pixels."""
 
     def __init__(self) -> None:
         super().__init__()
         self.bn1, self.conv1 = nn.BatchNorm2d(20), nn.Conv2d(20, 12, 1, bias=False)
         self.bn2, self.conv2 = nn.BatchNorm2d(32), nn.Conv2d(32, 8, 1)
         self.bn3, self.conv3 = nn.BatchNorm2d(40), nn.Conv2d(40, 6, 3, padding=1)
+        self.conv4 = nn.Conv2d(40, 5, 1)
         for bn in (self.bn1, self.bn2, self.bn3):
             _randomize_bn(bn)
 
@@ -288,7 +291,7 @@ class PreAct(nn.Module):
         y = torch.cat([x, self.conv1(torch.relu(self.bn1(x)))], 1)
         z = torch.cat([y, self.conv2(self.bn2(y))], 1)
         t = torch.relu(self.bn3(z))
-        return self.conv3(t), t
+        return torch.cat([self.conv3(t), self.conv4(t)], 1), t
 
 
 class XnnOps(nn.Module):
@@ -623,7 +626,8 @@ def build_fixtures() -> List[Fixture]:
                       "Batch norm (+ ReLU) before 1x1 convolutions, as DenseNet's dense "
                       "layers: XnnpackBackend maps each input tile inside the convolution's "
                       "GEMM (the 1x1 DepthwiseConv2d fused at load); a batch norm whose output "
-                      "is a graph output stays a node.",
+                      "is a graph output stays a node. Convolutions write their channels into "
+                      "the concatenations' outputs in place.",
                       xnnpack=True, notes=[xnn_note]))
 
     op = _seeded(12, OpsPreserved)

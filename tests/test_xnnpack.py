@@ -689,8 +689,11 @@ def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse
     """preact_xnnpack: three batch norms (1x1 DepthwiseConv2d nodes), two of them read only by a
     1x1 convolution, one with a ReLU and one without. At load each of those two goes, and its
     convolution maps the input tiles itself (backend.cpp, fuse_channel_affine); the third, whose
-    output is a graph output and the input of a 3x3 convolution, stays. PTERON_XNNPACK_FUSE=0
-    keeps all three. The outputs match eager at every ISA level and thread count."""
+    output is a graph output and the input of a 3x3 and a 1x1 convolution, stays. The four
+    convolution outputs that only a concatenation reads are written into its output in place
+    (write_concatenation_inputs_in_place; the last concatenation copies nothing).
+    PTERON_XNNPACK_FUSE=0 keeps every node and every copy. The outputs match eager at every ISA
+    level and thread count."""
     if missing_for(isa):
         pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
     fx = _fixture("preact_xnnpack")
@@ -704,9 +707,15 @@ def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse
                        fx["rtol"], fx["atol"], f"preact output {i} (FUSE={fuse!r}, {isa})")
     depthwise = [l for l in nodes if ": DepthwiseConv2d on " in l]
     fused = [l for l in nodes if "fused: the 1x1 DepthwiseConv2d before it" in l]
+    in_place = [l for l in nodes if "writes its channels into the concatenation's output" in l]
+    partial = [l for l in nodes if "copies only the inputs not written in place" in l]
     if fuse == "0":
-        assert len(depthwise) == 3 and not fused, nodes
+        assert len(depthwise) == 3 and not fused and not in_place and not partial, nodes
+        assert _field(summary[0], "concatenation inputs written in place") == 0, summary
     else:
         assert len(depthwise) == 1 and "output [2, 9, 7, 40]" in depthwise[0], nodes
         assert len(fused) == 2 and all(": Conv2d on " in l for l in fused), nodes
         assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 2, summary
+        assert len(in_place) == 4 and all(": Conv2d on " in l for l in in_place), nodes
+        assert len(partial) == 3 and all(": Concatenate2 on " in l for l in partial), nodes
+        assert _field(summary[0], "concatenation inputs written in place") == 4, summary

@@ -88,6 +88,7 @@ struct Delegate {
   std::vector<Step> steps;
   std::vector<Home> home;
   std::vector<uint32_t> alias_of;
+  std::vector<size_t> alias_offset;  // per Alias value: floats after its source's first
   std::vector<std::unique_ptr<Variant>> variants;  // most recently used last
   std::vector<float*> ptr;                         // scratch for execute
   std::vector<const OwnKernel*> kernel;            // per node: pteron's kernel, if pteron runs it
@@ -96,6 +97,7 @@ struct Delegate {
   std::vector<char> requant;                       // per node: round its output (quantized)
   std::vector<char> idle;                          // per node: nothing to do (see plan)
   size_t cancelled = 0;                            // transposes removed at load
+  size_t in_place = 0;                             // concatenation inputs written in place
   size_t fused = 0;                                // element-wise pairs fused at load
   size_t folded = 0, chains = 0;                   // transposes removed by folding chains
   // PTERON_XNNPACK_PROFILE: per step, executions timed and their total time.
@@ -1331,6 +1333,7 @@ void place_values(Delegate& d, PlanFacts& f) {
   const size_t nv = g.values.size();
   d.home.assign(nv, Home::Internal);
   d.alias_of.assign(nv, kNoValue);
+  d.alias_offset.assign(nv, 0);
   f.read_by.assign(nv, {});
   for (size_t k = 0; k < g.nodes.size(); ++k)
     for (uint32_t v : g.nodes[k].inputs) f.read_by[v].push_back(f.step_of[k]);
@@ -1373,6 +1376,69 @@ void alias_reshapes(Delegate& d, const PlanFacts& f) {
       d.alias_of[in] = out;
     }
   }
+}
+
+// A Concatenate along the channels (the last dim) whose inputs include the outputs of 1x1 or
+// KxK Conv2d nodes that only it reads: each such convolution writes its channels straight into
+// the concatenation's output (Node::out_ldc: the output's channel count as its row stride; its
+// output value becomes an Alias of the concatenation's at its channel offset), and the
+// Concatenate copies only the other inputs (Node::in_place). SqueezeNet's fire modules and
+// Inception-style blocks concatenate two or more convolutions; the copy was a pass over the
+// whole output. Float32 values where pteron runs both nodes; PTERON_XNNPACK_FUSE=0 switches it
+// off. Returns the number of inputs written in place.
+size_t write_concatenation_inputs_in_place(Delegate& d, const PlanFacts& f) {
+  if (fusion_off()) return 0;
+  Graph& g = d.g;
+  size_t placed = 0;
+  for (size_t kc = 0; kc < g.nodes.size(); ++kc) {
+    Node& cat = g.nodes[kc];
+    if (!concatenation(cat.op) || f.native[kc] || cat.outputs.size() != 1 ||
+        touches_quant(g, cat) || cat.inputs.size() > kOwnMaxConcatInputs)
+      continue;
+    const uint32_t out = cat.outputs[0];
+    const Shape& os = g.values[out].dims;
+    if (os.empty() || cat.p[0] != os.size() - 1 ||
+        (d.home[out] != Home::Buffer && d.home[out] != Home::Argument))
+      continue;
+    size_t offset = 0;
+    bool shapes_fit = true;
+    for (size_t i = 0; i < cat.inputs.size(); ++i) {
+      const uint32_t v = cat.inputs[i];
+      const Shape& is = g.values[v].dims;
+      if (is.size() != os.size()) shapes_fit = false;
+      for (size_t k = 0; shapes_fit && k + 1 < os.size(); ++k) shapes_fit = is[k] == os[k];
+      if (!shapes_fit) break;
+      const int pk = f.producer[v];
+      const size_t channels = is.back();
+      if (pk >= 0 && !f.native[size_t(pk)] && d.home[v] == Home::Buffer &&
+          f.read_by[v].size() == 1 && !g.values[v].graph_output) {
+        Node& conv = g.nodes[size_t(pk)];
+        if (conv.op == Op::Conv2d && conv.outputs.size() == 1 && conv.out_ldc == 0 &&
+            !touches_quant(g, conv)) {
+          conv.out_ldc = os.back();
+          d.home[v] = Home::Alias;
+          d.alias_of[v] = out;
+          d.alias_offset[v] = offset;
+          cat.in_place |= 1u << i;
+          ++placed;
+        }
+      }
+      offset += channels;
+    }
+    if (!shapes_fit) {  // undo: the shapes are not a channel concatenation's
+      for (size_t i = 0; i < cat.inputs.size(); ++i)
+        if (cat.in_place & (1u << i)) {
+          const uint32_t v = cat.inputs[i];
+          g.nodes[size_t(f.producer[v])].out_ldc = 0;
+          d.home[v] = Home::Buffer;
+          d.alias_of[v] = kNoValue;
+          d.alias_offset[v] = 0;
+          --placed;
+        }
+      cat.in_place = 0;
+    }
+  }
+  return placed;
 }
 
 // Boundary values of each segment: what it exchanges with the outside.
@@ -1585,6 +1651,12 @@ bool plan(Delegate& d, std::string* err) {
   if (!schedule_steps(d, f, err)) return false;
   place_values(d, f);
   alias_reshapes(d, f);
+  d.in_place = write_concatenation_inputs_in_place(d, f);
+  for (size_t k = 0; k < d.g.nodes.size(); ++k)
+    if (d.g.nodes[k].out_ldc)
+      d.why[k] += "; writes its channels into the concatenation's output (in place)";
+    else if (d.g.nodes[k].in_place)
+      d.why[k] += "; copies only the inputs not written in place by their convolutions";
   find_boundaries(d, f);
   // pteron's kernels for the nodes it runs, prepared once (packed weights).
   d.kernel.assign(d.g.nodes.size(), nullptr);
@@ -1856,9 +1928,11 @@ void print_plan(const Delegate& d, const Variant& var) {
                "pteron XnnpackBackend: %zu nodes, %zu XNNPACK segment(s), %zu step(s); "
                "pteron runs: %s; reshapes as views: %zu; transposes cancelled: %zu; "
                "transposes folded: %zu (in %zu chain(s)); fused (PTERON_XNNPACK_FUSE): %zu; "
+               "concatenation inputs written in place: %zu; "
                "arena: %zu bytes (%zu without sharing); library: %s; library threads: %s\n",
                g.nodes.size(), segs, d.steps.size(), own.empty() ? "(none)" : own.c_str(), views,
-               d.cancelled, d.folded, d.chains, d.fused, var.arena_bytes, var.unshared_bytes,
+               d.cancelled, d.folded, d.chains, d.fused, d.in_place, var.arena_bytes,
+               var.unshared_bytes,
                PTERON_XNN_DESCRIPTION, library_threads().c_str());
 }
 
@@ -2056,9 +2130,10 @@ void bind_storage(Delegate& d, pteron_value* const* args, const Variant& var) {
   }
   for (size_t v = 0; v < g.values.size(); ++v)  // aliases follow their source
     if (d.home[v] == Home::Alias) {
+      size_t offset = d.alias_offset[v];
       uint32_t src = d.alias_of[v];
-      while (d.home[src] == Home::Alias) src = d.alias_of[src];
-      d.ptr[v] = d.ptr[src];
+      while (d.home[src] == Home::Alias) offset += d.alias_offset[src], src = d.alias_of[src];
+      d.ptr[v] = d.ptr[src] + offset;
     }
 }
 

@@ -94,6 +94,11 @@ struct Node {
   uint32_t pre_scale = kNoValue, pre_shift = kNoValue;
   float pre_min = -std::numeric_limits<float>::infinity();
   float pre_max = std::numeric_limits<float>::infinity();
+  // backend.cpp (write_concatenation_inputs_in_place): on a Conv2d, the row stride of its output
+  // (0: dense) when it writes its channels straight into a concatenation's output; on that
+  // Concatenate, bit i set when input i is written so (the node does not copy it).
+  size_t out_ldc = 0;
+  uint32_t in_place = 0;
   // backend.cpp (plan): which of the node's values are held as 8-bit activation codes instead of
   // float32 (qgemm.h's codes: q + 128 for QInt8, q for QUInt8, one byte per element), and
   // whether its int8 codes path runs (kCodedPath): bit i for input i (i < 8), kCodedOutput.

@@ -310,7 +310,7 @@ struct ConvTasks {
   int64_t rows, rows_per_task;
   int64_t gsplit;  // 1: an item is a task of every group; groups: one group's part of a task
   float* out;
-  int64_t oc;
+  int64_t oc;  // the output's row stride (its channels, or a concatenation's)
   float lo, hi;
   pteron_opt::GemmAct act;
 };
@@ -350,6 +350,8 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   const float* x = ptr[n.inputs[0]];
   float* out = ptr[n.outputs[0]];
   if (m == 0 || oc == 0) return true;
+  // The output's row stride: its channel count, or a concatenation's (Node::out_ldc).
+  const int64_t ldc = n.out_ldc ? int64_t(n.out_ldc) : oc;
   if (c != p.groups * p.cin_g) {  // the indirect rows read groups * cin_g channels per pixel
     *err = node_name(n) + ": input " + shape_str(xs) + " does not have groups * " +
            "group_input_channels = " + std::to_string(p.groups * p.cin_g) + " channels";
@@ -362,7 +364,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       *err = node_name(n) + ": a fused per-channel map needs a 1x1 convolution of one group";
       return false;
     }
-    if (!pteron_opt::gemm_packed_pre(m, x, c, s.pre, s.w[0], out, oc, n.out_min, n.out_max,
+    if (!pteron_opt::gemm_packed_pre(m, x, c, s.pre, s.w[0], out, ldc, n.out_min, n.out_max,
                                      fused_activation(n))) {
       *err = node_name(n) + ": out of memory for the rows of its mapped input";
       return false;
@@ -371,7 +373,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   }
   if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
     for (int64_t gi = 0; gi < p.groups; ++gi)
-      pteron_opt::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, oc,
+      pteron_opt::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, ldc,
                               n.out_min, n.out_max, fused_activation(n));
     return true;
   }
@@ -388,14 +390,14 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
   if (p.groups > 1 || threads == 1 || tasks >= 4 * threads) {
     ConvTasks t{
-        {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, oc, n.out_min, n.out_max,
+        {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, ldc, n.out_min, n.out_max,
         fused_activation(n)};
     pteron_parallel_for(0, tasks * p.groups, 1, &conv_tasks, &t);
     return true;
   }
   refresh_edges(s, p, x, w, c, 0, m);
   pteron_opt::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
-                                   oc, n.out_min, n.out_max, fused_activation(n));
+                                   ldc, n.out_min, n.out_max, fused_activation(n));
   return true;
 }
 

@@ -222,7 +222,8 @@ void concatenate(const Node& n, const std::vector<Shape>& shapes, const std::vec
     for (size_t o = begin; o < end; ++o) {
       float* dst = out + o * out_block;
       for (size_t i = 0; i < ni; ++i)
-        if (block[i]) std::memcpy(dst + at[i], in[i] + o * block[i], block[i] * sizeof(float));
+        if (block[i] && !(n.in_place & (1u << i)))  // in place: its producer wrote it there
+          std::memcpy(dst + at[i], in[i] + o * block[i], block[i] * sizeof(float));
     }
   });
 }
