@@ -719,3 +719,24 @@ def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse
         assert len(in_place) == 4 and all(": Conv2d on " in l for l in in_place), nodes
         assert len(partial) == 3 and all(": Concatenate2 on " in l for l in partial), nodes
         assert _field(summary[0], "concatenation inputs written in place") == 4, summary
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_preact_fusions_give_the_unfused_results_bit_for_bit(tmp_path, threads):
+    """preact_xnnpack with its fusions and in-place writes (default) and without
+    (PTERON_XNNPACK_FUSE=0): the same bytes. The batch-norm map inside the GEMM is the depthwise
+    kernel's own 1x1 row, and an in-place write is the same store at another address."""
+    fx = _fixture("preact_xnnpack")
+    outs = {}
+    for fuse in ("", "0"):
+        env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_NUM_THREADS": threads}
+        if fuse:
+            env["PTERON_XNNPACK_FUSE"] = fuse
+        d = tmp_path / f"fuse{fuse or 'on'}"
+        d.mkdir()
+        r, _, summary = _run_debug(d, FIXTURES, fx, env)
+        assert r.returncode == 0, r.stderr
+        outs[fuse] = [np.load(d / f"output_{i}.npy") for i in range(2)]
+    assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 0, summary  # the FUSE=0 run
+    for a, b in zip(outs[""], outs["0"]):
+        assert a.tobytes() == b.tobytes()

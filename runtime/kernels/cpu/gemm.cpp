@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <vector>
 
@@ -155,11 +156,20 @@ const float* map_rows(const Job& j, int64_t i0, int64_t i1) {
     }
   }
   float* buf = t_pre_rows.data();
-  const NhwcOps& ops = nhwc_ops();
-  ops.binary_rows(NBinary::Mul, NMode::VV, j.a + i0 * j.lda, j.lda, j.pre.scale, 0, buf, rows, k,
-                  0.0f, 0.0f, false);
-  ops.binary_rows(NBinary::Add, NMode::VV, buf, k, j.pre.shift, 0, buf, rows, k, j.pre.lo,
-                  j.pre.hi, true);
+  // nhwc.h's 1x1 depthwise row (one FMA per value, then the clamp): the results of the node
+  // this map replaces, bit for bit. Dense rows go as one row of `rows` pixels.
+  const auto dw_row = nhwc_ops().dw_row;
+  DwRow r;
+  r.c = k, r.w = j.pre.scale, r.bias = j.pre.shift, r.lo = j.pre.lo, r.hi = j.pre.hi;
+  r.clamp = j.pre.lo > -std::numeric_limits<float>::infinity() ||
+            j.pre.hi < std::numeric_limits<float>::infinity();
+  const bool dense = j.lda == k;
+  for (int64_t i = i0; i < i1; i += dense ? rows : 1) {
+    const float* row = j.a + i * j.lda;
+    r.rows = &row, r.out = buf + (i - i0) * k;
+    r.iw = r.ow = dense ? rows : 1;
+    dw_row(r);
+  }
   return buf;
 }
 
