@@ -81,15 +81,25 @@ def side_summary(rounds):
 
 
 def ratio_summary(pteron_rounds, peer_rounds):
-    """pteron/peer from the pooled medians, and the min-max of the per-round
-    ratios (round i of each side ran back to back)."""
+    """pteron/peer as the median of the per-round ratios (round i of each side ran back to back:
+    a paired comparison), with their min-max. Why not the ratio of the pooled medians: on a
+    shared VM whose speed drifts by up to 1.5x from one round to the next, the pooled samples
+    mix the fast and slow phases unevenly between the sides (2026-12-05-emr-2: resnet18 at 1
+    thread pooled 1.08 while every round's ratio lay in 0.865-1.04); pooled_ratio() keeps it."""
+    per_round = [median(a["times_ms"]) / median(b["times_ms"])
+                 for a, b in zip(pteron_rounds, peer_rounds)
+                 if a["times_ms"] and b["times_ms"] and median(b["times_ms"]) > 0]
+    if not per_round:
+        return None, None
+    return median(per_round), spread(per_round)
+
+
+def pooled_ratio(pteron_rounds, peer_rounds):
+    """pteron/peer of the medians of all timed executions of each side (the results' median
+    columns), or None."""
     p = [t for r in pteron_rounds for t in r["times_ms"]]
     q = [t for r in peer_rounds for t in r["times_ms"]]
-    if not p or not q:
-        return None, None
-    per_round = [median(a["times_ms"]) / median(b["times_ms"])
-                 for a, b in zip(pteron_rounds, peer_rounds) if median(b["times_ms"]) > 0]
-    return median(p) / median(q), spread(per_round)
+    return median(p) / median(q) if p and q and median(q) > 0 else None
 
 
 SLOW_MS = 2000.0  # a probe slower than this: one execution per process, SLOW_ROUNDS rounds
@@ -517,8 +527,10 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout, pteron_en
         # pteron cannot run it: no ratio to give, so the peer's probe is its only sample.
         plans.clear()
         res["peer"]["rounds"] = [res["peer"]["_probe"]]
-    for _ in range(min(rounds, SLOW_ROUNDS) if slow else rounds):
-        for side in ("pteron", "peer"):
+    for i in range(min(rounds, SLOW_ROUNDS) if slow else rounds):
+        # Each round's pair in alternating order, so that a drift of the machine's speed
+        # favours neither side.
+        for side in ("pteron", "peer") if i % 2 == 0 else ("peer", "pteron"):
             if side not in plans:
                 continue
             w, n = plans[side]
@@ -536,6 +548,7 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout, pteron_en
     if "rounds" in res["pteron"] and "rounds" in res["peer"]:
         res["ratio"], res["ratio_spread"] = ratio_summary(res["pteron"]["rounds"],
                                                           res["peer"]["rounds"])
+        res["ratio_pooled"] = pooled_ratio(res["pteron"]["rounds"], res["peer"]["rounds"])
     return res
 
 
@@ -758,11 +771,13 @@ def write_report(data, stamp, results=RESULTS):
     L.append("")
     L.append("Method: each program runs in separate processes, pteron-bench and peer-bench "
              "alternately (a probe execution each, then "
-             f"{st['rounds']} rounds of warm-up + timed executions per side, "
-             f"about {st['round_seconds']} s of timed work per process for slow "
-             "programs). stdout and stderr of both sides go to a pipe. Times are medians of all "
-             "timed executions (min-max in brackets); the ratio is pteron/peer of those medians, "
-             "with the min-max of the per-round ratios; below 1 means pteron is faster. "
+             f"{st['rounds']} rounds of warm-up + timed executions per side, the pair's order "
+             f"alternating from round to round, about {st['round_seconds']} s of timed work per "
+             "process for slow programs). stdout and stderr of both sides go to a pipe. Times are "
+             "medians of all timed executions (min-max in brackets); the ratio is the median of "
+             "the per-round ratios pteron/peer (each round's two processes ran back to back), "
+             "with their min-max; below 1 means pteron is faster. The JSON also keeps "
+             "`ratio_pooled`, pteron/peer of the two median columns. "
              "Load = program load + method load (delegate init), in process. Peak RSS is each "
              "process's VmHWM (max over its processes). Inputs are set before every "
              "execution, outside the timed region, on both sides. `out0` says whether each "
@@ -1057,8 +1072,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="short rounds (development; not for results)")
     ap.add_argument("--only", nargs="*", help="program names (see bench/results/*.json)")
     ap.add_argument("--threads", nargs="*", type=int, help="thread counts (default: 1 and all CPUs)")
-    ap.add_argument("--rounds", type=int, help="processes per side and program (default 3)")
-    ap.add_argument("--round-seconds", type=float, help="timed work per process (default 1.5)")
+    ap.add_argument("--rounds", type=int, help="processes per side and program (default 6)")
+    ap.add_argument("--round-seconds", type=float, help="timed work per process (default 0.75)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per benchmark process")
     zg = ap.add_mutually_exclusive_group()
     zg.add_argument("--zoo", nargs="*", default=[], metavar="NAME",
@@ -1106,8 +1121,10 @@ def main(argv=None):
     # SIGTERM ends the run like Ctrl-C: the busy processes are stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t_start = time.time()
-    rounds = args.rounds or (2 if args.quick else 3)
-    round_seconds = args.round_seconds or (0.2 if args.quick else 1.5)
+    # Six short rounds rather than three long ones: the same timed work, twice the pairs for the
+    # median of the per-round ratios.
+    rounds = args.rounds or (2 if args.quick else 6)
+    round_seconds = args.round_seconds or (0.2 if args.quick else 0.75)
     ncpu = os.cpu_count() or 1
     thread_counts = args.threads or sorted({1, ncpu})
 

@@ -25,12 +25,23 @@ def test_side_summary_pools_every_timed_execution_and_reports_min_max():
 def test_ratio_is_pteron_over_peer_with_per_round_spread():
     ratio, spread = bench_run.ratio_summary([_round([1.0, 1.0]), _round([2.0, 2.0])],
                                             [_round([10.0, 10.0]), _round([10.0, 10.0])])
-    assert ratio == 1.5 / 10.0
+    assert ratio == pytest.approx(0.15)  # the median of the rounds 0.1 and 0.2
     assert spread == [0.1, 0.2]
+
+
+def test_ratio_is_the_median_of_paired_round_ratios_not_of_pooled_samples():
+    # The machine ran slow in the rounds where pteron happened to have more samples: the pooled
+    # medians say 2.0, every round says pteron took 0.9 of the peer's time.
+    p = [_round([0.9] * 1), _round([1.8] * 5), _round([1.8] * 5)]
+    q = [_round([1.0] * 5), _round([2.0] * 1), _round([2.0] * 1)]
+    ratio, spread = bench_run.ratio_summary(p, q)
+    assert ratio == pytest.approx(0.9) and spread == pytest.approx([0.9, 0.9])
+    assert bench_run.pooled_ratio(p, q) == pytest.approx(1.8 / 1.0)
 
 
 def test_ratio_is_absent_when_a_side_has_no_samples():
     assert bench_run.ratio_summary([], [_round([1.0])]) == (None, None)
+    assert bench_run.pooled_ratio([], [_round([1.0])]) is None
 
 
 def test_plan_never_gives_a_single_sample_and_bounds_slow_programs():
