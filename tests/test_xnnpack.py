@@ -548,6 +548,18 @@ def _run_debug(tmp_path, folder, entry, env_extra):
     return r, nodes, summary
 
 
+def _run_matching_eager(tmp_path, name, env_extra, label):
+    """_run_debug on fixture `name`: it succeeds and every output matches eager. Returns (node
+    lines, summary lines)."""
+    fx = _fixture(name)
+    r, nodes, summary = _run_debug(tmp_path, FIXTURES, fx, env_extra)
+    assert r.returncode == 0, r.stderr
+    for i, p in enumerate(fx["methods"]["forward"]["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
+                       fx["rtol"], fx["atol"], f"{label} output {i}")
+    return nodes, summary
+
+
 def _field(summary, name):
     return int(re.match(r"\d+", summary.split(name + ": ")[1]).group(0))
 
@@ -620,15 +632,11 @@ def test_concatenation_chain_is_one_copy_and_matches_eager(tmp_path, fuse):
     At load the chain becomes one 7-input concatenation; the second concatenation, which
     reads that result beside a convolution, stays a node. PTERON_XNNPACK_FUSE=0 keeps the
     chain as exported. The outputs match eager either way."""
-    fx = _fixture("concat_chain_xnnpack")
     env = {"PTERON_XNNPACK_USE_LIBRARY": "none"}
     if fuse:
         env["PTERON_XNNPACK_FUSE"] = fuse
-    r, nodes, summary = _run_debug(tmp_path, FIXTURES, fx, env)
-    assert r.returncode == 0, r.stderr
-    for i, p in enumerate(fx["methods"]["forward"]["expected"]):
-        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
-                       fx["rtol"], fx["atol"], f"concat_chain output {i} (FUSE={fuse!r})")
+    nodes, summary = _run_matching_eager(tmp_path, "concat_chain_xnnpack", env,
+                                         f"concat_chain (FUSE={fuse!r})")
     concats = [l for l in nodes if re.search(r": Concatenate\d on ", l)]
     flat = [l for l in concats if "7 inputs in one copy" in l]
     if fuse == "0":
@@ -696,15 +704,11 @@ def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse
     level and thread count."""
     if missing_for(isa):
         pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
-    fx = _fixture("preact_xnnpack")
     env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": isa, "PTERON_NUM_THREADS": threads}
     if fuse:
         env["PTERON_XNNPACK_FUSE"] = fuse
-    r, nodes, summary = _run_debug(tmp_path, FIXTURES, fx, env)
-    assert r.returncode == 0, r.stderr
-    for i, p in enumerate(fx["methods"]["forward"]["expected"]):
-        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
-                       fx["rtol"], fx["atol"], f"preact output {i} (FUSE={fuse!r}, {isa})")
+    nodes, summary = _run_matching_eager(tmp_path, "preact_xnnpack", env,
+                                         f"preact (FUSE={fuse!r}, {isa})")
     depthwise = [l for l in nodes if ": DepthwiseConv2d on " in l]
     fused = [l for l in nodes if "fused: the 1x1 DepthwiseConv2d before it" in l]
     in_place = [l for l in nodes if "writes its channels into the concatenation's output" in l]
