@@ -215,6 +215,10 @@ def _with_header(good: bytes, header: bytes) -> bytes:
      "unsupported dtype '<f4\\x00'"),
     (b"{'descr': '>f4', 'fortran_order': False, 'shape': (4, 16), }",
      "big-endian dtype '>f4'; save it little-endian"),
+    # Separators numpy's literal_eval would refuse: text between a key and its ':',
+    # a key that does not open an item.
+    (b"{'descr' x: '<f4', 'fortran_order': False, 'shape': (4, 16), }", "malformed .npy header"),
+    (b"{'descr': '<f4' 'fortran_order': False, 'shape': (4, 16), }", "malformed .npy header"),
 ])
 def test_pteron_run_names_what_is_wrong_in_an_npy_header(pteron_run, tmp_path, header, message):
     """A header numpy would refuse or read otherwise (a fortran_order that is not a bool, a key
@@ -225,6 +229,17 @@ def test_pteron_run_names_what_is_wrong_in_an_npy_header(pteron_run, tmp_path, h
     r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", path)
     assert r.returncode == 1 and str(path) in r.stderr, r.stderr
     assert message in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("version", [b"\x01\x01", b"\x01\xff", b"\x04\x00"])
+def test_pteron_run_refuses_an_npy_version_numpy_never_writes(pteron_run, tmp_path, version):
+    """numpy writes format versions 1.0, 2.0 and 3.0 only; any other is named, not guessed at."""
+    good = _npy_bytes(np.load(FIXTURES / "mlp.forward.input_0.npy"))
+    path = tmp_path / "bad_version.npy"
+    path.write_bytes(good[:6] + version + good[8:])
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", path)
+    assert r.returncode == 1, r.stdout
+    assert f"unsupported .npy version {version[0]}" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("case", ["trailing_bytes", "junk_after_dict", "short_data"])

@@ -230,3 +230,20 @@ def test_an_input_of_a_dtype_pteron_lacks_is_named_by_its_code(runtime, tmp_path
     assert e.value.code == capi.INVALID_ARGUMENT
     assert "expected dtype ScalarType 23 (which pteron does not support), got float32" in \
         str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("value,tag", [({"val_type": "String", "val": {"string_val": "x"}},
+                                        "String"),
+                                       ({"val_type": "Null", "val": {}}, "None")])
+def test_pteron_run_names_an_input_it_cannot_set(pteron_run, tmp_path, value, tag):
+    """An input declared as neither a tensor nor an Int, Double or Bool is named by its kind,
+    whatever file is given for it (not "give a 0-d .npy", which cannot help)."""
+    path = program_with_values(tmp_path, "odd_input", [value], n_inputs=1)
+    x = FIXTURES / "sym_numel_rewritten.forward.input_0.npy"
+    scalar = tmp_path / "s.npy"
+    np.save(scalar, np.array(1.0))
+    for second in (x, scalar):
+        r = run([pteron_run, path, "--input", x, "--input", second], timeout=60)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"input 1 is declared as {tag}, which pteron-run cannot set" in r.stderr, r.stderr
+        assert "0-d" not in r.stderr and "output 0" not in r.stdout

@@ -380,7 +380,7 @@ def test_missing_delegate_fails_at_method_load_naming_the_backend(target):
     r = target.run(exe, *target.fixture_args("mlp_xnnpack"))
     assert r.returncode == 3, str(r)
     assert "[missing_delegate]" in r.stderr, str(r)
-    assert "method 'forward' needs delegate backend(s) that are not registered: XnnpackBackend" \
+    assert "method 'forward' needs delegate backend(s) that are not registered: 'XnnpackBackend'" \
         in r.stderr, str(r)
     assert "backend " not in r.stdout  # no backend registered at all
     assert "output 0" not in r.stdout  # nothing ran

@@ -648,6 +648,28 @@ def test_concatenation_chain_is_one_copy_and_matches_eager(tmp_path, fuse):
         assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 1, summary
 
 
+@pytest.mark.parametrize("fuse,fused,warned", [("off", 0, False), ("No", 0, False),
+                                               ("yes", 1, False), ("maybe", 1, True)])
+def test_switches_are_read_strictly_and_each_odd_setting_is_warned_about_once(
+        tmp_path, fuse, fused, warned):
+    """PTERON_XNNPACK_FUSE (as _DEBUG and _PROFILE) takes 1/0, true/false, yes/no or on/off in
+    any case; anything else keeps the default, with one warning that names it. PTERON_ISA=bogus
+    is warned about once per process, though kernels_optimized and backend_xnnpack both read
+    it; the outputs still match eager."""
+    env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_XNNPACK_FUSE": fuse,
+           "PTERON_ISA": "bogus"}
+    fx = _fixture("concat_chain_xnnpack")
+    r, _, summary = _run_debug(tmp_path, FIXTURES, fx, env)
+    assert r.returncode == 0, r.stderr
+    for i, p in enumerate(fx["methods"]["forward"]["expected"]):
+        assert_matches(np.load(tmp_path / f"output_{i}.npy"), np.load(FIXTURES / p),
+                       fx["rtol"], fx["atol"], f"FUSE={fuse!r} output {i}")
+    assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == fused, summary
+    assert r.stderr.count(f"ignoring PTERON_XNNPACK_FUSE='{fuse}'") == (1 if warned else 0), \
+        r.stderr
+    assert r.stderr.count("ignoring PTERON_ISA='bogus'") == 1, r.stderr
+
+
 def test_arena_shares_bytes_between_values_whose_lifetimes_do_not_overlap(tmp_path):
     r, _, summary = _run_debug(tmp_path, XNN_DIR, _layout(), {"PTERON_XNNPACK_USE_LIBRARY": "none"})
     assert r.returncode == 0, r.stderr

@@ -93,7 +93,8 @@ def gemm_check(tmp_path_factory):
     exe = tmp_path_factory.mktemp("gemm") / "gemm_check"
     r = subprocess.run([cxx, "-std=c++17", "-O1", str(NODES / "gemm_check.cpp"),
                         f"-I{REPO / 'runtime' / 'kernels' / 'cpu'}", f"-I{REPO / 'include'}",
-                        str(lib), "-o", str(exe)], capture_output=True, text=True, timeout=120)
+                        str(lib), f"-L{BUILD}", "-lpteron", f"-Wl,-rpath,{BUILD}", "-o", str(exe)],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return exe
 

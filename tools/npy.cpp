@@ -38,8 +38,11 @@ bool dict_value(const std::string& h, const std::string& key, std::string* v) {
   const std::string quoted = "'" + key + "'";
   size_t k = h.find(quoted);
   if (k == std::string::npos || h.find(quoted, k + 1) != std::string::npos) return false;
-  size_t c = h.find(':', k);
-  if (c == std::string::npos) return false;
+  // The key opens an item: '{' or ',' before it, then only spaces up to the ':'.
+  size_t before = k == 0 ? std::string::npos : h.find_last_not_of(" ", k - 1);
+  if (before == std::string::npos || (h[before] != '{' && h[before] != ',')) return false;
+  size_t c = h.find_first_not_of(" ", k + quoted.size());
+  if (c == std::string::npos || h[c] != ':') return false;
   size_t s = h.find_first_not_of(" ", c + 1);
   if (s == std::string::npos) return false;
   size_t e;
@@ -105,7 +108,10 @@ std::string npy_parse(const unsigned char* data, size_t size, const std::string&
   if (!data && size) return name + " is not a .npy file";
   if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0)
     return name + " is not a .npy file";
-  unsigned major = data[6];
+  unsigned major = data[6], minor = data[7];
+  if (minor != 0)  // numpy writes 1.0, 2.0 and 3.0 only
+    return name + " has unsupported .npy version " + std::to_string(major) + "." +
+           std::to_string(minor);
   size_t hlen, hstart;
   if (major == 1) {
     hlen = data[8] | (size_t(data[9]) << 8);

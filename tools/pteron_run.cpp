@@ -235,6 +235,12 @@ std::string set_inputs(pteron::Method& m, const Options& o) {
     if (!err.empty()) return err;
     pteron::ValueInfo info = m.input_info(i);
     if (!info.is_tensor()) {
+      if (info.tag != PTERON_VALUE_INT && info.tag != PTERON_VALUE_DOUBLE &&
+          info.tag != PTERON_VALUE_BOOL)
+        return "input " + std::to_string(i) + " is declared as " +
+               pteron_value_tag_name(info.tag) +
+               ", which pteron-run cannot set (it sets tensors and Int, Double or Bool "
+               "scalars)";
       if (a.shape.size() != 0)
         return "input " + std::to_string(i) + " is a scalar; give a 0-d .npy";
       if (a.dtype == PTERON_DTYPE_INT64) {  // exact, past 2^53 too (a double would round)

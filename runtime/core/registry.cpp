@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
+#include <set>
 
 #include "internal.h"
 
@@ -20,6 +21,7 @@ struct Registry {
   std::deque<KernelEntry> kernels;  // deque: stable addresses for listing
   std::deque<BackendEntry> backends;
   std::deque<std::string> refused;
+  std::set<std::string> warned;  // pteron_warn_once's keys
 };
 
 Registry& registry() {
@@ -187,6 +189,15 @@ const char* pteron_registration_error(size_t index) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   return index < r.refused.size() ? r.refused[index].c_str() : nullptr;
+}
+
+int32_t pteron_warn_once(const char* key, const char* message) {
+  if (!key || !message) return 0;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!r.warned.insert(key).second) return 0;
+  std::fprintf(stderr, "%s\n", message);
+  return 1;
 }
 
 // ---- parallel_for ----

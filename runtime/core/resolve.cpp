@@ -199,9 +199,10 @@ void resolve_delegates(pteron_method* m, Missing* missing) {
   }
 }
 
+// Each name quoted, so an empty or blank one is still seen: 'a', 'b'.
 std::string printable_list(const std::vector<std::string>& items) {
   std::string list;
-  for (const std::string& s : items) list += (list.empty() ? "" : ", ") + printable(s);
+  for (const std::string& s : items) list += (list.empty() ? "'" : ", '") + printable(s) + "'";
   return list;
 }
 
@@ -241,7 +242,7 @@ Status report_missing(const pteron_method* m, const Missing& missing) {
     if (!missing.delegates.empty()) {
       extra += "; missing delegate(s): ";
       for (size_t i = 0; i < missing.delegates.size(); ++i)
-        extra += (i ? ", " : "") + printable(missing.delegates[i]);
+        extra += (i ? ", '" : "'") + printable(missing.delegates[i]) + "'";
     }
     return error(PTERON_ERROR_MISSING_OPERATOR,
                  "method '%s' needs %zu operator(s) that no loaded kernel library provides: %s%s",

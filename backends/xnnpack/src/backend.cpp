@@ -24,6 +24,7 @@
 // are created on the process's pthreadpool (pteron_threadpool_pthreadpool());
 // where the process pool is not a pthreadpool, they run on the calling thread.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -553,12 +554,29 @@ ValueUses value_uses(const Graph& g) {
   return u;
 }
 
+// A switch read from the environment variable `name`: 1, true, yes or on
+// (any case) is true; 0, false, no or off is false; unset or empty is
+// `unset`. Anything else is `unset` too, with a warning once per process
+// naming the variable, so a misspelt setting is never silently taken.
+bool env_switch(const char* name, bool unset) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return unset;
+  std::string s(v);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  char msg[200];
+  std::snprintf(msg, sizeof msg,
+                "pteron: ignoring %s='%.40s' (expected 1 or 0, true or false, yes or no, on or "
+                "off)",
+                name, v);
+  pteron_warn_once(name, msg);
+  return unset;
+}
+
 // PTERON_XNNPACK_FUSE=0: the fusions (fuse_elementwise, flatten_concatenations,
 // fuse_channel_affine) are off.
-bool fusion_off() {
-  const char* v = std::getenv("PTERON_XNNPACK_FUSE");
-  return v && std::string(v) == "0";
-}
+bool fusion_off() { return !env_switch("PTERON_XNNPACK_FUSE", true); }
 
 // NCHW<->NHWC round trips removed: a StaticTranspose reading (through
 // reshapes of size-1 dims) another StaticTranspose's output, where the two
@@ -1969,14 +1987,13 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
                  err.c_str());
   d->variants.push_back(std::move(var));
   d->ptr.assign(d->g.values.size(), nullptr);
-  if (const char* prof = std::getenv("PTERON_XNNPACK_PROFILE")) {
-    d->profile = *prof && *prof != '0';
+  if (env_switch("PTERON_XNNPACK_PROFILE", false)) {
+    d->profile = true;
     d->step_us.assign(d->steps.size(), 0.0);
     d->step_calls.assign(d->steps.size(), 0);
     d->step_shape.assign(d->steps.size(), Shape());
   }
-  if (const char* dbg = std::getenv("PTERON_XNNPACK_DEBUG"))
-    if (*dbg && *dbg != '0') print_plan(*d, *d->variants.back());
+  if (env_switch("PTERON_XNNPACK_DEBUG", false)) print_plan(*d, *d->variants.back());
   *handle = d.release();
   return PTERON_OK;
 }

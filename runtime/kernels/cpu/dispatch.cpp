@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "isa.h"
+#include "pteron/kernel.h"
 #include "qgemm.h"
 
 #if defined(PTERON_OPT_HAVE_X86_ISAS)
@@ -117,11 +118,15 @@ Level choose() {
         want = kAvx2;
       else if (std::strcmp(env, "avx512") == 0 || std::strcmp(env, "avx512vnni") == 0)
         want = kAvx512;
-      else
-        std::fprintf(stderr,
-                     "pteron: ignoring PTERON_ISA=%s "
-                     "(expected baseline, avx2, avx512 or avx512vnni)\n",
-                     env);
+      else {
+        // Once per process: kernels_optimized and backend_xnnpack each hold this code.
+        char msg[160];
+        std::snprintf(msg, sizeof msg,
+                      "pteron: ignoring PTERON_ISA='%.40s' "
+                      "(expected baseline, avx2, avx512 or avx512vnni)",
+                      env);
+        pteron_warn_once("PTERON_ISA", msg);
+      }
       if (want < l) l = want;  // only ever lower
     }
   }
