@@ -12,8 +12,10 @@ each. Programs: the XNNPACK-lowered 2 x Linear(1024) MLP of bench/programs.py (b
 made by bench/run.py) and the committed mlp_xnnpack fixture (4 x 16 -> 8: the per-call
 overhead). Each call is the whole Python round trip: pteron `method(x)` with a numpy array
 (a fresh output array per call), upstream `method.execute([t])` with a torch tensor. Both sides
-use their default thread count. Prints a markdown table: medians, min-max over rounds, the
-ratio pteron/upstream (below 1: pteron faster).
+use their default thread count; the order of the pair alternates from round to round. Prints a
+markdown table: medians of all calls, the ratio pteron/upstream (below 1: pteron faster) as the
+median of the per-round ratios with their min-max (bench/run.py's ratio_summary: paired), and
+the ratio of the pooled medians beside it.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from run import pooled_ratio, ratio_summary  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
@@ -80,22 +84,24 @@ def main(argv=None):
                 if l.startswith("model name")), platform.processor())
     print(f"CPU: {cpu}, {os.cpu_count()} logical CPUs; Python {platform.python_version()}; "
           f"load average {os.getloadavg()[0]:.2f}")
-    print("| program | pteron ms | upstream ms | ratio pteron/upstream [min-max of rounds] |")
-    print("|---|---|---|---|")
+    print("| program | pteron ms | upstream ms | ratio pteron/upstream, paired [min-max of "
+          "rounds] | pooled |")
+    print("|---|---|---|---|---|")
     for name, pte, inp in progs:
         if not pte.exists():
-            print(f"| {name} | - | - | missing {pte} (bench/run.py makes it) |")
+            print(f"| {name} | - | - | missing {pte} (bench/run.py makes it) | - |")
             continue
-        pt, up, ratios = [], [], []
-        for _ in range(a.rounds):
-            p = measure(a.python, a.stage, "pteron", pte, inp, a.seconds)
-            u = measure(a.python, a.stage, "upstream", pte, inp, a.seconds)
-            pt += p
-            up += u
-            ratios.append(statistics.median(p) / statistics.median(u))
-        mp, mu = statistics.median(pt), statistics.median(up)
-        print(f"| {name} | {mp:.4g} | {mu:.4g} | **{mp / mu:.3g}** [{min(ratios):.3g}-"
-              f"{max(ratios):.3g}] |")
+        pt, up = [], []
+        for i in range(a.rounds):
+            sides = ["pteron", "upstream"] if i % 2 == 0 else ["upstream", "pteron"]
+            got = {s: measure(a.python, a.stage, s, pte, inp, a.seconds) for s in sides}
+            pt.append({"times_ms": got["pteron"]})
+            up.append({"times_ms": got["upstream"]})
+        mp = statistics.median([t for r in pt for t in r["times_ms"]])
+        mu = statistics.median([t for r in up for t in r["times_ms"]])
+        ratio, (lo, hi) = ratio_summary(pt, up)
+        print(f"| {name} | {mp:.4g} | {mu:.4g} | **{ratio:.3g}** [{lo:.3g}-{hi:.3g}] | "
+              f"{pooled_ratio(pt, up):.3g} |")
     return 0
 
 

@@ -314,6 +314,23 @@ def test_python_m_pteron_run_and_info(stage, tmp_path):
         assert "CUDA: no CUDA component in this build" in out, out
 
 
+def test_python_m_pteron_info_into_a_closed_pipe_is_quiet(stage):
+    """`python -m pteron info | head -1`: the reader leaves early; no error message and no
+    traceback follow (pteron-run and other tools behave so too)."""
+    e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    e["PYTHONPATH"] = str(stage)
+    p = subprocess.Popen([sys.executable, "-m", "pteron", "info"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=e)
+    p.stdout.close()  # before the module has written anything (it imports first)
+    try:
+        err = p.stderr.read().decode()
+        p.wait(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode in (0, 1), (p.returncode, err)
+    assert err == "", err
+
+
 def test_readme_python_quick_start_runs_as_written(linux_package, tmp_path):
     """The README's Python block, run with bash in a scratch folder (python/, models/ and
     .venv linked from this clone) against the Linux package."""

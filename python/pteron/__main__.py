@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import statistics
 import sys
 import time
@@ -120,7 +121,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from pteron import _runtime
     try:
-        return _run(args) if args.cmd == "run" else _info(args)
+        rc = _run(args) if args.cmd == "run" else _info(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return rc
+    except BrokenPipeError:
+        # Whoever read stdout has gone (`python -m pteron info | head`): nothing is left to
+        # say. Python's documented idiom: stdout to devnull, so the flush at exit is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (_runtime.Error, TypeError, ValueError, ImportError, OSError) as e:
         print(f"pteron: error: {e}", file=sys.stderr)
         return 1
