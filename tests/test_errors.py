@@ -28,7 +28,25 @@ def test_missing_delegate_fails_at_load_naming_it(runtime):
     with pytest.raises(capi.PteronError) as e:
         p.load_method("forward")
     assert e.value.code == capi.MISSING_DELEGATE
-    assert "XnnpackBackend" in e.value.message
+    assert "not registered: 'XnnpackBackend'" in e.value.message
+
+
+@pytest.mark.parametrize("odd,shown", [(b"", "''"), (b"Xn'ck\\", "'Xn\\x27ck\\x5c'"),
+                                       (b"\x1b[m", "'\\x1b[m'")])
+def test_missing_delegate_name_is_quoted_whatever_its_bytes(runtime, tmp_path, odd, shown):
+    """A delegate id that is empty, or holds a quote, a backslash or a control byte, is still
+    one unambiguous quoted name in the error (the same length keeps the flatbuffer valid)."""
+    data = (FIXTURES / "mlp_xnnpack.pte").read_bytes()
+    at = data.index(b"XnnpackBackend")
+    size = int.from_bytes(data[at - 4:at], "little")
+    assert size == len(b"XnnpackBackend")
+    path = tmp_path / "odd.pte"
+    path.write_bytes(data[:at - 4] + len(odd).to_bytes(4, "little") + odd.ljust(size, b"\0") +
+                     data[at + size:])
+    with pytest.raises(capi.PteronError) as e:
+        runtime.load_file(path).load_method("forward")
+    assert e.value.code == capi.MISSING_DELEGATE, e.value.message
+    assert f"not registered: {shown}" in e.value.message, e.value.message
 
 
 def test_memory_budget_refuses_a_method_that_declares_more(runtime):
@@ -219,6 +237,17 @@ def _with_header(good: bytes, header: bytes) -> bytes:
     # a key that does not open an item.
     (b"{'descr' x: '<f4', 'fortran_order': False, 'shape': (4, 16), }", "malformed .npy header"),
     (b"{'descr': '<f4' 'fortran_order': False, 'shape': (4, 16), }", "malformed .npy header"),
+    # What numpy's literal_eval or its key check refuses, each named.
+    (b"{'descr': '<f4',, 'fortran_order': False, 'shape': (4, 16), }", "no quoted key at byte"),
+    (b"{, 'descr': '<f4', 'fortran_order': False, 'shape': (4, 16), }", "no quoted key at byte 1"),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 16) JUNK }",
+     "text after the value of 'shape'"),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 16), 'extra': 1, }",
+     "an unexpected key 'extra'"),
+    (b"{'descr': '<f4', 'fortran_order': False, }", "no key 'shape'"),
+    (b"{'descr': '<f4', 'shape': (4, 16), 'shape': (4, 16), 'fortran_order': False}",
+     "the key 'shape' given twice"),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': [4, 16], }", "is not a tuple"),
 ])
 def test_pteron_run_names_what_is_wrong_in_an_npy_header(pteron_run, tmp_path, header, message):
     """A header numpy would refuse or read otherwise (a fortran_order that is not a bool, a key
@@ -264,7 +293,8 @@ def test_pteron_run_refuses_npy_that_numpy_would_refuse(pteron_run, tmp_path, ca
     assert ("data bytes" in r.stderr) if case != "junk_after_dict" else ("malformed" in r.stderr)
 
 
-@pytest.mark.parametrize("shape", ["(4,,16)", "(,)", "(4)", "(4, 16", "(4, -16)", "(4, 1.6e1)"])
+@pytest.mark.parametrize("shape", ["(4,,16)", "(,)", "(4)", "(4, 16", "(4, -16)", "(4, 1.6e1)",
+                                   "(04, 16)"])
 def test_pteron_run_refuses_a_malformed_npy_shape(pteron_run, tmp_path, shape):
     good = _npy_bytes(np.load(FIXTURES / "mlp.forward.input_0.npy"))
     hlen = int.from_bytes(good[8:10], "little")

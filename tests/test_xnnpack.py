@@ -670,6 +670,17 @@ def test_switches_are_read_strictly_and_each_odd_setting_is_warned_about_once(
     assert r.stderr.count("ignoring PTERON_ISA='bogus'") == 1, r.stderr
 
 
+def test_a_warning_quotes_a_value_with_control_bytes_on_one_line(tmp_path):
+    """A value with a line break or an escape sequence is quoted escaped (\\xNN), whole."""
+    value = "a\nb\x1b[31m" + "z" * 60
+    r, _, _ = _run_debug(tmp_path, FIXTURES, _fixture("concat_chain_xnnpack"),
+                         {"PTERON_ISA": value, "PTERON_XNNPACK_FUSE": "x\ty"})
+    assert r.returncode == 0, r.stderr
+    assert "ignoring PTERON_ISA='a\\x0ab\\x1b[31m" + "z" * 60 + "'" in r.stderr, r.stderr
+    assert "ignoring PTERON_XNNPACK_FUSE='x\\x09y'" in r.stderr, r.stderr
+    assert "\x1b" not in r.stderr
+
+
 def test_arena_shares_bytes_between_values_whose_lifetimes_do_not_overlap(tmp_path):
     r, _, summary = _run_debug(tmp_path, XNN_DIR, _layout(), {"PTERON_XNNPACK_USE_LIBRARY": "none"})
     assert r.returncode == 0, r.stderr

@@ -31,37 +31,6 @@ const DescrMap kDescrs[] = {
     {"<c16", PTERON_DTYPE_COMPLEX128, 16},
 };
 
-// Value of `key` in the header dict text, e.g. 'descr': '<f4' -> <f4.
-// False when the key is missing, its value is unterminated, or the key stands twice (numpy
-// would take the last; a reader that takes another one would read other data).
-bool dict_value(const std::string& h, const std::string& key, std::string* v) {
-  const std::string quoted = "'" + key + "'";
-  size_t k = h.find(quoted);
-  if (k == std::string::npos || h.find(quoted, k + 1) != std::string::npos) return false;
-  // The key opens an item: '{' or ',' before it, then only spaces up to the ':'.
-  size_t before = k == 0 ? std::string::npos : h.find_last_not_of(" ", k - 1);
-  if (before == std::string::npos || (h[before] != '{' && h[before] != ',')) return false;
-  size_t c = h.find_first_not_of(" ", k + quoted.size());
-  if (c == std::string::npos || h[c] != ':') return false;
-  size_t s = h.find_first_not_of(" ", c + 1);
-  if (s == std::string::npos) return false;
-  size_t e;
-  if (h[s] == '\'') {
-    e = h.find('\'', s + 1);
-    if (e == std::string::npos) return false;
-    *v = h.substr(s + 1, e - s - 1);
-  } else if (h[s] == '(') {
-    e = h.find(')', s);
-    if (e == std::string::npos) return false;
-    *v = h.substr(s + 1, e - s - 1);
-  } else {
-    e = h.find_first_of(",}", s);
-    if (e == std::string::npos) return false;
-    *v = h.substr(s, e - s);
-  }
-  return true;
-}
-
 // `text` with every byte outside printable ASCII (and the quote) as \xNN, for a message.
 std::string printable(const std::string& text) {
   static const char kHex[] = "0123456789abcdef";
@@ -76,6 +45,85 @@ std::string printable(const std::string& text) {
     }
   }
   return out;
+}
+
+// The header's dict (numpy.lib.format, NEP 1: a Python literal with exactly the keys descr,
+// fortran_order and shape, each once, in any order, items separated by commas, a trailing comma
+// allowed). Each value's text: a string's without its quotes, a tuple's without its
+// parentheses, anything else as written; *shape_is_tuple says whether shape was "(...)".
+// "" or why the header is not such a dict (what numpy's literal_eval and key check refuse).
+std::string header_dict(const std::string& h, std::string* descr, std::string* fortran,
+                        std::string* shape, bool* shape_is_tuple) {
+  static const char* const kKeys[3] = {"descr", "fortran_order", "shape"};
+  std::string* const out[3] = {descr, fortran, shape};
+  bool seen[3] = {false, false, false};
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < h.size() && (h[i] == ' ' || h[i] == '\n')) ++i;
+  };
+  auto at = [&] { return " at byte " + std::to_string(i); };
+  skip();
+  if (i >= h.size() || h[i] != '{') return "not a dict";
+  ++i;
+  for (;;) {
+    skip();
+    if (i < h.size() && h[i] == '}') break;
+    if (i >= h.size() || h[i] != '\'') return "no quoted key" + at();
+    size_t e = h.find('\'', i + 1);
+    if (e == std::string::npos) return "an unterminated key" + at();
+    const std::string key = h.substr(i + 1, e - i - 1);
+    i = e + 1;
+    skip();
+    if (i >= h.size() || h[i] != ':') return "no ':' after the key '" + printable(key) + "'";
+    ++i;
+    skip();
+    std::string value;
+    bool tuple = false;
+    if (i < h.size() && h[i] == '\'') {
+      e = h.find('\'', i + 1);
+      if (e == std::string::npos) return "an unterminated string" + at();
+      value = h.substr(i + 1, e - i - 1);
+      i = e + 1;
+    } else if (i < h.size() && (h[i] == '(' || h[i] == '[')) {  // a tuple or a list, nested
+      tuple = h[i] == '(';
+      int depth = 0;
+      for (e = i; e < h.size(); ++e) {
+        if (h[e] == '(' || h[e] == '[') ++depth;
+        if ((h[e] == ')' || h[e] == ']') && --depth == 0) break;
+      }
+      if (e >= h.size()) return "an unclosed bracket" + at();
+      value = tuple ? h.substr(i + 1, e - i - 1) : h.substr(i, e - i + 1);
+      i = e + 1;
+    } else {
+      e = h.find_first_of(",} \n", i);
+      if (e == std::string::npos) e = h.size();
+      value = h.substr(i, e - i);
+      i = e;
+    }
+    int slot = -1;
+    for (int k = 0; k < 3; ++k)
+      if (key == kKeys[k]) slot = k;
+    if (slot < 0)
+      return "an unexpected key '" + printable(key) +
+             "' (numpy writes descr, fortran_order and shape only)";
+    if (seen[slot]) return "the key '" + key + "' given twice";
+    seen[slot] = true;
+    *out[slot] = value;
+    if (slot == 2) *shape_is_tuple = tuple;
+    skip();
+    if (i < h.size() && h[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < h.size() && h[i] == '}') break;
+    return "text after the value of '" + key + "'" + at();
+  }
+  ++i;  // the '}'
+  skip();
+  if (i != h.size()) return "text after the dict" + at();
+  for (int k = 0; k < 3; ++k)
+    if (!seen[k]) return std::string("no key '") + kKeys[k] + "'";
+  return "";
 }
 
 }  // namespace
@@ -135,10 +183,9 @@ std::string npy_parse(const unsigned char* data, size_t size, const std::string&
       return name + " has a malformed .npy header (not one dict ended by a newline)";
   }
   std::string descr, fortran, shape;
-  if (!dict_value(h, "descr", &descr) || !dict_value(h, "fortran_order", &fortran) ||
-      !dict_value(h, "shape", &shape))
-    return name + " has a malformed .npy header";
-  while (!fortran.empty() && fortran.back() == ' ') fortran.pop_back();
+  bool shape_is_tuple = false;
+  const std::string why = header_dict(h, &descr, &fortran, &shape, &shape_is_tuple);
+  if (!why.empty()) return name + " has a malformed .npy header (" + why + ")";
   if (fortran == "True") return name + " is Fortran-ordered; save it C-ordered";
   if (fortran != "False")
     return name + " has a malformed .npy header (fortran_order is '" + printable(fortran) +
@@ -173,18 +220,23 @@ std::string npy_parse(const unsigned char* data, size_t size, const std::string&
     if (e == std::string::npos) break;
     pos = e + 1;
   }
+  if (!shape_is_tuple)
+    return name + " has a malformed .npy header (shape " + printable(shape) + " is not a tuple)";
   const bool scalar = items.size() == 1 && items[0].empty();  // "()"
   if (!scalar && items.size() == 1)                           // "(3)" is an int, not a tuple
-    return name + " has a malformed shape '(" + shape + ")'";
+    return name + " has a malformed shape '(" + printable(shape) + ")'";
   size_t numel = 1;
   for (size_t i = 0; i < items.size() && !scalar; ++i) {
     const std::string& tok = items[i];
     if (tok.empty()) {
       if (i + 1 == items.size() && i > 0) break;  // trailing comma
-      return name + " has a malformed shape '(" + shape + ")'";
+      return name + " has a malformed shape '(" + printable(shape) + ")'";
     }
-    if (tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 18)
-      return name + " has a malformed shape '(" + shape + ")'";
+    // Python's int literals: no leading zero ("04" is a syntax error to numpy).
+    if (tok.find_first_not_of("0123456789") != std::string::npos ||
+        (tok.size() > 1 && tok[0] == '0'))
+      return name + " has a malformed shape '(" + printable(shape) + ")'";
+    if (tok.size() > 18) return name + " has a shape too large for memory";
     const long long v = std::strtoll(tok.c_str(), nullptr, 10);
     out->shape.push_back(v);
     if (v != 0 && numel > std::numeric_limits<size_t>::max() / 16 / static_cast<size_t>(v))

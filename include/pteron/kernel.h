@@ -259,7 +259,9 @@ PTERON_API int32_t pteron_register_backend(uint32_t abi_version, const char* lib
 /* Writes `message` and a newline to stderr the first time `key` is given in
  * this process, whichever component library gives it: a setting that two
  * components read (PTERON_ISA: kernels_optimized and backend_xnnpack each
- * hold a copy of the CPU kernels) is reported once. Thread-safe. Returns 1
+ * hold a copy of the CPU kernels) is reported once. Control bytes in the message (a quoted
+ * value with a line break or an escape sequence) are written as \xNN, so the warning is one
+ * line. Thread-safe. Returns 1
  * when the message was written, 0 when the key was seen before or an argument
  * is NULL. */
 PTERON_API int32_t pteron_warn_once(const char* key, const char* message);

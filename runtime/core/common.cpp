@@ -105,7 +105,7 @@ std::string printable(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {  // quotable between '...'
       out += static_cast<char>(c);
     } else {
       out += "\\x";

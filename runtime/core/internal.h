@@ -75,7 +75,8 @@ Status copy_bytes(const void* data, size_t size, std::unique_ptr<Bytes>* out);
 size_t element_size(int32_t dtype);
 const char* dtype_name(int32_t dtype);
 // `s` safe to put in a one-line message: bytes outside printable ASCII
-// (newlines, control characters, invalid or non-ASCII UTF-8) as \xNN.
+// (newlines, control characters, invalid or non-ASCII UTF-8), the backslash and
+// the single quote (messages quote names in '...') as \xNN.
 // For names read from a program (operators, delegate ids, methods).
 std::string printable(const std::string& s);
 

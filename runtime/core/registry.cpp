@@ -196,7 +196,17 @@ int32_t pteron_warn_once(const char* key, const char* message) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (!r.warned.insert(key).second) return 0;
-  std::fprintf(stderr, "%s\n", message);
+  // One line whatever the message quotes (an environment variable's value): control bytes
+  // as \xNN, so nothing reaches the terminal as a line break or an escape sequence.
+  std::string line;
+  for (const char* c = message; *c; ++c) {
+    const unsigned char b = static_cast<unsigned char>(*c);
+    if (b < 0x20 || b == 0x7f)
+      line += format("\\x%02x", b);
+    else
+      line += *c;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
   return 1;
 }
 

@@ -565,12 +565,9 @@ bool env_switch(const char* name, bool unset) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
   if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  char msg[200];
-  std::snprintf(msg, sizeof msg,
-                "pteron: ignoring %s='%.40s' (expected 1 or 0, true or false, yes or no, on or "
-                "off)",
-                name, v);
-  pteron_warn_once(name, msg);
+  const std::string msg = std::string("pteron: ignoring ") + name + "='" + v +
+                          "' (expected 1 or 0, true or false, yes or no, on or off)";
+  pteron_warn_once(name, msg.c_str());  // the value in full; control bytes escaped there
   return unset;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "isa.h"
 #include "pteron/kernel.h"
@@ -120,12 +121,10 @@ Level choose() {
         want = kAvx512;
       else {
         // Once per process: kernels_optimized and backend_xnnpack each hold this code.
-        char msg[160];
-        std::snprintf(msg, sizeof msg,
-                      "pteron: ignoring PTERON_ISA='%.40s' "
-                      "(expected baseline, avx2, avx512 or avx512vnni)",
-                      env);
-        pteron_warn_once("PTERON_ISA", msg);
+        // The value in full (pteron_warn_once escapes its control bytes).
+        const std::string msg = std::string("pteron: ignoring PTERON_ISA='") + env +
+                                "' (expected baseline, avx2, avx512 or avx512vnni)";
+        pteron_warn_once("PTERON_ISA", msg.c_str());
       }
       if (want < l) l = want;  // only ever lower
     }
