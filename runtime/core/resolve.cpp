@@ -239,11 +239,8 @@ std::string never_provided(const Missing& missing) {
 Status report_missing(const pteron_method* m, const Missing& missing) {
   if (!missing.ops.empty()) {
     std::string extra = never_provided(missing);
-    if (!missing.delegates.empty()) {
-      extra += "; missing delegate(s): ";
-      for (size_t i = 0; i < missing.delegates.size(); ++i)
-        extra += (i ? ", '" : "'") + printable(missing.delegates[i]) + "'";
-    }
+    if (!missing.delegates.empty())
+      extra += "; missing delegate(s): " + printable_list(missing.delegates);
     return error(PTERON_ERROR_MISSING_OPERATOR,
                  "method '%s' needs %zu operator(s) that no loaded kernel library provides: %s%s",
                  printable(m->name).c_str(), missing.ops.size(),
