@@ -294,6 +294,34 @@ class PreAct(nn.Module):
         return torch.cat([self.conv3(t), self.conv4(t)], 1), t
 
 
+class Residual(nn.Module):
+    """Skip connections after convolutions, as ResNet and MobileNetV2 blocks end: a 3x3
+    convolution + batch norm added to the block's input with a ReLU after the sum, and a 1x1
+    convolution + batch norm added to its input (XnnpackBackend fuses each Add into the
+    convolution's GEMM), and a last 1x1 convolution added to its input before the transpose back
+    to NCHW. Two Adds it must keep: one whose other operand is computed after the convolution,
+    and one after a convolution without a bias. 16 channels, batch 2 of 12 x 10 pixels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        c = 16
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.pw, self.b3 = nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c)
+        self.late = nn.Conv2d(c, c, 1)
+        self.nobias = nn.Conv2d(c, c, 1, bias=False)
+        self.last = nn.Conv2d(c, c, 1)
+        for bn in (self.b1, self.b2, self.b3):
+            _randomize_bn(bn)
+
+    def forward(self, x):
+        y = torch.relu(x + self.b2(self.c2(torch.relu(self.b1(self.c1(x))))))
+        z = y + self.b3(self.pw(y))
+        u = self.late(z) + torch.sigmoid(z)
+        v = self.nobias(u) + u
+        return self.last(v) + v
+
+
 class XnnOps(nn.Module):
     """Node types of the XNNPACK delegate not in the other lowered fixtures:
     constant pad, average pool, bilinear resize, PReLU, leaky ReLU, clamp
@@ -628,6 +656,16 @@ def build_fixtures() -> List[Fixture]:
                       "GEMM (the 1x1 DepthwiseConv2d fused at load); a batch norm whose output "
                       "is a graph output stays a node. Convolutions write their channels into "
                       "the concatenations' outputs in place.",
+                      xnnpack=True, notes=[xnn_note]))
+
+    rs = _seeded(21, Residual)
+    torch.manual_seed(121)
+    fx.append(Fixture("residual_xnnpack",
+                      {"forward": MethodSpec(rs, (torch.randn(2, 16, 12, 10),))},
+                      "Skip connections: XnnpackBackend adds the residual inside the GEMM of a "
+                      "3x3 (with the ReLU after the sum) and two 1x1 convolutions (the Add fused "
+                      "at load); two Adds stay nodes (the other operand computed after the "
+                      "convolution, a convolution without bias).",
                       xnnpack=True, notes=[xnn_note]))
 
     op = _seeded(12, OpsPreserved)

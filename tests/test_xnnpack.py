@@ -42,6 +42,7 @@ SEGMENTS_DEBIAN12 = {
                         "Sin,Cos,ReciprocalSquareRoot,Gelu")],
     "concat_chain_xnnpack": [(3, "StaticTranspose,Concatenate5,Concatenate3,Concatenate2")],
     "preact_xnnpack": [(3, "StaticTranspose,Concatenate2")],
+    "residual_xnnpack": [(1, "StaticTranspose")],
 }
 
 
@@ -756,6 +757,54 @@ def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse
         assert len(in_place) == 4 and all(": Conv2d on " in l for l in in_place), nodes
         assert len(partial) == 3 and all(": Concatenate2 on " in l for l in partial), nodes
         assert _field(summary[0], "concatenation inputs written in place") == 4, summary
+
+
+@pytest.mark.parametrize("fuse", ["", "0"])
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_residual_add_runs_inside_the_convolutions_gemm(tmp_path, fuse, isa, threads):
+    """residual_xnnpack: five Adds after convolutions. Three go at load, each added to the
+    output tiles of the convolution before it (backend.cpp, fuse_residual_add): a 3x3 one (the
+    indirect GEMM, with the ReLU after the sum as the Add's output range) and two 1x1 ones (the
+    direct GEMM). Two stay: one whose other operand, a Sigmoid, runs after the convolution, and
+    one after a convolution without a bias. PTERON_XNNPACK_FUSE=0 keeps all five. The output
+    matches eager at every ISA level and thread count."""
+    if missing_for(isa):
+        pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
+    env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": isa, "PTERON_NUM_THREADS": threads}
+    if fuse:
+        env["PTERON_XNNPACK_FUSE"] = fuse
+    nodes, summary = _run_matching_eager(tmp_path, "residual_xnnpack", env,
+                                         f"residual (FUSE={fuse!r}, {isa})")
+    adds = [l for l in nodes if ": Add on " in l]
+    fused = [l for l in nodes if "fused: the Add after it" in l]
+    if fuse == "0":
+        assert len(adds) == 5 and not fused, nodes
+        assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 0, summary
+    else:
+        assert len(adds) == 2 and len(fused) == 3, nodes
+        assert all(": Conv2d on " in l for l in fused), nodes
+        assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 3, summary
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_residual_fusion_gives_the_unfused_results_bit_for_bit(tmp_path, threads):
+    """residual_xnnpack with its Adds fused into the convolutions (default) and without
+    (PTERON_XNNPACK_FUSE=0): the same bytes. The fused sum is the Add node's own kernel, run on
+    each tile."""
+    fx = _fixture("residual_xnnpack")
+    outs = {}
+    for fuse in ("", "0"):
+        env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_NUM_THREADS": threads}
+        if fuse:
+            env["PTERON_XNNPACK_FUSE"] = fuse
+        d = tmp_path / f"fuse{fuse or 'on'}"
+        d.mkdir()
+        r, _, summary = _run_debug(d, FIXTURES, fx, env)
+        assert r.returncode == 0, r.stderr
+        outs[fuse] = np.load(d / "output_0.npy")
+    assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 0, summary  # the FUSE=0 run
+    assert outs[""].tobytes() == outs["0"].tobytes()
 
 
 @pytest.mark.parametrize("threads", ["1", "3"])

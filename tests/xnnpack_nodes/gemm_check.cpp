@@ -7,11 +7,12 @@
 // panels) and K = 0 (bias only); B as K x N and as N x K; with and without bias; strides
 // past the row width (the columns beyond N must stay untouched); a fused clamp, and a NaN in A
 // that must reach the output; every third case with A mapped per column first
-// (gemm_packed_pre). pteron_parallel_for is replaced by a driver that runs the tiles
+// (gemm_packed_pre); every other case with a residual added to the output (GemmAct::res, with
+// and without its clamp, with a dense and a strided C). pteron_parallel_for is replaced by a driver that runs the tiles
 // one by one in reverse order, with 3 "threads" for the tile split (M = 50 to 200 with a small
 // B: the split by rows, with and without N split too). Then the indirect GEMM
 // (rows as pointers to K segments, plus an offset; split and serial in turn) on M, N, segment
-// counts and lengths around the block sizes. Then nhwc.h's 2-D transpose.
+// counts and lengths around the block sizes, half of them with a residual. Then nhwc.h's 2-D transpose.
 // Prints "<level>: <cases> cases, <indirect> indirect, <transposes> transposes, <bad> bad"; exits 1 if any output is off.
 #include <cmath>
 #include <cstdio>
@@ -37,7 +38,9 @@ int main() {
     for (int n : {1, 3, 15, 16, 17, 33, 130})
       for (int k : {0, 1, 3, 17, 64, 600})
         for (int nk = 0; nk < 2; ++nk) {
-          const int lda = k + 2, ldc = n + 3;
+          const bool with_res = (m + k + nk) % 2 == 0;
+          const bool res_clamp = with_res && n % 2 == 1;
+          const int lda = k + 2, ldc = with_res && k % 2 == 1 ? n : n + 3, ldr = n + (m % 2) * 2;
           const bool with_bias = (m + n + k) % 2 == 1;
           std::vector<float> a(static_cast<size_t>(m * lda));
           std::vector<float> b(static_cast<size_t>(k * n + 1));
@@ -61,10 +64,17 @@ int main() {
           for (float& x : shift) x = u(rng);
           pteron_opt::GemmPre pre;
           pre.scale = scale.data(), pre.shift = shift.data(), pre.lo = -0.3f, pre.hi = 0.9f;
+          std::vector<float> res(size_t(m * ldr));
+          for (float& x : res) x = u(rng);
+          pteron_opt::GemmAct act;
+          if (with_res) {
+            act.res = res.data(), act.ldr = ldr;
+            if (res_clamp) act.res_lo = -0.2f, act.res_hi = 1.1f;
+          }
           if (!with_pre) {
-            pteron_opt::gemm_packed(m, a.data(), lda, w, c.data(), ldc, lo, hi);
+            pteron_opt::gemm_packed(m, a.data(), lda, w, c.data(), ldc, lo, hi, act);
           } else if (!pteron_opt::gemm_packed_pre(m, a.data(), lda, pre, w, c.data(), ldc, lo,
-                                                  hi)) {
+                                                  hi, act)) {
             std::printf("gemm_packed_pre: out of memory\n");
             return 1;
           }
@@ -91,7 +101,9 @@ int main() {
                   s += t;
                   sabs += std::fabs(t);
                 }
-                const double want = std::fmin(std::fmax(s, double(lo)), double(hi));
+                double want = std::fmin(std::fmax(s, double(lo)), double(hi));
+                if (with_res) want += res[size_t(i * ldr + j)];
+                if (res_clamp) want = std::fmin(std::fmax(want, -0.2), 1.1);
                 // float32 sums of k terms: rounding grows with the sum of the terms' magnitudes.
                 ok = std::fabs(got - want) <= 1e-5 + 1e-5 * std::fabs(want) + 1e-6 * sabs;
               }
@@ -123,12 +135,17 @@ int main() {
             return 1;
           }
           const int aoff = icases % 3 * 5;  // a group's first channel
+          const bool with_res = icases % 4 < 2;
+          std::vector<float> res(size_t(m * n));
+          for (float& x : res) x = u(rng);
+          pteron_opt::GemmAct act;
+          if (with_res) act.res = res.data(), act.ldr = n;
           if (icases % 2 == 0)  // the tile split of 3 "threads", or the calling thread only
             pteron_opt::gemm_packed_indirect(m, segs, seglen, rows.data(), aoff, w, c.data(), ldc,
-                                             lo, hi);
+                                             lo, hi, act);
           else
             pteron_opt::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), aoff, w, c.data(),
-                                                    ldc, lo, hi);
+                                                    ldc, lo, hi, act);
           ++icases;
           for (int i = 0; i < m; ++i)
             for (int j = 0; j < ldc; ++j) {
@@ -142,7 +159,8 @@ int main() {
                   for (int q = 0; q < seglen; ++q)
                     s += double(rows[size_t(i * segs + sg)][aoff + q]) *
                          b[size_t(j * k + sg * seglen + q)];
-                const double want = std::fmin(std::fmax(s, double(lo)), double(hi));
+                double want = std::fmin(std::fmax(s, double(lo)), double(hi));
+                if (with_res) want += res[size_t(i * n + j)];
                 ok = std::fabs(got - want) <= 1e-5 + 1e-5 * std::fabs(want);
               }
               if (!ok && bad++ < 5)

@@ -131,7 +131,8 @@ const char* status_name(xnn_status s) {
 // Can the linked XNNPACK (as detected at configure time) define node `n`?
 bool lib_supports(const Node& n) {
   // A fused node (fuse_elementwise): pteron's only.
-  if (n.flags & (kOwnFlagSilu | kOwnFlagEpilogue | kOwnFlagPrologue)) return false;
+  if (n.flags & (kOwnFlagSilu | kOwnFlagEpilogue | kOwnFlagPrologue | kOwnFlagResidual))
+    return false;
   switch (n.op) {
     case Op::Add:
     case Op::Subtract:
@@ -1121,6 +1122,61 @@ size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
   return fused;
 }
 
+// fuse_residual_add: at method load, an Add of two float32 values of one shape, one of them
+// written by a Conv2d of one group with a bias (a ResNet or MobileNetV2 block's last
+// convolution) and read by nothing else, goes: the Conv2d reads the other value as a residual
+// (its fourth input, kOwnFlagResidual) and adds it to each output tile in the GEMM, clamped to
+// the Add's output range (Node::res_min / res_max; pteron_opt::GemmAct), writing the Add's
+// output. One pass over the tensor less, and the convolution's output never leaves the cache
+// before the addition; the results are the unfused ones bit for bit (the same float32 Add).
+// The residual must be written before the Conv2d runs (by a node before it, or a graph input),
+// and the Add's output must not be a graph output (the caller's buffer could be a graph
+// input's). Float32 values only, where pteron's kernels run both node types;
+// PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of nodes removed.
+size_t fuse_residual_add(Graph& g, const SidePolicy& policy) {
+  if (fusion_off() || wants_library(policy, Op::Add) || wants_library(policy, Op::Conv2d))
+    return 0;
+  const size_t nv = g.values.size();
+  const ValueUses uses = value_uses(g);
+  std::vector<char> drop(g.nodes.size(), 0);
+  size_t fused = 0;
+  for (size_t ka = 0; ka < g.nodes.size(); ++ka) {
+    const Node& a = g.nodes[ka];
+    if (a.op != Op::Add || a.flags != 0 || a.inputs.size() != 2 || a.outputs.size() != 1 ||
+        touches_quant(g, a))
+      continue;
+    const uint32_t out = a.outputs[0];
+    if (out >= nv || g.values[out].graph_output) continue;
+    for (int side = 0; side < 2; ++side) {
+      const uint32_t t = a.inputs[side], r = a.inputs[1 - side];
+      if (t >= nv || r >= nv || t == r || uses.producer[t] < 0 || uses.reads[t] != 1 ||
+          g.values[t].graph_output || g.values[r].constant)
+        continue;
+      const size_t kd = size_t(uses.producer[t]);
+      if (kd >= ka || drop[kd]) continue;
+      // The residual is ready when the convolution runs.
+      if (uses.producer[r] >= 0 ? size_t(uses.producer[r]) >= kd : !g.values[r].graph_input)
+        continue;
+      Node& d = g.nodes[kd];
+      if (d.op != Op::Conv2d || (d.flags & ~(kOwnFlagEpilogue | kOwnFlagPrologue)) != 0 ||
+          d.inputs.size() != 3 || d.outputs.size() != 1 || d.outputs[0] != t || d.p[12] != 1 ||
+          touches_quant(g, d))
+        continue;
+      const Shape& dims = g.values[out].dims;
+      if (g.values[t].dims != dims || g.values[r].dims != dims) continue;
+      d.inputs.push_back(r);
+      d.outputs[0] = out;
+      d.flags |= kOwnFlagResidual;
+      d.res_min = a.out_min, d.res_max = a.out_max;
+      drop[ka] = 1;
+      ++fused;
+      break;
+    }
+  }
+  if (fused) erase_dropped(g, drop);
+  return fused;
+}
+
 // Two StaticTransposes of one value with the same permutation: the second one's readers read
 // the first one's output, and the second goes (unless it is a graph output). A delegate whose
 // NCHW input feeds both a concatenation and a batch norm (each of DenseNet's dense blocks) has
@@ -1635,6 +1691,7 @@ bool plan(Delegate& d, std::string* err) {
       d.fused = fuse_elementwise(d.g, policy);
       d.fused += flatten_concatenations(d.g, policy);
       d.fused += fuse_channel_affine(d.g, policy);
+      d.fused += fuse_residual_add(d.g, policy);
     }
   }
   d.fused += fuse_quantized_clamps(d.g);
@@ -1659,6 +1716,9 @@ bool plan(Delegate& d, std::string* err) {
     if (d.g.nodes[k].flags & kOwnFlagPrologue)
       d.why[k] += "; fused: the 1x1 DepthwiseConv2d before it (its per-channel map of the input, "
                   "applied to each tile's rows in the GEMM)";
+  for (size_t k = 0; k < d.g.nodes.size(); ++k)
+    if (d.g.nodes[k].flags & kOwnFlagResidual)
+      d.why[k] += "; fused: the Add after it (the residual, added to each output tile in the GEMM)";
   const std::vector<char> chosen = f.native;
   move_reshapes_to_own_side(d.g, f);
   for (size_t k = 0; k < chosen.size(); ++k)

@@ -94,6 +94,10 @@ struct Node {
   uint32_t pre_scale = kNoValue, pre_shift = kNoValue;
   float pre_min = -std::numeric_limits<float>::infinity();
   float pre_max = std::numeric_limits<float>::infinity();
+  // backend.cpp (fuse_residual_add): on a Conv2d flagged kOwnFlagResidual (its fourth input the
+  // residual), the output range of the Add it absorbed, applied after the addition.
+  float res_min = -std::numeric_limits<float>::infinity();
+  float res_max = std::numeric_limits<float>::infinity();
   // backend.cpp (write_concatenation_inputs_in_place): on a Conv2d, the row stride of its output
   // (0: dense) when it writes its channels straight into a concatenation's output; on that
   // Concatenate, bit i set when input i is written so (the node does not copy it).

@@ -329,11 +329,13 @@ void conv_tasks(void* user, int64_t begin, int64_t end) {
     const int64_t g0 = t.gsplit == 1 ? 0 : item % t.gsplit;
     const int64_t g1 = t.gsplit == 1 ? p.groups : g0 + 1;
     if (t.gsplit == 1) refresh_edges(s, p, t.g.x, t.g.w, t.g.c, r0, r1);  // groups > 1: none
+    pteron_opt::GemmAct act = t.act;  // a residual (one group only) from the task's first row
+    if (act.res) act.res += r0 * act.ldr;
     for (int64_t gi = g0; gi < g1; ++gi)
       pteron_opt::gemm_packed_indirect_serial(r1 - r0, segs, seglen, s.ind.data() + r0 * segs,
                                               gi * p.cin_g, s.w[size_t(gi)],
                                               t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi,
-                                              t.act);
+                                              act);
   }
 }
 
@@ -359,13 +361,23 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   }
   const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
                       oh == h && ow == w;
+  pteron_opt::GemmAct act = fused_activation(n);
+  if (n.flags & kOwnFlagResidual) {  // fuse_residual_add made sure of one group and a bias
+    const uint32_t r = n.inputs.size() == 4 ? n.inputs[3] : kNoValue;
+    if (p.groups != 1 || r == kNoValue || shapes[r] != os) {
+      *err = node_name(n) + ": a fused residual needs one group and the output's shape " +
+             shape_str(os) + (r == kNoValue ? std::string() : ", not " + shape_str(shapes[r]));
+      return false;
+    }
+    act.res = ptr[r], act.ldr = oc, act.res_lo = n.res_min, act.res_hi = n.res_max;
+  }
   if (n.flags & kOwnFlagPrologue) {  // fuse_channel_affine made sure of direct and one group
     if (!direct || p.groups != 1) {
       *err = node_name(n) + ": a fused per-channel map needs a 1x1 convolution of one group";
       return false;
     }
     if (!pteron_opt::gemm_packed_pre(m, x, c, s.pre, s.w[0], out, ldc, n.out_min, n.out_max,
-                                     fused_activation(n))) {
+                                     act)) {
       *err = node_name(n) + ": out of memory for the rows of its mapped input";
       return false;
     }
@@ -374,7 +386,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
     for (int64_t gi = 0; gi < p.groups; ++gi)
       pteron_opt::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, ldc,
-                              n.out_min, n.out_max, fused_activation(n));
+                              n.out_min, n.out_max, act);
     return true;
   }
   if ((s.ind_x != x || s.ind_shape != xs) && !build_indirection(s, p, x, xs, oh, ow)) {
@@ -391,13 +403,13 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   if (p.groups > 1 || threads == 1 || tasks >= 4 * threads) {
     ConvTasks t{
         {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, ldc, n.out_min, n.out_max,
-        fused_activation(n)};
+        act};
     pteron_parallel_for(0, tasks * p.groups, 1, &conv_tasks, &t);
     return true;
   }
   refresh_edges(s, p, x, w, c, 0, m);
   pteron_opt::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
-                                   ldc, n.out_min, n.out_max, fused_activation(n));
+                                   ldc, n.out_min, n.out_max, act);
   return true;
 }
 
@@ -628,7 +640,7 @@ const OwnKernel* linear_kernel(const Node& n, std::string* why) {
       return &kFullyConnected;
     case Op::Conv2d:
       if (!epilogue_ok(n, why)) return nullptr;
-      if ((n.flags & ~(kOwnFlagEpilogue | kOwnFlagPrologue)) != 0) {
+      if ((n.flags & ~(kOwnFlagEpilogue | kOwnFlagPrologue | kOwnFlagResidual)) != 0) {
         *why = "flags " + std::to_string(n.flags) + " are not understood (expected 0)";
         return nullptr;
       }

@@ -89,6 +89,10 @@ constexpr uint32_t kOwnFlagFlattened = 0x20000000u;
 // clamped to its output range (Node::pre_*; backend.cpp, fuse_channel_affine), tile by tile
 // inside the GEMM (pteron_opt::gemm_packed_pre).
 constexpr uint32_t kOwnFlagPrologue = 0x10000000u;
+// Another, on a Conv2d of one group with a bias: a fourth input, of the output's shape, is added to
+// the output tile by tile inside the GEMM, then clamped to [Node::res_min, res_max]
+// (backend.cpp, fuse_residual_add: the Add that read the convolution's output, fused).
+constexpr uint32_t kOwnFlagResidual = 0x08000000u;
 // The most inputs pteron's concatenation kernel takes (own_ops.cpp).
 constexpr size_t kOwnMaxConcatInputs = 8;
 constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;

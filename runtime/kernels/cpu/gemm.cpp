@@ -233,17 +233,36 @@ void run_tile(const Job& j, int64_t i0, int64_t i1, int64_t q0, int64_t q1) {
                                                          panel, c, j.ldc, j.minmax);
     }
   }
+  const int64_t c0 = q0 * kGemmNr, c1 = std::min(n, q1 * kGemmNr);
+  // The tile's rows are contiguous when it covers every column of a dense C: one call each.
+  const bool whole = c0 == 0 && c1 == n && j.ldc == n;
   if (j.act.on) {  // the fused activation, on the tile's outputs while they are in cache
-    const int64_t c0 = q0 * kGemmNr, c1 = std::min(n, q1 * kGemmNr);
     const auto unary = nhwc_ops().unary;
-    if (c0 == 0 && c1 == n && j.ldc == n) {  // the tile's rows are contiguous: one call
+    if (whole) {
       float* t = j.c + i0 * j.ldc;
       unary(j.act.op, t, t, (i1 - i0) * n, 0.0f, 0.0f);
+    } else {
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = j.c + i * j.ldc + c0;
+        unary(j.act.op, row, row, c1 - c0, 0.0f, 0.0f);
+      }
+    }
+  }
+  if (j.act.res) {  // the fused residual Add (GemmAct), after the activation
+    const auto binary = nhwc_ops().binary;
+    const float lo = j.act.res_lo, hi = j.act.res_hi;
+    const bool clamp = lo > -std::numeric_limits<float>::infinity() ||
+                       hi < std::numeric_limits<float>::infinity();
+    if (whole && j.act.ldr == n) {
+      float* t = j.c + i0 * j.ldc;
+      binary(NBinary::Add, NMode::VV, t, j.act.res + i0 * j.act.ldr, t, (i1 - i0) * n, lo, hi,
+             clamp);
       return;
     }
     for (int64_t i = i0; i < i1; ++i) {
       float* row = j.c + i * j.ldc + c0;
-      unary(j.act.op, row, row, c1 - c0, 0.0f, 0.0f);
+      binary(NBinary::Add, NMode::VV, row, j.act.res + i * j.act.ldr + c0, row, c1 - c0, lo, hi,
+             clamp);
     }
   }
 }

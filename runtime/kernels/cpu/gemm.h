@@ -65,12 +65,22 @@ class PackedWeights {
   void* block_ = nullptr;  // what malloc returned (data_ is aligned inside it)
 };
 
-// An activation fused into a GEMM: when `on`, C = op(clamp(...)) for every output, applied to
-// each tile right after the tile is computed (while it is in cache). op: one of nhwc.h's unary
-// functions without parameters (Sigmoid, Silu, Hardswish).
+// What a GEMM applies to each tile right after computing it (while the tile is in cache), in
+// this order:
+//  - an activation, when `on`: C = op(clamp(...)) for every output. op: one of nhwc.h's unary
+//    functions without parameters (Sigmoid, Silu, Hardswish);
+//  - a residual, when `res` is set: C[i, j] = min(max(C[i, j] + res[i * ldr + j], res_lo),
+//    res_hi) (NaN kept; no clamp when both bounds are infinite), j < N. That is a same-shape
+//    Add node after the GEMM (a ResNet or MobileNetV2 block's skip connection), bit for bit:
+//    nhwc.h's binary Add, done on the tile instead of in a pass over the whole tensor. res must
+//    not overlap C; the indirect serial entry points take res at their first row, as they take c.
 struct GemmAct {
   bool on = false;
   NUnary op = NUnary::Abs;
+  const float* res = nullptr;
+  int64_t ldr = 0;
+  float res_lo = -std::numeric_limits<float>::infinity();
+  float res_hi = std::numeric_limits<float>::infinity();
 };
 
 // A per-column map of A applied before the product (when `scale` is set): the GEMM multiplies
