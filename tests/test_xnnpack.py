@@ -788,11 +788,13 @@ def test_residual_add_runs_inside_the_convolutions_gemm(tmp_path, fuse, isa, thr
 
 
 @pytest.mark.parametrize("threads", ["1", "3"])
-def test_residual_fusion_gives_the_unfused_results_bit_for_bit(tmp_path, threads):
-    """residual_xnnpack with its Adds fused into the convolutions (default) and without
-    (PTERON_XNNPACK_FUSE=0): the same bytes. The fused sum is the Add node's own kernel, run on
-    each tile."""
-    fx = _fixture("residual_xnnpack")
+@pytest.mark.parametrize("name", ["preact_xnnpack", "residual_xnnpack"])
+def test_fusions_give_the_unfused_results_bit_for_bit(tmp_path, name, threads):
+    """preact_xnnpack and residual_xnnpack with their fusions and in-place writes (default) and
+    without (PTERON_XNNPACK_FUSE=0): the same bytes. The batch-norm map inside the GEMM is the
+    depthwise kernel's own 1x1 row, a fused residual sum is the Add node's own kernel run on each
+    tile, and an in-place write is the same store at another address."""
+    fx = _fixture(name)
     outs = {}
     for fuse in ("", "0"):
         env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_NUM_THREADS": threads}
@@ -802,27 +804,8 @@ def test_residual_fusion_gives_the_unfused_results_bit_for_bit(tmp_path, threads
         d.mkdir()
         r, _, summary = _run_debug(d, FIXTURES, fx, env)
         assert r.returncode == 0, r.stderr
-        outs[fuse] = np.load(d / "output_0.npy")
-    assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 0, summary  # the FUSE=0 run
-    assert outs[""].tobytes() == outs["0"].tobytes()
-
-
-@pytest.mark.parametrize("threads", ["1", "3"])
-def test_preact_fusions_give_the_unfused_results_bit_for_bit(tmp_path, threads):
-    """preact_xnnpack with its fusions and in-place writes (default) and without
-    (PTERON_XNNPACK_FUSE=0): the same bytes. The batch-norm map inside the GEMM is the depthwise
-    kernel's own 1x1 row, and an in-place write is the same store at another address."""
-    fx = _fixture("preact_xnnpack")
-    outs = {}
-    for fuse in ("", "0"):
-        env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_NUM_THREADS": threads}
-        if fuse:
-            env["PTERON_XNNPACK_FUSE"] = fuse
-        d = tmp_path / f"fuse{fuse or 'on'}"
-        d.mkdir()
-        r, _, summary = _run_debug(d, FIXTURES, fx, env)
-        assert r.returncode == 0, r.stderr
-        outs[fuse] = [np.load(d / f"output_{i}.npy") for i in range(2)]
+        outs[fuse] = [np.load(d / f"output_{i}.npy")
+                      for i in range(len(fx["methods"]["forward"]["expected"]))]
     assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 0, summary  # the FUSE=0 run
     for a, b in zip(outs[""], outs["0"]):
         assert a.tobytes() == b.tobytes()
