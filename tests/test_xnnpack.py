@@ -724,6 +724,18 @@ def test_xnnpack_fixture_matches_eager_on_pterons_kernels_alone(tmp_path, name):
                        fx["rtol"], fx["atol"], f"{name} output {i} (pteron's kernels)")
 
 
+def _run_fusion_case(tmp_path, name, fuse, isa, threads):
+    """Fixture `name` on pteron's kernels only, at ISA level `isa` (skipped where the CPU lacks
+    it) and `threads` threads, with PTERON_XNNPACK_FUSE=`fuse` (empty: unset), matching eager.
+    Returns (node lines, summary lines)."""
+    if missing_for(isa):
+        pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
+    env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": isa, "PTERON_NUM_THREADS": threads}
+    if fuse:
+        env["PTERON_XNNPACK_FUSE"] = fuse
+    return _run_matching_eager(tmp_path, name, env, f"{name} (FUSE={fuse!r}, {isa})")
+
+
 @pytest.mark.parametrize("fuse", ["", "0"])
 @pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
 @pytest.mark.parametrize("threads", ["1", "3"])
@@ -736,13 +748,7 @@ def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse
     (write_concatenation_inputs_in_place; the last concatenation copies nothing).
     PTERON_XNNPACK_FUSE=0 keeps every node and every copy. The outputs match eager at every ISA
     level and thread count."""
-    if missing_for(isa):
-        pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
-    env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": isa, "PTERON_NUM_THREADS": threads}
-    if fuse:
-        env["PTERON_XNNPACK_FUSE"] = fuse
-    nodes, summary = _run_matching_eager(tmp_path, "preact_xnnpack", env,
-                                         f"preact (FUSE={fuse!r}, {isa})")
+    nodes, summary = _run_fusion_case(tmp_path, "preact_xnnpack", fuse, isa, threads)
     depthwise = [l for l in nodes if ": DepthwiseConv2d on " in l]
     fused = [l for l in nodes if "fused: the 1x1 DepthwiseConv2d before it" in l]
     in_place = [l for l in nodes if "writes its channels into the concatenation's output" in l]
@@ -769,13 +775,7 @@ def test_residual_add_runs_inside_the_convolutions_gemm(tmp_path, fuse, isa, thr
     direct GEMM). Two stay: one whose other operand, a Sigmoid, runs after the convolution, and
     one after a convolution without a bias. PTERON_XNNPACK_FUSE=0 keeps all five. The output
     matches eager at every ISA level and thread count."""
-    if missing_for(isa):
-        pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
-    env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_ISA": isa, "PTERON_NUM_THREADS": threads}
-    if fuse:
-        env["PTERON_XNNPACK_FUSE"] = fuse
-    nodes, summary = _run_matching_eager(tmp_path, "residual_xnnpack", env,
-                                         f"residual (FUSE={fuse!r}, {isa})")
+    nodes, summary = _run_fusion_case(tmp_path, "residual_xnnpack", fuse, isa, threads)
     adds = [l for l in nodes if ": Add on " in l]
     fused = [l for l in nodes if "fused: the Add after it" in l]
     if fuse == "0":
