@@ -362,14 +362,41 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
                       oh == h && ow == w;
   pteron_opt::GemmAct act = fused_activation(n);
+  // A residual that broadcasts into the output in this call (a dynamic program whose two
+  // inputs' sizes differ at run time) is added after the GEMM, as the Add node would.
+  const float* late_res = nullptr;
   if (n.flags & kOwnFlagResidual) {  // fuse_residual_add made sure of one group and a bias
     const uint32_t r = n.inputs.size() == 4 ? n.inputs[3] : kNoValue;
-    if (p.groups != 1 || r == kNoValue || shapes[r] != os) {
-      *err = node_name(n) + ": a fused residual needs one group and the output's shape " +
-             shape_str(os) + (r == kNoValue ? std::string() : ", not " + shape_str(shapes[r]));
+    bool broadcasts = r != kNoValue && shapes[r].size() == os.size() && n.out_ldc == 0;
+    for (size_t i = 0; broadcasts && i < os.size(); ++i)
+      broadcasts = shapes[r][i] == os[i] || shapes[r][i] == 1;
+    if (p.groups != 1 || !broadcasts) {
+      *err = node_name(n) + ": a fused residual needs one group and a shape that broadcasts to "
+             "the output's " + shape_str(os) +
+             (r == kNoValue ? std::string() : ", not " + shape_str(shapes[r]));
       return false;
     }
-    act.res = ptr[r], act.ldr = oc, act.res_lo = n.res_min, act.res_hi = n.res_max;
+    if (shapes[r] == os)
+      act.res = ptr[r], act.ldr = oc, act.res_lo = n.res_min, act.res_hi = n.res_max;
+    else
+      late_res = ptr[r];
+  }
+  if (late_res) {  // the convolution alone, then its output += the residual, broadcast
+    NodeState* st = state;
+    Node plain = n;
+    plain.flags &= ~kOwnFlagResidual;
+    plain.inputs.resize(3);
+    if (!run_conv(plain, st, shapes, ptr, err)) return false;
+    const Shape& rs = shapes[n.inputs[3]];
+    int64_t o[8], b[8];
+    if (os.size() > 8) {
+      *err = node_name(n) + ": output of rank " + std::to_string(os.size());
+      return false;
+    }
+    for (size_t i = 0; i < os.size(); ++i) o[i] = int64_t(os[i]), b[i] = int64_t(rs[i]);
+    pteron_opt::binary_broadcast(pteron_opt::NBinary::Add, out, o, int(os.size()), late_res, b,
+                                 int(rs.size()), out, o, int(os.size()), n.res_min, n.res_max);
+    return true;
   }
   if (n.flags & kOwnFlagPrologue) {  // fuse_channel_affine made sure of direct and one group
     if (!direct || p.groups != 1) {
