@@ -382,15 +382,15 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       late_res = ptr[r];
   }
   if (late_res) {  // the convolution alone, then its output += the residual, broadcast
-    NodeState* st = state;
     Node plain = n;
     plain.flags &= ~kOwnFlagResidual;
     plain.inputs.resize(3);
-    if (!run_conv(plain, st, shapes, ptr, err)) return false;
+    if (!run_conv(plain, state, shapes, ptr, err)) return false;
     const Shape& rs = shapes[n.inputs[3]];
-    int64_t o[8], b[8];
-    if (os.size() > 8) {
-      *err = node_name(n) + ": output of rank " + std::to_string(os.size());
+    int64_t o[pteron_opt::kMaxRank], b[pteron_opt::kMaxRank];
+    if (os.size() > size_t(pteron_opt::kMaxRank)) {  // graph.cpp keeps ranks within it
+      *err = node_name(n) + ": output of rank " + std::to_string(os.size()) + " (at most " +
+             std::to_string(pteron_opt::kMaxRank) + ")";
       return false;
     }
     for (size_t i = 0; i < os.size(); ++i) o[i] = int64_t(os[i]), b[i] = int64_t(rs[i]);

@@ -91,7 +91,9 @@ constexpr uint32_t kOwnFlagFlattened = 0x20000000u;
 constexpr uint32_t kOwnFlagPrologue = 0x10000000u;
 // Another, on a Conv2d of one group with a bias: a fourth input, of the output's shape, is added to
 // the output tile by tile inside the GEMM, then clamped to [Node::res_min, res_max]
-// (backend.cpp, fuse_residual_add: the Add that read the convolution's output, fused).
+// (backend.cpp, fuse_residual_add: the Add that read the convolution's output, fused). In a call
+// where that input is smaller and broadcasts into the output (a dynamic program's inputs of
+// different sizes), it is added after the GEMM with the Add node's broadcasting kernel instead.
 constexpr uint32_t kOwnFlagResidual = 0x08000000u;
 // The most inputs pteron's concatenation kernel takes (own_ops.cpp).
 constexpr size_t kOwnMaxConcatInputs = 8;
