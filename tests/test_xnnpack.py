@@ -506,6 +506,53 @@ def test_declared_intermediate_dim_of_zero_fails_at_load(tmp_path):
     assert "has shape [1, 12, 12, 8] but the graph declares [1, 12, 0, 8]" in message, message
 
 
+def _tensor_dims_at(pte, value_index):
+    """Absolute offset and rank of the dims vector of the blob's value at `value_index`."""
+    _, _, root = _graph(pte)
+    values_at, _ = _vector(pte, _fb_field(pte, root, 2))
+    value = values_at + 4 * value_index + struct.unpack_from("<I", pte, values_at + 4 * value_index)[0]
+    tensor = _fb_field(pte, value, 1)
+    tensor += struct.unpack_from("<I", pte, tensor)[0]
+    return _vector(pte, _fb_field(pte, tensor, 2))
+
+
+@pytest.mark.parametrize("fuse", ["", "0"])
+@pytest.mark.parametrize("what", ["filter", "output"])
+def test_a_node_a_fusion_removes_is_checked_as_if_it_stayed(tmp_path, fuse, what):
+    """preact_xnnpack's node 1 is a 1x1 DepthwiseConv2d (a batch norm) that fuse_channel_affine
+    removes into the Conv2d after it. With its filter declared [20, 1, 1, 1] instead of
+    [1, 1, 1, 20] (the same count), or its output declared [2, 9, 6, 20] instead of
+    [2, 9, 7, 20], the program is malformed: method load fails naming node 1, with the fusion
+    as without it (before, the fused program loaded and ran)."""
+    pte = bytearray((FIXTURES / "preact_xnnpack.pte").read_bytes())
+    params = _node_params(pte, 1)
+    field = 16 if what == "filter" else 18  # _XNNNodeConv: filter_id, output_id
+    vid = struct.unpack_from("<I", pte, _fb_field(pte, params, field))[0]
+    dims_at, rank = _tensor_dims_at(pte, vid)
+    dims = list(struct.unpack_from(f"<{rank}I", pte, dims_at))
+    if what == "filter":
+        assert dims == [1, 1, 1, 20], dims
+        new = [20, 1, 1, 1]
+    else:
+        assert dims == [2, 9, 7, 20], dims
+        new = [2, 9, 6, 20]
+    struct.pack_into(f"<{rank}I", pte, dims_at, *new)
+    path = tmp_path / "patched.pte"
+    path.write_bytes(bytes(pte))
+    env = {"PTERON_XNNPACK_USE_LIBRARY": "none"}
+    if fuse:
+        env["PTERON_XNNPACK_FUSE"] = fuse
+    res, _ = run_child({"task": "load", "libs": LIBS, "path": str(path)}, env_extra=env)
+    assert "loaded" not in res, f"a malformed program loaded (FUSE={fuse!r})"
+    code, message = res["error"]
+    assert code == 2, message  # PTERON_ERROR_INVALID_PROGRAM
+    assert "node 1 (DepthwiseConv2d)" in message, message
+    if what == "filter":
+        assert "weight shape does not match" in message, message
+    else:
+        assert "has shape [2, 9, 7, 20] but the graph declares [2, 9, 6, 20]" in message, message
+
+
 # ---- pteron's own kernels, the side of each node, the plan -------------------
 
 XNN_DIR = REPO / "tests" / "xnnpack"

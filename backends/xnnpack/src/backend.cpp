@@ -1074,6 +1074,27 @@ size_t fuse_elementwise(Graph& g, const SidePolicy& policy) {
 // as a depthwise convolution, made a pass that wrote the whole tensor and a GEMM that read it
 // back. Float32 values only, where pteron's kernels run both node types; PTERON_XNNPACK_FUSE=0
 // switches it off. Returns the number of nodes removed.
+// A window node of 1x1, stride 1, dilation 1, no padding.
+bool one_by_one(const Node& n) {
+  return n.p[0] == 0 && n.p[1] == 0 && n.p[2] == 0 && n.p[3] == 0 && n.p[4] == 1 &&
+         n.p[5] == 1 && n.p[6] == 1 && n.p[7] == 1 && n.p[8] <= 1 && n.p[9] <= 1;
+}
+
+// For a fusion that removes node n: whether n's shape rules hold on the declared shapes and give
+// its output's declared shape, as make_variant checks them when n is kept, so that a program
+// with a wrong filter or output shape is refused with the fusion as without it. `declared`:
+// every value's declared shape (filled on first use, left as it was).
+bool declared_shapes_hold(const Graph& g, const Node& n, std::vector<Shape>& declared) {
+  if (n.outputs.size() != 1 || n.outputs[0] >= g.values.size()) return false;
+  if (declared.empty())
+    for (const Value& v : g.values) declared.push_back(v.dims);
+  std::string ignored;
+  const uint32_t t = n.outputs[0];
+  const bool holds = infer_shape(g, n, declared, &ignored) && declared[t] == g.values[t].dims;
+  declared[t] = g.values[t].dims;
+  return holds;
+}
+
 size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
   if (fusion_off() || wants_library(policy, Op::DepthwiseConv2d) ||
       wants_library(policy, Op::Conv2d))
@@ -1084,10 +1105,7 @@ size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
   for (size_t k = 0; k < g.nodes.size(); ++k)
     for (uint32_t v : g.nodes[k].inputs)
       if (v < nv) reader[v] = int(k);
-  auto one_by_one = [](const Node& n) {  // 1x1, stride 1, dilation 1, no padding
-    return n.p[0] == 0 && n.p[1] == 0 && n.p[2] == 0 && n.p[3] == 0 && n.p[4] == 1 &&
-           n.p[5] == 1 && n.p[6] == 1 && n.p[7] == 1 && n.p[8] <= 1 && n.p[9] <= 1;
-  };
+  std::vector<Shape> declared;
   std::vector<char> drop(g.nodes.size(), 0);
   size_t fused = 0;
   for (size_t kd = 0; kd < g.nodes.size(); ++kd) {
@@ -1111,6 +1129,7 @@ size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
     if (checked_numel(g.values[scale].dims) != channels || c.p[10] != channels ||
         (shift != kNoValue && checked_numel(g.values[shift].dims) != channels))
       continue;
+    if (!declared_shapes_hold(g, d, declared)) continue;
     c.inputs[0] = x;
     c.flags |= kOwnFlagPrologue;
     c.pre_scale = scale, c.pre_shift = shift;
