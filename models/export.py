@@ -322,6 +322,37 @@ class Residual(nn.Module):
         return self.last(v) + v
 
 
+class Inverted(nn.Module):
+    """MobileNetV2 / V3 inverted residual blocks (1x1 expansion, depthwise convolution, 1x1
+    projection) at a size where the expanded tensor passes 1 MiB: XnnpackBackend computes such an
+    expansion row by row inside the depthwise convolution that reads it (fuse_expand_depthwise).
+    One block with ReLU6 and a 3x3 window and a residual, one with Hardswish after the expansion
+    and after a 5x5 window of stride 2 (MobileNetV3's), and one smaller block whose expansion
+    stays a node. Batch 2 of 48 x 44 pixels, 8 channels expanded to 72."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def cbn(cin, cout, k, stride=1, groups=1, act=None):
+            bn = nn.BatchNorm2d(cout)
+            _randomize_bn(bn)
+            layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), bn]
+            return nn.Sequential(*layers, *([act] if act is not None else []))
+
+        c, e = 8, 72
+        self.b1 = nn.Sequential(cbn(c, e, 1, act=nn.ReLU6()),
+                                cbn(e, e, 3, groups=e, act=nn.ReLU6()), cbn(e, c, 1))
+        self.b2 = nn.Sequential(cbn(c, e, 1, act=nn.Hardswish()),
+                                cbn(e, e, 5, 2, groups=e, act=nn.Hardswish()), cbn(e, 16, 1))
+        self.b3 = nn.Sequential(cbn(16, 32, 1, act=nn.ReLU6()),
+                                cbn(32, 32, 3, groups=32, act=nn.ReLU6()), cbn(32, 16, 1))
+
+    def forward(self, x):
+        x = x + self.b1(x)
+        y = self.b2(x)
+        return y + self.b3(y)
+
+
 class XnnOps(nn.Module):
     """Node types of the XNNPACK delegate not in the other lowered fixtures:
     constant pad, average pool, bilinear resize, PReLU, leaky ReLU, clamp
@@ -666,6 +697,15 @@ def build_fixtures() -> List[Fixture]:
                       "3x3 (with the ReLU after the sum) and two 1x1 convolutions (the Add fused "
                       "at load); two Adds stay nodes (the other operand computed after the "
                       "convolution, a convolution without bias).",
+                      xnnpack=True, notes=[xnn_note]))
+
+    iv = _seeded(22, Inverted)
+    torch.manual_seed(122)
+    fx.append(Fixture("inverted_xnnpack",
+                      {"forward": MethodSpec(iv, (torch.randn(2, 8, 48, 44),))},
+                      "Inverted residual blocks: XnnpackBackend computes two 1x1 expansions row "
+                      "by row inside the depthwise convolution after each (a 3x3 with ReLU6, a "
+                      "5x5 of stride 2 with Hardswish); a smaller block's expansion stays a node.",
                       xnnpack=True, notes=[xnn_note]))
 
     op = _seeded(12, OpsPreserved)

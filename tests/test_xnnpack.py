@@ -43,6 +43,7 @@ SEGMENTS_DEBIAN12 = {
     "concat_chain_xnnpack": [(3, "StaticTranspose,Concatenate5,Concatenate3,Concatenate2")],
     "preact_xnnpack": [(3, "StaticTranspose,Concatenate2")],
     "residual_xnnpack": [(1, "StaticTranspose")],
+    "inverted_xnnpack": [(1, "StaticTranspose")],
 }
 
 
@@ -834,13 +835,39 @@ def test_residual_add_runs_inside_the_convolutions_gemm(tmp_path, fuse, isa, thr
         assert _field(summary[0], "fused (PTERON_XNNPACK_FUSE)") == 3, summary
 
 
+@pytest.mark.parametrize("fuse", ["", "0"])
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
 @pytest.mark.parametrize("threads", ["1", "3"])
-@pytest.mark.parametrize("name", ["preact_xnnpack", "residual_xnnpack"])
+def test_expansion_runs_row_by_row_inside_the_depthwise_convolution(tmp_path, fuse, isa, threads):
+    """inverted_xnnpack: three inverted residual blocks. The two whose expanded tensor passes
+    1 MiB ([2, 48, 44, 72]) lose their 1x1 expansion at load: each DepthwiseConv2d (a 3x3 of
+    stride 1 with ReLU6, a 5x5 of stride 2 with Hardswish after both convolutions) reads the
+    block's input and computes the expanded rows its window needs (backend.cpp,
+    fuse_expand_depthwise). The third block's ([2, 24, 22, 32], 135 KB) stays two nodes. At 3
+    threads each thread's rows cross from the first image into the second. PTERON_XNNPACK_FUSE=0
+    keeps every node. The output matches eager at every ISA level and thread count."""
+    nodes, summary = _run_fusion_case(tmp_path, "inverted_xnnpack", fuse, isa, threads)
+    depthwise = [l for l in nodes if ": DepthwiseConv2d on " in l]
+    convs = [l for l in nodes if ": Conv2d on " in l]
+    fused = [l for l in nodes if "fused: the 1x1 Conv2d before it" in l]
+    assert len(depthwise) == 3, nodes
+    if fuse == "0":
+        assert not fused and len(convs) == 6, nodes
+    else:
+        assert len(fused) == 2 and len(convs) == 4, nodes
+        assert "output [2, 48, 44, 72]" in fused[0] and "output [2, 24, 22, 72]" in fused[1], fused
+        assert "the Hardswish after it" in fused[1], fused
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+@pytest.mark.parametrize("name", ["preact_xnnpack", "residual_xnnpack", "inverted_xnnpack"])
 def test_fusions_give_the_unfused_results_bit_for_bit(tmp_path, name, threads):
-    """preact_xnnpack and residual_xnnpack with their fusions and in-place writes (default) and
-    without (PTERON_XNNPACK_FUSE=0): the same bytes. The batch-norm map inside the GEMM is the
-    depthwise kernel's own 1x1 row, a fused residual sum is the Add node's own kernel run on each
-    tile, and an in-place write is the same store at another address."""
+    """preact_xnnpack, residual_xnnpack and inverted_xnnpack with their fusions and in-place
+    writes (default) and without (PTERON_XNNPACK_FUSE=0): the same bytes. The batch-norm map
+    inside the GEMM is the depthwise kernel's own 1x1 row, a fused residual sum is the Add node's
+    own kernel run on each tile, an expansion computed row by row is the same GEMM microkernel on
+    the same rows (44 pixels a row: no row ends on a lone pixel at any ISA level's row block),
+    and an in-place write is the same store at another address."""
     fx = _fixture(name)
     outs = {}
     for fuse in ("", "0"):

@@ -131,7 +131,8 @@ const char* status_name(xnn_status s) {
 // Can the linked XNNPACK (as detected at configure time) define node `n`?
 bool lib_supports(const Node& n) {
   // A fused node (fuse_elementwise): pteron's only.
-  if (n.flags & (kOwnFlagSilu | kOwnFlagEpilogue | kOwnFlagPrologue | kOwnFlagResidual))
+  if (n.flags &
+      (kOwnFlagSilu | kOwnFlagEpilogue | kOwnFlagPrologue | kOwnFlagResidual | kOwnFlagExpand))
     return false;
   switch (n.op) {
     case Op::Add:
@@ -1196,6 +1197,67 @@ size_t fuse_residual_add(Graph& g, const SidePolicy& policy) {
   return fused;
 }
 
+// fuse_expand_depthwise: at method load, a 1x1 Conv2d (stride 1, no padding, one group,
+// constant filter) whose output only a DepthwiseConv2d reads (channel multiplier 1, dilation 1)
+// goes: the DepthwiseConv2d reads the Conv2d's input and computes the rows of the Conv2d's
+// output its window needs, each once per thread, into a ring of kernel_h rows
+// (kOwnFlagExpand, Node::exp_*; pteron_opt::expand_depthwise_conv2d). That is MobileNetV2's
+// expansion and the depthwise convolution after it: the expanded tensor, six times the
+// block's input, was written whole and read back (112 x 112 x 96 floats, 4.8 MB, in
+// MobileNetV2's second block; twice the L2 cache). Only where that tensor is at least
+// kExpandFuseMinBytes at the declared shapes: below, it stays in the cache between the two
+// nodes, and each thread's first rows, computed twice at a split, would cost more than the
+// pass saves. The results are the unfused ones bit for bit (the same GEMM microkernel per row,
+// the same depthwise row kernel). Float32 values only, where pteron's kernels run both node
+// types; PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of nodes removed.
+constexpr size_t kExpandFuseMinBytes = size_t(1) << 20;
+
+size_t fuse_expand_depthwise(Graph& g, const SidePolicy& policy) {
+  if (fusion_off() || wants_library(policy, Op::DepthwiseConv2d) ||
+      wants_library(policy, Op::Conv2d))
+    return 0;
+  const size_t nv = g.values.size();
+  const ValueUses uses = value_uses(g);
+  std::vector<Shape> declared;
+  std::vector<char> drop(g.nodes.size(), 0);
+  size_t fused = 0;
+  for (size_t kd = 0; kd < g.nodes.size(); ++kd) {
+    Node& d = g.nodes[kd];
+    if (d.op != Op::DepthwiseConv2d || (d.flags & ~kOwnFlagEpilogue) != 0 ||
+        d.inputs.size() < 2 || d.inputs.size() > 3 || d.outputs.size() != 1 || d.p[4] > 16 ||
+        d.p[8] != 1 || d.p[10] != 1 || d.p[11] != 1 || touches_quant(g, d))
+      continue;
+    const uint32_t t = d.inputs[0];
+    if (t >= nv || uses.reads[t] != 1 || g.values[t].graph_output || uses.producer[t] < 0 ||
+        size_t(uses.producer[t]) >= kd || drop[size_t(uses.producer[t])])
+      continue;
+    const size_t kc = size_t(uses.producer[t]);
+    const Node& c = g.nodes[kc];
+    if (c.op != Op::Conv2d || (c.flags & ~kOwnFlagEpilogue) != 0 || c.inputs.size() < 2 ||
+        c.inputs.size() > 3 || c.outputs.size() != 1 || c.outputs[0] != t || !one_by_one(c) ||
+        c.p[12] != 1 || c.out_ldc != 0 || touches_quant(g, c))
+      continue;
+    const uint32_t x = c.inputs[0], w = c.inputs[1];
+    const uint32_t b = c.inputs.size() > 2 ? c.inputs[2] : kNoValue;
+    if (x >= nv || w >= nv || !g.values[w].constant ||
+        (b != kNoValue && (b >= nv || !g.values[b].constant)))
+      continue;
+    const Shape& td = g.values[t].dims;
+    if (td.size() != 4 || checked_numel(td) * sizeof(float) < kExpandFuseMinBytes)
+      continue;
+    if (!declared_shapes_hold(g, c, declared)) continue;
+    d.inputs[0] = x;
+    d.flags |= kOwnFlagExpand;
+    d.exp_filter = w, d.exp_bias = b;
+    d.exp_min = c.out_min, d.exp_max = c.out_max;
+    d.exp_act = (c.flags & kOwnFlagEpilogue) ? c.p[15] : 0;
+    drop[kc] = 1;
+    ++fused;
+  }
+  if (fused) erase_dropped(g, drop);
+  return fused;
+}
+
 // Two StaticTransposes of one value with the same permutation: the second one's readers read
 // the first one's output, and the second goes (unless it is a graph output). A delegate whose
 // NCHW input feeds both a concatenation and a batch norm (each of DenseNet's dense blocks) has
@@ -1711,6 +1773,7 @@ bool plan(Delegate& d, std::string* err) {
       d.fused += flatten_concatenations(d.g, policy);
       d.fused += fuse_channel_affine(d.g, policy);
       d.fused += fuse_residual_add(d.g, policy);
+      d.fused += fuse_expand_depthwise(d.g, policy);
     }
   }
   d.fused += fuse_quantized_clamps(d.g);
@@ -1738,6 +1801,10 @@ bool plan(Delegate& d, std::string* err) {
   for (size_t k = 0; k < d.g.nodes.size(); ++k)
     if (d.g.nodes[k].flags & kOwnFlagResidual)
       d.why[k] += "; fused: the Add after it (the residual, added to each output tile in the GEMM)";
+  for (size_t k = 0; k < d.g.nodes.size(); ++k)
+    if (d.g.nodes[k].flags & kOwnFlagExpand)
+      d.why[k] += "; fused: the 1x1 Conv2d before it (its output computed row by row into the "
+                  "rows the window reads, never stored whole)";
   const std::vector<char> chosen = f.native;
   move_reshapes_to_own_side(d.g, f);
   for (size_t k = 0; k < chosen.size(); ++k)

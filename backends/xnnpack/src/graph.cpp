@@ -1010,7 +1010,17 @@ bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& 
           !conv_out(x[2], n.p[3], n.p[1], n.p[5], n.p[7], n.p[9], &ow))
         return bad("window does not fit the padded input");
       const size_t c = size_t(n.p[12]) * n.p[11];
-      if (size_t(n.p[12]) * n.p[10] != x[3]) return bad("channels do not match groups");
+      if (n.exp_filter != kNoValue) {  // a fused 1x1 Conv2d makes the c channels from x's
+        if (n.op != Op::DepthwiseConv2d || n.p[10] != 1 ||
+            shapes[n.exp_filter] != Shape{c, 1, 1, x[3]})
+          return bad("the fused 1x1 convolution's filter " + shape_str(shapes[n.exp_filter]) +
+                     " does not map the input's channels to " + std::to_string(c));
+        if (n.exp_bias != kNoValue && numel(shapes[n.exp_bias]) != c)
+          return bad("the fused 1x1 convolution's bias does not have " + std::to_string(c) +
+                     " elements");
+      } else if (size_t(n.p[12]) * n.p[10] != x[3]) {
+        return bad("channels do not match groups");
+      }
       // The filter XNNPACK reads: OHWI (groups * group_output_channels,
       // kernel_h, kernel_w, group_input_channels), or 1HWO for depthwise.
       const Shape want =

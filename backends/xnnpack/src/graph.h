@@ -98,6 +98,14 @@ struct Node {
   // residual), the output range of the Add it absorbed, applied after the addition.
   float res_min = -std::numeric_limits<float>::infinity();
   float res_max = std::numeric_limits<float>::infinity();
+  // backend.cpp (fuse_expand_depthwise): on a DepthwiseConv2d flagged kOwnFlagExpand, whose
+  // input is then the input of the 1x1 Conv2d it absorbed, that Conv2d's filter ([channels, 1,
+  // 1, input channels], OHWI), its bias (kNoValue: none), its output range and its fused
+  // activation (kOwnAct*, 0: none), computed row by row into the rows the depthwise window
+  // reads.
+  uint32_t exp_filter = kNoValue, exp_bias = kNoValue, exp_act = 0;
+  float exp_min = -std::numeric_limits<float>::infinity();
+  float exp_max = std::numeric_limits<float>::infinity();
   // backend.cpp (write_concatenation_inputs_in_place): on a Conv2d, the row stride of its output
   // (0: dense) when it writes its channels straight into a concatenation's output; on that
   // Concatenate, bit i set when input i is written so (the node does not copy it).

@@ -54,6 +54,7 @@ float range_hi(const Node& n) { return n.out_max; }
 // the first run of each input width.
 struct DwState : NodeState {
   std::vector<float> w, bias, zeros;
+  cpu::PackedWeights expand;  // kOwnFlagExpand: the absorbed 1x1 Conv2d's filter and bias
   QCodesPtr q;  // the int8 codes path (own_qcodes.cpp), when the node has one
   bool reads_codes(size_t i) const override { return q && i == 0; }
   bool writes_codes() const override { return q != nullptr; }
@@ -62,8 +63,12 @@ struct DwState : NodeState {
 
 bool dw_check(const Node& n, std::string* why) {
   if (!epilogue_ok(n, why)) return false;
-  if (n.flags != 0 && n.flags != kOwnFlagEpilogue)
+  if ((n.flags & ~(kOwnFlagEpilogue | kOwnFlagExpand)) != 0)
     return refuse(n, why, "flags " + std::to_string(n.flags) + " are not supported (only 0)");
+  if ((n.flags & kOwnFlagExpand) &&
+      (n.exp_filter == kNoValue || n.p[8] != 1 || n.p[11] != 1 || n.p[4] > 16 ||
+       (n.exp_act != 0 && (n.exp_act < kOwnActSigmoid || n.exp_act > kOwnActHardswish))))
+    return refuse(n, why, "a fused 1x1 convolution needs dilation 1 and multiplier 1");
   if (n.p[10] != 1)
     return refuse(n, why,
                   "group_input_channels " + std::to_string(n.p[10]) + " is not supported (only 1)");
@@ -102,9 +107,32 @@ bool dw_prepare(const Graph& g, const Node& n, std::unique_ptr<NodeState>* state
     }
     s->bias.assign(b.constant, b.constant + c);
   }
+  if (n.flags & kOwnFlagExpand) {  // fuse_expand_depthwise checked the shapes and constants
+    const Value& ew = g.values[n.exp_filter];
+    const float* eb = n.exp_bias != kNoValue ? g.values[n.exp_bias].constant : nullptr;
+    if (!ew.constant || ew.dims.size() != 4 || ew.dims[0] != c ||
+        (n.exp_bias != kNoValue && (!eb || numel(g.values[n.exp_bias].dims) != c))) {
+      *err = node_str(n) + ": the fused 1x1 convolution's filter (value id " +
+             std::to_string(ew.id) + ") is not a constant [" + std::to_string(c) + ", 1, 1, K]";
+      return false;
+    }
+    const int64_t k = int64_t(ew.dims[3]);
+    if (!s->expand.pack(k, int64_t(c), ew.constant, k, true, eb)) {
+      *err = node_str(n) + ": out of memory packing the fused 1x1 convolution's filter";
+      return false;
+    }
+  }
   if (!prepare_qcodes(g, n, &s->q, err)) return false;
   *state = std::move(s);
   return true;
+}
+
+// The activation code of a fused 1x1 convolution (Node::exp_act) as GemmAct.
+cpu::GemmAct expand_activation(const Node& n) {
+  Node a;
+  a.flags = n.exp_act ? kOwnFlagEpilogue : 0;
+  a.p[15] = n.exp_act;
+  return fused_activation(a);
 }
 
 bool dw_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
@@ -144,6 +172,18 @@ bool dw_run(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       *err = node_str(n) + ": out of memory for a zero row of " + std::to_string(row) + " floats";
       return false;
     }
+  }
+  if (n.flags & kOwnFlagExpand) {
+    cpu::ExpandDepthwise e;
+    e.dw = p;
+    e.w = &s.expand;
+    e.lo = n.exp_min, e.hi = n.exp_max;
+    e.act = expand_activation(n);
+    if (!cpu::expand_depthwise_conv2d(e, ptr[n.inputs[0]], ptr[n.outputs[0]], s.zeros.data())) {
+      *err = node_str(n) + ": out of memory for the rows of the fused 1x1 convolution";
+      return false;
+    }
+    return true;
   }
   cpu::depthwise_conv2d(p, ptr[n.inputs[0]], ptr[n.outputs[0]], s.zeros.data());
   return true;

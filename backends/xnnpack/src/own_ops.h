@@ -95,6 +95,10 @@ constexpr uint32_t kOwnFlagPrologue = 0x10000000u;
 // where that input is smaller and broadcasts into the output (a dynamic program's inputs of
 // different sizes), it is added after the GEMM with the Add node's broadcasting kernel instead.
 constexpr uint32_t kOwnFlagResidual = 0x08000000u;
+// Another, on a DepthwiseConv2d (channel multiplier 1, dilation 1): its input is that of the 1x1
+// Conv2d it absorbed, whose output rows it computes as its window needs them (Node::exp_*;
+// backend.cpp, fuse_expand_depthwise; pteron_opt::expand_depthwise_conv2d).
+constexpr uint32_t kOwnFlagExpand = 0x04000000u;
 // The most inputs pteron's concatenation kernel takes (own_ops.cpp).
 constexpr size_t kOwnMaxConcatInputs = 8;
 constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;

@@ -131,6 +131,30 @@ void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const 
                                  int64_t aoff, const PackedWeights& w, float* c, int64_t ldc,
                                  float lo, float hi, GemmAct act = {});
 
+// A 1x1 convolution whose output only a depthwise convolution reads (MobileNetV2's expansion
+// and the depthwise convolution after it), without the expanded tensor (nhwc.cpp):
+//   e = act(clamp(x . W + bias, lo, hi)), NHWC [dw.n, dw.ih, dw.iw, dw.ic], x NHWC
+//   [dw.n, dw.ih, dw.iw, w->k()], W and bias packed in `w` (w->n() == dw.ic);
+//   out = depthwise_conv2d(dw, e), [dw.n, dw.oh, dw.ow, dw.ic] (nhwc.h, DwConv2d).
+// Each thread takes a range of output rows and computes the rows of e its window reads into a
+// ring of dw.kh rows of its own (gemm_packed_serial on one image row at a time), each row once,
+// except the rows above a range's first row, computed by both threads at a split. The results
+// are those of gemm_packed followed by depthwise_conv2d, bit for bit, where the row kernels
+// round alike (e's rows of dw.iw pixels: not a width of one pixel more than a multiple of
+// gemm_rows_per_block(), whose last pixel the one-row microkernel sums in another order).
+// Needs dw.m == 1, dw.dh == 1, 1 <= dw.kh <= 64 (otherwise nothing is done). zeros: dw.iw *
+// dw.ic zeros (the rows outside the image). False, with out incomplete, when a thread's ring
+// (dw.kh x dw.iw x dw.ic floats, kept between calls) cannot be allocated.
+struct ExpandDepthwise {
+  DwConv2d dw;
+  const PackedWeights* w = nullptr;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  GemmAct act;  // the 1x1 convolution's activation (act.res unused)
+};
+bool expand_depthwise_conv2d(const ExpandDepthwise& p, const float* x, float* out,
+                             const float* zeros);
+
 // ---- between gemm.cpp and gemm_kernels.cpp (not for callers) ------------------------------
 
 // One microkernel call: rows i < mr (1 <= mr <= GemmKernels::mr) and columns j < nc

@@ -5,10 +5,15 @@
 // tensor stays on the calling thread), and the shape walking of broadcasting binaries.
 #include "nhwc.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
+#include <vector>
 
+#include "gemm.h"
 #include "isa.h"
 #include "pteron/kernel.h"
 
@@ -24,6 +29,8 @@ constexpr int64_t kGrainWork = 32768;
 // here, each thread reading what it wrote. Serial, a 28 x 28 x 32 Add at 2 threads took
 // 11 us against 5.5 at 1 (half of its inputs in the other core's cache).
 constexpr int64_t kGrainElementwise = 8192;
+constexpr int64_t kMaxDwRows = 64;        // window rows of a depthwise convolution
+constexpr int64_t kExpandChunkRows = 8;   // expand_depthwise_conv2d: least output rows a chunk
 
 int64_t grain_for(int64_t work_per_item) {
   if (work_per_item <= 0) return 1 << 30;
@@ -89,49 +96,141 @@ void dw_multiplier_row(const DwConv2d& p, const float* const* rows, float* out) 
   }
 }
 
+// One output row of p from the input rows its window covers (rows[ky], ky < p.kh), then the
+// activation.
+void dw_output_row(const DwConv2d& p, const float* const* rows, float* orow) {
+  const NhwcOps& k = nhwc_ops();
+  const int64_t oc = p.ic * p.m;
+  if (p.m != 1) {
+    dw_multiplier_row(p, rows, orow);
+  } else {
+    DwRow d;
+    d.rows = rows;
+    d.iw = p.iw;
+    d.c = p.ic;
+    d.ow = p.ow;
+    d.kh = p.kh;
+    d.kw = p.kw;
+    d.sw = p.sw;
+    d.dw = p.dw;
+    d.pl = p.pl;
+    d.w = p.w;
+    d.bias = p.bias;
+    d.out = orow;
+    d.lo = p.lo;
+    d.hi = p.hi;
+    d.clamp = has_range(p.lo, p.hi);
+    k.dw_row(d);
+  }
+  if (p.act) k.unary(p.act_op, orow, orow, p.ow * oc, 0.0f, 0.0f);
+}
+
 }  // namespace
 
 void depthwise_conv2d(const DwConv2d& p, const float* in, float* out, const float* zeros) {
-  const NhwcOps& k = nhwc_ops();
   const int64_t oc = p.ic * p.m;
   const int64_t rows_total = p.n * p.oh;
+  if (p.kh > kMaxDwRows) return;
   auto body = [&](int64_t b, int64_t e) {
-    const float* rows[64];
+    const float* rows[kMaxDwRows];
     for (int64_t r = b; r < e; ++r) {
       const int64_t img = r / p.oh, oy = r % p.oh;
       const float* base = in + img * p.ih * p.iw * p.ic;
-      const int64_t kh = p.kh < 64 ? p.kh : 64;
-      for (int64_t ky = 0; ky < kh; ++ky) {
+      for (int64_t ky = 0; ky < p.kh; ++ky) {
         const int64_t iy = oy * p.sh - p.pt + ky * p.dh;
         rows[ky] = (iy >= 0 && iy < p.ih) ? base + iy * p.iw * p.ic : zeros;
       }
-      float* orow = out + r * p.ow * oc;
-      if (p.m != 1) {
-        dw_multiplier_row(p, rows, orow);
-        if (p.act) k.unary(p.act_op, orow, orow, p.ow * oc, 0.0f, 0.0f);
-        continue;
-      }
-      DwRow d;
-      d.rows = rows;
-      d.iw = p.iw;
-      d.c = p.ic;
-      d.ow = p.ow;
-      d.kh = kh;
-      d.kw = p.kw;
-      d.sw = p.sw;
-      d.dw = p.dw;
-      d.pl = p.pl;
-      d.w = p.w;
-      d.bias = p.bias;
-      d.out = orow;
-      d.lo = p.lo;
-      d.hi = p.hi;
-      d.clamp = has_range(p.lo, p.hi);
-      k.dw_row(d);
-      if (p.act) k.unary(p.act_op, orow, orow, p.ow * oc, 0.0f, 0.0f);
+      dw_output_row(p, rows, out + r * p.ow * oc);
     }
   };
   parallel(rows_total, grain_for(p.ow * oc * p.kh * p.kw), body);
+}
+
+namespace {
+
+// A thread's ring of expanded rows (expand_depthwise_conv2d): kept between calls, it grows to
+// the largest kernel_h x width x channels the thread has seen.
+thread_local std::vector<float> t_expand_ring;
+
+struct ExpandJob {
+  const ExpandDepthwise* p;
+  const float* x;
+  float* out;
+  const float* zeros;
+  int64_t rows_total, chunks;
+  std::atomic<bool> failed{false};
+};
+
+// Chunks [b, e) of ExpandJob: chunk ci is output rows [rows_total * ci / chunks,
+// rows_total * (ci + 1) / chunks) (image-major), computed with the thread's own ring. Input row
+// iy of the current image is held in slot iy % kh: the kh rows one output row reads are
+// consecutive (dilation 1), so they never share a slot.
+void expand_chunks(void* user, int64_t b, int64_t e) {
+  ExpandJob& j = *static_cast<ExpandJob*>(user);
+  const DwConv2d& d = j.p->dw;
+  const PackedWeights& w = *j.p->w;
+  const int64_t row = d.iw * d.ic, cin = w.k();
+  const size_t need = size_t(d.kh) * size_t(row);
+  if (t_expand_ring.size() < need) {
+    try {
+      t_expand_ring.resize(need);
+    } catch (const std::bad_alloc&) {
+      j.failed.store(true, std::memory_order_relaxed);
+      return;
+    }
+  }
+  float* ring = t_expand_ring.data();
+  const float* rows[kMaxDwRows];
+  int64_t held[kMaxDwRows];
+  for (int64_t ci = b; ci < e; ++ci) {
+    const int64_t r0 = j.rows_total * ci / j.chunks, r1 = j.rows_total * (ci + 1) / j.chunks;
+    int64_t held_img = -1;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t img = r / d.oh, oy = r % d.oh;
+      if (img != held_img) {
+        for (int64_t s = 0; s < d.kh; ++s) held[s] = -1;
+        held_img = img;
+      }
+      for (int64_t ky = 0; ky < d.kh; ++ky) {
+        const int64_t iy = oy * d.sh - d.pt + ky;
+        if (iy < 0 || iy >= d.ih) {
+          rows[ky] = j.zeros;
+          continue;
+        }
+        const int64_t slot = iy % d.kh;
+        float* dst = ring + slot * row;
+        if (held[slot] != iy) {
+          gemm_packed_serial(d.iw, j.x + ((img * d.ih + iy) * d.iw) * cin, cin, w, dst, d.ic,
+                             j.p->lo, j.p->hi, j.p->act);
+          held[slot] = iy;
+        }
+        rows[ky] = dst;
+      }
+      dw_output_row(d, rows, j.out + r * d.ow * d.ic);
+    }
+  }
+}
+
+}  // namespace
+
+bool expand_depthwise_conv2d(const ExpandDepthwise& p, const float* x, float* out,
+                             const float* zeros) {
+  const DwConv2d& d = p.dw;
+  if (!p.w || p.w->n() != d.ic || d.m != 1 || d.dh != 1 || d.kh < 1 || d.kh > kMaxDwRows)
+    return true;  // not this function's case (the caller checked it): nothing to do
+  ExpandJob j;
+  j.p = &p, j.x = x, j.out = out, j.zeros = zeros;
+  j.rows_total = d.n * d.oh;
+  if (j.rows_total <= 0) return true;
+  // One chunk per thread, each at least kExpandChunkRows output rows: a chunk computes the
+  // kh - stride rows above its first row again.
+  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
+  j.chunks = std::max<int64_t>(1, std::min(threads, j.rows_total / kExpandChunkRows));
+  if (j.chunks == 1)
+    expand_chunks(&j, 0, 1);
+  else
+    pteron_parallel_for(0, j.chunks, 1, &expand_chunks, &j);
+  return !j.failed.load(std::memory_order_relaxed);
 }
 
 // ---- pooling ----------------------------------------------------------------------------------
