@@ -112,6 +112,23 @@ def test_int8_gemm_runs_at_each_isa_level(pteron_run, tmp_path, isa):
     assert want <= coded, f"PTERON_ISA={isa}: int8 codes paths that ran: {sorted(coded)}"
 
 
+# The int8 codes paths split their rows and elements over the thread pool (qgemm.cpp:
+# qdwconv in chunks of about 32 K multiply-adds, so qinvres's 20 x 20 and strided 10 x 10
+# depthwise convolutions are split at 2 threads and more). A static program's output is exact
+# whatever the split.
+@pytest.mark.parametrize("threads", [1, 3, 7])
+@pytest.mark.parametrize("name", ["qinvres_static_per_channel_xnnpack",
+                                  "qcnn_static_per_channel_xnnpack"])
+def test_int8_codes_paths_give_the_same_output_on_any_thread_count(pteron_run, tmp_path, name,
+                                                                    threads):
+    p = next(q for q in PROGRAMS if q["name"] == name)
+    r = run([pteron_run, Q / p["file"], "--input", Q / f"{name}.forward.input_0.npy",
+             "--output-dir", tmp_path], timeout=120,
+            env=dict(os.environ, PTERON_NUM_THREADS=str(threads)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    check(p, np.load(tmp_path / "output_0.npy"), f"{threads} threads")
+
+
 @pytest.fixture(scope="session")
 def wine_results(mingw_package, wine_env, tmp_path_factory):
     """pteron-run.exe of the MinGW package on every program, from one batch file (one Wine

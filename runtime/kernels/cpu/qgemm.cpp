@@ -159,7 +159,10 @@ struct QAddJob {
   const uint8_t *a, *b;
 };
 
-constexpr int64_t kQAddChunk = 16384;
+// Elements per chunk: small enough that a tensor the node before split between the threads
+// is split here too, each thread reading what it wrote (a 28 x 28 x 32 sum in one chunk of
+// 16 K took longer at 2 threads than at 1).
+constexpr int64_t kQAddChunk = 4096;
 
 void run_qadd(void* user, int64_t begin, int64_t end) {
   const QAddJob& j = *static_cast<const QAddJob*>(user);
@@ -173,8 +176,11 @@ void qdwconv(const QDwConv& p, const uint8_t* x) {
   const int64_t rows = p.n * p.oh;
   if (rows <= 0 || p.ow <= 0 || p.c <= 0) return;
   QDwJob j{&p, x};
-  // about 32 K outputs per chunk
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, p.ow * p.c));
+  // about 32 K multiply-adds per chunk, as the float depthwise convolution (nhwc.cpp): a
+  // 28 x 28 x 144 stride-2 layer in 3 chunks of 8-10 rows left one of 2 threads with twice the
+  // other's share, and the rows each thread wrote were not the ones the next node read
+  const int64_t taps = std::max<int64_t>(1, p.kh * p.kw);
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, p.ow * p.c * taps));
   if (pteron_parallel_threads() <= 1 || rows <= grain)
     run_qdw(&j, 0, rows);
   else
