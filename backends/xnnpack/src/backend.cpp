@@ -1209,8 +1209,9 @@ size_t fuse_residual_add(Graph& g, const SidePolicy& policy) {
 // nodes, and each thread's first rows, computed twice at a split, would cost more than the
 // pass saves. The results are the unfused ones bit for bit (the same GEMM microkernel per row,
 // the same depthwise row kernel), except in a row whose width is one more than a multiple of the
-// GEMM's row block (pteron_opt::ExpandDepthwise says why). Float32 values only, where pteron's kernels run both node
-// types; PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of nodes removed.
+// GEMM's row block (pteron_opt::ExpandDepthwise says why). Float32 values only, where pteron's
+// kernels run both node types; PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of
+// nodes removed.
 constexpr size_t kExpandFuseMinBytes = size_t(1) << 20;
 
 size_t fuse_expand_depthwise(Graph& g, const SidePolicy& policy) {
