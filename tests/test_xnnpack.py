@@ -840,11 +840,11 @@ def test_residual_add_runs_inside_the_convolutions_gemm(tmp_path, fuse, isa, thr
 @pytest.mark.parametrize("threads", ["1", "3"])
 def test_expansion_runs_row_by_row_inside_the_depthwise_convolution(tmp_path, fuse, isa, threads):
     """inverted_xnnpack: three inverted residual blocks. The two whose expanded tensor passes
-    1 MiB ([2, 48, 44, 72]) lose their 1x1 expansion at load: each DepthwiseConv2d (a 3x3 of
+    1 MiB ([3, 49, 49, 72]) lose their 1x1 expansion at load: each DepthwiseConv2d (a 3x3 of
     stride 1 with ReLU6, a 5x5 of stride 2 with Hardswish after both convolutions) reads the
     block's input and computes the expanded rows its window needs (backend.cpp,
-    fuse_expand_depthwise). The third block's ([2, 24, 22, 32], 135 KB) stays two nodes. At 3
-    threads each thread's rows cross from the first image into the second. PTERON_XNNPACK_FUSE=0
+    fuse_expand_depthwise). The third block's ([3, 25, 25, 32], 240 KB) stays two nodes. At 3
+    threads each thread's rows cross from one image into the next. PTERON_XNNPACK_FUSE=0
     keeps every node. The output matches eager at every ISA level and thread count."""
     nodes, summary = _run_fusion_case(tmp_path, "inverted_xnnpack", fuse, isa, threads)
     depthwise = [l for l in nodes if ": DepthwiseConv2d on " in l]
@@ -855,23 +855,30 @@ def test_expansion_runs_row_by_row_inside_the_depthwise_convolution(tmp_path, fu
         assert not fused and len(convs) == 6, nodes
     else:
         assert len(fused) == 2 and len(convs) == 4, nodes
-        assert "output [2, 48, 44, 72]" in fused[0] and "output [2, 24, 22, 72]" in fused[1], fused
+        assert "output [3, 49, 49, 72]" in fused[0] and "output [3, 25, 25, 72]" in fused[1], fused
         assert "the Hardswish after it" in fused[1], fused
 
 
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
 @pytest.mark.parametrize("threads", ["1", "3"])
 @pytest.mark.parametrize("name", ["preact_xnnpack", "residual_xnnpack", "inverted_xnnpack"])
-def test_fusions_give_the_unfused_results_bit_for_bit(tmp_path, name, threads):
+def test_fusions_give_the_unfused_results_bit_for_bit(tmp_path, name, threads, isa):
     """preact_xnnpack, residual_xnnpack and inverted_xnnpack with their fusions and in-place
-    writes (default) and without (PTERON_XNNPACK_FUSE=0): the same bytes. The batch-norm map
-    inside the GEMM is the depthwise kernel's own 1x1 row, a fused residual sum is the Add node's
-    own kernel run on each tile, an expansion computed row by row is the same GEMM microkernel on
-    the same rows (44 pixels a row: no row ends on a lone pixel at any ISA level's row block),
-    and an in-place write is the same store at another address."""
+    writes (default) and without (PTERON_XNNPACK_FUSE=0): the same bytes, at every ISA level.
+    The batch-norm map inside the GEMM is the depthwise kernel's own 1x1 row, a fused residual sum
+    is the Add node's own kernel run on each tile, an expansion computed row by row gives each
+    pixel the GEMM microkernel the unfused convolution gives it (inverted_xnnpack's rows of 49
+    pixels and its 3 x 49 x 49 pixels are one more than a multiple of each level's row block,
+    where the one-row microkernel may run only on the last pixel), and an in-place write is the
+    same store at another address."""
+    missing = missing_for(isa)
+    if missing:
+        pytest.skip(f"this CPU lacks {sorted(missing)} for PTERON_ISA={isa}")
     fx = _fixture(name)
     outs = {}
     for fuse in ("", "0"):
-        env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_NUM_THREADS": threads}
+        env = {"PTERON_XNNPACK_USE_LIBRARY": "none", "PTERON_NUM_THREADS": threads,
+               "PTERON_ISA": isa}
         if fuse:
             env["PTERON_XNNPACK_FUSE"] = fuse
         d = tmp_path / f"fuse{fuse or 'on'}"

@@ -1207,11 +1207,10 @@ size_t fuse_residual_add(Graph& g, const SidePolicy& policy) {
 // MobileNetV2's second block; twice the L2 cache). Only where that tensor is at least
 // kExpandFuseMinBytes at the declared shapes: below, it stays in the cache between the two
 // nodes, and each thread's first rows, computed twice at a split, would cost more than the
-// pass saves. The results are the unfused ones bit for bit (the same GEMM microkernel per row,
-// the same depthwise row kernel), except in a row whose width is one more than a multiple of the
-// GEMM's row block (pteron_opt::ExpandDepthwise says why). Float32 values only, where pteron's
-// kernels run both node types; PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of
-// nodes removed.
+// pass saves. The results are the unfused ones bit for bit (each pixel through the GEMM
+// microkernel the unfused convolution gives it, pteron_opt::ExpandDepthwise; the same depthwise
+// row kernel). Float32 values only, where pteron's kernels run both node types;
+// PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of nodes removed.
 constexpr size_t kExpandFuseMinBytes = size_t(1) << 20;
 
 size_t fuse_expand_depthwise(Graph& g, const SidePolicy& policy) {

@@ -113,7 +113,7 @@ bool gemm_packed_pre(int64_t m, const float* a, int64_t lda, const GemmPre& pre,
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                         int64_t ldc, float lo, float hi, GemmAct act = {});
 
-// Rows per microkernel block at pteron_opt::isa_level() (6 at avx2, 14 at avx512, 3 or 4 at
+// Rows per microkernel block at pteron_opt::isa_level() (6 at avx2, 8 at avx512, 3 or 4 at
 // the baseline): a caller that splits M itself (gemm_packed_serial on row ranges) wastes no
 // work when its ranges are multiples of it.
 int64_t gemm_rows_per_block();
@@ -139,12 +139,14 @@ void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const 
 // Each thread takes a range of output rows and computes the rows of e its window reads into a
 // ring of dw.kh rows of its own (gemm_packed_serial on one image row at a time), each row once,
 // except the rows above a range's first row, computed by both threads at a split. The results
-// are those of gemm_packed followed by depthwise_conv2d, bit for bit, where the row kernels
-// round alike (e's rows of dw.iw pixels: not a width of one pixel more than a multiple of
-// gemm_rows_per_block(), whose last pixel the one-row microkernel sums in another order).
-// Needs dw.m == 1, dw.dh == 1, 1 <= dw.kh <= 64 (otherwise nothing is done). zeros: dw.iw *
-// dw.ic zeros (the rows outside the image). False, with out incomplete, when a thread's ring
-// (dw.kh x dw.iw x dw.ic floats, kept between calls) cannot be allocated.
+// are those of gemm_packed followed by depthwise_conv2d, bit for bit: each pixel of e goes
+// through the microkernel gemm_packed on all dw.n x dw.ih x dw.iw pixels gives it (the one-row
+// microkernel, which sums in another order, only on the last pixel where that count is one
+// more than a multiple of gemm_rows_per_block(); a row that would end on a lone pixel is split
+// before it, a lone pixel computed beside a neighbour). Needs dw.m == 1, dw.dh == 1,
+// 1 <= dw.kh <= 64 (otherwise nothing is done) and a row block of at least 3 (every level's).
+// zeros: dw.iw * dw.ic zeros (the rows outside the image). False, with out incomplete, when a
+// thread's ring ((dw.kh x dw.iw + 2) x dw.ic floats, kept between calls) cannot be allocated.
 struct ExpandDepthwise {
   DwConv2d dw;
   const PackedWeights* w = nullptr;

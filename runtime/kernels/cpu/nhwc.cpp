@@ -148,8 +148,9 @@ void depthwise_conv2d(const DwConv2d& p, const float* in, float* out, const floa
 
 namespace {
 
-// A thread's ring of expanded rows (expand_depthwise_conv2d): kept between calls, it grows to
-// the largest kernel_h x width x channels the thread has seen.
+// A thread's ring of expanded rows (expand_depthwise_conv2d) and, after it, 2 pixels of scratch:
+// kept between calls, it grows to the largest (kernel_h x width + 2) x channels the thread has
+// seen.
 thread_local std::vector<float> t_expand_ring;
 
 struct ExpandJob {
@@ -158,8 +159,38 @@ struct ExpandJob {
   float* out;
   const float* zeros;
   int64_t rows_total, chunks;
+  int64_t pixels, mr;  // the expansion's M (n x ih x iw) and the GEMM's row block
   std::atomic<bool> failed{false};
 };
+
+// The expansion of pixels [p0, p1) (image-major, p1 - p0 <= iw) into dst (ldc = channels), each
+// pixel by the microkernel the unfused 1x1 convolution gives it, so the bits are the same:
+// gemm_packed runs all `pixels` rows in blocks of mr from pixel 0 and the one-row microkernel
+// (which sums in another order) only on a last block of one pixel; a range of mr * k + 1 pixels
+// here goes as mr * k - 1 and 2, and a lone pixel (iw of 1 or 2) is computed beside its
+// neighbour into the scratch and copied.
+void expand_pixels(const ExpandJob& j, int64_t p0, int64_t p1, float* dst, float* scratch) {
+  const DwConv2d& d = j.p->dw;
+  const PackedWeights& w = *j.p->w;
+  const int64_t cin = w.k();
+  auto gemm = [&](int64_t q0, int64_t q1, float* c) {
+    gemm_packed_serial(q1 - q0, j.x + q0 * cin, cin, w, c, d.ic, j.p->lo, j.p->hi, j.p->act);
+  };
+  const bool last_alone = p1 == j.pixels && j.pixels % j.mr == 1;
+  const int64_t e = last_alone ? p1 - 1 : p1;
+  const int64_t len = e - p0;
+  if (len == 1) {
+    const int64_t a = p0 > 0 ? p0 - 1 : p0;  // a pair of rows, p0 one of them
+    gemm(a, a + 2, scratch);
+    std::memcpy(dst, scratch + (p0 - a) * d.ic, size_t(d.ic) * sizeof(float));
+  } else if (len > 1 && len % j.mr == 1) {
+    gemm(p0, e - 2, dst);
+    gemm(e - 2, e, dst + (e - 2 - p0) * d.ic);
+  } else if (len > 1) {
+    gemm(p0, e, dst);
+  }
+  if (last_alone) gemm(e, p1, dst + (e - p0) * d.ic);
+}
 
 // Chunks [b, e) of ExpandJob: chunk ci is output rows [rows_total * ci / chunks,
 // rows_total * (ci + 1) / chunks) (image-major), computed with the thread's own ring. Input row
@@ -168,9 +199,8 @@ struct ExpandJob {
 void expand_chunks(void* user, int64_t b, int64_t e) {
   ExpandJob& j = *static_cast<ExpandJob*>(user);
   const DwConv2d& d = j.p->dw;
-  const PackedWeights& w = *j.p->w;
-  const int64_t row = d.iw * d.ic, cin = w.k();
-  const size_t need = size_t(d.kh) * size_t(row);
+  const int64_t row = d.iw * d.ic;
+  const size_t need = size_t(d.kh) * size_t(row) + 2 * size_t(d.ic);
   if (t_expand_ring.size() < need) {
     try {
       t_expand_ring.resize(need);
@@ -180,6 +210,7 @@ void expand_chunks(void* user, int64_t b, int64_t e) {
     }
   }
   float* ring = t_expand_ring.data();
+  float* scratch = ring + d.kh * row;
   const float* rows[kMaxDwRows];
   int64_t held[kMaxDwRows];
   for (int64_t ci = b; ci < e; ++ci) {
@@ -200,8 +231,8 @@ void expand_chunks(void* user, int64_t b, int64_t e) {
         const int64_t slot = iy % d.kh;
         float* dst = ring + slot * row;
         if (held[slot] != iy) {
-          gemm_packed_serial(d.iw, j.x + ((img * d.ih + iy) * d.iw) * cin, cin, w, dst, d.ic,
-                             j.p->lo, j.p->hi, j.p->act);
+          const int64_t p0 = (img * d.ih + iy) * d.iw;
+          expand_pixels(j, p0, p0 + d.iw, dst, scratch);
           held[slot] = iy;
         }
         rows[ky] = dst;
@@ -221,7 +252,9 @@ bool expand_depthwise_conv2d(const ExpandDepthwise& p, const float* x, float* ou
   ExpandJob j;
   j.p = &p, j.x = x, j.out = out, j.zeros = zeros;
   j.rows_total = d.n * d.oh;
-  if (j.rows_total <= 0) return true;
+  j.pixels = d.n * d.ih * d.iw;
+  j.mr = std::max<int64_t>(1, gemm_rows_per_block());
+  if (j.rows_total <= 0 || j.pixels <= 0) return true;
   // One chunk per thread, each at least kExpandChunkRows output rows: a chunk computes the
   // kh - stride rows above its first row again.
   const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
