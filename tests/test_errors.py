@@ -260,6 +260,22 @@ def test_pteron_run_names_what_is_wrong_in_an_npy_header(pteron_run, tmp_path, h
     assert message in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("descr", ["f4", "=f4", "<f4"])
+def test_pteron_run_reads_each_spelling_of_a_native_float32_npy(pteron_run, tmp_path, descr):
+    """numpy reads a descr without a byte-order character, or with '=', as this machine's order
+    (little-endian here): pteron-run reads it as '<f4' and gives the expected output."""
+    good = _npy_bytes(np.load(FIXTURES / "mlp.forward.input_0.npy"))
+    path = tmp_path / "in.npy"
+    path.write_bytes(_with_header(good, f"{{'descr': '{descr}', 'fortran_order': False, "
+                                        f"'shape': (4, 16), }}".encode()))
+    assert np.load(path).dtype == np.float32
+    out = tmp_path / "out"
+    r = _run(pteron_run, FIXTURES / "mlp.pte", "--input", path, "--output-dir", out)
+    assert r.returncode == 0, r.stderr
+    want = np.load(FIXTURES / "mlp.forward.expected_0.npy")
+    np.testing.assert_allclose(np.load(out / "output_0.npy"), want, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("version", [b"\x01\x01", b"\x01\xff", b"\x04\x00"])
 def test_pteron_run_refuses_an_npy_version_numpy_never_writes(pteron_run, tmp_path, version):
     """numpy writes format versions 1.0, 2.0 and 3.0 only; any other is named, not guessed at."""

@@ -2,6 +2,7 @@
 // npy.cpp - see npy.h.
 #include "npy.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -190,12 +191,13 @@ std::string npy_parse(const unsigned char* data, size_t size, const std::string&
   if (fortran != "False")
     return name + " has a malformed .npy header (fortran_order is '" + printable(fortran) +
            "', not True or False)";
-  if (descr == "=f4") descr = "<f4";
-  if (descr == "=f8") descr = "<f8";
-  if (descr == "=i4") descr = "<i4";
-  if (descr == "=i8") descr = "<i8";
-  if (descr == "<u1" || descr == "=u1") descr = "|u1";
-  if (descr == "<b1" || descr == "=b1") descr = "|b1";
+  // numpy reads '=' (native order) and a descr without an order character ('f4') as this
+  // machine's order, little-endian on every target pteron is built for; a one-byte type has no
+  // order, whatever character it is written with ('<u1', '>i1', '=b1').
+  if (!descr.empty() && (descr[0] == '=' || std::isalpha(static_cast<unsigned char>(descr[0]))))
+    descr = "<" + descr.substr(descr[0] == '=' ? 1 : 0);
+  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>') && descr[2] == '1')
+    descr[0] = '|';
   const DescrMap* dm = nullptr;
   for (const DescrMap& d : kDescrs)
     if (descr == d.descr) dm = &d;
