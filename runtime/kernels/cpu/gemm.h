@@ -136,9 +136,11 @@ void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const 
 //   e = act(clamp(x . W + bias, lo, hi)), NHWC [dw.n, dw.ih, dw.iw, dw.ic], x NHWC
 //   [dw.n, dw.ih, dw.iw, w->k()], W and bias packed in `w` (w->n() == dw.ic);
 //   out = depthwise_conv2d(dw, e), [dw.n, dw.oh, dw.ow, dw.ic] (nhwc.h, DwConv2d).
-// Each thread takes a range of output rows and computes the rows of e its window reads into a
-// ring of dw.kh rows of its own (gemm_packed_serial on one image row at a time), each row once,
-// except the rows above a range's first row, computed by both threads at a split. The results
+// The output rows are split over pteron_parallel_for as any node's; each thread computes the
+// rows of e its window reads into a ring of dw.kh rows of its own (gemm_packed_serial on one
+// image row at a time), each row once, except the rows above a range that does not follow the
+// range the thread did before in the same call (its share's first, or one taken from another
+// thread), computed again. The results
 // are those of gemm_packed followed by depthwise_conv2d, bit for bit: each pixel of e goes
 // through the microkernel gemm_packed on all dw.n x dw.ih x dw.iw pixels gives it (the one-row
 // microkernel, which sums in another order, only on the last pixel where that count is one

@@ -30,7 +30,6 @@ constexpr int64_t kGrainWork = 32768;
 // 11 us against 5.5 at 1 (half of its inputs in the other core's cache).
 constexpr int64_t kGrainElementwise = 8192;
 constexpr int64_t kMaxDwRows = 64;        // window rows of a depthwise convolution
-constexpr int64_t kExpandChunkRows = 8;   // expand_depthwise_conv2d: least output rows a chunk
 
 int64_t grain_for(int64_t work_per_item) {
   if (work_per_item <= 0) return 1 << 30;
@@ -153,13 +152,27 @@ namespace {
 // seen.
 thread_local std::vector<float> t_expand_ring;
 
+// Which input rows the thread's ring holds, and for which call and range: a thread that goes on
+// with the output rows right after the ones it did last in the same call (the thread pool deals
+// each thread a contiguous share of chunks, claimed in order) keeps them; any other range starts
+// afresh.
+struct ExpandRing {
+  uint64_t call = 0;      // ExpandJob::call the ring was filled for (0: none)
+  int64_t next_row = -1;  // the output row after the last one this thread computed
+  int64_t img = -1;       // the image whose rows are held
+  int64_t held[kMaxDwRows];  // slot s holds input row held[s] of img (-1: nothing)
+};
+thread_local ExpandRing t_expand_held;
+std::atomic<uint64_t> g_expand_calls{0};
+
 struct ExpandJob {
   const ExpandDepthwise* p;
   const float* x;
   float* out;
   const float* zeros;
-  int64_t rows_total, chunks;
+  int64_t rows_total;
   int64_t pixels, mr;  // the expansion's M (n x ih x iw) and the GEMM's row block
+  uint64_t call;       // this call's number (g_expand_calls), for ExpandRing
   std::atomic<bool> failed{false};
 };
 
@@ -192,16 +205,17 @@ void expand_pixels(const ExpandJob& j, int64_t p0, int64_t p1, float* dst, float
   if (last_alone) gemm(e, p1, dst + (e - p0) * d.ic);
 }
 
-// Chunks [b, e) of ExpandJob: chunk ci is output rows [rows_total * ci / chunks,
-// rows_total * (ci + 1) / chunks) (image-major), computed with the thread's own ring. Input row
+// Output rows [b, e) of ExpandJob (image-major), computed with the thread's own ring. Input row
 // iy of the current image is held in slot iy % kh: the kh rows one output row reads are
 // consecutive (dilation 1), so they never share a slot.
-void expand_chunks(void* user, int64_t b, int64_t e) {
+void expand_rows(void* user, int64_t b, int64_t e) {
   ExpandJob& j = *static_cast<ExpandJob*>(user);
   const DwConv2d& d = j.p->dw;
   const int64_t row = d.iw * d.ic;
   const size_t need = size_t(d.kh) * size_t(row) + 2 * size_t(d.ic);
+  ExpandRing& st = t_expand_held;
   if (t_expand_ring.size() < need) {
+    st.call = 0;
     try {
       t_expand_ring.resize(need);
     } catch (const std::bad_alloc&) {
@@ -209,36 +223,36 @@ void expand_chunks(void* user, int64_t b, int64_t e) {
       return;
     }
   }
+  if (st.call != j.call || st.next_row != b) {
+    st.call = j.call, st.img = -1;
+    for (int64_t s = 0; s < d.kh; ++s) st.held[s] = -1;
+  }
+  st.next_row = e;
   float* ring = t_expand_ring.data();
   float* scratch = ring + d.kh * row;
   const float* rows[kMaxDwRows];
-  int64_t held[kMaxDwRows];
-  for (int64_t ci = b; ci < e; ++ci) {
-    const int64_t r0 = j.rows_total * ci / j.chunks, r1 = j.rows_total * (ci + 1) / j.chunks;
-    int64_t held_img = -1;
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t img = r / d.oh, oy = r % d.oh;
-      if (img != held_img) {
-        for (int64_t s = 0; s < d.kh; ++s) held[s] = -1;
-        held_img = img;
-      }
-      for (int64_t ky = 0; ky < d.kh; ++ky) {
-        const int64_t iy = oy * d.sh - d.pt + ky;
-        if (iy < 0 || iy >= d.ih) {
-          rows[ky] = j.zeros;
-          continue;
-        }
-        const int64_t slot = iy % d.kh;
-        float* dst = ring + slot * row;
-        if (held[slot] != iy) {
-          const int64_t p0 = (img * d.ih + iy) * d.iw;
-          expand_pixels(j, p0, p0 + d.iw, dst, scratch);
-          held[slot] = iy;
-        }
-        rows[ky] = dst;
-      }
-      dw_output_row(d, rows, j.out + r * d.ow * d.ic);
+  for (int64_t r = b; r < e; ++r) {
+    const int64_t img = r / d.oh, oy = r % d.oh;
+    if (img != st.img) {
+      for (int64_t s = 0; s < d.kh; ++s) st.held[s] = -1;
+      st.img = img;
     }
+    for (int64_t ky = 0; ky < d.kh; ++ky) {
+      const int64_t iy = oy * d.sh - d.pt + ky;
+      if (iy < 0 || iy >= d.ih) {
+        rows[ky] = j.zeros;
+        continue;
+      }
+      const int64_t slot = iy % d.kh;
+      float* dst = ring + slot * row;
+      if (st.held[slot] != iy) {
+        const int64_t p0 = (img * d.ih + iy) * d.iw;
+        expand_pixels(j, p0, p0 + d.iw, dst, scratch);
+        st.held[slot] = iy;
+      }
+      rows[ky] = dst;
+    }
+    dw_output_row(d, rows, j.out + r * d.ow * d.ic);
   }
 }
 
@@ -255,14 +269,11 @@ bool expand_depthwise_conv2d(const ExpandDepthwise& p, const float* x, float* ou
   j.pixels = d.n * d.ih * d.iw;
   j.mr = std::max<int64_t>(1, gemm_rows_per_block());
   if (j.rows_total <= 0 || j.pixels <= 0) return true;
-  // One chunk per thread, each at least kExpandChunkRows output rows: a chunk computes the
-  // kh - stride rows above its first row again.
-  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
-  j.chunks = std::max<int64_t>(1, std::min(threads, j.rows_total / kExpandChunkRows));
-  if (j.chunks == 1)
-    expand_chunks(&j, 0, 1);
-  else
-    pteron_parallel_for(0, j.chunks, 1, &expand_chunks, &j);
+  j.call = g_expand_calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Split by output rows as any node (pteron_parallel_for's chunks, a contiguous share per
+  // thread): a thread computes again only the kh - stride input rows above a range that does
+  // not follow its previous one (its share's first, or one taken from another thread's share).
+  pteron_parallel_for(0, j.rows_total, 1, &expand_rows, &j);
   return !j.failed.load(std::memory_order_relaxed);
 }
 
