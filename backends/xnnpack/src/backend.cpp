@@ -972,6 +972,12 @@ bool wants_library(const SidePolicy& p, Op op) {
   }
 }
 
+// May a fusion pass merge a node of type `a` into one of type `b`? Only where fusion is on
+// (PTERON_XNNPACK_FUSE) and pteron's kernels, not the library, run both types.
+bool fusing_own(const SidePolicy& p, Op a, Op b) {
+  return !fusion_off() && !wants_library(p, a) && !wants_library(p, b);
+}
+
 // Is value v quantized (Value::quant)? Does node n read or write one?
 bool quantized(const Graph& g, uint32_t v) {
   return v < g.values.size() && g.values[v].quant.kind != QuantKind::None;
@@ -1097,9 +1103,7 @@ bool declared_shapes_hold(const Graph& g, const Node& n, std::vector<Shape>& dec
 }
 
 size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
-  if (fusion_off() || wants_library(policy, Op::DepthwiseConv2d) ||
-      wants_library(policy, Op::Conv2d))
-    return 0;
+  if (!fusing_own(policy, Op::DepthwiseConv2d, Op::Conv2d)) return 0;
   const size_t nv = g.values.size();
   const ValueUses uses = value_uses(g);
   std::vector<int> reader(nv, -1);
@@ -1154,8 +1158,7 @@ size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
 // input's). Float32 values only, where pteron's kernels run both node types;
 // PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of nodes removed.
 size_t fuse_residual_add(Graph& g, const SidePolicy& policy) {
-  if (fusion_off() || wants_library(policy, Op::Add) || wants_library(policy, Op::Conv2d))
-    return 0;
+  if (!fusing_own(policy, Op::Add, Op::Conv2d)) return 0;
   const size_t nv = g.values.size();
   const ValueUses uses = value_uses(g);
   std::vector<char> drop(g.nodes.size(), 0);
@@ -1214,9 +1217,7 @@ size_t fuse_residual_add(Graph& g, const SidePolicy& policy) {
 constexpr size_t kExpandFuseMinBytes = size_t(1) << 20;
 
 size_t fuse_expand_depthwise(Graph& g, const SidePolicy& policy) {
-  if (fusion_off() || wants_library(policy, Op::DepthwiseConv2d) ||
-      wants_library(policy, Op::Conv2d))
-    return 0;
+  if (!fusing_own(policy, Op::DepthwiseConv2d, Op::Conv2d)) return 0;
   const size_t nv = g.values.size();
   const ValueUses uses = value_uses(g);
   std::vector<Shape> declared;
