@@ -31,12 +31,6 @@ constexpr int64_t kGrainWork = 32768;
 constexpr int64_t kGrainElementwise = 8192;
 constexpr int64_t kMaxDwRows = 64;        // window rows of a depthwise convolution
 
-int64_t grain_for(int64_t work_per_item) {
-  if (work_per_item <= 0) return 1 << 30;
-  const int64_t g = kGrainWork / work_per_item;
-  return g < 1 ? 1 : g;
-}
-
 const NhwcOps* table_for(int level) {
 #if defined(PTERON_OPT_HAVE_X86_ISAS)
   if (level == 2) return nhwc_ops_avx512();
@@ -58,6 +52,12 @@ void parallel(int64_t n, int64_t grain, F& f) {
 }
 
 }  // namespace
+
+int64_t grain_for(int64_t work_per_item) {
+  if (work_per_item <= 0) return 1 << 30;
+  const int64_t g = kGrainWork / work_per_item;
+  return g < 1 ? 1 : g;
+}
 
 const NhwcOps& nhwc_ops() {
   static const NhwcOps* chosen = table_for(isa_level());
@@ -159,8 +159,7 @@ thread_local std::vector<float> t_expand_ring;
 struct ExpandRing {
   uint64_t call = 0;      // ExpandJob::call the ring was filled for (0: none)
   int64_t next_row = -1;  // the output row after the last one this thread computed
-  int64_t img = -1;       // the image whose rows are held
-  int64_t held[kMaxDwRows];  // slot s holds input row held[s] of img (-1: nothing)
+  int64_t held[kMaxDwRows];  // slot s holds input row held[s], image-major (-1: nothing)
 };
 thread_local ExpandRing t_expand_held;
 std::atomic<uint64_t> g_expand_calls{0};
@@ -196,18 +195,18 @@ void expand_pixels(const ExpandJob& j, int64_t p0, int64_t p1, float* dst, float
     const int64_t a = p0 > 0 ? p0 - 1 : p0;  // a pair of rows, p0 one of them
     gemm(a, a + 2, scratch);
     std::memcpy(dst, scratch + (p0 - a) * d.ic, size_t(d.ic) * sizeof(float));
-  } else if (len > 1 && len % j.mr == 1) {
+  } else if (len % j.mr == 1) {
     gemm(p0, e - 2, dst);
     gemm(e - 2, e, dst + (e - 2 - p0) * d.ic);
-  } else if (len > 1) {
+  } else if (len > 0) {
     gemm(p0, e, dst);
   }
   if (last_alone) gemm(e, p1, dst + (e - p0) * d.ic);
 }
 
 // Output rows [b, e) of ExpandJob (image-major), computed with the thread's own ring. Input row
-// iy of the current image is held in slot iy % kh: the kh rows one output row reads are
-// consecutive (dilation 1), so they never share a slot.
+// iy of an image is held in slot iy % kh: the kh rows one output row reads are consecutive
+// (dilation 1), so they never share a slot; a slot records which image's row it holds.
 void expand_rows(void* user, int64_t b, int64_t e) {
   ExpandJob& j = *static_cast<ExpandJob*>(user);
   const DwConv2d& d = j.p->dw;
@@ -224,7 +223,7 @@ void expand_rows(void* user, int64_t b, int64_t e) {
     }
   }
   if (st.call != j.call || st.next_row != b) {
-    st.call = j.call, st.img = -1;
+    st.call = j.call;
     for (int64_t s = 0; s < d.kh; ++s) st.held[s] = -1;
   }
   st.next_row = e;
@@ -233,22 +232,17 @@ void expand_rows(void* user, int64_t b, int64_t e) {
   const float* rows[kMaxDwRows];
   for (int64_t r = b; r < e; ++r) {
     const int64_t img = r / d.oh, oy = r % d.oh;
-    if (img != st.img) {
-      for (int64_t s = 0; s < d.kh; ++s) st.held[s] = -1;
-      st.img = img;
-    }
     for (int64_t ky = 0; ky < d.kh; ++ky) {
       const int64_t iy = oy * d.sh - d.pt + ky;
       if (iy < 0 || iy >= d.ih) {
         rows[ky] = j.zeros;
         continue;
       }
-      const int64_t slot = iy % d.kh;
+      const int64_t slot = iy % d.kh, in_row = img * d.ih + iy;
       float* dst = ring + slot * row;
-      if (st.held[slot] != iy) {
-        const int64_t p0 = (img * d.ih + iy) * d.iw;
-        expand_pixels(j, p0, p0 + d.iw, dst, scratch);
-        st.held[slot] = iy;
+      if (st.held[slot] != in_row) {
+        expand_pixels(j, in_row * d.iw, (in_row + 1) * d.iw, dst, scratch);
+        st.held[slot] = in_row;
       }
       rows[ky] = dst;
     }

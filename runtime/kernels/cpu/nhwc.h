@@ -154,6 +154,11 @@ const NhwcOps& nhwc_ops();
 
 // ---- drivers (nhwc.cpp) -----------------------------------------------------------------------
 
+// Items per pteron_parallel_for chunk, for items of `work_per_item` multiply-adds (or
+// elements) each: about 32 K a chunk, at least 1 (1 << 30 for no work, i.e. serial). The split
+// of every node here, and of the int8 depthwise convolution (qgemm.cpp).
+int64_t grain_for(int64_t work_per_item);
+
 // Depthwise convolution, NHWC, XNNPACK's DepthwiseConv2d: input [n, ih, iw, ic], output
 // [n, oh, ow, ic * m] where output channel o reads input channel o / m; filter w
 // [kh][kw][ic * m] (XNNPACK's 1HWO); bias [ic * m] (never null); padding top pt / left pl (the

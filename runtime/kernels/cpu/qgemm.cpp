@@ -8,6 +8,7 @@
 #include <new>
 
 #include "isa.h"
+#include "nhwc.h"  // grain_for
 #include "pteron/kernel.h"  // pteron_parallel_for
 
 namespace pteron_opt {
@@ -176,11 +177,11 @@ void qdwconv(const QDwConv& p, const uint8_t* x) {
   const int64_t rows = p.n * p.oh;
   if (rows <= 0 || p.ow <= 0 || p.c <= 0) return;
   QDwJob j{&p, x};
-  // about 32 K multiply-adds per chunk, as the float depthwise convolution (nhwc.cpp): a
-  // 28 x 28 x 144 stride-2 layer in 3 chunks of 8-10 rows left one of 2 threads with twice the
-  // other's share, and the rows each thread wrote were not the ones the next node read
-  const int64_t taps = std::max<int64_t>(1, p.kh * p.kw);
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, p.ow * p.c * taps));
+  // The float depthwise convolution's split (nhwc.h, grain_for: multiply-adds, taps counted).
+  // 32 K outputs a chunk left a 28 x 28 x 144 stride-2 layer in 3 chunks of 8-10 rows, one of
+  // 2 threads with twice the other's share, and the rows each thread wrote were not the ones
+  // the next node read.
+  const int64_t grain = grain_for(p.ow * p.c * std::max<int64_t>(1, p.kh * p.kw));
   if (pteron_parallel_threads() <= 1 || rows <= grain)
     run_qdw(&j, 0, rows);
   else
