@@ -85,6 +85,16 @@ pteron_build() {
 # PTERON_CUDA_INCLUDE_DIR, PTERON_CUDA_CUOBJDUMP and PTERON_CUDA_CUOBJDUMP_EXE (the train's
 # Windows cuobjdump.exe, from its win_amd64 wheel, which pteron-verify runs under Wine to
 # cross-check a .dll's fatbin). nvcc runs the build machine's gcc.
+# A Windows CPython 3.11 with numpy, headers and an import library (scripts/windows_python.py),
+# for tests/test_python.py's [windows] runs under Wine. Test-only; quick when already there.
+# Exports PTERON_WINDOWS_PYTHON.
+pteron_install_windows_python() {
+  local dir="${PTERON_WINDOWS_PYTHON_CACHE:-$HOME/.cache/pteron/windows-python-3.11}"
+  echo "==> a Windows CPython for the module's tests: $dir"
+  PTERON_WINDOWS_PYTHON="$("$VENV/bin/python" "$REPO/scripts/windows_python.py" "$dir")"
+  export PTERON_WINDOWS_PYTHON
+}
+
 pteron_install_cuda_train() {
   local train="$1"
   local pins

@@ -36,6 +36,7 @@ pteron_install_export_venv  # upstream's exporter, for tests/test_zoo.py (PTERON
 pteron_conan_home
 
 pteron_install_cuda_train cu134  # nvcc and cuobjdump for the tests (the packages use Conan's)
+pteron_install_windows_python   # the module's [windows] tests (tests/test_python.py)
 
 start=$(date +%s)
 export PTERON_LINUX_PROFILE=linux-cu134 PTERON_MINGW_PROFILE=windows-cu134  # tests/conftest.py

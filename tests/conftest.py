@@ -128,18 +128,34 @@ class Ran:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
 
-def wine_run(env, exe, *args, cwd, timeout=120, extra_env=None) -> Ran:
+def wine_run(env, exe, *args, cwd, timeout=120, extra_env=None, pipes=False) -> Ran:
     """Runs a Windows program under Wine. stdout and stderr go to files, not
     pipes: a Wine service started on the way would hold a pipe open. A hang
-    fails as a named timeout."""
+    fails as a named timeout.
+
+    pipes: stdout and stderr are pipes instead, each read by a thread until the
+    program has exited and then for at most 5 s more (never waiting for an end
+    of file that a service may hold back). For CPython, whose start fails under
+    Wine 8.0 when either is a regular file ("init_sys_streams: can't initialize
+    sys standard streams ... [WinError 6] Invalid handle")."""
     import shutil
     import subprocess
     import tempfile
+    import threading
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sink = subprocess.PIPE if pipes else None
         p = subprocess.Popen([shutil.which("wine") or "wine", str(exe), *map(str, args)],
-                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
-                             env=dict(env, **(extra_env or {})))
+                             stdin=subprocess.DEVNULL, stdout=sink or out, stderr=sink or err,
+                             cwd=cwd, env=dict(env, **(extra_env or {})))
+        readers = []
+        if pipes:
+            for src, dst in ((p.stdout, out), (p.stderr, err)):
+                chunks = []
+                t = threading.Thread(target=lambda s=src, c=chunks: c.extend(
+                    iter(lambda: s.read1(65536), b"")), daemon=True)
+                t.start()
+                readers.append((t, chunks, dst))
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -147,6 +163,9 @@ def wine_run(env, exe, *args, cwd, timeout=120, extra_env=None) -> Ran:
             p.wait()
             pytest.fail(f"timeout: {Path(exe).name} {' '.join(map(str, args))[:200]} "
                         f"did not exit within {timeout} s under Wine", pytrace=False)
+        for t, chunks, dst in readers:
+            t.join(5)
+            dst.write(b"".join(chunks))
         out.seek(0)
         err.seek(0)
         text = lambda f: f.read().decode("utf-8", "replace").replace("\r\n", "\n")

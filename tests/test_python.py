@@ -13,18 +13,26 @@ bound are TypeError / ValueError naming the input; runtime errors are pteron.Err
 carrying the runtime's message; one Method called from several threads at once gives each call
 its own correct result; `load_components` and a missing thread pool library; each pteron
 library mapped once (/proc/self/maps); `python -m pteron run` and `info`.
+
+The tests that hold on any platform run twice: `[linux]` as above, and `[windows]` with the
+module cross-built by MinGW-w64 against the MinGW package (the DLLs) and a Windows CPython
+3.11 (scripts/windows_python.py, PTERON_WINDOWS_PYTHON), run under Wine with the DLLs in the
+package's `pteron/lib` as a wheel holds them, nothing on PATH. The Windows-only tests check
+`os.add_dll_directory`: a `pteron.dll` planted on PATH or in the working folder is never the
+one that loads, a conda prefix's `Library/bin` works, and a missing thread pool DLL is named.
 """
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, program_with_values, run
+from conftest import REPO, program_with_values, run, wine_run, winpath
 
 FIXTURES = REPO / "models" / "fixtures"
 # A child's prelude: the MLP fixture's method `m` and its input `x`.
@@ -57,11 +65,84 @@ def stage(linux_package, tmp_path_factory):
     return st
 
 
-def py(stage, code, timeout=120, env=None):
+class WinStage:
+    """A Windows CPython (python.exe under Wine) whose path (its `._pth` file: the embeddable
+    distribution ignores PYTHONPATH) holds the staged package `pteron`."""
+
+    def __init__(self, python: Path, root: Path, wine_env: dict):
+        self.python, self.root, self.wine_env = python, root, wine_env
+
+
+def win_python(wp: Path, dest: Path, paths) -> Path:
+    """A copy of the Windows CPython of PTERON_WINDOWS_PYTHON in `dest` whose sys.path is
+    its standard library, numpy and `paths`; returns its python.exe."""
+    shutil.copytree(wp / "python", dest)
+    pth = ["python311.zip", ".", winpath(wp / "site"), *map(winpath, paths)]
+    (dest / "python311._pth").write_text("\r\n".join(pth) + "\r\n")
+    return dest / "python.exe"
+
+
+@pytest.fixture(scope="module")
+def win_stage(mingw_package, wine_env, tmp_path_factory):
+    """The module cross-built for Windows and staged as a wheel lays it out: pteron/ with
+    _pteron.cp311-win_amd64.pyd, and the package's DLLs in pteron/lib."""
+    wp = os.environ.get("PTERON_WINDOWS_PYTHON")
+    if not wp or not (Path(wp) / "stamp").is_file():
+        pytest.fail("PTERON_WINDOWS_PYTHON is not set to a folder made by "
+                    "scripts/windows_python.py (scripts/test.sh sets it)", pytrace=False)
+    wp = Path(wp)
+    import nanobind
+
+    base = tmp_path_factory.mktemp("winpy")
+    # FindPython asks the Windows interpreter for its configuration through the emulator.
+    emu = base / "wine-emulator.sh"
+    emu.write_text('#!/bin/sh\nexec wine "$@" </dev/null | tr -d \'\\r\'\n')
+    emu.chmod(0o755)
+    b = base / "build"
+    r = run(["cmake", "-S", REPO / "python", "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+             f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'toolchain-mingw-w64.cmake'}",
+             f"-DCMAKE_CROSSCOMPILING_EMULATOR={emu}", f"-DCMAKE_FIND_ROOT_PATH={mingw_package}",
+             f"-Dpteron_DIR={mingw_package / 'lib' / 'cmake' / 'pteron'}",
+             f"-DPython_EXECUTABLE={wp / 'python' / 'python.exe'}",
+             f"-DPython_INCLUDE_DIR={wp / 'include'}",
+             f"-DPython_LIBRARY={wp / 'libs' / 'libpython311.dll.a'}",
+             f"-DPython_NumPy_INCLUDE_DIR={wp / 'site' / 'numpy' / '_core' / 'include'}",
+             f"-Dnanobind_DIR={Path(nanobind.cmake_dir())}"], timeout=300, env=wine_env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = run(["cmake", "--build", b], timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (pyd,) = b.glob("_pteron*.pyd")
+    assert pyd.name == "_pteron.cp311-win_amd64.pyd"
+    st = base / "stage"
+    shutil.copytree(REPO / "python" / "pteron", st / "pteron")
+    shutil.copy2(pyd, st / "pteron")
+    (st / "pteron" / "lib").mkdir()
+    for dll in (mingw_package / "bin").glob("*.dll"):
+        shutil.copy2(dll, st / "pteron" / "lib")
+    return WinStage(win_python(wp, base / "python", [st]), st, wine_env)
+
+
+@pytest.fixture(scope="module", params=["linux", "windows"])
+def any_stage(request):
+    """The stage of each platform: a test that takes it runs once per platform."""
+    return request.getfixturevalue("stage" if request.param == "linux" else "win_stage")
+
+
+def py(stage, code, timeout=120, env=None, cwd=None):
+    """Runs `code` in a child interpreter that imports pteron from `stage` (a Linux stage
+    folder, or a WinStage: the code goes to a file run by python.exe under Wine, from a
+    working folder on Wine's drive Z:, so this machine's absolute paths are Windows paths
+    there too)."""
+    code = textwrap.dedent(code)
+    if isinstance(stage, WinStage):
+        work = Path(cwd or tempfile.mkdtemp(prefix="winpy-", dir=stage.root.parent))
+        (work / "child.py").write_text(code)
+        return wine_run(stage.wine_env, stage.python, "child.py", cwd=work, timeout=timeout,
+                        extra_env=env, pipes=True)
     e = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PTERON_NUM_THREADS")}
     e["PYTHONPATH"] = str(stage)
     e.update(env or {})
-    return run([sys.executable, "-c", textwrap.dedent(code)], timeout=timeout, env=e)
+    return run([sys.executable, "-c", code], timeout=timeout, env=e)
 
 
 def ok(r):
@@ -83,10 +164,10 @@ def test_import_loads_nothing_native(stage):
 
 
 @pytest.mark.parametrize("name", ["mlp_xnnpack", "cnn_xnnpack", "ops_xnnpack", "cnn"])
-def test_fixture_matches_eager(stage, name):
+def test_fixture_matches_eager(any_stage, name):
     if not (FIXTURES / f"{name}.pte").exists():
         pytest.skip(f"no fixture {name}")
-    out = ok(py(stage, f"""
+    out = ok(py(any_stage, f"""
         import glob, numpy as np, pteron
         F = "{FIXTURES}/{name}"
         m = pteron.Program.load(F + ".pte").load_method("forward")
@@ -108,8 +189,8 @@ def test_fixture_matches_eager(stage, name):
     assert "OK" in out
 
 
-def test_every_input_case_equals_the_contiguous_array(stage):
-    out = ok(py(stage, f"""
+def test_every_input_case_equals_the_contiguous_array(any_stage):
+    out = ok(py(any_stage, f"""
         {MLP}
         (want,) = m(x)
         big = np.zeros((x.shape[0], 2 * x.shape[1]), np.float32); big[:, ::2] = x
@@ -133,8 +214,8 @@ def test_every_input_case_equals_the_contiguous_array(stage):
     assert "OK 7" in out
 
 
-def test_bad_inputs_are_clear_errors(stage):
-    out = ok(py(stage, f"""
+def test_bad_inputs_are_clear_errors(any_stage):
+    out = ok(py(any_stage, f"""
         {MLP}
         def err(f):
             try:
@@ -166,11 +247,11 @@ def test_bad_inputs_are_clear_errors(stage):
     assert lines[6].startswith("dyn (1,")
 
 
-def test_runtime_errors_form_one_hierarchy(stage, tmp_path):
+def test_runtime_errors_form_one_hierarchy(any_stage, tmp_path):
     bad = tmp_path / "bad.pte"
     data = (FIXTURES / "mlp_xnnpack.pte").read_bytes()
     bad.write_bytes(data[:200])
-    out = ok(py(stage, f"""
+    out = ok(py(any_stage, f"""
         import pteron
         def err(f):
             try:
@@ -201,8 +282,8 @@ def test_runtime_errors_form_one_hierarchy(stage, tmp_path):
     assert lines[-1].startswith("TypeError Program.load: source must be")
 
 
-def test_one_method_from_several_threads(stage):
-    out = ok(py(stage, f"""
+def test_one_method_from_several_threads(any_stage):
+    out = ok(py(any_stage, f"""
         import threading
         {MLP}
         xs = [x * (k + 1) for k in range(4)]
@@ -274,6 +355,126 @@ def test_load_components_and_a_missing_threadpool(stage, linux_package, tmp_path
     """, env={"LD_LIBRARY_PATH": str(lib)})
     assert "ImportError pteron: the thread pool library" in ok(r), r.stdout
     assert str(lib) in r.stdout
+
+
+# ---- Windows only: where the DLLs come from ---------------------------------------------------
+
+# A child's report: the runtime's file and every loaded module named pteron*.dll with its
+# file, from the process's module list (the Windows counterpart of /proc/self/maps).
+WIN_MODULES = """
+    import ctypes, json, pteron
+    from ctypes import wintypes
+    pteron.operators()
+    k32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    k32.GetCurrentProcess.restype = wintypes.HANDLE
+    k32.K32EnumProcessModules.argtypes = [wintypes.HANDLE, ctypes.c_void_p, wintypes.DWORD,
+                                          ctypes.POINTER(wintypes.DWORD)]
+    mods, need = (wintypes.HMODULE * 1024)(), wintypes.DWORD()
+    assert k32.K32EnumProcessModules(k32.GetCurrentProcess(), mods, ctypes.sizeof(mods),
+                                     ctypes.byref(need)), ctypes.get_last_error()
+    files = []
+    for h in mods[: need.value // ctypes.sizeof(wintypes.HMODULE)]:
+        buf = ctypes.create_unicode_buffer(32768)
+        k32.GetModuleFileNameW(wintypes.HMODULE(h), buf, len(buf))
+        if buf.value.rsplit("\\\\", 1)[-1].lower().startswith("pteron"):
+            files.append(buf.value)
+    print(json.dumps({"components": pteron.components(), "modules": files}))
+"""
+
+
+def win_report(r):
+    return json.loads(ok(r).strip().splitlines()[-1])
+
+
+def test_windows_dlls_load_from_the_package_folder_only(win_stage, tmp_path):
+    """os.add_dll_directory: pteron/lib's DLLs load, never a pteron.dll in the working folder
+    or on PATH, whether it works (a copy) or not (another DLL under that name); without the
+    call, the import fails even with a working copy on PATH (Python 3.8+ ignores PATH)."""
+    lib = win_stage.root / "pteron" / "lib"
+    copy, bogus = tmp_path / "copy", tmp_path / "bogus"
+    for d, src in ((copy, "pteron.dll"), (bogus, "pteron_threadpool.dll")):
+        d.mkdir()
+        shutil.copy2(lib / src, d / "pteron.dll")
+    want = winpath(lib).lower()
+    for cwd_dll, path_dir in ((copy, copy), (bogus, bogus)):
+        work = tmp_path / f"work-{cwd_dll.name}"
+        work.mkdir()
+        shutil.copy2(cwd_dll / "pteron.dll", work)
+        d = win_report(py(win_stage, WIN_MODULES, cwd=work, env={"WINEPATH": winpath(path_dir)}))
+        assert set(d["components"]) >= {"runtime", "kernels_portable", "threadpool",
+                                         "backend_xnnpack"}, d
+        for name, f in d["components"].items():
+            assert f.lower().rsplit("\\", 1)[0] == want, (name, f)
+        names = [f.lower().rsplit("\\", 1)[1] for f in d["modules"]]
+        assert {"pteron.dll", "pteron_threadpool.dll"} <= set(names), d["modules"]
+        assert sorted(names) == sorted(set(names)), d["modules"]  # each loaded once
+        assert all(f.lower().rsplit("\\", 1)[0] == want for f in d["modules"]), d["modules"]
+    out = ok(py(win_stage, """
+        import pteron, pteron._runtime as r
+        r._windows_dll_dirs = lambda: []
+        try:
+            pteron.operators()
+        except ImportError as e:
+            print("ImportError", e)
+    """, env={"WINEPATH": winpath(copy)}))
+    assert "ImportError pteron: the native extension pteron._pteron could not be loaded" in out
+
+
+def test_windows_conda_prefix_loads_from_library_bin(win_stage, tmp_path):
+    """A conda prefix as conda-forge lays it out (a space in its path): the DLLs in
+    Library/bin, the module in Lib/site-packages/pteron with no lib/ of its own."""
+    prefix = tmp_path / "env win-64"
+    site = prefix / "Lib" / "site-packages"
+    exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), prefix, [site])
+    shutil.copytree(win_stage.root / "pteron", site / "pteron", ignore=shutil.ignore_patterns("lib"))
+    shutil.copytree(win_stage.root / "pteron" / "lib", prefix / "Library" / "bin")
+    conda = WinStage(exe, site, win_stage.wine_env)
+    d = win_report(py(conda, WIN_MODULES))
+    want = winpath(prefix / "Library" / "bin").lower()
+    assert {f.lower().rsplit("\\", 1)[0] for f in d["components"].values()} == {want}, d
+    out = ok(py(conda, f"""
+        {MLP}
+        (y,) = m(x)
+        e = np.load("{FIXTURES}/mlp_xnnpack.forward.expected_0.npy")
+        np.testing.assert_allclose(y, e, rtol=1e-4, atol=1e-5)
+        print("OK", y.shape)
+    """))
+    assert "OK (4, 8)" in out
+
+
+def test_windows_missing_threadpool_dll_is_named(win_stage, tmp_path):
+    st = tmp_path / "stage"
+    shutil.copytree(win_stage.root, st, ignore=shutil.ignore_patterns("pteron_threadpool.dll"))
+    exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), tmp_path / "python", [st])
+    out = ok(py(WinStage(exe, st, win_stage.wine_env), """
+        import pteron
+        try:
+            pteron.operators()
+        except ImportError as e:
+            print("ImportError", e)
+    """))
+    assert "ImportError pteron: the thread pool library (component 'threadpool', " \
+           "pteron_threadpool.dll) is missing from " in out, out
+    assert winpath(st / "pteron" / "lib") in out, out
+
+
+def test_windows_python_m_pteron_run_and_info(win_stage, tmp_path):
+    r = wine_run(win_stage.wine_env, win_stage.python, "-m", "pteron", "run",
+                 FIXTURES / "mlp_xnnpack.pte", "--input",
+                 FIXTURES / "mlp_xnnpack.forward.input_0.npy", "--output-dir", tmp_path,
+                 cwd=tmp_path, timeout=120, pipes=True)
+    assert r.returncode == 0 and r.stdout.startswith("output 0: float32 [4, 8] min "), str(r)
+    import numpy as np
+    np.testing.assert_allclose(np.load(tmp_path / "output_0.npy"),
+                               np.load(FIXTURES / "mlp_xnnpack.forward.expected_0.npy"),
+                               rtol=1e-4, atol=1e-5)
+    r = wine_run(win_stage.wine_env, win_stage.python, "-m", "pteron", "info", cwd=tmp_path,
+                 timeout=120, pipes=True)
+    assert r.returncode == 0, str(r)
+    for want in ("pteron.dll", "pteron_threadpool.dll", "ISA (kernels_optimized", "threads: ",
+                 "operators: ", "backends: XnnpackBackend",
+                 "CUDA: backend_cuda of train cu134; driver not usable: "):
+        assert want in r.stdout, r.stdout
 
 
 def test_the_module_knows_every_component_of_the_list():
