@@ -442,6 +442,35 @@ def test_windows_conda_prefix_loads_from_library_bin(win_stage, tmp_path):
     assert "OK (4, 8)" in out
 
 
+def test_windows_editable_install_finds_the_dlls_beside_the_extension(win_stage, tmp_path):
+    """An editable install as scikit-build-core's redirect mode makes it: the Python files
+    load from the source tree, and an import hook maps pteron._pteron to the extension in the
+    build's install folder, whose lib/ holds the DLLs."""
+    src, built = tmp_path / "src", tmp_path / "built"
+    shutil.copytree(REPO / "python" / "pteron", src / "pteron")
+    shutil.copytree(win_stage.root / "pteron", built / "pteron",
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    (pyd,) = (built / "pteron").glob("_pteron*.pyd")
+    exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), tmp_path / "python", [src])
+    out = ok(py(WinStage(exe, src, win_stage.wine_env), f"""
+        import importlib.abc, importlib.util, sys
+        class Redirect(importlib.abc.MetaPathFinder):  # what the editable install's hook does
+            def find_spec(self, name, path=None, target=None):
+                if name == "pteron._pteron":
+                    return importlib.util.spec_from_file_location(name, {str(winpath(pyd))!r})
+        sys.meta_path.insert(0, Redirect())
+        {MLP}
+        (y,) = m(x)
+        np.testing.assert_allclose(
+            y, np.load("{FIXTURES}/mlp_xnnpack.forward.expected_0.npy"), rtol=1e-4, atol=1e-5)
+        print(pteron.__file__)
+        print(pteron.components()["runtime"])
+    """))
+    lines = out.strip().splitlines()
+    assert lines[-2].lower().startswith(winpath(src).lower()), out
+    assert lines[-1].lower() == winpath(built / "pteron" / "lib" / "pteron.dll").lower(), out
+
+
 def test_windows_missing_threadpool_dll_is_named(win_stage, tmp_path):
     st = tmp_path / "stage"
     shutil.copytree(win_stage.root, st, ignore=shutil.ignore_patterns("pteron_threadpool.dll"))

@@ -8,6 +8,7 @@ the runtime loads the extension and the components (``_native()``).
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import operator
 import os
 import sys
@@ -131,6 +132,7 @@ _ext = None
 _libdir: Optional[Path] = None
 _loaded = {}  # component name -> (path, ctypes.CDLL)
 _chosen: Optional[Tuple[str, ...]] = None
+_dll_dirs = []  # Windows: os.add_dll_directory's handles
 
 
 def _component_file(libdir: Path, name: str) -> Optional[Path]:
@@ -151,14 +153,23 @@ def _component_file(libdir: Path, name: str) -> Optional[Path]:
 
 
 def _windows_dll_dirs() -> List[Path]:
-    """Folders that may hold pteron.dll for the extension, in order: the
-    wheel's pteron/lib (or the package folder itself), a conda prefix's
-    Library/bin."""
+    """The folder holding pteron.dll for the extension, as a list of at most one (Windows
+    searches the folders added by os.add_dll_directory in no set order, so only one is
+    added). The first that holds pteron.dll of: the extension's folder's lib/ (a wheel) and
+    the extension's folder itself; the same two beside this file, which differ from those in
+    an editable install (its import hook loads the extension from the build's install folder
+    and these files from the source tree); a conda prefix's Library/bin."""
     here = Path(__file__).resolve().parent
-    dirs = [here / "lib", here]
-    prefix = Path(sys.prefix)
-    dirs.append(prefix / "Library" / "bin")
-    return [d for d in dirs if (d / "pteron.dll").is_file()]
+    bases = []
+    try:
+        spec = importlib.util.find_spec(__package__ + "._pteron")  # finds, does not load
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin and spec.origin not in ("built-in", "frozen"):
+        bases.append(Path(spec.origin).resolve().parent)
+    bases.append(here)
+    dirs = [d for b in bases for d in (b / "lib", b)] + [Path(sys.prefix) / "Library" / "bin"]
+    return [d for d in dirs if (d / "pteron.dll").is_file()][:1]
 
 
 def _native():
@@ -171,9 +182,10 @@ def _native():
             return _ext
         if sys.platform == "win32":
             # Python 3.8+ ignores PATH for an extension's DLLs: register the folder holding
-            # pteron.dll first, so that one (and never another copy on PATH) loads.
+            # pteron.dll first, so that one (and never another copy on PATH) loads. The
+            # handle is kept for the life of the process (closing it removes the folder).
             for d in _windows_dll_dirs():
-                os.add_dll_directory(str(d))
+                _dll_dirs.append(os.add_dll_directory(str(d)))
         try:
             from . import _pteron as ext  # noqa: PLC0415
         except ImportError as e:
