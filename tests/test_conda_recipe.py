@@ -137,8 +137,7 @@ def test_meta_yaml_declares_what_recipe_yaml_does(platform, offline):
             req.get("ignore_run_exports", {}).get("from_package", [])
         script = o["build"]["script"]
         script = script["file"] if isinstance(script, dict) else script
-        assert m["script"] == script + (".bat" if ns["win"] and name == "libpteron"
-                                        else ".sh")
+        assert m["script"] == script + (".bat" if ns["win"] else ".sh")
         assert (REPO / "recipe" / m["script"]).is_file(), m["script"]
         test = m.get("test", {})
         recipe_files = [f for t in o.get("tests", []) for f in t.get("files", {}).get("recipe", [])]

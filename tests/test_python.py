@@ -91,12 +91,11 @@ def win_stage(mingw_package, wine_env, tmp_path_factory):
         pytest.fail("PTERON_WINDOWS_PYTHON is not set to a folder made by "
                     "scripts/windows_python.py (scripts/test.sh sets it)", pytrace=False)
     wp = Path(wp)
-    import nanobind
-
     base = tmp_path_factory.mktemp("winpy")
     # FindPython asks the Windows interpreter for its configuration through the emulator.
     emu = base / "wine-emulator.sh"
-    emu.write_text('#!/bin/sh\nexec wine "$@" </dev/null | tr -d \'\\r\'\n')
+    # Pipes for stdout and stderr: CPython under Wine 8.0 does not start when either is a file.
+    emu.write_text('#!/bin/bash\nset -o pipefail\nwine "$@" </dev/null 2> >(tr -d "\\r" >&2) | tr -d "\\r"\n')
     emu.chmod(0o755)
     b = base / "build"
     r = run(["cmake", "-S", REPO / "python", "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
@@ -107,7 +106,7 @@ def win_stage(mingw_package, wine_env, tmp_path_factory):
              f"-DPython_INCLUDE_DIR={wp / 'include'}",
              f"-DPython_LIBRARY={wp / 'libs' / 'libpython311.dll.a'}",
              f"-DPython_NumPy_INCLUDE_DIR={wp / 'site' / 'numpy' / '_core' / 'include'}",
-             f"-Dnanobind_DIR={Path(nanobind.cmake_dir())}"], timeout=300, env=wine_env)
+             f"-Dnanobind_DIR={wp / 'site' / 'nanobind' / 'cmake'}"], timeout=300, env=wine_env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     r = run(["cmake", "--build", b], timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

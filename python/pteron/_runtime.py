@@ -158,7 +158,9 @@ def _windows_dll_dirs() -> List[Path]:
     added). The first that holds pteron.dll of: the extension's folder's lib/ (a wheel) and
     the extension's folder itself; the same two beside this file, which differ from those in
     an editable install (its import hook loads the extension from the build's install folder
-    and these files from the source tree); a conda prefix's Library/bin."""
+    and these files from the source tree); the Library/bin of the conda prefix whose
+    Lib/site-packages holds this package, then of sys.prefix (the same, unless an interpreter
+    from elsewhere imports the package)."""
     here = Path(__file__).resolve().parent
     bases = []
     try:
@@ -168,7 +170,10 @@ def _windows_dll_dirs() -> List[Path]:
     if spec is not None and spec.origin and spec.origin not in ("built-in", "frozen"):
         bases.append(Path(spec.origin).resolve().parent)
     bases.append(here)
-    dirs = [d for b in bases for d in (b / "lib", b)] + [Path(sys.prefix) / "Library" / "bin"]
+    dirs = [d for b in bases for d in (b / "lib", b)]
+    if here.parent.name.lower() == "site-packages":
+        dirs.append(here.parents[2] / "Library" / "bin")
+    dirs.append(Path(sys.prefix) / "Library" / "bin")
     return [d for d in dirs if (d / "pteron.dll").is_file()][:1]
 
 

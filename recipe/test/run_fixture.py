@@ -11,15 +11,19 @@ import os
 import sys
 
 prefix, fixture = sys.argv[1], sys.argv[2]
-ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
-sys.path.insert(0, os.path.join(prefix, "lib", ver, "site-packages"))
+if sys.platform == "win32":  # conda's Windows layout: Lib\site-packages, DLLs in Library\bin
+    site, libdir = os.path.join(prefix, "Lib", "site-packages"), os.path.join(prefix, "Library", "bin")
+else:
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site, libdir = os.path.join(prefix, "lib", ver, "site-packages"), os.path.join(prefix, "lib")
+sys.path.insert(0, site)
 
 import numpy as np  # noqa: E402
 import pteron  # noqa: E402
 
 libs = pteron.components()
 lib = os.path.realpath(libs["runtime"])
-want = os.path.realpath(os.path.join(prefix, "lib"))
+want = os.path.realpath(libdir)
 for name, path in libs.items():
     if os.path.dirname(os.path.realpath(path)) != want:
         sys.exit(f"pteron loaded {name} from {path}, not from {want}")
