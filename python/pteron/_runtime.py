@@ -152,15 +152,13 @@ def _component_file(libdir: Path, name: str) -> Optional[Path]:
     return exact if exact.is_file() else None
 
 
-def _windows_dll_dirs() -> List[Path]:
-    """The folder holding pteron.dll for the extension, as a list of at most one (Windows
-    searches the folders added by os.add_dll_directory in no set order, so only one is
-    added). The first that holds pteron.dll of: the extension's folder's lib/ (a wheel) and
-    the extension's folder itself; the same two beside this file, which differ from those in
-    an editable install (its import hook loads the extension from the build's install folder
-    and these files from the source tree); the Library/bin of the conda prefix whose
-    Lib/site-packages holds this package, then of sys.prefix (the same, unless an interpreter
-    from elsewhere imports the package)."""
+def _windows_dll_candidates() -> List[Path]:
+    """The folders that may hold pteron.dll for the extension, in order: the extension's
+    folder's lib/ (a wheel) and the extension's folder itself; the same two beside this file,
+    which differ from those in an editable install (its import hook loads the extension from
+    the build's install folder and these files from the source tree); the Library/bin of the
+    conda prefix whose Lib/site-packages holds this package, then of sys.prefix (the same,
+    unless an interpreter from elsewhere imports the package)."""
     here = Path(__file__).resolve().parent
     bases = []
     try:
@@ -174,7 +172,21 @@ def _windows_dll_dirs() -> List[Path]:
     if here.parent.name.lower() == "site-packages":
         dirs.append(here.parents[2] / "Library" / "bin")
     dirs.append(Path(sys.prefix) / "Library" / "bin")
-    return [d for d in dirs if (d / "pteron.dll").is_file()][:1]
+    return list(dict.fromkeys(dirs))
+
+
+def _windows_dll_dir() -> Path:
+    """The first candidate folder that holds pteron.dll: the one folder given to
+    os.add_dll_directory (Windows searches added folders in no set order). ImportError naming
+    every folder looked at when none does."""
+    dirs = _windows_dll_candidates()
+    for d in dirs:
+        if (d / "pteron.dll").is_file():
+            return d
+    raise ImportError("pteron: pteron.dll, the runtime library the extension pteron._pteron "
+                      "links, is in none of these folders: " + ", ".join(map(str, dirs)) +
+                      "; it comes with the wheel (pteron/lib) or the conda package 'libpteron' "
+                      "(Library/bin)")
 
 
 def _native():
@@ -185,17 +197,19 @@ def _native():
     with _lock:
         if _ext is not None:
             return _ext
+        where = ""
         if sys.platform == "win32":
             # Python 3.8+ ignores PATH for an extension's DLLs: register the folder holding
             # pteron.dll first, so that one (and never another copy on PATH) loads. The
             # handle is kept for the life of the process (closing it removes the folder).
-            for d in _windows_dll_dirs():
-                _dll_dirs.append(os.add_dll_directory(str(d)))
+            d = _windows_dll_dir()
+            _dll_dirs.append(os.add_dll_directory(str(d)))
+            where = f", with pteron.dll from {d}"
         try:
             from . import _pteron as ext  # noqa: PLC0415
         except ImportError as e:
             raise ImportError(
-                f"pteron: the native extension pteron._pteron could not be loaded ({e}); "
+                f"pteron: the native extension pteron._pteron could not be loaded ({e}{where}); "
                 "it comes with the wheel (pip install .) or the conda package 'pteron', and "
                 "needs the runtime library (in the wheel, or the conda package "
                 "'libpteron')") from e

@@ -11,6 +11,8 @@
 // Threads: program load, method load and execute release the GIL (files are read by the
 // Python layer, which hands the bytes over). The Python layer serialises
 // calls on one Method (its lock); the runtime allows different methods on different threads.
+// At interpreter exit, a (daemon) thread still inside one of those calls stays there instead
+// of taking the GIL back (see Unlocked).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -19,12 +21,16 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>  // also vector<vector<int64_t>>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -96,6 +102,72 @@ struct Method {
   ~Method() { pteron_method_release(m); }
 };
 
+// The GIL released around a native call, as nb::gil_scoped_release does, but safe at interpreter
+// exit. Before 3.14, CPython ends a daemon thread that asks for the GIL once finalisation has
+// begun (pthread_exit: a forced unwind), and an unwind through a destructor, or through
+// nanobind's catch (...), is std::terminate ("terminate called without an active exception",
+// exit status 134). So the module's atexit function (at_exit, which runs before finalisation)
+// raises g_exiting and waits, without the GIL, until no thread is between releasing the GIL
+// here and having it back; a call that ends after that never takes the GIL back: its thread
+// sleeps until the process ends, as CPython 3.14 does with such threads itself.
+std::mutex g_exit_mu;
+std::condition_variable g_exit_cv;
+bool g_exiting = false;  // guarded by g_exit_mu
+int g_unlocked = 0;      // threads in an Unlocked region or taking the GIL back from one
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+class Unlocked {
+ public:
+  Unlocked() {
+    {
+      std::lock_guard<std::mutex> g(g_exit_mu);
+      ++g_unlocked;
+    }
+    state_ = PyEval_SaveThread();
+  }
+  ~Unlocked() {
+    bool park;
+    {
+      std::lock_guard<std::mutex> g(g_exit_mu);
+      park = g_exiting || interpreter_finalizing();
+      if (park) --g_unlocked;
+    }
+    if (park) {
+      g_exit_cv.notify_all();
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+    PyEval_RestoreThread(state_);
+    {
+      std::lock_guard<std::mutex> g(g_exit_mu);
+      --g_unlocked;
+    }
+    g_exit_cv.notify_all();
+  }
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+// Registered with atexit at import. Waits at most 60 s (a call still running then is left to
+// CPython's own handling of daemon threads).
+void at_exit() {
+  // Declared first, so the GIL is taken back after lk is released: a thread that holds the
+  // GIL and waits for g_exit_mu (in Unlocked()) cannot deadlock with this one.
+  nb::gil_scoped_release unlocked;
+  std::unique_lock<std::mutex> lk(g_exit_mu);
+  g_exiting = true;
+  g_exit_cv.wait_for(lk, std::chrono::seconds(60), [] { return g_unlocked == 0; });
+}
+
 using Bytes = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // (tag, dtype, dynamism, sizes, bounds, dim_order, nbytes, scalar) of one value.
@@ -113,7 +185,7 @@ std::unique_ptr<Program> load_bytes(Bytes data, std::optional<Bytes> data_file) 
   std::unique_ptr<Program> prog(new Program);
   pteron_status* s;
   {
-    nb::gil_scoped_release unlocked;
+    Unlocked unlocked;
     s = pteron_program_load_memory_with_data(data.data(), data.size(),
                                              data_file ? data_file->data() : nullptr,
                                              data_file ? data_file->size() : 0, &prog->p);
@@ -143,7 +215,7 @@ std::unique_ptr<Method> load_method(Program& prog, nb::bytes name, uint64_t max_
   opts.max_allocated_bytes = max_allocated_bytes;
   pteron_status* s;
   {
-    nb::gil_scoped_release unlocked;
+    Unlocked unlocked;
     s = pteron_method_load(prog.p, n.c_str(), &opts, &m->m);
   }
   check(s);
@@ -171,7 +243,7 @@ void set_input_scalar(Method& m, size_t i, double value) {
 void execute(Method& m) {
   pteron_status* s;
   {
-    nb::gil_scoped_release unlocked;
+    Unlocked unlocked;
     s = pteron_method_execute(m.m);
   }
   check(s);
@@ -359,6 +431,9 @@ std::string runtime_library_path() {
 
 NB_MODULE(_pteron, m) {
   if (_import_array() < 0) throw nb::python_error();
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&at_exit));
+  // Objects that daemon threads still hold at exit (see Unlocked) are not leaks to report.
+  nb::set_leak_warnings(false);
   m.doc() =
       "pteron's native layer (the runtime's C API). Use the pteron package's API "
       "(pteron.Program, pteron.Method), not this module.";
