@@ -92,24 +92,13 @@ def win_stage(mingw_package, wine_env, tmp_path_factory):
                     "scripts/windows_python.py (scripts/test.sh sets it)", pytrace=False)
     wp = Path(wp)
     base = tmp_path_factory.mktemp("winpy")
-    # FindPython asks the Windows interpreter for its configuration through the emulator.
-    emu = base / "wine-emulator.sh"
-    # Pipes for stdout and stderr: CPython under Wine 8.0 does not start when either is a file.
-    emu.write_text('#!/bin/bash\nset -o pipefail\nwine "$@" </dev/null 2> >(tr -d "\\r" >&2) | tr -d "\\r"\n')
-    emu.chmod(0o755)
-    b = base / "build"
-    r = run(["cmake", "-S", REPO / "python", "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-             f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'cmake' / 'toolchain-mingw-w64.cmake'}",
-             f"-DCMAKE_CROSSCOMPILING_EMULATOR={emu}", f"-DCMAKE_FIND_ROOT_PATH={mingw_package}",
-             f"-Dpteron_DIR={mingw_package / 'lib' / 'cmake' / 'pteron'}",
-             f"-DPython_EXECUTABLE={wp / 'python' / 'python.exe'}",
-             f"-DPython_INCLUDE_DIR={wp / 'include'}",
-             f"-DPython_LIBRARY={wp / 'libs' / 'libpython311.dll.a'}",
-             f"-DPython_NumPy_INCLUDE_DIR={wp / 'site' / 'numpy' / '_core' / 'include'}",
-             f"-Dnanobind_DIR={wp / 'site' / 'nanobind' / 'cmake'}"], timeout=300, env=wine_env)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    r = run(["cmake", "--build", b], timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # The README's block, as written: FindPython runs python.exe under Wine.
+    from test_readme import run_block
+
+    run_block("python-windows", base, timeout=900, PKG=mingw_package,
+              PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+              **{k: v for k, v in wine_env.items() if k.startswith("WINE")})
+    b = base / "build-py-windows"
     (pyd,) = b.glob("_pteron*.pyd")
     assert pyd.name == "_pteron.cp311-win_amd64.pyd"
     st = base / "stage"
@@ -266,6 +255,7 @@ def test_runtime_errors_form_one_hierarchy(any_stage, tmp_path):
         import os
         if os.path.exists(un):
             print(err(lambda: pteron.Program.load(un).load_method()))
+        print(err(lambda: pteron.Program.load("{tmp_path}")))
         try:
             pteron.Program.load(12)
         except TypeError as e:
@@ -278,6 +268,8 @@ def test_runtime_errors_form_one_hierarchy(any_stage, tmp_path):
     assert lines[3].startswith("NotFoundError 3 True: ") and "nope" in lines[3]
     if (FIXTURES / "unsupported_op.pte").exists():
         assert lines[4].startswith("MissingOperatorError 4 True: ") and "::absent_unary.out" in lines[4]
+    assert lines[-2].startswith("FileAccessError 9 True: ") and \
+        lines[-2].endswith("': it is a directory"), lines[-2]
     assert lines[-1].startswith("TypeError Program.load: source must be")
 
 

@@ -481,9 +481,10 @@ def _read_file(path, what):
     try:
         with open(path, "rb") as f:
             return np.frombuffer(f.read(), dtype=np.uint8)
-    except IsADirectoryError:
-        raise FileAccessError(f"cannot open {what} '{path}': it is a directory") from None
     except OSError as e:
+        # Windows gives "Permission denied" for a folder where POSIX says EISDIR.
+        if isinstance(e, IsADirectoryError) or os.path.isdir(path):
+            raise FileAccessError(f"cannot open {what} '{path}': it is a directory") from None
         raise FileAccessError(f"cannot open {what} '{path}': {e.strerror or e}") from None
 
 
