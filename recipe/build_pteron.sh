@@ -24,6 +24,8 @@ if [[ "${target_platform}" == win-* ]]; then
     echo "build_pteron.sh: ${wp} holds CPython 3.11; the variant asks for ${want}" >&2
     exit 1
   fi
+  # The win-64 libpteron: the host prefix's, or (offline cross build) PTERON_HOST_PREFIX's.
+  lib_prefix="${PTERON_HOST_PREFIX:-${PREFIX}}/Library"
   tools="${SRC_DIR}/../win-python-tools"
   mkdir -p "${tools}"
   # Pipes for stdout and stderr (CPython under Wine 8.0 does not start when either is a
@@ -33,7 +35,7 @@ if [[ "${target_platform}" == win-* ]]; then
   chmod +x "${tools}/python"
   sp_rel="Lib/site-packages"
   args=(-DCMAKE_TOOLCHAIN_FILE="${SRC_DIR}/cmake/toolchain-mingw-w64.cmake"
-        -DCMAKE_FIND_ROOT_PATH="${LIBRARY_PREFIX}" -Dpteron_DIR="${LIBRARY_PREFIX}/lib/cmake/pteron"
+        -DCMAKE_FIND_ROOT_PATH="${lib_prefix}" -Dpteron_DIR="${lib_prefix}/lib/cmake/pteron"
         -DPython_EXECUTABLE="${tools}/python" -DPython_INCLUDE_DIR="${wp}/include"
         -DPython_LIBRARY="${wp}/libs/libpython311.dll.a"
         -DPython_NumPy_INCLUDE_DIR="${wp}/site/numpy/_core/include"

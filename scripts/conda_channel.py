@@ -68,17 +68,20 @@ def build(channel: Path, platforms):
         log_path = channel / f"build-{plat}.log"
         print(f"==> conda: building {RECIPE} for {plat} (python {py}, offline) into {channel}; "
               f"log {log_path}", flush=True)
-        recipe = Stage0Recipe.from_file(RECIPE)
         variant = {"pteron_offline": [True], "python": [py]}
-        if plat.startswith("win-"):
+        cross = plat != _this_platform()
+        if cross:
             variant.update(_windows_python_variant())
+        render = RenderConfig(platform=PlatformConfig(target_platform=plat))
+        tools = ToolConfiguration(test_strategy="native")
         log = _Log(log_path)
         try:
-            results = recipe.run_build(
-                variant_config=VariantConfig(variant),
-                render_config=RenderConfig(platform=PlatformConfig(target_platform=plat)),
-                tool_config=ToolConfiguration(test_strategy="native"),
-                output_dir=channel, channels=[], progress_callback=log)
+            if not cross:
+                results = Stage0Recipe.from_file(RECIPE).run_build(
+                    variant_config=VariantConfig(variant), render_config=render, tool_config=tools,
+                    output_dir=channel, channels=[], progress_callback=log)
+            else:
+                results = _cross_build(channel, plat, variant, render, tools, log)
         except RattlerBuildError as e:
             log.f.close()
             _show_failed_scripts(channel)
@@ -89,6 +92,39 @@ def build(channel: Path, platforms):
                 print(f"    {r.name} {r.version}: {p}", flush=True)
                 built.append(Path(p))
     return built
+
+
+def _this_platform():
+    return "linux-64" if sys.platform.startswith("linux") else sys.platform
+
+
+def _cross_build(channel: Path, plat, variant, render, tools, log):
+    """A cross build (win-64 from this Linux machine), output by output. rattler-build 0.73
+    solves a cross build's host environment for the build machine's platform (linux-64), where
+    no win-64 libpteron is, so `pteron` cannot have libpteron in its host environment: libpteron
+    is built first and installed with py-rattler into a prefix of its own, which the variant
+    key pteron_host_prefix names (recipe.yaml then leaves the host requirement out, and
+    build_pteron.sh builds against that prefix). The run requirement still pins libpteron
+    exactly."""
+    import tempfile
+
+    from rattler_build import Stage0Recipe, VariantConfig
+
+    def outputs(var):
+        return Stage0Recipe.from_file(RECIPE).render(VariantConfig(var), render)
+
+    results = []
+    for v in outputs(variant):
+        if v.recipe.package.name == "libpteron":
+            results.append(v.run_build(tool_config=tools, output_dir=channel, channels=[],
+                                       progress_callback=log))
+    host = Path(tempfile.mkdtemp(prefix=f"pteron-host-{plat}-")) / "prefix"
+    install_prefix(channel, host, plat, ["libpteron"])
+    for v in outputs(dict(variant, pteron_host_prefix=[str(host)])):
+        if v.recipe.package.name == "pteron":
+            results.append(v.run_build(tool_config=tools, output_dir=channel, channels=[],
+                                       progress_callback=log))
+    return results
 
 
 def _windows_python_variant():
