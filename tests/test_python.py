@@ -442,8 +442,17 @@ def test_windows_dlls_load_from_the_package_folder_only(win_stage, tmp_path):
     """, env={"WINEPATH": winpath(copy)}))
     assert "ImportError pteron: the native extension pteron._pteron could not be loaded" in out
     assert f"with pteron.dll from {winpath(lib)}" in out, out
+    out, st = import_without(win_stage, tmp_path, "pteron.dll", env={"WINEPATH": winpath(copy)})
+    assert "ImportError pteron: pteron.dll, the runtime library the extension pteron._pteron " \
+           "links, is in none of these folders: " in out, out
+    assert winpath(st / "pteron" / "lib") in out, out
+
+
+def import_without(win_stage, tmp_path, dll, env=None):
+    """(what the first runtime call prints, the stage) for a copy of the Windows stage
+    without `dll`."""
     st = tmp_path / "stage"
-    shutil.copytree(win_stage.root, st, ignore=shutil.ignore_patterns("pteron.dll"))
+    shutil.copytree(win_stage.root, st, ignore=shutil.ignore_patterns(dll))
     exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), tmp_path / "python", [st])
     out = ok(py(WinStage(exe, st, win_stage.wine_env), """
         import pteron
@@ -451,10 +460,8 @@ def test_windows_dlls_load_from_the_package_folder_only(win_stage, tmp_path):
             pteron.operators()
         except ImportError as e:
             print("ImportError", e)
-    """, env={"WINEPATH": winpath(copy)}))
-    assert "ImportError pteron: pteron.dll, the runtime library the extension pteron._pteron " \
-           "links, is in none of these folders: " in out, out
-    assert winpath(st / "pteron" / "lib") in out, out
+    """, env=env))
+    return out, st
 
 
 def test_windows_conda_prefix_loads_from_library_bin(win_stage, tmp_path):
@@ -509,16 +516,7 @@ def test_windows_editable_install_finds_the_dlls_beside_the_extension(win_stage,
 
 
 def test_windows_missing_threadpool_dll_is_named(win_stage, tmp_path):
-    st = tmp_path / "stage"
-    shutil.copytree(win_stage.root, st, ignore=shutil.ignore_patterns("pteron_threadpool.dll"))
-    exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), tmp_path / "python", [st])
-    out = ok(py(WinStage(exe, st, win_stage.wine_env), """
-        import pteron
-        try:
-            pteron.operators()
-        except ImportError as e:
-            print("ImportError", e)
-    """))
+    out, st = import_without(win_stage, tmp_path, "pteron_threadpool.dll")
     assert "ImportError pteron: the thread pool library (component 'threadpool', " \
            "pteron_threadpool.dll) is missing from " in out, out
     assert winpath(st / "pteron" / "lib") in out, out
