@@ -118,12 +118,13 @@ def _cross_build(channel: Path, plat, variant, render, tools, log):
         if v.recipe.package.name == "libpteron":
             results.append(v.run_build(tool_config=tools, output_dir=channel, channels=[],
                                        progress_callback=log))
-    host = Path(tempfile.mkdtemp(prefix=f"pteron-host-{plat}-")) / "prefix"
-    install_prefix(channel, host, plat, ["libpteron"])
-    for v in outputs(dict(variant, pteron_host_prefix=[str(host)])):
-        if v.recipe.package.name == "pteron":
-            results.append(v.run_build(tool_config=tools, output_dir=channel, channels=[],
-                                       progress_callback=log))
+    with tempfile.TemporaryDirectory(prefix=f"pteron-host-{plat}-") as tmp:
+        host = Path(tmp) / "prefix"
+        install_prefix(channel, host, plat, ["libpteron"])
+        for v in outputs(dict(variant, pteron_host_prefix=[str(host)])):
+            if v.recipe.package.name == "pteron":
+                results.append(v.run_build(tool_config=tools, output_dir=channel, channels=[],
+                                           progress_callback=log))
     return results
 
 

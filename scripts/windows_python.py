@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -144,9 +145,17 @@ EXPECTED = ("python/python.exe", "python/python311.dll", "python/python311.zip",
             "site/numpy/_core/include/numpy/arrayobject.h", "site/nanobind/cmake")
 
 
+def ours(dest: Path) -> bool:
+    """Whether dest was made by this script: its stamp is lines of SHA-256 hex digests."""
+    try:
+        text = (dest / "stamp").read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return re.fullmatch(r"([0-9a-f]{64}\n)+", text) is not None
+
+
 def complete(dest: Path) -> bool:
-    stamp = dest / "stamp"
-    return (stamp.is_file() and stamp.read_text() == STAMP
+    return (ours(dest) and (dest / "stamp").read_text() == STAMP
             and all((dest / f).exists() for f in EXPECTED))
 
 
@@ -157,23 +166,26 @@ def main() -> None:
     if complete(dest):
         print(dest)
         return
-    # Only a folder this script made (it has a stamp) is replaced: anything else is refused.
-    if dest.exists() and not (dest / "stamp").is_file() and (
-            not dest.is_dir() or any(dest.iterdir())):
-        fail(f"{dest} exists and was not made by this script (no stamp): give a new folder, or "
-             "remove it first")
+    # Only a folder this script made (its stamp) is replaced: anything else is refused.
+    if dest.exists() and not ours(dest) and (not dest.is_dir() or any(dest.iterdir())):
+        fail(f"{dest} exists and was not made by this script (no stamp of its own): give a new "
+             "folder, or remove it first")
     if shutil.which(DLLTOOL) is None:
         fail(f"{DLLTOOL} not found: install Debian's mingw-w64 (scripts/setup.sh does)")
-    part = dest.with_name(dest.name + ".part")
+    part = None
     try:
-        shutil.rmtree(part, ignore_errors=True)
+        # A new scratch folder beside dest, so that the final rename stays on one file system.
+        part = Path(tempfile.mkdtemp(prefix=dest.name + ".part-", dir=dest.parent))
         make(part)
         (part / "stamp").write_text(STAMP)
         shutil.rmtree(dest, ignore_errors=True)
         part.rename(dest)
+        part = None
     except OSError as e:
-        shutil.rmtree(part, ignore_errors=True)
         fail(f"cannot make {dest}: {e}")
+    finally:  # a failed step (fail() included) leaves no scratch folder behind
+        if part is not None:
+            shutil.rmtree(part, ignore_errors=True)
     print(dest)
 
 

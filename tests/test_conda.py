@@ -222,7 +222,11 @@ def test_linux_every_imported_location_exists_under_the_prefix(tmp_path):
 
 
 def _run_exports(pkg_name, platform):
-    from rattler.package import RunExportsJson
+    try:
+        from rattler.package import RunExportsJson
+    except ImportError:
+        pytest.fail("py-rattler is not installed in this interpreter: run tests/test_conda.py "
+                    "through scripts/conda.sh (it installs it)", pytrace=False)
     pkgs = sorted((Path(CHANNEL) / platform).glob(f"{pkg_name}-[0-9]*.conda"))
     assert pkgs, f"no {pkg_name} package in {CHANNEL}/{platform}"
     return RunExportsJson.from_package_archive(pkgs[-1])

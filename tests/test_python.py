@@ -316,6 +316,61 @@ def test_exit_with_daemon_threads_inside_calls(any_stage):
         assert "terminate" not in r.stderr and "leaked" not in r.stderr, r.stderr
 
 
+def test_calls_after_the_modules_atexit_function_run(any_stage):
+    """The module's atexit function holds daemon threads only: a call from an atexit handler
+    that runs after it (registered before the first runtime call), from a thread such a
+    handler joins, and from a __del__ at finalisation, all return."""
+    out = ok(py(any_stage, f"""
+        import atexit, threading
+        import numpy as np, pteron
+        F = "{FIXTURES}/mlp_xnnpack"
+        x = np.load(F + ".forward.input_0.npy")
+        def late():
+            m = pteron.Program.load(F + ".pte").load_method()
+            print("atexit", m(x)[0].shape, flush=True)
+            t = threading.Thread(target=lambda: print("joined", m(x)[0].shape, flush=True))
+            t.start()
+            t.join()
+        atexit.register(late)
+        class Runner:
+            def __init__(self):
+                self.m = pteron.Program.load(F + ".pte").load_method()
+            def __del__(self):
+                print("__del__", self.m(x)[0].shape, flush=True)
+        r = Runner()
+        print("main", r.m(x)[0].shape, flush=True)
+    """, timeout=120))
+    assert out.split() == ["main", "(4,", "8)", "atexit", "(4,", "8)", "joined", "(4,", "8)",
+                           "__del__", "(4,", "8)"], out
+
+
+def test_a_forked_child_runs_and_exits(stage):
+    """fork() after the thread pool has started, with a daemon thread inside calls of another
+    Method: the child (which has none of the parent's threads) runs the method on a new pool
+    and exits. Before, its exit waited forever on the old pool's workers. (A Method that
+    another thread is calling at the fork stays locked in the child, as any lock does.)"""
+    out = ok(py(stage, f"""
+        import os, sys, threading, time
+        import numpy as np, pteron
+        F = "{FIXTURES}/cnn_xnnpack"
+        m = pteron.Program.load(F + ".pte").load_method()
+        x = np.load(F + ".forward.input_0.npy")
+        (want,) = m(x)
+        m2 = pteron.Program.load(F + ".pte").load_method()
+        threading.Thread(target=lambda: [m2(x) for _ in iter(int, 1)], daemon=True).start()
+        time.sleep(0.2)
+        pid = os.fork()
+        if pid == 0:
+            (got,) = m(x)
+            print("child", np.array_equal(got, want), pteron.num_threads(), flush=True)
+            sys.exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("parent", os.waitstatus_to_exitcode(status), flush=True)
+    """, timeout=120))
+    words = out.split()
+    assert words[:2] == ["child", "True"] and words[-2:] == ["parent", "0"], out
+
+
 def test_components_are_loaded_once_from_the_runtimes_folder(stage, linux_package):
     out = ok(py(stage, """
         import json, pteron

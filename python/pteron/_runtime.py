@@ -169,7 +169,7 @@ def _windows_dll_candidates() -> List[Path]:
         bases.append(Path(spec.origin).resolve().parent)
     bases.append(here)
     dirs = [d for b in bases for d in (b / "lib", b)]
-    if here.parent.name.lower() == "site-packages":
+    if here.parent.name.lower() == "site-packages" and len(here.parents) > 2:
         dirs.append(here.parents[2] / "Library" / "bin")
     dirs.append(Path(sys.prefix) / "Library" / "bin")
     return list(dict.fromkeys(dirs))
@@ -214,8 +214,12 @@ def _native():
                 "needs the runtime library (in the wheel, or the conda package "
                 "'libpteron')") from e
         ext.set_error_factory(_make_error)
+        runtime = ext.runtime_library_path()
+        if not runtime:  # the extension's runtime library is not pteron's (no pteron_version)
+            raise ImportError(f"pteron: the runtime library the extension loaded{where} does "
+                              "not export pteron_version: it is not pteron's runtime library")
         # normpath: the extension's RUNPATH may hold "..", e.g. site-packages/pteron/../../..
-        libdir = Path(os.path.normpath(ext.runtime_library_path())).parent
+        libdir = Path(os.path.normpath(runtime)).parent
         names = _chosen if _chosen is not None else _COMPONENTS
         if _chosen is None and _component_file(libdir, "threadpool") is None:
             # Chosen behaviour for a damaged install: fail loudly rather than run serially.

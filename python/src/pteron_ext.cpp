@@ -11,8 +11,8 @@
 // Threads: program load, method load and execute release the GIL (files are read by the
 // Python layer, which hands the bytes over). The Python layer serialises
 // calls on one Method (its lock); the runtime allows different methods on different threads.
-// At interpreter exit, a (daemon) thread still inside one of those calls stays there instead
-// of taking the GIL back (see Unlocked).
+// At interpreter exit, a daemon thread still inside one of those calls stays there instead of
+// taking the GIL back (see Unlocked).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -38,6 +38,7 @@
 #include <windows.h>
 #else
 #include <dlfcn.h>
+#include <pthread.h>
 #endif
 
 #include "pteron/pteron.h"
@@ -103,17 +104,30 @@ struct Method {
 };
 
 // The GIL released around a native call, as nb::gil_scoped_release does, but safe at interpreter
-// exit. Before 3.14, CPython ends a daemon thread that asks for the GIL once finalisation has
-// begun (pthread_exit: a forced unwind), and an unwind through a destructor, or through
-// nanobind's catch (...), is std::terminate ("terminate called without an active exception",
-// exit status 134). So the module's atexit function (at_exit, which runs before finalisation)
-// raises g_exiting and waits, without the GIL, until no thread is between releasing the GIL
-// here and having it back; a call that ends after that never takes the GIL back: its thread
-// sleeps until the process ends, as CPython 3.14 does with such threads itself.
-std::mutex g_exit_mu;
-std::condition_variable g_exit_cv;
-bool g_exiting = false;  // guarded by g_exit_mu
-int g_unlocked = 0;      // threads in an Unlocked region or taking the GIL back from one
+// exit. Before 3.14, CPython ends a thread that asks for the GIL once finalisation has begun
+// (pthread_exit: a forced unwind), and an unwind through a destructor, or through nanobind's
+// catch (...), is std::terminate ("terminate called without an active exception", exit status
+// 134). Only daemon threads (threading's view: also threads threading did not start) can still
+// be running then: the non-daemon ones were joined, and the main thread finalises. So:
+//  - the module's atexit function (at_exit; atexit runs before finalisation) raises
+//    g_exit->exiting, then waits, without the GIL, for the threads already taking the GIL back;
+//  - from then on a daemon thread whose call ends never takes the GIL back: it sleeps until
+//    the process ends, as CPython 3.14 does with such threads itself.
+// The main thread and non-daemon threads are never held: a call made by an atexit handler, a
+// __del__ at finalisation or a thread an atexit handler joins runs and returns as usual.
+struct ExitState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool exiting = false;  // guarded by mu
+  int returning = 0;     // threads taking the GIL back (guarded by mu)
+};
+// Never freed. A forked child starts from a fresh one (the parent's may be locked by a thread
+// the child has not got, and count threads it has not got).
+ExitState* g_exit = new ExitState;
+nb::object* g_current_thread = nullptr;  // threading.current_thread, kept for the process
+#if !defined(_WIN32)
+void exit_state_after_fork() { g_exit = new ExitState; }
+#endif
 
 bool interpreter_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -123,49 +137,62 @@ bool interpreter_finalizing() {
 #endif
 }
 
+// Whether the calling thread is a daemon thread, asked once per thread (the GIL held).
+bool is_daemon_thread() {
+  thread_local int daemon = -1;
+  if (daemon < 0) {
+    daemon = 0;
+    if (g_current_thread) {
+      PyObject* t = PyObject_CallObject(g_current_thread->ptr(), nullptr);
+      PyObject* d = t ? PyObject_GetAttrString(t, "daemon") : nullptr;
+      const int truth = d ? PyObject_IsTrue(d) : -1;
+      Py_XDECREF(d);
+      Py_XDECREF(t);
+      if (truth < 0) PyErr_Clear();
+      daemon = truth > 0 ? 1 : 0;
+    }
+  }
+  return daemon == 1;
+}
+
 class Unlocked {
  public:
-  Unlocked() {
-    {
-      std::lock_guard<std::mutex> g(g_exit_mu);
-      ++g_unlocked;
-    }
-    state_ = PyEval_SaveThread();
-  }
+  Unlocked() : daemon_(is_daemon_thread()), state_(PyEval_SaveThread()) {}
   ~Unlocked() {
-    bool park;
+    bool hold;
+    ExitState* e = g_exit;
     {
-      std::lock_guard<std::mutex> g(g_exit_mu);
-      park = g_exiting || interpreter_finalizing();
-      if (park) --g_unlocked;
+      std::lock_guard<std::mutex> g(e->mu);
+      hold = daemon_ && (e->exiting || interpreter_finalizing());
+      if (!hold) ++e->returning;
     }
-    if (park) {
-      g_exit_cv.notify_all();
+    if (hold)
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-    }
     PyEval_RestoreThread(state_);
     {
-      std::lock_guard<std::mutex> g(g_exit_mu);
-      --g_unlocked;
+      std::lock_guard<std::mutex> g(e->mu);
+      --e->returning;
     }
-    g_exit_cv.notify_all();
+    e->cv.notify_all();
   }
   Unlocked(const Unlocked&) = delete;
   Unlocked& operator=(const Unlocked&) = delete;
 
  private:
+  bool daemon_;
   PyThreadState* state_;
 };
 
-// Registered with atexit at import. Waits at most 60 s (a call still running then is left to
-// CPython's own handling of daemon threads).
+// Registered with atexit at the extension's import. Waits at most 10 s: a thread taking the GIL
+// back has it as soon as this one lets go of it.
 void at_exit() {
   // Declared first, so the GIL is taken back after lk is released: a thread that holds the
-  // GIL and waits for g_exit_mu (in Unlocked()) cannot deadlock with this one.
+  // GIL and waits for g_exit->mu cannot deadlock with this one.
   nb::gil_scoped_release unlocked;
-  std::unique_lock<std::mutex> lk(g_exit_mu);
-  g_exiting = true;
-  g_exit_cv.wait_for(lk, std::chrono::seconds(60), [] { return g_unlocked == 0; });
+  ExitState* e = g_exit;
+  std::unique_lock<std::mutex> lk(e->mu);
+  e->exiting = true;
+  e->cv.wait_for(lk, std::chrono::seconds(10), [e] { return e->returning == 0; });
 }
 
 using Bytes = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
@@ -431,6 +458,12 @@ std::string runtime_library_path() {
 
 NB_MODULE(_pteron, m) {
   if (_import_array() < 0) throw nb::python_error();
+  if (!g_current_thread) {
+    g_current_thread = new nb::object(nb::module_::import_("threading").attr("current_thread"));
+#if !defined(_WIN32)
+    pthread_atfork(nullptr, nullptr, &exit_state_after_fork);
+#endif
+  }
   nb::module_::import_("atexit").attr("register")(nb::cpp_function(&at_exit));
   // Objects that daemon threads still hold at exit (see Unlocked) are not leaks to report.
   nb::set_leak_warnings(false);

@@ -19,6 +19,10 @@
 #include <string>
 #include <thread>
 
+#if !defined(_WIN32)
+#include <pthread.h>
+#endif
+
 #include "pool.h"
 #include "pteron/kernel.h"
 
@@ -47,10 +51,13 @@ struct State {
   std::atomic<std::size_t> num_threads{1};
 };
 
-State& state() {
-  static State* s = new State;  // outlives every static destructor; the pool inside is not
-  return *s;
+// Outlives every static destructor; the pool inside is not. Replaced in a forked child.
+State*& state_ptr() {
+  static State* s = new State;
+  return s;
 }
+
+State& state() { return *state_ptr(); }
 
 std::size_t default_threads() {
   unsigned hw = std::thread::hardware_concurrency();
@@ -170,9 +177,27 @@ void backend_wake(void) {
 const pteron_parallel_backend kBackend = {sizeof(pteron_parallel_backend), &backend_run,
                                           &backend_threads, &backend_wake};
 
+#if !defined(_WIN32)
+// fork(): the child has only the forking thread, so the pool's workers are not in it, and its
+// locks may be held by threads that are not either. Joining or destroying that pool waited
+// forever (on the workers' condition variables). The child leaves the parent's State as it is
+// (leaked) and starts from a fresh one, with the same thread count: a new pool is made on
+// first use. A fork from inside a chunk of a parallel_for is not supported: that job's other
+// chunks belong to workers the child has not got.
+void after_fork_child() {
+  State* old = state_ptr();
+  State* fresh = new State;
+  fresh->num_threads.store(old->num_threads.load());
+  state_ptr() = fresh;
+}
+#endif
+
 // Installs the backend at load and uninstalls it at unload / exit.
 struct Lifetime {
   Lifetime() {
+#if !defined(_WIN32)
+    pthread_atfork(nullptr, nullptr, &after_fork_child);
+#endif
     std::size_t n = threads_from_environment();
     state().num_threads.store(n ? n : default_threads());
     // On an ABI mismatch the runtime refuses and names both versions;
