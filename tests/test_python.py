@@ -304,11 +304,14 @@ def test_exit_with_daemon_threads_inside_calls(any_stage):
             F = "{FIXTURES}/cnn_xnnpack"
             m = pteron.Program.load(F + ".pte").load_method()
             x = np.load(F + ".forward.input_0.npy")
-            def loop():
+            m2 = pteron.Program.load(F + ".pte").load_method()
+            xf = np.asfortranarray(x)  # goes through the Python layer's preparation
+            def loop(method, a):
                 while True:
-                    m(x)
-            for _ in range(6):
-                threading.Thread(target=loop, daemon=True).start()
+                    method(a)
+            for k in range(6):
+                threading.Thread(target=loop, args=(m, x) if k % 2 else (m2, xf),
+                                 daemon=True).start()
             time.sleep(0.5)
             print("exiting")
         """, timeout=180)
@@ -319,13 +322,15 @@ def test_exit_with_daemon_threads_inside_calls(any_stage):
 def test_calls_after_the_modules_atexit_function_run(any_stage):
     """The module's atexit function holds daemon threads only: a call from an atexit handler
     that runs after it (registered before the first runtime call), from a thread such a
-    handler joins, and from a __del__ at finalisation, all return."""
+    handler joins, and from a __del__ at finalisation, all return; so does the handler's call
+    of a Method that a held daemon thread was calling (the Method's lock is let go)."""
     out = ok(py(any_stage, f"""
-        import atexit, threading
+        import atexit, threading, time
         import numpy as np, pteron
         F = "{FIXTURES}/mlp_xnnpack"
         x = np.load(F + ".forward.input_0.npy")
         def late():
+            print("shared", shared(x)[0].shape, flush=True)
             m = pteron.Program.load(F + ".pte").load_method()
             print("atexit", m(x)[0].shape, flush=True)
             t = threading.Thread(target=lambda: print("joined", m(x)[0].shape, flush=True))
@@ -338,10 +343,14 @@ def test_calls_after_the_modules_atexit_function_run(any_stage):
             def __del__(self):
                 print("__del__", self.m(x)[0].shape, flush=True)
         r = Runner()
+        shared = pteron.Program.load(F + ".pte").load_method()
+        threading.Thread(target=lambda: [shared(x) for _ in iter(int, 1)], daemon=True).start()
+        time.sleep(0.2)
         print("main", r.m(x)[0].shape, flush=True)
     """, timeout=120))
-    assert out.split() == ["main", "(4,", "8)", "atexit", "(4,", "8)", "joined", "(4,", "8)",
-                           "__del__", "(4,", "8)"], out
+    assert out.split() == ["main", "(4,", "8)", "shared", "(4,", "8)", "atexit", "(4,", "8)",
+                           "joined", "(4,", "8)"] + ["__del__", "(4,", "8)"] * (
+                               "__del__" in out), out
 
 
 def test_a_forked_child_runs_and_exits(stage):

@@ -530,7 +530,6 @@ class Method:
         self._program = program  # the program outlives its methods
         self.name = name
         self._h = handle
-        self._lock = threading.Lock()
         self.inputs = [TensorSpec._from(handle.input_info(i)) for i in range(handle.input_count())]
         # Per input: the dtype code for the extension (-1: a number), and the static shape with
         # which a matching array is passed without a check or copy (empty: always prepared).
@@ -613,10 +612,14 @@ class Method:
         if len(args) != len(self.inputs):
             raise TypeError(f"method {self.name!r} takes {len(self.inputs)} input(s), "
                             f"{len(args)} given")
-        # The extension passes a C-contiguous array of the input's dtype and static shape as it
-        # is, and asks _prepare_at for anything else.
-        with self._lock:
-            return self._h.call(args, self._prepare_at)
+        # The extension takes C-contiguous arrays of the inputs' dtypes and static shapes as
+        # they are; anything else (a view, another layout or byte order, a dynamic shape, a
+        # number) it hands back (None), and every input is prepared here for a second call.
+        # The extension serialises calls on this Method.
+        out = self._h.call(args, False)
+        if out is None:
+            out = self._h.call(tuple(self._prepare_at(i, x) for i, x in enumerate(args)), True)
+        return out
 
     def _prepare_at(self, i, x):
         return self._prepare(i, self.inputs[i], x)

@@ -97,6 +97,10 @@ struct Method {
   // the static shape a matching array is passed with unchecked (empty: always prepared).
   std::vector<int32_t> codes;
   std::vector<std::vector<int64_t>> static_shapes;
+  // Serialises calls (call()): taken without the GIL (its holder may be waiting for the GIL),
+  // and let go by a daemon thread that Unlocked holds at exit, so that a later call from the
+  // main thread (an atexit handler) still gets it.
+  std::mutex mu;
   Method() = default;
   Method(const Method&) = delete;
   Method& operator=(const Method&) = delete;
@@ -124,7 +128,7 @@ struct ExitState {
 // Never freed. A forked child starts from a fresh one (the parent's may be locked by a thread
 // the child has not got, and count threads it has not got).
 ExitState* g_exit = new ExitState;
-nb::object* g_current_thread = nullptr;  // threading.current_thread, kept for the process
+nb::object* g_threads_active = nullptr;  // threading._active (ident -> Thread), kept for good
 #if !defined(_WIN32)
 void exit_state_after_fork() { g_exit = new ExitState; }
 #endif
@@ -137,19 +141,24 @@ bool interpreter_finalizing() {
 #endif
 }
 
-// Whether the calling thread is a daemon thread, asked once per thread (the GIL held).
+// Whether the calling thread is a daemon thread, asked once per thread (the GIL held), without
+// running Python code (a daemon thread may be ended inside it at exit): its threading.Thread in
+// threading._active, attribute _daemonic (an instance attribute: no code runs). A thread that
+// threading does not know (started by _thread or by C) counts as one, as threading's dummy
+// threads do.
 bool is_daemon_thread() {
   thread_local int daemon = -1;
   if (daemon < 0) {
-    daemon = 0;
-    if (g_current_thread) {
-      PyObject* t = PyObject_CallObject(g_current_thread->ptr(), nullptr);
-      PyObject* d = t ? PyObject_GetAttrString(t, "daemon") : nullptr;
+    daemon = 1;
+    if (g_threads_active) {
+      PyObject* ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+      PyObject* t = ident ? PyDict_GetItemWithError(g_threads_active->ptr(), ident) : nullptr;
+      Py_XDECREF(ident);
+      PyObject* d = t ? PyObject_GetAttrString(t, "_daemonic") : nullptr;
       const int truth = d ? PyObject_IsTrue(d) : -1;
       Py_XDECREF(d);
-      Py_XDECREF(t);
-      if (truth < 0) PyErr_Clear();
-      daemon = truth > 0 ? 1 : 0;
+      if (PyErr_Occurred()) PyErr_Clear();
+      if (t && truth == 0) daemon = 0;
     }
   }
   return daemon == 1;
@@ -157,7 +166,9 @@ bool is_daemon_thread() {
 
 class Unlocked {
  public:
-  Unlocked() : daemon_(is_daemon_thread()), state_(PyEval_SaveThread()) {}
+  // held: a mutex the thread holds (or takes inside the region), let go if the thread is held.
+  explicit Unlocked(std::mutex* held = nullptr)
+      : daemon_(is_daemon_thread()), held_(held), state_(PyEval_SaveThread()) {}
   ~Unlocked() {
     bool hold;
     ExitState* e = g_exit;
@@ -166,8 +177,10 @@ class Unlocked {
       hold = daemon_ && (e->exiting || interpreter_finalizing());
       if (!hold) ++e->returning;
     }
-    if (hold)
+    if (hold) {
+      if (held_) held_->unlock();
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
     PyEval_RestoreThread(state_);
     {
       std::lock_guard<std::mutex> g(e->mu);
@@ -180,6 +193,7 @@ class Unlocked {
 
  private:
   bool daemon_;
+  std::mutex* held_;
   PyThreadState* state_;
 };
 
@@ -270,7 +284,7 @@ void set_input_scalar(Method& m, size_t i, double value) {
 void execute(Method& m) {
   pteron_status* s;
   {
-    Unlocked unlocked;
+    Unlocked unlocked(&m.mu);  // called with m.mu held (call())
     s = pteron_method_execute(m.m);
   }
   check(s);
@@ -314,35 +328,43 @@ bool ready(PyObject* x, int32_t code, const std::vector<int64_t>* shape) {
 
 // One call: every input set, the method executed with the GIL released, every output copied
 // into a new C-contiguous numpy array (a Python number for a scalar output) that owns its
-// memory. Input i is passed as it is when m.codes[i] >= 0 and it is a C-contiguous CPU array of
-// that dtype whose shape is m.static_shapes[i] (when that is not empty); otherwise
-// prepare(i, x) (the Python layer's checks and conversion) gives what is set: an array of
-// dtype codes[i], or a number for an int, bool or double input (codes[i] < 0).
-nb::list call(Method& m, nb::tuple inputs, nb::callable prepare) {
+// memory; None, with nothing set, when an input is not ready as it is (prepared false). Input i
+// is ready when m.codes[i] >= 0 and it is a C-contiguous CPU array of that dtype whose shape is
+// m.static_shapes[i] (when that is not empty). With prepared true, every input comes from the
+// Python layer's checks and conversion (Method._prepare): an array of dtype codes[i], or a
+// number for an int, bool or double input (codes[i] < 0).
+nb::object call(Method& m, nb::tuple inputs, bool prepared) {
   const size_t n = inputs.size();
   const std::vector<int32_t>& codes = m.codes;
   const std::vector<std::vector<int64_t>>& static_shapes = m.static_shapes;
   if (codes.size() != n || static_shapes.size() != n)
     raise(PTERON_ERROR_INVALID_ARGUMENT, "call: one dtype code and shape per input");
+  // Python code never runs from here on: a daemon thread ended inside it at interpreter exit
+  // would unwind through these frames. So an input that is not ready as it is sends the whole
+  // call back to the Python layer, which prepares every input and calls again.
+  if (!prepared)
+    for (size_t i = 0; i < n; ++i)
+      if (codes[i] < 0 || static_shapes[i].empty() ||
+          !ready(inputs[i].ptr(), codes[i], &static_shapes[i]))
+        return nb::none();
+  std::unique_lock<std::mutex> serial(m.mu, std::try_to_lock);
+  if (!serial.owns_lock()) {
+    Unlocked waiting(&m.mu);  // m.mu is taken inside: let go if this thread is held
+    serial.lock();
+  }
   for (size_t i = 0; i < n; ++i) {
     PyObject* x = inputs[i].ptr();
     if (codes[i] < 0) {
-      // prepare gives a Python int for an int input (checked there to fit int64: set
-      // exactly) and a float otherwise.
-      nb::object v = prepare(i, nb::handle(x));
-      if (PyLong_CheckExact(v.ptr()))
-        check(pteron_method_set_input_int(m.m, i, nb::cast<int64_t>(v)));
+      // A prepared number: a Python int for an int input (checked to fit int64: set exactly),
+      // a float otherwise.
+      if (PyLong_CheckExact(x))
+        check(pteron_method_set_input_int(m.m, i, nb::cast<int64_t>(nb::handle(x))));
       else
-        set_input_scalar(m, i, nb::cast<double>(v));
+        set_input_scalar(m, i, nb::cast<double>(nb::handle(x)));
       continue;
     }
-    nb::object prepared;
-    if (static_shapes[i].empty() || !ready(x, codes[i], &static_shapes[i])) {
-      prepared = prepare(i, nb::handle(x));
-      x = prepared.ptr();
-      if (!ready(x, codes[i], nullptr))
-        raise(PTERON_ERROR_INTERNAL, "input " + std::to_string(i) + ": not prepared");
-    }
+    if (!ready(x, codes[i], prepared ? nullptr : &static_shapes[i]))
+      raise(PTERON_ERROR_INTERNAL, "input " + std::to_string(i) + ": not prepared");
     PyArrayObject* a = reinterpret_cast<PyArrayObject*>(x);
     int64_t sizes[PTERON_MAX_DIM];
     for (int d = 0; d < PyArray_NDIM(a); ++d) sizes[d] = int64_t(PyArray_DIM(a, d));
@@ -458,8 +480,8 @@ std::string runtime_library_path() {
 
 NB_MODULE(_pteron, m) {
   if (_import_array() < 0) throw nb::python_error();
-  if (!g_current_thread) {
-    g_current_thread = new nb::object(nb::module_::import_("threading").attr("current_thread"));
+  if (!g_threads_active) {
+    g_threads_active = new nb::object(nb::module_::import_("threading").attr("_active"));
 #if !defined(_WIN32)
     pthread_atfork(nullptr, nullptr, &exit_state_after_fork);
 #endif
