@@ -9,8 +9,8 @@ build: no channel is reachable, so the variant sets pteron_offline: true (recipe
 the compilers, cmake, python, ... and the build machine's own build them) and python to this
 interpreter's X.Y (the `pteron` module is built for, and tested with, this interpreter); for
 win-64, to 3.11, the Windows CPython of PTERON_WINDOWS_PYTHON (scripts/windows_python.py), for
-which the win-64 `pteron` is built. Each
-build runs the recipe's own tests where they can run here (linux-64). rattler-build indexes
+which the win-64 `pteron` is built. Each build runs the recipe's own tests where they can run
+here (linux-64). rattler-build indexes
 CHANNEL after each package, so CHANNEL is a local channel. The build log goes to
 CHANNEL/build-<platform>.log; its warnings and errors are printed.
 install: a solve against CHANNEL only (file://) for the platform, then an install into PREFIX

@@ -78,16 +78,9 @@ pteron_build() {
   cmake --build "$dir" -j "$(nproc)"
 }
 
-# A CUDA train's tools, for backend_cuda (cmake/cuda_trains.json): its pinned wheels
-# (nvcc, crt, nvvm, the runtime's headers cuda.h and cudaTypedefs.h, cuobjdump), every one
-# pinned to the train, installed once into ${PTERON_CUDA_CACHE:-~/.cache/pteron/cuda}/TRAIN.
-# pteron_install_cuda_train TRAIN (after pteron_install_venv) exports PTERON_CUDA_NVCC,
-# PTERON_CUDA_INCLUDE_DIR, PTERON_CUDA_CUOBJDUMP and PTERON_CUDA_CUOBJDUMP_EXE (the train's
-# Windows cuobjdump.exe, from its win_amd64 wheel, which pteron-verify runs under Wine to
-# cross-check a .dll's fatbin). nvcc runs the build machine's gcc.
-# A Windows CPython 3.11 with numpy, headers and an import library (scripts/windows_python.py),
-# for tests/test_python.py's [windows] runs under Wine. Test-only; quick when already there.
-# Exports PTERON_WINDOWS_PYTHON.
+# A Windows CPython 3.11 with numpy, nanobind, headers and an import library
+# (scripts/windows_python.py), for tests/test_python.py's [windows] runs and the win-64 conda
+# package, under Wine. Test-only; quick when already there. Exports PTERON_WINDOWS_PYTHON.
 pteron_install_windows_python() {
   local dir="${PTERON_WINDOWS_PYTHON_CACHE:-$HOME/.cache/pteron/windows-python-3.11}"
   echo "==> a Windows CPython for the module's tests: $dir"
@@ -95,6 +88,13 @@ pteron_install_windows_python() {
   export PTERON_WINDOWS_PYTHON
 }
 
+# A CUDA train's tools, for backend_cuda (cmake/cuda_trains.json): its pinned wheels
+# (nvcc, crt, nvvm, the runtime's headers cuda.h and cudaTypedefs.h, cuobjdump), every one
+# pinned to the train, installed once into ${PTERON_CUDA_CACHE:-~/.cache/pteron/cuda}/TRAIN.
+# pteron_install_cuda_train TRAIN (after pteron_install_venv) exports PTERON_CUDA_NVCC,
+# PTERON_CUDA_INCLUDE_DIR, PTERON_CUDA_CUOBJDUMP and PTERON_CUDA_CUOBJDUMP_EXE (the train's
+# Windows cuobjdump.exe, from its win_amd64 wheel, which pteron-verify runs under Wine to
+# cross-check a .dll's fatbin). nvcc runs the build machine's gcc.
 pteron_install_cuda_train() {
   local train="$1"
   local pins

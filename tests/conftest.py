@@ -202,6 +202,31 @@ def wine_env(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def windows_python() -> Path:
+    """The Windows CPython 3.11 that scripts/windows_python.py made (PTERON_WINDOWS_PYTHON,
+    which scripts/test.sh and scripts/conda.sh set): python/, site/ (numpy, nanobind),
+    include/, libs/."""
+    wp = os.environ.get("PTERON_WINDOWS_PYTHON")
+    if not wp or not (Path(wp) / "stamp").is_file():
+        pytest.fail("PTERON_WINDOWS_PYTHON is not set to a folder made by "
+                    "scripts/windows_python.py (scripts/test.sh and scripts/conda.sh set it)",
+                    pytrace=False)
+    return Path(wp)
+
+
+def win_python(wp: Path, dest: Path, paths) -> Path:
+    """A copy of the Windows CPython `wp` (windows_python) in `dest` whose sys.path is its
+    standard library, numpy and `paths` (its `._pth` file: the embeddable distribution ignores
+    PYTHONPATH); returns its python.exe. Run it with wine_run(..., pipes=True)."""
+    import shutil
+
+    shutil.copytree(wp / "python", dest)
+    pth = ["python311.zip", ".", winpath(wp / "site"), *map(winpath, paths)]
+    (dest / "python311._pth").write_text("\r\n".join(pth) + "\r\n")
+    return dest / "python.exe"
+
+
+@pytest.fixture(scope="session")
 def win_loader(tmp_path_factory):
     """tests/native/win_loader.c: LoadLibrary per DLL, in its own process."""
     exe = tmp_path_factory.mktemp("win-loader") / "win_loader.exe"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run, wine_run, winpath
+from conftest import REPO, run, win_python, wine_run, winpath
 
 def _abs(var):
     v = os.environ.get(var)
@@ -294,22 +294,14 @@ def test_win_consumer_runs_under_wine_with_nothing_on_path(tmp_path, wine_env):
     assert "XnnpackBackend" in r.stdout, str(r)
 
 
-def test_win_python_module_from_the_prefix_under_wine(tmp_path, wine_env):
+def test_win_python_module_from_the_prefix_under_wine(tmp_path, wine_env, windows_python):
     """The win-64 module with the Windows CPython it was built for (scripts/windows_python.py),
     here an interpreter outside the prefix whose path holds the prefix's Lib/site-packages: the
     package finds the prefix's Library/bin beside its own folder, and runs the fixture."""
-    import shutil
-
-    wp = Path(os.environ.get("PTERON_WINDOWS_PYTHON", ""))
-    if not (wp / "stamp").is_file():
-        pytest.fail("PTERON_WINDOWS_PYTHON is not set (scripts/conda.sh sets it)", pytrace=False)
-    python = tmp_path / "python"
-    shutil.copytree(wp / "python", python)
-    site = Path(WIN_PREFIX) / "Lib" / "site-packages"
-    (python / "python311._pth").write_text(
-        "\r\n".join(["python311.zip", ".", winpath(wp / "site"), winpath(site)]) + "\r\n")
+    exe = win_python(windows_python, tmp_path / "python",
+                     [Path(WIN_PREFIX) / "Lib" / "site-packages"])
     env = {k: v for k, v in wine_env.items() if k != "WINEPATH"}
-    r = wine_run(env, python / "python.exe", winpath(REPO / "recipe" / "test" / "run_fixture.py"),
+    r = wine_run(env, exe, winpath(REPO / "recipe" / "test" / "run_fixture.py"),
                  winpath(WIN_PREFIX), winpath(FIXTURE), cwd=tmp_path, timeout=180, pipes=True)
     assert r.returncode == 0 and "matches eager PyTorch" in r.stdout, str(r)
     assert winpath(Path(WIN_PREFIX) / "Library" / "bin" / "pteron.dll").lower() in r.stdout.lower(), \

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, program_with_values, run, wine_run, winpath
+from conftest import REPO, program_with_values, run, win_python, wine_run, winpath
 
 FIXTURES = REPO / "models" / "fixtures"
 # A child's prelude: the MLP fixture's method `m` and its input `x`.
@@ -66,31 +66,23 @@ def stage(linux_package, tmp_path_factory):
 
 
 class WinStage:
-    """A Windows CPython (python.exe under Wine) whose path (its `._pth` file: the embeddable
-    distribution ignores PYTHONPATH) holds the staged package `pteron`."""
+    """A copy of the Windows CPython `windows_python` (python.exe, run under Wine) in
+    `python_dir` whose path (its `._pth` file: the embeddable distribution ignores PYTHONPATH)
+    holds `root`, the folder holding the package `pteron`."""
 
-    def __init__(self, python: Path, root: Path, wine_env: dict):
-        self.python, self.root, self.wine_env = python, root, wine_env
+    def __init__(self, windows_python: Path, python_dir: Path, root: Path, wine_env: dict):
+        self.python = win_python(windows_python, python_dir, [root])
+        self.windows_python, self.root, self.wine_env = windows_python, root, wine_env
 
-
-def win_python(wp: Path, dest: Path, paths) -> Path:
-    """A copy of the Windows CPython of PTERON_WINDOWS_PYTHON in `dest` whose sys.path is
-    its standard library, numpy and `paths`; returns its python.exe."""
-    shutil.copytree(wp / "python", dest)
-    pth = ["python311.zip", ".", winpath(wp / "site"), *map(winpath, paths)]
-    (dest / "python311._pth").write_text("\r\n".join(pth) + "\r\n")
-    return dest / "python.exe"
+    def elsewhere(self, python_dir: Path, root: Path) -> "WinStage":
+        """The same CPython copied into `python_dir`, for the package in `root`."""
+        return WinStage(self.windows_python, python_dir, root, self.wine_env)
 
 
 @pytest.fixture(scope="module")
-def win_stage(mingw_package, wine_env, tmp_path_factory):
+def win_stage(mingw_package, wine_env, windows_python, tmp_path_factory):
     """The module cross-built for Windows and staged as a wheel lays it out: pteron/ with
     _pteron.cp311-win_amd64.pyd, and the package's DLLs in pteron/lib."""
-    wp = os.environ.get("PTERON_WINDOWS_PYTHON")
-    if not wp or not (Path(wp) / "stamp").is_file():
-        pytest.fail("PTERON_WINDOWS_PYTHON is not set to a folder made by "
-                    "scripts/windows_python.py (scripts/test.sh sets it)", pytrace=False)
-    wp = Path(wp)
     base = tmp_path_factory.mktemp("winpy")
     # The README's block, as written: FindPython runs python.exe under Wine.
     from test_readme import run_block
@@ -107,7 +99,7 @@ def win_stage(mingw_package, wine_env, tmp_path_factory):
     (st / "pteron" / "lib").mkdir()
     for dll in (mingw_package / "bin").glob("*.dll"):
         shutil.copy2(dll, st / "pteron" / "lib")
-    return WinStage(win_python(wp, base / "python", [st]), st, wine_env)
+    return WinStage(windows_python, base / "python", st, wine_env)
 
 
 @pytest.fixture(scope="module", params=["linux", "windows"])
@@ -517,8 +509,7 @@ def import_without(win_stage, tmp_path, dll, env=None):
     without `dll`."""
     st = tmp_path / "stage"
     shutil.copytree(win_stage.root, st, ignore=shutil.ignore_patterns(dll))
-    exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), tmp_path / "python", [st])
-    out = ok(py(WinStage(exe, st, win_stage.wine_env), """
+    out = ok(py(win_stage.elsewhere(tmp_path / "python", st), """
         import pteron
         try:
             pteron.operators()
@@ -529,14 +520,13 @@ def import_without(win_stage, tmp_path, dll, env=None):
 
 
 def test_windows_conda_prefix_loads_from_library_bin(win_stage, tmp_path):
-    """A conda prefix as conda-forge lays it out (a space in its path): the DLLs in
-    Library/bin, the module in Lib/site-packages/pteron with no lib/ of its own."""
-    prefix = tmp_path / "env win-64"
+    """A conda prefix as conda-forge lays it out (a space and non-ASCII letters in its path):
+    the DLLs in Library/bin, the module in Lib/site-packages/pteron with no lib/ of its own."""
+    prefix = tmp_path / "env win-64 é Ω"
     site = prefix / "Lib" / "site-packages"
-    exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), prefix, [site])
+    conda = win_stage.elsewhere(prefix, site)  # python.exe in the prefix, as conda's python
     shutil.copytree(win_stage.root / "pteron", site / "pteron", ignore=shutil.ignore_patterns("lib"))
     shutil.copytree(win_stage.root / "pteron" / "lib", prefix / "Library" / "bin")
-    conda = WinStage(exe, site, win_stage.wine_env)
     d = win_report(py(conda, WIN_MODULES))
     want = winpath(prefix / "Library" / "bin").lower()
     assert {f.lower().rsplit("\\", 1)[0] for f in d["components"].values()} == {want}, d
@@ -559,8 +549,7 @@ def test_windows_editable_install_finds_the_dlls_beside_the_extension(win_stage,
     shutil.copytree(win_stage.root / "pteron", built / "pteron",
                     ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     (pyd,) = (built / "pteron").glob("_pteron*.pyd")
-    exe = win_python(Path(os.environ["PTERON_WINDOWS_PYTHON"]), tmp_path / "python", [src])
-    out = ok(py(WinStage(exe, src, win_stage.wine_env), f"""
+    out = ok(py(win_stage.elsewhere(tmp_path / "python", src), f"""
         import importlib.abc, importlib.util, sys
         class Redirect(importlib.abc.MetaPathFinder):  # what the editable install's hook does
             def find_spec(self, name, path=None, target=None):

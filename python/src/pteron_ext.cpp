@@ -9,8 +9,8 @@
 // (set_error_factory, called once at import) makes from (code, message), so every error is a
 // pteron.Error subclass carrying the runtime's message.
 // Threads: program load, method load and execute release the GIL (files are read by the
-// Python layer, which hands the bytes over). The Python layer serialises
-// calls on one Method (its lock); the runtime allows different methods on different threads.
+// Python layer, which hands the bytes over). Calls on one Method are serialised here (Method::mu);
+// the runtime allows different methods on different threads.
 // At interpreter exit, a daemon thread still inside one of those calls stays there instead of
 // taking the GIL back (see Unlocked).
 #include <nanobind/nanobind.h>
@@ -363,7 +363,7 @@ nb::object call(Method& m, nb::tuple inputs, bool prepared) {
         set_input_scalar(m, i, nb::cast<double>(nb::handle(x)));
       continue;
     }
-    if (!ready(x, codes[i], prepared ? nullptr : &static_shapes[i]))
+    if (prepared && !ready(x, codes[i], nullptr))  // unprepared ones were checked above
       raise(PTERON_ERROR_INTERNAL, "input " + std::to_string(i) + ": not prepared");
     PyArrayObject* a = reinterpret_cast<PyArrayObject*>(x);
     int64_t sizes[PTERON_MAX_DIM];
