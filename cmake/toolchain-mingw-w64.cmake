@@ -41,19 +41,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
-# Header-only dependencies from the build machine, by exact path (a preset
-# cache entry is kept by find_path / find_package; pass -D... to override).
-if(EXISTS /usr/include/flatbuffers/flatbuffers.h)
-  set(PTERON_FLATBUFFERS_INCLUDE /usr/include CACHE PATH
-      "Directory holding flatbuffers/ (only that subdirectory is used)")
-endif()
-if(EXISTS /usr/include/eigen3/Eigen/Core)
-  set(PTERON_EIGEN_INCLUDE /usr/include/eigen3 CACHE PATH "Eigen's include directory")
-  if(EXISTS /usr/share/eigen3/cmake/Eigen3Config.cmake)
-    # Eigen's CMake package is header-only and names /usr/include/eigen3 only.
-    set(Eigen3_DIR /usr/share/eigen3/cmake CACHE PATH "")
-  endif()
-endif()
+# Header-only dependencies from the build machine, by exact path.
+include("${CMAKE_CURRENT_LIST_DIR}/windows-cross-headers.cmake")
 
 # No libgcc_s / libstdc++ / winpthread DLLs to ship with what this builds.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
