@@ -147,6 +147,28 @@ int32_t overflow(const Call& c, const Num& a, const Num& b) {
                 format("%lld and %lld overflow a 64-bit Int", (long long)a.i, (long long)b.i));
 }
 
+// 64-bit integer arithmetic that reports overflow instead of wrapping (portable: MSVC has no
+// __builtin_*_overflow). Each returns true on overflow and leaves *r unset then.
+bool add_overflows(int64_t a, int64_t b, int64_t* r) {
+  if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return true;
+  *r = a + b;
+  return false;
+}
+
+bool sub_overflows(int64_t a, int64_t b, int64_t* r) {
+  if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b)) return true;
+  *r = a - b;
+  return false;
+}
+
+bool mul_overflows(int64_t a, int64_t b, int64_t* r) {
+  const bool overflows = a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+                               : (b > 0 ? a < INT64_MIN / b : (a != 0 && b < INT64_MAX / a));
+  if (overflows) return true;
+  *r = a * b;
+  return false;
+}
+
 enum class Bin { Add, Sub, Mul, FloorDiv, TrueDiv, Mod, Max, Min, Eq, Gt, Lt, Ge, Le };
 
 int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
@@ -158,7 +180,7 @@ int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
         *r = make_double(x + y);
         return PTERON_OK;
       }
-      if (__builtin_add_overflow(a.i, b.i, &r->i)) return overflow(c, a, b);
+      if (add_overflows(a.i, b.i, &r->i)) return overflow(c, a, b);
       *r = make_int(r->i);
       return PTERON_OK;
     case Bin::Sub:
@@ -166,7 +188,7 @@ int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
         *r = make_double(x - y);
         return PTERON_OK;
       }
-      if (__builtin_sub_overflow(a.i, b.i, &r->i)) return overflow(c, a, b);
+      if (sub_overflows(a.i, b.i, &r->i)) return overflow(c, a, b);
       *r = make_int(r->i);
       return PTERON_OK;
     case Bin::Mul:
@@ -174,7 +196,7 @@ int32_t binary(const Call& c, Bin op, const Num& a, const Num& b, Num* r) {
         *r = make_double(x * y);
         return PTERON_OK;
       }
-      if (__builtin_mul_overflow(a.i, b.i, &r->i)) return overflow(c, a, b);
+      if (mul_overflows(a.i, b.i, &r->i)) return overflow(c, a, b);
       *r = make_int(r->i);
       return PTERON_OK;
     case Bin::TrueDiv:

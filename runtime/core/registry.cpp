@@ -119,7 +119,7 @@ int32_t pteron_register_backend(uint32_t abi_version, const char* library,
 
 const char* pteron_kernel_key_for_dtype(int32_t dtype) {
   // One static string per scalar type of the format, built on first use.
-  constexpr int32_t kLast = static_cast<int32_t>(fb::ScalarType::MAX);
+  static constexpr int32_t kLast = static_cast<int32_t>(fb::ScalarType::MAX);
   static const std::vector<std::string>* keys = [] {
     auto* k = new std::vector<std::string>(kLast + 1);  // never destroyed, as the registry
     for (int32_t d = 0; d <= kLast; ++d)

@@ -150,7 +150,9 @@ inline bool copy_view(const void* src, int32_t src_dtype, const View& sv, void* 
     using S = std::conditional_t<kBool, uint8_t, S0>;
     dispatch_half(dst_dtype, [&](auto d) {
       using D = decltype(d);
-      copy_typed<D, S, kBool>(static_cast<const S*>(src), sv, static_cast<D*>(dst), dv, n);
+      // std::is_same_v, not kBool: MSVC cannot read an enclosing lambda's constexpr local.
+      copy_typed<D, S, std::is_same_v<S0, bool>>(static_cast<const S*>(src), sv,
+                                                 static_cast<D*>(dst), dv, n);
     });
   });
 }

@@ -324,7 +324,7 @@ int64_t global_avg_pool2d_parts(int64_t hw, int64_t c) {
 void global_avg_pool2d(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo,
                        float hi, float* partial) {
   const NhwcOps& k = nhwc_ops();
-  constexpr int64_t kCb = 64;  // channels summed in registers at a time
+  static constexpr int64_t kCb = 64;  // channels summed in registers at a time (static: for MSVC)
   const int64_t blocks = (c + kCb - 1) / kCb;
   const bool clamp = has_range(lo, hi);
   const float scale = 1.0f / static_cast<float>(hw);  // hw == 0: 0 * inf = NaN

@@ -191,7 +191,7 @@ int32_t scatter_impl(const Args& a, ScatterMode mode) {
         x = s[so];
       }
       if (mode == ScatterMode::Add) {
-        if constexpr (kBool)
+        if constexpr (std::is_same_v<T0, bool>)  // not kBool: MSVC (nested lambda)
           o[oo] = (o[oo] != 0 || x != 0) ? 1 : 0;
         else
           o[oo] = add_values<T0>(o[oo], x);
@@ -482,7 +482,7 @@ int32_t index_put_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
       for (int32_t r = 0; r < p.rdim; ++r) vo += ri[r] * vst[r];
       if (!acc) {
         o[oo] = v[vo];
-      } else if constexpr (kBool) {
+      } else if constexpr (std::is_same_v<T0, bool>) {  // not kBool: MSVC (nested lambda)
         o[oo] = (o[oo] != 0 || v[vo] != 0) ? 1 : 0;
       } else {
         o[oo] = add_values<T0>(o[oo], v[vo]);
