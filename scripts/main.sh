@@ -13,9 +13,9 @@ cd "$REPO"
 host="${1:-linux-release}"
 pkgs=("${_pteron_apt_packages[@]}")
 case "$host" in
-  windows-mingw*|windows-cu*) pkgs+=(mingw-w64 wine64) ;;
+  windows-*) pkgs+=(mingw-w64 wine64) ;;
   linux*) ;;
-  *) echo "scripts/main.sh: this machine can run the linux-*, windows-mingw-* and windows-cu* profiles, not '$host'" >&2; exit 2 ;;
+  *) echo "scripts/main.sh: this machine can run the linux-* and windows-* profiles, not '$host'" >&2; exit 2 ;;
 esac
 pteron_install_apt "${pkgs[@]}"
 pteron_install_venv

@@ -127,8 +127,8 @@ def test_linux_metadata_wraps_kernel_libraries_in_no_as_needed(home, tmp_path):
      "with_xnnpack=True needs with_threadpool=True: component backend_xnnpack requires "
      "component threadpool"),
     ("windows-mingw-release", ["-o", "pteron/*:xnnpack_library=conan"],
-     "xnnpack_library=conan is not available for MinGW builds (no pthreadpool there, which "
-     "XNNPACK needs); use xnnpack_library=none"),
+     "xnnpack_library=conan needs pthreadpool, which XNNPACK uses (with_threadpool=True and "
+     "with_pthreadpool=True; there is none for MinGW here); use xnnpack_library=none"),
     ("linux-release", ["-s", "compiler.cppstd=14"], "Current cppstd (14) is lower than the required"),
     ("linux-release", ["-s", "os=Macos"], "Linux and Windows only"),
     ("linux-release", ["-s", "arch=armv8"], "x86_64 only"),
@@ -152,11 +152,13 @@ def test_options_are_the_optional_components_of_components_json(home):
                   "-pr:b", REPO / "profiles" / "linux-release", "--format=json")
         assert r.returncode == 0, r.stdout + r.stderr
         node = json.loads(r.stdout)["graph"]["nodes"]["0"]
-        assert set(node["options_definitions"]) == set(want) | {"xnnpack_library"}, \
-            node["options_definitions"]
+        assert set(node["options_definitions"]) == \
+            set(want) | {"xnnpack_library", "with_pthreadpool"}, node["options_definitions"]
         assert node["options_definitions"]["xnnpack_library"] == ["none", "conan", "system"]
         options = dict(node["options"])
         assert options.pop("xnnpack_library") == library[os_name], (profile, node["options"])
+        # pthreadpool wherever Conan has one; none for MinGW (the std::thread pool alone).
+        assert options.pop("with_pthreadpool") == str(os_name == "Linux"), (profile, options)
         got = {k: v == "True" for k, v in options.items()}
         expected = {o: d.get(os_name, d.get("*")) for o, d in want.items()}
         assert got == expected, (profile, got)

@@ -44,6 +44,8 @@ class PteronCudaToolchain(ConanFile):
     description = "A CUDA train's nvcc, crt, nvvm, driver headers and cuobjdump, from pinned PyPI wheels"
     license = "LicenseRef-NVIDIA-CUDA-EULA"
     package_type = "application"
+    # Built on first use: `conan create . -pr windows-cu134` works without --build=missing.
+    build_policy = "missing"
     settings = "os", "arch"
 
     def export(self):

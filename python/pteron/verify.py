@@ -1102,7 +1102,7 @@ def _verify(root, arch=None, cuobjdump=None, cuobjdump_exe=None, wine="wine"):
         check_platform(pkg, arch, binaries, report)
     check_private_helpers(pkg, binaries, report)
     check_cuda(pkg, binaries, report, cuobjdump, cuobjdump_exe, wine)
-    check_licenses(pkg, report)
+    check_licenses(pkg, binaries, report)
     order = {c: i for i, c in enumerate(CHECKS)}
     report.rows.sort(key=lambda r: order[r["check"]])  # stable: binaries keep their order
     return report, facts
@@ -1112,7 +1112,14 @@ def _verify(root, arch=None, cuobjdump=None, cuobjdump_exe=None, wine="wine"):
 EIGEN_COMPONENTS = ("kernels_optimized", "backend_xnnpack")
 
 
-def check_licenses(pkg, report):
+def _msvc_built(binaries):
+    """A PE package built by MSVC imports the CRT DLLs (vcruntime140*.dll); a MinGW one links
+    its runtime statically and imports none of them."""
+    return any(_match(n, ("vcruntime140*.dll",), "pe") for b in binaries if b.fmt == "pe"
+               for n in b.needed)
+
+
+def check_licenses(pkg, binaries, report):
     folders = [os.path.join(pkg.root, "licenses"),
                os.path.join(pkg.root, "share", "licenses", "pteron")]
     names = set()
@@ -1122,7 +1129,8 @@ def check_licenses(pkg, report):
     wanted = {"LICENSE": "LICENSE", "flatbuffers": "flatbuffers-"}
     if any(c in pkg.components for c in EIGEN_COMPONENTS):
         wanted["Eigen"] = "eigen-"
-    if pkg.fmt == "pe":
+    if pkg.fmt == "pe" and not _msvc_built(binaries):
+        # MinGW's runtime is linked into the DLLs; MSVC's CRT stays in its own DLLs (/MD).
         wanted["the MinGW-w64 runtime"] = "mingw_w64-"
         wanted["GCC's runtime"] = "gcc-"
     missing = [what for what, prefix in wanted.items()
