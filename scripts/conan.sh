@@ -12,8 +12,9 @@
 #     build), puts the package into the Conan cache and runs test_package on it.
 #
 # Sets PTERON_PKG_REF (the reference with its recipe revision),
-# PTERON_PKG_FOLDER (the package folder in the Conan cache) and PTERON_PKG_BUILD
-# (the build folder). The Conan home is the project's own
+# PTERON_PKG_FOLDER (the package folder in the Conan cache), PTERON_PKG_BUILD
+# (the build folder) and PTERON_PKG_MSVC_BIN (for an MSVC profile on this machine:
+# the wrappers' folder of the pteron-msvc-wine tool requirement; else empty). The Conan home is the project's own
 # (.conan2/) with Conan Center disabled: everything is offline, resolved from
 # Debian's packages by the profiles' [platform_requires].
 
@@ -83,6 +84,15 @@ import json, sys
 nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
 n = next(n for n in nodes if str(n.get("ref", "")).startswith("pteron/") and n.get("package_folder"))
 print(n["ref"], n["package_folder"])
+EOF
+)"
+  # The MSVC wrappers (cl, link, dumpbin ...) of the pteron-msvc-wine tool requirement, when
+  # the profile uses it: tests build MSVC consumers with them.
+  PTERON_PKG_MSVC_BIN="$(python - "$out/export-pkg.json" <<'EOF'
+import json, os, sys
+nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
+print(next((os.path.join(n["package_folder"], "bin") for n in nodes
+            if str(n.get("ref", "")).startswith("pteron-msvc-wine/") and n.get("package_folder")), ""))
 EOF
 )"
   PTERON_PKG_REF="${ref_and_folder%% *}"

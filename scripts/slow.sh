@@ -4,6 +4,8 @@
 #   - the Linux debug package made by Conan (profiles/linux-debug: `conan build`
 #     into build-conan/linux-debug, `conan export-pkg`, test_package), and
 #     pteron-verify on it;
+#   - the Debug MSVC package (profiles/windows-msvc-debug: /MDd) with pteron-verify, and
+#     tests/test_windows_msvc.py's Debug checks (its debug CRT imports; a /MD consumer of it);
 #   - the Linux and MinGW release packages without backend_cuda (profiles
 #     linux-release, windows-mingw-release; CI makes them with it, linux-cu134 and
 #     windows-cu134), pteron-verify on them, and every model of the zoo on them
@@ -30,6 +32,16 @@ start=$(date +%s)
 pteron_conan_package linux-debug "$REPO/build-conan/linux-debug"
 echo "==> the debug package took $(( $(date +%s) - start )) s"
 PYTHONPATH="$REPO/python" python -m pteron.verify "$PTERON_PKG_FOLDER"
+
+# The Debug MSVC package (/MDd), and the CRT checks on it against CI's Release MSVC package.
+start=$(date +%s)
+pteron_install_cuda_train cu134  # PTERON_CUDA_CUOBJDUMP*, for the Release package's checks
+pteron_conan_package windows-cu134 "$REPO/build-conan/windows-cu134"
+export PTERON_MSVC_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MSVC_BIN="$PTERON_PKG_MSVC_BIN"
+pteron_conan_package windows-msvc-debug "$REPO/build-conan/windows-msvc-debug"
+PYTHONPATH="$REPO/python" python -m pteron.verify "$PTERON_PKG_FOLDER" | tail -n 1
+PTERON_MSVC_DEBUG_PACKAGE="$PTERON_PKG_FOLDER" python -m pytest tests/test_windows_msvc.py -q -k debug
+echo "==> the Debug MSVC package took $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
 export PTERON_LINUX_PROFILE=linux-release PTERON_MINGW_PROFILE=windows-mingw-release

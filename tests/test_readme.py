@@ -57,7 +57,8 @@ def test_every_command_block_of_the_guides_is_marked_tested():
     assert unmarked == [], f"README guide blocks without a '<!-- tested: ... -->' marker: {unmarked}"
     names = set(marked_blocks())
     for want in ("consumer CMakeLists.txt", "consumer app.cpp", "conan-consumer-linux",
-                 "conan-consumer-debug", "conan-consumer-mingw", "cmake-consumer-linux",
+                 "conan-consumer-debug", "conan-consumer-mingw", "conan-consumer-msvc",
+                 "cmake-consumer-linux",
                  "cmake-consumer-mingw", "build-linux", "build-mingw"):
         assert want in names, f"README has no block marked '{want}'"
 
@@ -65,7 +66,8 @@ def test_every_command_block_of_the_guides_is_marked_tested():
 def test_conan_guides_require_this_version_with_profiles_from_the_clone():
     version = (REPO / "VERSION").read_text().strip()
     blocks = marked_blocks()
-    for name in ("conan-consumer-linux", "conan-consumer-debug", "conan-consumer-mingw"):
+    for name in ("conan-consumer-linux", "conan-consumer-debug", "conan-consumer-mingw",
+                 "conan-consumer-msvc"):
         lang, text = blocks[name]
         assert lang == "sh"
         assert f"--requires=pteron/{version} " in text, (name, version)
@@ -109,7 +111,8 @@ def run_block(name, cwd, timeout=600, **env):
     # The package in the Conan cache is the one scripts/test.sh made: in CI that of the
     # linux-cu134 / windows-cu134 profiles (the release profiles plus backend_cuda), so a
     # block's host profile is that one.
-    for release, platform in (("linux-release", "linux"), ("windows-mingw-release", "mingw")):
+    for release, platform in (("linux-release", "linux"), ("windows-mingw-release", "mingw"),
+                              ("windows-msvc-release", "msvc")):
         text = text.replace(f"-pr:h $PTERON_SRC/profiles/{release}",
                             f"-pr:h $PTERON_SRC/profiles/{package_profile(platform)}")
     e = {k: v for k, v in os.environ.items()
@@ -195,6 +198,19 @@ def test_conan_consumer_for_mingw_runs_under_wine_as_written(mingw_package, cona
     assert_app_output(out, expected_sum)
     beside = {p.name for p in (d / "build-mingw").glob("*.dll")}
     assert {"pteron.dll", "pteron_kernels_portable.dll"} <= beside, beside  # $<TARGET_RUNTIME_DLLS>
+
+
+def test_conan_consumer_for_msvc_runs_under_wine_as_written(msvc_package, conan_home, wine_env,
+                                                           expected_sum, tmp_path):
+    d = consumer_dir(tmp_path)
+    out = run_block("conan-consumer-msvc", d, **{k: wine_env[k] for k in
+                                                 ("WINEPREFIX", "WINEDLLOVERRIDES")})
+    assert_app_output(out, expected_sum)
+    beside = {p.name for p in (d / "build-msvc").glob("*.dll")}
+    assert {"pteron.dll", "pteron_kernels_portable.dll"} <= beside, beside  # $<TARGET_RUNTIME_DLLS>
+    # Built by MSVC (cl.exe, link.exe against the package's import libraries).
+    ids = [p.read_text() for p in (d / "build-msvc" / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")]
+    assert ids and all('set(CMAKE_CXX_COMPILER_ID "MSVC")' in t for t in ids), ids[:1]
 
 
 def test_plain_cmake_consumer_on_linux_runs_as_written(linux_package, expected_sum, tmp_path):

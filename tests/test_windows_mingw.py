@@ -193,9 +193,10 @@ def _xnnpack_programs():
 XNN_PROGRAMS = [p[0] for p in _xnnpack_programs()]
 
 
-def _run_batch(prefix, wine_env, tmp_path, programs):
+def _run_batch(prefix, wine_env, tmp_path, programs, env=None):
     """Runs pteron-run.exe on every program from one batch file (one Wine
-    start): {name: (exit code, log text, output folder)}."""
+    start), with PTERON_XNNPACK_DEBUG=1 and `env`: {name: (exit code, log text,
+    output folder)}."""
     lines = ["@echo off"]
     for k, (name, folder, entry) in enumerate(programs):
         out = tmp_path / name
@@ -210,7 +211,7 @@ def _run_batch(prefix, wine_env, tmp_path, programs):
     bat = tmp_path / "run_all.bat"
     bat.write_text("\r\n".join(lines) + "\r\n")
     r = wine_run(wine_env, "cmd", "/c", winpath(bat), cwd=tmp_path, timeout=600,
-                 extra_env={"PTERON_XNNPACK_DEBUG": "1"})
+                 extra_env={"PTERON_XNNPACK_DEBUG": "1", **(env or {})})
     # (cmd's own exit code is the last program's: each one's is in its rc.txt.)
     res = {}
     for name, _, _ in programs:
