@@ -64,9 +64,11 @@ function(pteron_install_package)
                 "${PROJECT_SOURCE_DIR}/cmake/cuda_trains.json"
           DESTINATION "${CMAKE_INSTALL_DATADIR}/pteron")
   if(MINGW)
-    # A consumer cross-building with MinGW-w64 needs the toolchain file; it is
-    # in the package, beside pteronConfig.cmake (README, MinGW cross build).
+    # A consumer cross-building with MinGW-w64 needs the toolchain file (and the file of
+    # header-only dependencies it includes); they are in the package, beside
+    # pteronConfig.cmake (README, MinGW cross build).
     install(FILES "${PROJECT_SOURCE_DIR}/cmake/toolchain-mingw-w64.cmake"
+                  "${PROJECT_SOURCE_DIR}/cmake/windows-cross-headers.cmake"
             DESTINATION "${CMAKE_INSTALL_LIBDIR}/cmake/pteron")
   endif()
 endfunction()
