@@ -45,26 +45,34 @@ def prefix(msvc_package):
     return msvc_package
 
 
-def dumpbin(msvc_bin, *args):
-    r = run([msvc_bin / "dumpbin", "/nologo", *args], timeout=120)
+def dumpbin(msvc_bin, option, files):
+    """`dumpbin /nologo <option>` on every file in one Wine process: {file name: its part}."""
+    r = run([msvc_bin / "dumpbin", "/nologo", option, *files], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout
+    parts = re.split(r"^Dump of file (.+)$", r.stdout, flags=re.M)
+    out = {Path(name.strip()).name: text for name, text in zip(parts[1::2], parts[2::2])}
+    assert set(out) == {Path(f).name for f in files}, (sorted(out), r.stdout[:2000])
+    return out
 
 
 def dll_name(component):
     return "pteron.dll" if component == "runtime" else f"pteron_{component}.dll"
 
 
-def dumpbin_exports(msvc_bin, dll):
-    """The names of `dumpbin /exports`' table (ordinal, hint, RVA, name)."""
+def exports_of(text):
+    """The names of a `dumpbin /exports` table (ordinal, hint, RVA, name)."""
     return {m.group(1) for m in re.finditer(r"^\s+\d+\s+[0-9A-F]+\s+[0-9A-F]{8}\s+(\S+)",
-                                            dumpbin(msvc_bin, "/exports", dll), re.M)}
+                                            text, re.M)}
+
+
+def dependents_of(text):
+    """The DLL names of a `dumpbin /dependents` part."""
+    body = text.split("Image has the following dependencies:", 1)[1].split("Summary", 1)[0]
+    return [l.strip() for l in body.splitlines() if l.strip().lower().endswith(".dll")]
 
 
 def dumpbin_dependents(msvc_bin, binary):
-    text = dumpbin(msvc_bin, "/dependents", binary)
-    body = text.split("Image has the following dependencies:", 1)[1].split("Summary", 1)[0]
-    return [l.strip() for l in body.splitlines() if l.strip().lower().endswith(".dll")]
+    return dependents_of(dumpbin(msvc_bin, "/dependents", [binary])[Path(binary).name])
 
 
 def binaries(prefix):
@@ -77,14 +85,15 @@ def test_dumpbin_exports_only_the_pteron_api_and_agrees_with_pteron_verify(prefi
     sys.path.insert(0, str(REPO / "python"))
     from pteron.verify import read_binary
 
-    for c in package_components(prefix):
-        dll = prefix / "bin" / dll_name(c)
-        names = dumpbin_exports(msvc_bin, dll)
+    dlls = {c: prefix / "bin" / dll_name(c) for c in package_components(prefix)}
+    parts = dumpbin(msvc_bin, "/exports", list(dlls.values()))
+    for c, dll in dlls.items():
+        names = exports_of(parts[dll.name])
         assert f"pteron_anchor_{c}" in names, (c, sorted(names)[:20])
         leaked = sorted(n for n in names if not n.startswith("pteron_"))
         assert leaked == [], f"{dll.name} exports {leaked[:20]}"
         assert names == read_binary(dll.name, str(dll)).exports, dll.name
-    api = dumpbin_exports(msvc_bin, prefix / "bin" / "pteron.dll")
+    api = exports_of(parts["pteron.dll"])
     for fn in ("pteron_program_load_file", "pteron_register_kernels", "pteron_registration_error"):
         assert fn in api
 
@@ -97,8 +106,9 @@ ALLOWED = re.compile(r"^(kernel32|ntdll|user32|advapi32|shell32|ole32|oleaut32|b
 
 def test_dumpbin_dependents_are_windows_the_release_crt_and_pteron_dlls(prefix, msvc_bin):
     seen_crt = set()
+    parts = dumpbin(msvc_bin, "/dependents", binaries(prefix))
     for b in binaries(prefix):
-        deps = dumpbin_dependents(msvc_bin, b)
+        deps = dependents_of(parts[b.name])
         assert deps, b.name
         others = [d for d in deps if not ALLOWED.match(d)]
         assert others == [], f"{b.name} depends on {others}"
@@ -110,11 +120,14 @@ def test_dumpbin_dependents_are_windows_the_release_crt_and_pteron_dlls(prefix, 
 
 
 def test_dumpbin_imports_from_pteron_dlls_are_pteron_functions(prefix, msvc_bin):
+    parts = dumpbin(msvc_bin, "/imports", binaries(prefix))
     for b in binaries(prefix):
-        text = dumpbin(msvc_bin, "/imports", b)
+        text = parts[b.name]
         # Blocks: "    pteron.dll" then the imported names, indented further.
-        for dll, block in re.findall(r"^ {4}(pteron\S*\.dll)\n(.*?)(?=^ {4}\S|\Z)", text,
-                                     re.M | re.S):
+        blocks = re.findall(r"^ {4}(pteron\S*\.dll)\n(.*?)(?=^ {4}\S|\Z)", text, re.M | re.S)
+        if b.name != "pteron.dll":  # every other binary imports the runtime's registry
+            assert "pteron.dll" in [dll for dll, _ in blocks], (b.name, text[:1500])
+        for dll, block in blocks:
             names = re.findall(r"^\s+[0-9A-F]+\s+(\S+)$", block, re.M)
             assert names, (b.name, dll)
             assert all(n.startswith("pteron_") for n in names), (b.name, dll, names)
@@ -213,8 +226,9 @@ def msvc_debug_package():
 
 
 def test_debug_package_imports_the_debug_crt(msvc_debug_package, msvc_bin):
+    parts = dumpbin(msvc_bin, "/dependents", binaries(msvc_debug_package))
     for b in binaries(msvc_debug_package):
-        deps = [d.lower() for d in dumpbin_dependents(msvc_bin, b)]
+        deps = [d.lower() for d in dependents_of(parts[b.name])]
         assert "vcruntime140d.dll" in deps and "ucrtbased.dll" in deps, (b.name, deps)
         assert not [d for d in deps if d in ("vcruntime140.dll", "msvcp140.dll")], (b.name, deps)
 
