@@ -73,11 +73,23 @@ if [[ "$host" == windows-* ]]; then
   conan install --requires="pteron/$version" -pr:h "profiles/$host" -pr:b profiles/linux-release \
     -g CMakeDeps -g CMakeToolchain --deployer=runtime_deploy --deployer-folder="$app/bin" \
     --output-folder="$app/gen" >"$app/install.log" 2>&1 || { cat "$app/install.log"; exit 1; }
-  cmake -S "$REPO/tests/consumer" -B "$app/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  build_type=Release
+  [[ "$host" == *debug* ]] && build_type=Debug  # CMakeDeps made that configuration's targets
+  cmake -S "$REPO/tests/consumer" -B "$app/build" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
     -DCMAKE_TOOLCHAIN_FILE="$app/gen/conan_toolchain.cmake" -DPTERON_SOURCE_DIR="$REPO" \
     -DCOMPONENTS="kernels_portable;kernels_optimized;threadpool" \
     -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$app/bin" >"$app/cmake.log" 2>&1 || { cat "$app/cmake.log"; exit 1; }
   cmake --build "$app/build" >>"$app/cmake.log" 2>&1 || { cat "$app/cmake.log"; exit 1; }
+  # A /MDd program needs the debug CRT DLLs, which Visual Studio installs system-wide and
+  # Wine lacks: pteron-msvc-wine's copies go beside it.
+  debug_crt="$(python - "$REPO/out/conan-create.json" <<'EOF'
+import json, os, sys
+nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
+print(next((os.path.join(n["package_folder"], "debug-crt") for n in nodes
+            if str(n.get("ref", "")).startswith("pteron-msvc-wine/") and n.get("package_folder")), ""))
+EOF
+)"
+  if [ "$build_type" = Debug ] && [ -d "$debug_crt" ]; then cp "$debug_crt"/*.dll "$app/bin/"; fi
   echo "    $(cd "$app/bin" && ls *.dll | tr '\n' ' ')beside consumer.exe"
   fx="$REPO/models/fixtures"
   (cd "$app/bin" && env -u WINEPATH PATH=/usr/bin:/bin wine consumer.exe "$fx/cnn.pte" forward \

