@@ -65,9 +65,20 @@ pteron_conan_package() {
     export WINEDEBUG=-all WINEPREFIX="${WINEPREFIX:-$REPO/.wine}"
   fi
   echo "==> conan build . ($host) -> $out"
-  conan build "$REPO" "${profiles[@]}" --build=missing -of "$out" >"$out/conan-build.log" 2>&1 || {
+  local ok=1
+  conan build "$REPO" "${profiles[@]}" --build=missing -of "$out" >"$out/conan-build.log" 2>&1 || ok=0
+  if [ "$ok" = 0 ] && compgen -G "$out/build/*/CMakeCache.txt" >/dev/null; then
+    # CMake cannot switch compilers inside one cache (a tool package rebuilt into a new folder,
+    # e.g. pteron-msvc-wine after a recipe change, is a new compiler path): configure afresh, once.
+    echo "    conan build failed in a configured folder: configuring $out/build afresh"
+    rm -rf "$out"/build/*/CMakeCache.txt "$out"/build/*/CMakeFiles
+    ok=1
+    conan build "$REPO" "${profiles[@]}" --build=missing -of "$out" >"$out/conan-build.log" 2>&1 || ok=0
+  fi
+  if [ "$ok" = 0 ]; then
     tail -n 60 "$out/conan-build.log"; echo "conan build failed ($host); log: $out/conan-build.log" >&2
-    return 1; }
+    return 1
+  fi
   echo "==> conan export-pkg . ($host): package() on that build, then test_package"
   conan export-pkg "$REPO" "${profiles[@]}" -of "$out" --format=json \
     >"$out/export-pkg.json" 2>"$out/export-pkg.log" || {
