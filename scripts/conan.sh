@@ -57,6 +57,18 @@ pteron_conan_home() {
   done
 }
 
+# The package folder of the first node whose reference starts with PREFIX in a Conan graph
+# (`--format=json` of create, export-pkg, install); empty when there is none:
+#   pteron_graph_folder GRAPH.json PREFIX
+pteron_graph_folder() {
+  python - "$1" "$2" <<'EOF'
+import json, sys
+nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
+print(next((n["package_folder"] for n in nodes
+            if str(n.get("ref", "")).startswith(sys.argv[2]) and n.get("package_folder")), ""))
+EOF
+}
+
 pteron_conan_package() {
   local host="$1" out="$2"
   local profiles=(-pr:h "$REPO/profiles/$host" -pr:b "$REPO/profiles/linux-release")
@@ -99,13 +111,8 @@ EOF
 )"
   # The MSVC wrappers (cl, link, dumpbin ...) of the pteron-msvc-wine tool requirement, when
   # the profile uses it: tests build MSVC consumers with them.
-  PTERON_PKG_MSVC_BIN="$(python - "$out/export-pkg.json" <<'EOF'
-import json, os, sys
-nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
-print(next((os.path.join(n["package_folder"], "bin") for n in nodes
-            if str(n.get("ref", "")).startswith("pteron-msvc-wine/") and n.get("package_folder")), ""))
-EOF
-)"
+  PTERON_PKG_MSVC_BIN="$(pteron_graph_folder "$out/export-pkg.json" pteron-msvc-wine/)"
+  [ -z "$PTERON_PKG_MSVC_BIN" ] || PTERON_PKG_MSVC_BIN="$PTERON_PKG_MSVC_BIN/bin"
   PTERON_PKG_REF="${ref_and_folder%% *}"
   PTERON_PKG_FOLDER="${ref_and_folder#* }"
   PTERON_PKG_BUILD="$(dirname "$(find "$out/build" -maxdepth 3 -name build.ninja | head -n 1)")"

@@ -48,13 +48,8 @@ if ! grep -q "MATCH" "$REPO/out-conan-create.log" || grep -q "MISMATCH" "$REPO/o
 fi
 
 # The binary layout of the package conan create made (pteron-verify).
-pkg_folder="$(python - "$REPO/out/conan-create.json" <<'EOF'
-import json, sys
-nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
-print(next(n["package_folder"] for n in nodes
-           if str(n.get("ref", "")).startswith("pteron/") and n.get("package_folder")))
-EOF
-)"
+pkg_folder="$(pteron_graph_folder "$REPO/out/conan-create.json" pteron/)"
+[ -n "$pkg_folder" ] || { echo "out/conan-create.json names no pteron package folder" >&2; exit 1; }
 echo "==> pteron-verify $pkg_folder"
 PYTHONPATH="$REPO/python" python -m pteron.verify "$pkg_folder" >"$REPO/out/verify-$host.txt" 2>&1 || {
   cat "$REPO/out/verify-$host.txt"; exit 1; }
@@ -82,14 +77,8 @@ if [[ "$host" == windows-* ]]; then
   cmake --build "$app/build" >>"$app/cmake.log" 2>&1 || { cat "$app/cmake.log"; exit 1; }
   # A /MDd program needs the debug CRT DLLs, which Visual Studio installs system-wide and
   # Wine lacks: pteron-msvc-wine's copies go beside it.
-  debug_crt="$(python - "$REPO/out/conan-create.json" <<'EOF'
-import json, os, sys
-nodes = json.load(open(sys.argv[1]))["graph"]["nodes"].values()
-print(next((os.path.join(n["package_folder"], "debug-crt") for n in nodes
-            if str(n.get("ref", "")).startswith("pteron-msvc-wine/") and n.get("package_folder")), ""))
-EOF
-)"
-  if [ "$build_type" = Debug ] && [ -d "$debug_crt" ]; then cp "$debug_crt"/*.dll "$app/bin/"; fi
+  msvc_wine="$(pteron_graph_folder "$REPO/out/conan-create.json" pteron-msvc-wine/)"
+  if [ "$build_type" = Debug ] && [ -n "$msvc_wine" ]; then cp "$msvc_wine"/debug-crt/*.dll "$app/bin/"; fi
   echo "    $(cd "$app/bin" && ls *.dll | tr '\n' ' ')beside consumer.exe"
   fx="$REPO/models/fixtures"
   (cd "$app/bin" && env -u WINEPATH PATH=/usr/bin:/bin wine consumer.exe "$fx/cnn.pte" forward \

@@ -53,8 +53,8 @@ pteron_conan_package windows-mingw-cu134 "$REPO/build-conan/windows-mingw-cu134"
 export PTERON_MINGW_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MINGW_BUILD_DIR="$PTERON_PKG_BUILD" \
   PTERON_MINGW_REF="$PTERON_PKG_REF"
 pteron_conan_package windows-cu134 "$REPO/build-conan/windows-cu134"
-export PTERON_MSVC_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MSVC_BUILD_DIR="$PTERON_PKG_BUILD" \
-  PTERON_MSVC_REF="$PTERON_PKG_REF" PTERON_MSVC_BIN="$PTERON_PKG_MSVC_BIN"
+export PTERON_MSVC_PACKAGE="$PTERON_PKG_FOLDER" PTERON_MSVC_REF="$PTERON_PKG_REF" \
+  PTERON_MSVC_BIN="$PTERON_PKG_MSVC_BIN"
 echo "==> building build-asan/ (ASan+UBSan: the core, threadpool, backend_xnnpack without an XNNPACK library, backend_cuda with the cu134 fatbin, pteron-run)"
 pteron_build "$REPO/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \

@@ -8,10 +8,9 @@
 #         -DCMAKE_TOOLCHAIN_FILE=<this file>
 #
 # Programs it builds run under Wine (`wine prog.exe`) with their DLLs beside them.
-# What Wine changes (NOTES.md, "MSVC under Wine"):
-#  - /Zi fails there (C1902, program database manager mismatch): debug information is embedded
-#    in the objects (/Z7, CMP0141 with CMAKE_MSVC_DEBUG_INFORMATION_FORMAT=Embedded);
-#  - CMake's checks compile in Release (a Debug check links /debug /INCREMENTAL).
+# What Wine changes (NOTES.md, "MSVC under Wine") is handled by the wrappers (msvc_wine.py:
+# /Z7 for /Zi, mt.exe's exit status), for every project alike; CMake's checks compile in
+# Release only to save their Debug link's Wine starts.
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR AMD64)
 set(_pteron_msvc_wine "${CMAKE_CURRENT_LIST_DIR}")
@@ -21,14 +20,12 @@ set(CMAKE_RC_COMPILER "${_pteron_msvc_wine}/rc")
 set(CMAKE_LINKER "${_pteron_msvc_wine}/link" CACHE FILEPATH "")
 set(CMAKE_AR "${_pteron_msvc_wine}/lib" CACHE FILEPATH "")
 set(CMAKE_MT "${_pteron_msvc_wine}/mt" CACHE FILEPATH "")
-set(CMAKE_POLICY_DEFAULT_CMP0141 NEW)
-set(CMAKE_MSVC_DEBUG_INFORMATION_FORMAT Embedded CACHE STRING "")
 set(CMAKE_TRY_COMPILE_CONFIGURATION Release)
 set(CMAKE_CROSSCOMPILING_EMULATOR wine CACHE STRING "")
-# Libraries and packages for Windows only: never the build machine's /usr (glibc, ELF).
+# Programs from the build machine; Windows libraries and packages only, never the build
+# machine's /usr (glibc, ELF): found under the roots a project adds (CMAKE_FIND_ROOT_PATH) or
+# by their exact _DIR / path.
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-# Windows libraries and packages only, never the build machine's /usr (glibc, ELF): found
-# under the roots a project adds (CMAKE_FIND_ROOT_PATH) or by their exact _DIR / path.
 list(APPEND CMAKE_FIND_ROOT_PATH "${_pteron_msvc_wine}")
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
