@@ -6,6 +6,8 @@
 #     pteron-verify on it;
 #   - the Debug MSVC package (profiles/windows-msvc-debug: /MDd) with pteron-verify, and
 #     tests/test_windows_msvc.py's Debug checks (its debug CRT imports; a /MD consumer of it);
+#   - the stable-ABI Windows wheel (cp312-abi3, scripts/windows_wheel.py) and
+#     tests/test_wheel_windows.py on it with CPython 3.12 and 3.13 under Wine;
 #   - the Linux and MinGW release packages without backend_cuda (profiles
 #     linux-release, windows-mingw-release; CI makes them with it, linux-cu134 and
 #     windows-cu134), pteron-verify on them, and every model of the zoo on them
@@ -42,6 +44,21 @@ pteron_conan_package windows-msvc-debug "$REPO/build-conan/windows-msvc-debug"
 PYTHONPATH="$REPO/python" python -m pteron.verify "$PTERON_PKG_FOLDER" | tail -n 1
 PTERON_MSVC_DEBUG_PACKAGE="$PTERON_PKG_FOLDER" python -m pytest tests/test_windows_msvc.py -q -k debug
 echo "==> the Debug MSVC package took $(( $(date +%s) - start )) s"
+
+# The stable-ABI Windows wheel (CPython 3.12 and later) built by MSVC from the Release MSVC
+# package, and tests/test_wheel_windows.py on it with CPython 3.12 and 3.13 (CI runs the 3.11
+# wheel's).
+start=$(date +%s)
+export PTERON_WINDOWS_PYTHON_312 PTERON_WINDOWS_PYTHON_313
+PTERON_WINDOWS_PYTHON_312="$(python scripts/windows_python.py "$HOME/.cache/pteron/windows-python-3.12" 3.12)"
+PTERON_WINDOWS_PYTHON_313="$(python scripts/windows_python.py "$HOME/.cache/pteron/windows-python-3.13" 3.13)"
+rm -rf "$REPO/build-wheel/windows/dist"
+PTERON_WINDOWS_ABI3_WHEEL="$(python scripts/windows_wheel.py --package "$PTERON_MSVC_PACKAGE" \
+  --msvc-bin "$PTERON_MSVC_BIN" --python "$PTERON_WINDOWS_PYTHON_313" \
+  --out "$REPO/build-wheel/windows/dist")"
+export PTERON_WINDOWS_ABI3_WHEEL
+python -m pytest tests/test_wheel_windows.py -q -k abi3
+echo "==> the stable-ABI Windows wheel took $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
 export PTERON_LINUX_PROFILE=linux-release PTERON_MINGW_PROFILE=windows-mingw-release

@@ -245,6 +245,34 @@ def windows_python() -> Path:
     return Path(wp)
 
 
+@pytest.fixture(scope="session")
+def windows_wheel(msvc_package, msvc_bin, windows_python, wine_env, tmp_path_factory) -> Path:
+    """The CPython 3.11 Windows wheel built by MSVC: PTERON_WINDOWS_WHEEL when set, else made
+    by the README's block "python-windows" as written (scripts/windows_wheel.py against the
+    MSVC package; FindPython runs python.exe under Wine)."""
+    if os.environ.get("PTERON_WINDOWS_WHEEL"):
+        return Path(os.environ["PTERON_WINDOWS_WHEEL"])
+    from test_readme import run_block
+
+    base = tmp_path_factory.mktemp("winwheel")
+    run_block("python-windows", base, timeout=900, PKG=msvc_package, MSVC_BIN=msvc_bin,
+              PTERON_WINDOWS_PYTHON=windows_python,
+              PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+              **{k: v for k, v in wine_env.items() if k.startswith("WINE")})
+    (whl,) = (base / "dist").glob("pteron-*-cp311-cp311-win_amd64.whl")
+    return whl
+
+
+def pip_install_windows(whl: Path, target: Path, python_version: str) -> Path:
+    """`whl` installed by this machine's pip into `target` (a Windows CPython's site-packages)
+    for win_amd64 and CPython `python_version`; returns target."""
+    r = run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "--no-deps", "--no-index", "--only-binary=:all:", "--platform", "win_amd64",
+             "--python-version", python_version, "--target", target, whl], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return target
+
+
 def win_python(wp: Path, dest: Path, paths) -> Path:
     """A copy of the Windows CPython `wp` (windows_python) in `dest` whose sys.path is its
     standard library, numpy and `paths` (its `._pth` file: the embeddable distribution ignores
@@ -252,8 +280,9 @@ def win_python(wp: Path, dest: Path, paths) -> Path:
     import shutil
 
     shutil.copytree(wp / "python", dest)
-    pth = ["python311.zip", ".", winpath(wp / "site"), *map(winpath, paths)]
-    (dest / "python311._pth").write_text("\r\n".join(pth) + "\r\n")
+    (pth_file,) = dest.glob("python3*._pth")  # python311._pth: its stdlib is python311.zip
+    pth = [pth_file.stem + ".zip", ".", winpath(wp / "site"), *map(winpath, paths)]
+    pth_file.write_text("\r\n".join(pth) + "\r\n")
     return dest / "python.exe"
 
 

@@ -15,9 +15,10 @@ its own correct result; `load_components` and a missing thread pool library; eac
 library mapped once (/proc/self/maps); `python -m pteron run` and `info`.
 
 The tests that hold on any platform run twice: `[linux]` as above, and `[windows]` with the
-module cross-built by MinGW-w64 against the MinGW package (the DLLs) and a Windows CPython
-3.11 (scripts/windows_python.py, PTERON_WINDOWS_PYTHON), run under Wine with the DLLs in the
-package's `pteron/lib` as a wheel holds them, nothing on PATH. The Windows-only tests check
+CPython 3.11 Windows wheel built by MSVC (conftest's windows_wheel: scripts/windows_wheel.py
+against the MSVC package) installed by pip, and a Windows CPython 3.11
+(scripts/windows_python.py, PTERON_WINDOWS_PYTHON), run under Wine with the DLLs in the
+wheel's `pteron/lib`, nothing on PATH. The Windows-only tests check
 `os.add_dll_directory`: a `pteron.dll` planted on PATH or in the working folder is never the
 one that loads, a conda prefix's `Library/bin` works, and a missing thread pool DLL is named.
 """
@@ -32,7 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, program_with_values, run, win_python, wine_run, winpath
+from conftest import REPO, pip_install_windows, program_with_values, run, win_python, \
+    wine_run, winpath
 
 FIXTURES = REPO / "models" / "fixtures"
 # A child's prelude: the MLP fixture's method `m` and its input `x`.
@@ -80,25 +82,14 @@ class WinStage:
 
 
 @pytest.fixture(scope="module")
-def win_stage(mingw_package, wine_env, windows_python, tmp_path_factory):
-    """The module cross-built for Windows and staged as a wheel lays it out: pteron/ with
-    _pteron.cp311-win_amd64.pyd, and the package's DLLs in pteron/lib."""
+def win_stage(windows_wheel, wine_env, windows_python, tmp_path_factory):
+    """The CPython 3.11 Windows wheel built by MSVC (conftest's windows_wheel: the README's
+    block), installed by pip into a folder: pteron/ with _pteron.cp311-win_amd64.pyd, and the
+    package's DLLs in pteron/lib."""
     base = tmp_path_factory.mktemp("winpy")
-    # The README's block, as written: FindPython runs python.exe under Wine.
-    from test_readme import run_block
-
-    run_block("python-windows", base, timeout=900, PKG=mingw_package,
-              PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-              **{k: v for k, v in wine_env.items() if k.startswith("WINE")})
-    b = base / "build-py-windows"
-    (pyd,) = b.glob("_pteron*.pyd")
-    assert pyd.name == "_pteron.cp311-win_amd64.pyd"
-    st = base / "stage"
-    shutil.copytree(REPO / "python" / "pteron", st / "pteron")
-    shutil.copy2(pyd, st / "pteron")
-    (st / "pteron" / "lib").mkdir()
-    for dll in (mingw_package / "bin").glob("*.dll"):
-        shutil.copy2(dll, st / "pteron" / "lib")
+    st = pip_install_windows(windows_wheel, base / "site", "3.11")
+    assert [p.name for p in (st / "pteron").glob("_pteron*.pyd")] == \
+        ["_pteron.cp311-win_amd64.pyd"]
     return WinStage(windows_python, base / "python", st, wine_env)
 
 

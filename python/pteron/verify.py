@@ -87,6 +87,10 @@ TOOLS = ("pteron-run",)
 # The Python module's extension, at the root of a wheel's pteron/ folder.
 PYTHON_EXTENSION = re.compile(r"^_pteron(\.[\w.-]+)?\.(so|pyd)$")
 
+# The CPython DLL a Windows extension links (on Linux an extension links no libpython): the
+# version's own (python311.dll) or, built for the stable ABI, python3.dll.
+PYTHON_DLLS = ("python3.dll", "python3[0-9]*.dll")
+
 # The one component with device code. No binary imports a CUDA library, the
 # driver included: backend_cuda loads the driver at run time.
 CUDA_COMPONENT = "backend_cuda"
@@ -745,6 +749,10 @@ def check_dependencies(pkg, binaries, report):
             hit = next((why for p, why in declared.items() if _match(dep, (p,), b.fmt)), None)
             if hit:
                 seen.append(f"{dep} ({hit})")
+                continue
+            if (not comp and b.fmt == "pe" and PYTHON_EXTENSION.match(os.path.basename(b.name))
+                    and _match(dep, PYTHON_DLLS, b.fmt)):
+                seen.append(f"{dep} (CPython)")
                 continue
             if comp and comp.name == CUDA_COMPONENT and _match(dep, CUDA_DRIVER[b.fmt], b.fmt):
                 seen.append(f"{dep} (CUDA driver)")

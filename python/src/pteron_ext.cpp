@@ -133,8 +133,37 @@ nb::object* g_threads_active = nullptr;  // threading._active (ident -> Thread),
 void exit_state_after_fork() { g_exit = new ExitState; }
 #endif
 
+#if defined(Py_LIMITED_API) && Py_LIMITED_API < 0x030D0000
+// The stable ABI of 3.12 (PTERON_PYTHON_STABLE_ABI) has no finalization query: Py_IsFinalizing
+// joined it in 3.13, and 3.12 exports _Py_IsFinalizing outside it. Either is looked up once in
+// the library that holds the running interpreter's own functions; neither found reads as "not
+// finalizing" (the state before this check existed).
+int (*finalizing_fn())() {
+  static int (*const fn)() = [] {
+    const char* names[] = {"Py_IsFinalizing", "_Py_IsFinalizing"};
+    void* f = nullptr;
+#if defined(_WIN32)
+    HMODULE h = nullptr;  // python3XY.dll: the one whose PyLong_FromLong this module imports
+    if (GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+                               GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                           reinterpret_cast<LPCWSTR>(&PyLong_FromLong), &h))
+      for (const char* n : names)
+        if (!f) f = reinterpret_cast<void*>(GetProcAddress(h, n));
+#else
+    for (const char* n : names)
+      if (!f) f = dlsym(RTLD_DEFAULT, n);
+#endif
+    return reinterpret_cast<int (*)()>(f);
+  }();
+  return fn;
+}
+#endif
+
 bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
+#if defined(Py_LIMITED_API) && Py_LIMITED_API < 0x030D0000
+  int (*fn)() = finalizing_fn();
+  return fn && fn() != 0;
+#elif PY_VERSION_HEX >= 0x030D0000
   return Py_IsFinalizing() != 0;
 #else
   return _Py_IsFinalizing() != 0;
