@@ -85,8 +85,9 @@ def main(argv=None):
                  "PTERON_MINGW_PACKAGE)")
     if not shutil.which("wine"):
         sys.exit("wine is not installed (scripts/setup.sh installs wine64)")
-    exes = {"msvc": Path(a.msvc) / "bin" / "pteron-run.exe",
-            "mingw": Path(a.mingw) / "bin" / "pteron-run.exe"}
+    # Absolute: Wine reads a relative program path from its own working folder.
+    exes = {"msvc": Path(a.msvc).resolve() / "bin" / "pteron-run.exe",
+            "mingw": Path(a.mingw).resolve() / "bin" / "pteron-run.exe"}
     for side, exe in exes.items():
         if not exe.is_file():
             sys.exit(f"--{side}: {exe} does not exist")

@@ -68,7 +68,7 @@ struct Vec {
 // broadcasts for 16 FMAs (FMA-bound; 14 rows x 1 panel, 15 loads per 14 FMAs, was load-bound).
 constexpr int kRows = 8;
 #define PTERON_GEMM_TWO_PANELS 1
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && (defined(__FMA__) || defined(_MSC_VER))  // MSVC: /arch:AVX2 has FMA3
 struct Vec {
   using T = __m256;
   static constexpr int kLanes = 8;
@@ -122,11 +122,10 @@ struct Vec {
 constexpr int kRows = 4;
 #endif
 
-#if defined(__GNUC__)
-#define PTERON_GEMM_INLINE inline __attribute__((always_inline))
-#else
-#define PTERON_GEMM_INLINE inline
-#endif
+#define PTERON_GEMM_INLINE PTERON_FORCEINLINE  // unroll.h
+// The microkernels' inner loops use unroll<N> (unroll.h): their accumulators stay in registers
+// on every compiler, MSVC included, which unrolls no loop on request.
+using pteron::cpu::unroll;
 
 constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
 static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number of vectors");
@@ -171,27 +170,23 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
     int64_t p = 0;
     if (kChains > 1) {
       for (; p + kChains <= seglen; p += kChains) {
-        PTERON_UNROLL
-        for (int h = 0; h < kChains; ++h) {
+        unroll<kChains>([&](auto h) {
           const typename Vec::T x = Vec::set1(ar[0][p + h]);
-          PTERON_UNROLL
-          for (int v = 0; v < kNu; ++v)
+          unroll<kNu>([&](auto v) {
             acc[h][0][v] = Vec::madd(x, Vec::load(w + v * Vec::kLanes), acc[h][0][v]);
+          });
           w += kGemmNr;
-        }
+        });
       }
     }
     for (; p < seglen; ++p) {
       typename Vec::T b[kNu];
-      PTERON_UNROLL
-      for (int v = 0; v < kNu; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
+      unroll<kNu>([&](auto v) { b[v] = Vec::load(w + v * Vec::kLanes); });
       w += kGemmNr;
-      PTERON_UNROLL
-      for (int i = 0; i < kMr; ++i) {
+      unroll<kMr>([&](auto i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
-        PTERON_UNROLL
-        for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
-      }
+        unroll<kNu>([&](auto v) { acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]); });
+      });
     }
   }
   PTERON_UNROLL
@@ -277,12 +272,11 @@ PTERON_GEMM_INLINE void body2(int64_t mr, int64_t nc, int64_t segs, int64_t segl
     for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s] + aoff;
     for (int64_t p = 0; p < seglen; ++p, w += kGemmNr, w2 += kGemmNr) {
       const typename Vec::T b0 = Vec::load(w), b1 = Vec::load(w2);
-      PTERON_UNROLL
-      for (int i = 0; i < kMr; ++i) {
+      unroll<kMr>([&](auto i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
         acc[i][0] = Vec::madd(x, b0, acc[i][0]);
         acc[i][1] = Vec::madd(x, b1, acc[i][1]);
-      }
+      });
     }
   }
   float* cr[kMr];

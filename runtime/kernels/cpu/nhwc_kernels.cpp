@@ -90,7 +90,7 @@ inline V vsel_pos(V x, V a, V b) {
 inline V vkeep_nan(V x, V v) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
 }
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && (defined(__FMA__) || defined(_MSC_VER))  // MSVC: /arch:AVX2 has FMA3
 constexpr int64_t L = 8;
 using V = __m256;
 inline V vload(const float* p) { return _mm256_loadu_ps(p); }
@@ -294,16 +294,20 @@ inline void dw_group(const DwRow& r, int64_t c0, int64_t n, int64_t ox) {
       PTERON_UNROLL
       for (int kx = 0; kx < K; ++kx)
         w[kx] = Full ? vload(wp + kx * c + b * L) : vloadp(wp + kx * c, n);
-      PTERON_UNROLL
-      for (int col = 0; col < kCols; ++col) {
-        if (Border && (ix0 + col < 0 || ix0 + col >= r.iw)) continue;
+      // Which (pixel, tap) pairs a column serves folds at compile time (unroll<>, on every
+      // compiler: MSVC does not unroll this by itself, and would test each pair at run time).
+      pteron::cpu::unroll<kCols>([&](auto col_c) {
+        constexpr int col = decltype(col_c)::value;
+        if (Border && (ix0 + col < 0 || ix0 + col >= r.iw)) return;
         const V x = Full ? vload(ip + col * c + b * L) : vloadp(ip + col * c, n);
-        PTERON_UNROLL
-        for (int p = 0; p < P; ++p) {
-          const int t = col - p * S;  // kx * D
-          if (t >= 0 && t % D == 0 && t / D < K) acc[p][b] = vfma(w[t / D], x, acc[p][b]);
-        }
-      }
+        pteron::cpu::unroll<P>([&](auto p_c) {
+          // From the types, not from `col`: MSVC does not read an enclosing lambda's constexpr
+          // local in a constant expression.
+          constexpr int p = decltype(p_c)::value;
+          constexpr int t = decltype(col_c)::value - p * S;  // kx * D
+          if constexpr (t >= 0 && t % D == 0 && t / D < K) acc[p][b] = vfma(w[t / D], x, acc[p][b]);
+        });
+      });
     }
   }
   const V vlo = vset(r.lo), vhi = vset(r.hi);
