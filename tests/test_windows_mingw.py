@@ -8,9 +8,9 @@ exits) are in tests/test_scenarios.py, for Linux and Wine alike.
 
 The XNNPACK delegate: the package ships pteron_backend_xnnpack.dll, built
 with no XNNPACK library (every node on pteron's own kernels); every XNNPACK
-fixture, the layout program of tests/xnnpack and the CI zoo's XNNPACK
-programs run through it under Wine in one batch (one Wine start for all) and
-match eager PyTorch.
+fixture and the layout program of tests/xnnpack run through it under Wine in
+one batch (one Wine start for all) and match eager PyTorch; so do the CI zoo's
+programs, portable and XNNPACK (within the zoo's rule relative to upstream).
 """
 import json
 import os
@@ -250,17 +250,18 @@ def test_xnnpack_program_matches_eager_through_the_dll_under_wine(xnnpack_wine_r
                        f"{name} output {i} (pteron_backend_xnnpack.dll, Wine)")
 
 
-# The CI zoo's XNNPACK programs (tests/test_zoo.py exports them; its
-# tolerance rule, relative to upstream's own error, applies).
+# The CI zoo's programs, portable and XNNPACK (tests/test_zoo.py exports them; its
+# tolerance rule, relative to upstream's own error, applies), all in one Wine process.
 try:
     import test_zoo as _zoo_tests
     ZOO_MODELS = _zoo_tests.MODELS
 except Exception:  # noqa: BLE001  (the zoo registry is missing: nothing to run)
     _zoo_tests, ZOO_MODELS = None, []
+ZOO_VARIANTS = ("portable", "xnnpack")
 
 
 @pytest.fixture(scope="session")
-def zoo_xnnpack_wine_results(prefix, wine_env, tmp_path_factory):
+def zoo_wine_results(prefix, wine_env, tmp_path_factory):
     p = os.environ.get("PTERON_EXPORT_PYTHON")
     if not p or not Path(p).is_file():
         pytest.skip("PTERON_EXPORT_PYTHON is not set to upstream's exporter: scripts/test.sh "
@@ -268,17 +269,21 @@ def zoo_xnnpack_wine_results(prefix, wine_env, tmp_path_factory):
     programs = []
     for name in ZOO_MODELS:
         folder, entries = _zoo_tests.exported(p, name)
-        programs.append((name, folder, entries["xnnpack"]))
-    return _run_batch(prefix, wine_env, tmp_path_factory.mktemp("zoo_xnn_wine"), programs)
+        programs += [(f"{name}_{v}", folder, entries[v]) for v in ZOO_VARIANTS]
+    return _run_batch(prefix, wine_env, tmp_path_factory.mktemp("zoo_wine"), programs)
 
 
+@pytest.mark.parametrize("variant", ZOO_VARIANTS)
 @pytest.mark.parametrize("name", ZOO_MODELS)
-def test_zoo_xnnpack_program_is_as_close_to_eager_as_upstream_through_the_dll_under_wine(
-        zoo_xnnpack_wine_results, name):
-    rc, log, out = zoo_xnnpack_wine_results[name]
-    _check_ran(name, rc, log)
+def test_zoo_program_is_as_close_to_eager_as_upstream_through_the_dlls_under_wine(
+        zoo_wine_results, name, variant):
+    rc, log, out = zoo_wine_results[f"{name}_{variant}"]
+    if variant == "xnnpack":
+        _check_ran(name, rc, log)
+    else:
+        assert rc == 0, f"pteron-run.exe {name} portable under Wine exited {rc}:\n{log[-3000:]}"
     folder, entries = _zoo_tests._folders[name]
-    entry = entries["xnnpack"]
+    entry = entries[variant]
     n = len(entry["methods"]["forward"]["expected"])
     _zoo_tests.check_outputs(folder, entry, [out / f"output_{i}.npy" for i in range(n)],
-                             f"{name} xnnpack (pteron_backend_xnnpack.dll, Wine)")
+                             f"{name} {variant} (pteron-run.exe and its DLLs, Wine)")

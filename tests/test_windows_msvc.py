@@ -10,7 +10,7 @@ tools (dumpbin.exe under Wine) and run under Wine:
   nothing of MinGW; `dumpbin /imports` shows what each imports from a pteron DLL is pteron's;
 - every fixture program, portable and XNNPACK-lowered, through pteron-run.exe and the MSVC
   DLLs at every ISA level this CPU has (PTERON_ISA), against eager PyTorch;
-- the CI zoo's XNNPACK programs through the MSVC DLLs;
+- the CI zoo's programs, portable and XNNPACK, through the MSVC DLLs;
 - a program and its DLLs in a folder with non-ASCII letters;
 - backend_cuda: no driver is a clear error, and pteron-verify reads the .nv_fatb section
   that the MSVC build wrote (cross-checked by the train's cuobjdump.exe).
@@ -33,8 +33,8 @@ from isa_check import missing_for
 # module's `prefix` (the MSVC package).
 from test_windows_mingw import (  # noqa: F401  (pytest collects the imported tests)
     _check_ran, _run_batch, test_pteron_run_exe_runs_fixtures_beside_its_dlls,
-    test_zoo_xnnpack_program_is_as_close_to_eager_as_upstream_through_the_dll_under_wine,
-    zoo_xnnpack_wine_results)
+    test_zoo_program_is_as_close_to_eager_as_upstream_through_the_dlls_under_wine,
+    zoo_wine_results)
 
 pytestmark = pytest.mark.skipif(not shutil.which("wine"),
                                 reason="wine is needed (scripts/test.sh installs it)")

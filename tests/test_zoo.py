@@ -2,7 +2,8 @@
 """The model zoo (models/zoo.py): real torchvision architectures, exported on
 demand with upstream's exporter (cached, see models/zoo.py), run unchanged by
 pteron-run on Linux (portable and XNNPACK-lowered programs, the Linux build in
-PTERON_BUILD_DIR) and under Wine with the MinGW package (portable programs).
+PTERON_BUILD_DIR); tests/test_windows_mingw.py and tests/test_windows_msvc.py run the same
+programs, portable and XNNPACK, under Wine through each Windows package.
 
 Tolerance, relative to upstream's own runtime on the same program and input
 (both outputs saved by the export): with err_pteron = max |pteron - eager| and
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, build_dir, run, wine_run, winpath
+from conftest import REPO, build_dir, run
 
 sys.path.insert(0, str(REPO / "models"))
 import zoo  # noqa: E402  (the registry needs no torch)
@@ -105,22 +106,6 @@ def test_zoo_program_is_as_close_to_eager_as_upstream_through_pteron_run(
     n = len(entry["methods"]["forward"]["expected"])
     check_outputs(folder, entry, [tmp_path / f"output_{i}.npy" for i in range(n)],
                   f"{name} {variant} (pteron-run, Linux)")
-
-
-@pytest.mark.parametrize("name", MODELS)
-def test_zoo_portable_program_is_as_close_to_eager_as_upstream_under_wine(
-        export_python, mingw_package, wine_env, tmp_path, name):
-    folder, entries = exported(export_python, name)
-    entry = entries["portable"]
-    args = [winpath(folder / entry["file"])]
-    for p in entry["methods"]["forward"]["inputs"]:
-        args += ["--input", winpath(folder / p)]
-    r = wine_run(wine_env, mingw_package / "bin" / "pteron-run.exe", *args, "--output-dir",
-                 winpath(tmp_path), "--iterations", "1", cwd=tmp_path, timeout=RUN_TIMEOUT)
-    assert r.returncode == 0, f"pteron-run.exe {name} portable under Wine: {r}"
-    n = len(entry["methods"]["forward"]["expected"])
-    check_outputs(folder, entry, [tmp_path / f"output_{i}.npy" for i in range(n)],
-                  f"{name} portable (pteron-run.exe, Wine)")
 
 
 def test_zoo_tolerance_fails_an_output_further_from_eager_than_upstream_allows():

@@ -122,10 +122,11 @@ struct Vec {
 constexpr int kRows = 4;
 #endif
 
-#define PTERON_GEMM_INLINE PTERON_FORCEINLINE  // unroll.h
-// The microkernels' inner loops use unroll<N> (unroll.h): their accumulators stay in registers
-// on every compiler, MSVC included, which unrolls no loop on request.
-using pteron::cpu::unroll;
+#if defined(__GNUC__)
+#define PTERON_GEMM_INLINE inline __attribute__((always_inline))
+#else
+#define PTERON_GEMM_INLINE inline
+#endif
 
 constexpr int kNv = int(kGemmNr) / Vec::kLanes;  // vectors per row of a panel
 static_assert(kNv * Vec::kLanes == kGemmNr, "panel width must be a whole number of vectors");
@@ -170,23 +171,27 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
     int64_t p = 0;
     if (kChains > 1) {
       for (; p + kChains <= seglen; p += kChains) {
-        unroll<kChains>([&](auto h) {
+        PTERON_UNROLL
+        for (int h = 0; h < kChains; ++h) {
           const typename Vec::T x = Vec::set1(ar[0][p + h]);
-          unroll<kNu>([&](auto v) {
+          PTERON_UNROLL
+          for (int v = 0; v < kNu; ++v)
             acc[h][0][v] = Vec::madd(x, Vec::load(w + v * Vec::kLanes), acc[h][0][v]);
-          });
           w += kGemmNr;
-        });
+        }
       }
     }
     for (; p < seglen; ++p) {
       typename Vec::T b[kNu];
-      unroll<kNu>([&](auto v) { b[v] = Vec::load(w + v * Vec::kLanes); });
+      PTERON_UNROLL
+      for (int v = 0; v < kNu; ++v) b[v] = Vec::load(w + v * Vec::kLanes);
       w += kGemmNr;
-      unroll<kMr>([&](auto i) {
+      PTERON_UNROLL
+      for (int i = 0; i < kMr; ++i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
-        unroll<kNu>([&](auto v) { acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]); });
-      });
+        PTERON_UNROLL
+        for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
+      }
     }
   }
   PTERON_UNROLL
@@ -272,11 +277,12 @@ PTERON_GEMM_INLINE void body2(int64_t mr, int64_t nc, int64_t segs, int64_t segl
     for (int i = 0; i < kMr; ++i) ar[i] = rows[(i < mr ? i : mr - 1) * rstride + s] + aoff;
     for (int64_t p = 0; p < seglen; ++p, w += kGemmNr, w2 += kGemmNr) {
       const typename Vec::T b0 = Vec::load(w), b1 = Vec::load(w2);
-      unroll<kMr>([&](auto i) {
+      PTERON_UNROLL
+      for (int i = 0; i < kMr; ++i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
         acc[i][0] = Vec::madd(x, b0, acc[i][0]);
         acc[i][1] = Vec::madd(x, b1, acc[i][1]);
-      });
+      }
     }
   }
   float* cr[kMr];
