@@ -466,6 +466,21 @@ class MapRows(nn.Module):
         return hmap(_map_row, x, bias)
 
 
+class CondBranches(nn.Module):
+    """torch.cond on a value computed from the input: the emitter writes the true branch,
+    a jump over the false branch, then the false branch, and the jump that ends the true
+    branch points at the chain's end (destination == instruction count)."""
+
+    def forward(self, x, w):  # [4, 6], [6, 3]
+        def taken(x, w):
+            return torch.relu(x @ w) + 1.0
+
+        def other(x, w):
+            return torch.sigmoid(x @ w) * 2.0 - (x.sum(dim=1, keepdim=True))
+
+        return torch.cond(x.sum() > 0, taken, other, (x, w))
+
+
 # --------------------------------------------------------------------------- fixtures
 
 
@@ -839,6 +854,17 @@ def _prim_fixtures() -> List[Fixture]:
                              "(the bound); cases b = 3 and 1", prim_note],
                       dynamic={"forward": {"inputs": [{"dim": 0, "name": "b", "min": 1, "max": 8}],
                                            "upper_bound_input_shapes": [[8, 4], [4]]}}))
+    torch.manual_seed(118)
+    cw = torch.randn(6, 3)
+    cx = torch.randn(4, 6).abs() + 0.1  # x.sum() > 0: the first branch
+    fx.append(Fixture("cond_branches",
+                      {"forward": MethodSpec(CondBranches().eval(), (cx, cw),
+                                             cases=[(-cx, cw), (cx * 0.5, cw)])},
+                      "torch.cond: JumpFalse on a one-element bool tensor, both branches, and "
+                      "a jump whose destination is the end of the chain (upstream's emitter "
+                      "ends the first branch that way).",
+                      notes=["inputs x [4, 6], w [6, 3]; the committed x has a positive sum "
+                             "(first branch), case 1 a negative one (second branch)"]))
     return fx
 
 

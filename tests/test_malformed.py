@@ -438,3 +438,28 @@ def test_segment_base_past_the_end_is_named(runtime):
     code, msg = _load(runtime, bytes(data))
     assert code == capi.INVALID_PROGRAM, msg
     assert "segment" in msg and "outside the file" in msg, msg
+
+
+def test_jump_past_the_end_of_its_chain_is_named(runtime):
+    """cond_branches' first branch ends with a jump to its chain's end (destination == the
+    instruction count: it ends the chain, as upstream's emitter writes it, and the method
+    loads and runs both branches: the fixture tests). One past that is out of range: each
+    little-endian int32 equal to the count is patched to count + 1 in turn, and for one of
+    them (the jump's destination) the method load is refused, naming it."""
+    data = _bytes("cond_branches")
+    runtime.load_bytes(data).load_method("forward")
+    count = 14  # instructions in the chain (the message names the loaded program's own count)
+    needle = count.to_bytes(4, "little")
+    messages = []
+    at = data.find(needle)
+    while at >= 0:
+        patched = bytearray(data)
+        patched[at:at + 4] = (count + 1).to_bytes(4, "little")
+        try:
+            runtime.load_bytes(bytes(patched)).load_method("forward")
+        except capi.PteronError as e:
+            messages.append((e.code, e.message))
+        at = data.find(needle, at + 1)
+    named = [(c, m) for c, m in messages
+             if f"jump destination {count + 1} out of range ({count} instructions)" in m]
+    assert named and all(c == capi.INVALID_PROGRAM for c, _ in named), messages

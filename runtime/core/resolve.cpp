@@ -135,7 +135,10 @@ Status decode_jump_false(Decoding& d, const fb::JumpFalseCall* jc) {
   if (tag != PTERON_VALUE_BOOL && tag != PTERON_VALUE_TENSOR)
     return error(PTERON_ERROR_INVALID_PROGRAM, "%s: jump condition value %d is not a Bool",
                  d.where.c_str(), in.a);
-  if (in.b < 0 || static_cast<size_t>(in.b) >= d.chain_length)
+  // A destination equal to the chain's length ends the chain: upstream's emitter ends a
+  // torch.cond's first branch with a jump there (exir/emit/_emitter.py, the jump over the
+  // false branch when it is the chain's last).
+  if (in.b < 0 || static_cast<size_t>(in.b) > d.chain_length)
     return error(PTERON_ERROR_INVALID_PROGRAM,
                  "%s: jump destination %d out of range (%zu instructions)", d.where.c_str(), in.b,
                  d.chain_length);
