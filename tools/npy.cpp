@@ -29,7 +29,10 @@ const DescrMap kDescrs[] = {
     {"<i2", PTERON_DTYPE_INT16, 2},        {"|i1", PTERON_DTYPE_INT8, 1},
     {"|u1", PTERON_DTYPE_UINT8, 1},        {"|b1", PTERON_DTYPE_BOOL, 1},
     {"<f2", PTERON_DTYPE_FLOAT16, 2},      {"<c8", PTERON_DTYPE_COMPLEX64, 8},
-    {"<c16", PTERON_DTYPE_COMPLEX128, 16},
+    {"<c16", PTERON_DTYPE_COMPLEX128, 16}, {"<u2", PTERON_DTYPE_UINT16, 2},
+    {"<u4", PTERON_DTYPE_UINT32, 4},       {"<u8", PTERON_DTYPE_UINT64, 8},
+    // ml_dtypes' bfloat16 as np.save writes it (numpy knows no bfloat16: a 2-byte void)
+    {"<V2", PTERON_DTYPE_BFLOAT16, 2},     {"|V2", PTERON_DTYPE_BFLOAT16, 2},
 };
 
 // `text` with every byte outside printable ASCII (and the quote) as \xNN, for a message.
@@ -289,6 +292,41 @@ std::string npy_write(const std::string& path, const NpyArray& a) {
   f.flush();
   if (!f) return "cannot write '" + path + "': " + (errno ? std::strerror(errno) : "write failed");
   return "";
+}
+
+float bfloat16_to_float(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_bfloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // to nearest, ties to even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float float16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);  // inf, NaN
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);  // normal: rebias 15 -> 127
+  } else if (man == 0) {
+    bits = sign;  // +-0
+  } else {  // subnormal: man * 2^-24, exact in float32
+    float f = static_cast<float>(man) * 5.9604644775390625e-8f;
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 }  // namespace pteron_tools

@@ -28,7 +28,15 @@ std::string npy_parse(const unsigned char* data, size_t size, const std::string&
                       NpyArray* out);
 // Writes `a` to `path` (format version 1.0). Returns "" or an error message.
 std::string npy_write(const std::string& path, const NpyArray& a);
-// NumPy descr ("<f4") of a pteron dtype, or "" if it has none.
+// NumPy descr ("<f4") of a pteron dtype, or "" if it has none. bfloat16 has no NumPy dtype:
+// ml_dtypes' bfloat16 arrays are saved by np.save with descr '<V2' (a 2-byte void), which
+// npy_parse reads as bfloat16 (and npy_descr gives for it).
 const char* npy_descr(int32_t dtype);
+
+// bfloat16 (the upper 16 bits of an IEEE float32) and float16 (IEEE binary16) to float32,
+// exactly; float32 to bfloat16 rounded to nearest even, NaN kept a (quiet) NaN.
+float bfloat16_to_float(uint16_t h);
+uint16_t float_to_bfloat16(float f);
+float float16_to_float(uint16_t h);
 
 }  // namespace pteron_tools

@@ -46,7 +46,9 @@ namespace {
 const char kUsage[] =
     "usage: pteron-run MODEL.pte [--data FILE.ptd] [--method NAME] [--input FILE.npy]...\n"
     "                  [--output-dir DIR] [--iterations N] [--list-operators]\n"
-    "       (after \"--\", an argument is MODEL.pte even if it starts with '-')\n";
+    "       (after \"--\", an argument is MODEL.pte even if it starts with '-')\n"
+    "bfloat16: an input takes a float32 .npy (rounded to nearest even) or ml_dtypes'\n"
+    "bfloat16 .npy ('<V2'); an output is written as float32 (exact).\n";
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "pteron-run: error: %s\n", msg.c_str());
@@ -255,6 +257,19 @@ std::string set_inputs(pteron::Method& m, const Options& o) {
       m.set_input_scalar(i, v);
       continue;
     }
+    if (info.dtype == PTERON_DTYPE_BFLOAT16 && a.dtype == PTERON_DTYPE_FLOAT32) {
+      // numpy has no bfloat16: a float32 file is rounded to it (nearest even), as torch's
+      // .to(torch.bfloat16) rounds
+      std::vector<unsigned char> h(a.data.size() / 2);
+      for (size_t k = 0; k < h.size() / 2; ++k) {
+        float f;
+        std::memcpy(&f, a.data.data() + 4 * k, 4);
+        const uint16_t v = pteron_tools::float_to_bfloat16(f);
+        std::memcpy(h.data() + 2 * k, &v, 2);
+      }
+      a.dtype = PTERON_DTYPE_BFLOAT16;
+      a.data = std::move(h);
+    }
     try {
       m.set_input(i, a.dtype, a.shape, a.data.data(), a.data.size());
     } catch (const pteron::Error& e) {
@@ -272,13 +287,36 @@ std::string report_outputs(pteron::Method& m, const std::string& out_dir) {
     if (!info.is_tensor()) {
       if (info.tag == PTERON_VALUE_INT)
         std::printf("output %zu: int %lld\n", o, (long long)m.output_int(o));
+      else if (info.tag == PTERON_VALUE_BOOL)
+        std::printf("output %zu: bool %s\n", o, info.scalar != 0 ? "True" : "False");
+      else if (info.tag == PTERON_VALUE_DOUBLE)
+        std::printf("output %zu: double %.17g\n", o, info.scalar);
       else
-        std::printf("output %zu: scalar %g\n", o, info.scalar);
+        std::printf("output %zu: %s (no value to print)\n", o, pteron_value_tag_name(info.tag));
       continue;
     }
     std::vector<unsigned char> bytes = m.output_bytes(o);
     double mn = 0, mx = 0, mean = 0;
     size_t n = static_cast<size_t>(info.numel());
+    int32_t file_dtype = info.dtype;
+    bool summarized = true;
+    if (info.dtype == PTERON_DTYPE_BFLOAT16 || info.dtype == PTERON_DTYPE_FLOAT16) {
+      // Widened to float32, exactly: the summary's values; bfloat16 is also written so (numpy
+      // has no bfloat16), float16 as numpy's own float16.
+      std::vector<unsigned char> wide(4 * n);
+      for (size_t k = 0; k < n; ++k) {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + 2 * k, 2);
+        const float f = info.dtype == PTERON_DTYPE_BFLOAT16 ? pteron_tools::bfloat16_to_float(h)
+                                                            : pteron_tools::float16_to_float(h);
+        std::memcpy(wide.data() + 4 * k, &f, 4);
+      }
+      summarize<float>(wide.data(), n, &mn, &mx, &mean);
+      if (info.dtype == PTERON_DTYPE_BFLOAT16) {
+        bytes = std::move(wide);
+        file_dtype = PTERON_DTYPE_FLOAT32;
+      }
+    }
     switch (info.dtype) {
       case PTERON_DTYPE_FLOAT32: summarize<float>(bytes.data(), n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_FLOAT64: summarize<double>(bytes.data(), n, &mn, &mx, &mean); break;
@@ -289,15 +327,27 @@ std::string report_outputs(pteron::Method& m, const std::string& out_dir) {
       case PTERON_DTYPE_INT64: summarize<int64_t>(bytes.data(), n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_INT16: summarize<int16_t>(bytes.data(), n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_INT8: summarize<int8_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_UINT16: summarize<uint16_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_UINT32: summarize<uint32_t>(bytes.data(), n, &mn, &mx, &mean); break;
+      case PTERON_DTYPE_UINT64: summarize<uint64_t>(bytes.data(), n, &mn, &mx, &mean); break;
       case PTERON_DTYPE_UINT8:
       case PTERON_DTYPE_BOOL: summarize<uint8_t>(bytes.data(), n, &mn, &mx, &mean); break;
-      default: break;
+      case PTERON_DTYPE_BFLOAT16:
+      case PTERON_DTYPE_FLOAT16: break;  // summarized above
+      default: summarized = false; break;  // quantized codes: no numeric summary
     }
-    std::printf("output %zu: %s %s min %.6g max %.6g mean %.6g\n", o,
-                pteron::dtype_name(info.dtype), shape_str(info.sizes).c_str(), mn, mx, mean);
+    const char* note =
+        file_dtype != info.dtype && !out_dir.empty() ? " (written as float32)" : "";
+    if (summarized)
+      std::printf("output %zu: %s %s min %.6g max %.6g mean %.6g%s\n", o,
+                  pteron::dtype_name(info.dtype), shape_str(info.sizes).c_str(), mn, mx, mean,
+                  note);
+    else
+      std::printf("output %zu: %s %s\n", o, pteron::dtype_name(info.dtype),
+                  shape_str(info.sizes).c_str());
     if (!out_dir.empty()) {
       pteron_tools::NpyArray a;
-      a.dtype = info.dtype;
+      a.dtype = file_dtype;
       a.shape = info.sizes;
       a.data = std::move(bytes);
       std::string path = out_dir + "/output_" + std::to_string(o) + ".npy";
