@@ -8,11 +8,12 @@
 set -euxo pipefail
 want="${PY_VER:-${PTERON_PY_VER}}"
 if [[ "${target_platform}" == win-* ]]; then
-  # win-64 from this Linux machine: the extension cross-built by MinGW-w64 against the win-64
-  # libpteron in $LIBRARY_PREFIX, for the Windows CPython of PTERON_WINDOWS_PYTHON
-  # (scripts/windows_python.py: headers, import library, numpy, nanobind). FindPython runs
-  # that python.exe under Wine through a script: this build's PATH has the system's folders
-  # only, so Debian's CMake, which cannot run it through CMAKE_CROSSCOMPILING_EMULATOR.
+  # win-64 from this Linux machine: the extension built by MSVC (msvc_wine.sh) against the
+  # win-64 libpteron in $LIBRARY_PREFIX, for the Windows CPython of PTERON_WINDOWS_PYTHON
+  # (scripts/windows_python.py: headers, python311.dll's export list, numpy, nanobind), whose
+  # import library MSVC's lib.exe makes here. FindPython runs that python.exe under Wine
+  # through a script: this build's PATH has the system's folders only, so Debian's CMake,
+  # which cannot run it through CMAKE_CROSSCOMPILING_EMULATOR.
   wp="${PTERON_WINDOWS_PYTHON:-}"
   if [[ -z "${wp}" || ! -f "${wp}/stamp" ]]; then
     echo "build_pteron.sh: a win-64 build on ${build_platform:-this machine} needs the variant" \
@@ -24,20 +25,23 @@ if [[ "${target_platform}" == win-* ]]; then
     echo "build_pteron.sh: ${wp} holds CPython 3.11; the variant asks for ${want}" >&2
     exit 1
   fi
+  source "${RECIPE_DIR}/msvc_wine.sh"
   # The win-64 libpteron: the host prefix's, or (offline cross build) PTERON_HOST_PREFIX's.
   lib_prefix="${PTERON_HOST_PREFIX:-${PREFIX}}/Library"
   tools="${SRC_DIR}/../win-python-tools"
   mkdir -p "${tools}"
+  "${SRC_DIR}/conan-recipes/msvc-wine/lib" /nologo /machine:x64 /def:"${wp}/libs/python311.def" \
+    /out:"${tools}/python311.lib"
   # Pipes for stdout and stderr (CPython under Wine 8.0 does not start when either is a
   # regular file), with Windows' CR LF line ends made LF.
   printf '#!/bin/bash\nset -o pipefail\nexport WINEPREFIX="%s" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="\nwine "%s" "$@" </dev/null 2> >(tr -d "\\r" >&2) | tr -d "\\r"\n' \
-    "${tools}/wineprefix" "${wp}/python/python.exe" > "${tools}/python"
+    "${WINEPREFIX}" "${wp}/python/python.exe" > "${tools}/python"
   chmod +x "${tools}/python"
   sp_rel="Lib/site-packages"
-  args=(-DCMAKE_TOOLCHAIN_FILE="${SRC_DIR}/cmake/toolchain-mingw-w64.cmake"
+  args=(-DCMAKE_TOOLCHAIN_FILE="${SRC_DIR}/cmake/toolchain-msvc-wine.cmake"
         -DCMAKE_FIND_ROOT_PATH="${lib_prefix}" -Dpteron_DIR="${lib_prefix}/lib/cmake/pteron"
         -DPython_EXECUTABLE="${tools}/python" -DPython_INCLUDE_DIR="${wp}/include"
-        -DPython_LIBRARY="${wp}/libs/libpython311.dll.a"
+        -DPython_LIBRARY="${tools}/python311.lib"
         -DPython_NumPy_INCLUDE_DIR="${wp}/site/numpy/_core/include"
         -Dnanobind_DIR="${wp}/site/nanobind/cmake")
 else

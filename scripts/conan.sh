@@ -69,6 +69,21 @@ print(next((n["package_folder"] for n in nodes
 EOF
 }
 
+# The MSVC wrappers (cl, link, lib, msvc-wine.cmake, msvclib/) of the pteron-msvc-wine tool
+# package, built on first use and kept in the Conan cache, for MSVC builds outside a Conan
+# graph (the conda win-64 packages): exports PTERON_MSVC_BIN (its bin/ folder). After
+# pteron_conan_home.
+pteron_msvc_wine_bin() {
+  local out="$REPO/build-conan/msvc-wine"
+  mkdir -p "$out"
+  conan install --requires=pteron-msvc-wine/14.44 -pr:a "$REPO/profiles/linux-release" \
+    --build=missing -of "$out" --format=json >"$out/install.json" 2>"$out/install.log" || {
+    tail -n 30 "$out/install.log"; echo "conan install pteron-msvc-wine/14.44 failed; log: $out/install.log" >&2
+    return 1; }
+  PTERON_MSVC_BIN="$(pteron_graph_folder "$out/install.json" pteron-msvc-wine/)/bin"
+  export PTERON_MSVC_BIN
+}
+
 pteron_conan_package() {
   local host="$1" out="$2"
   local profiles=(-pr:h "$REPO/profiles/$host" -pr:b "$REPO/profiles/linux-release")

