@@ -71,14 +71,19 @@ def one_round(exe, prog, env, seconds, timeout):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--msvc", default=os.environ.get("PTERON_MSVC_PACKAGE"))
-    ap.add_argument("--mingw", default=os.environ.get("PTERON_MINGW_PACKAGE"))
-    ap.add_argument("--zoo", nargs="*", default=[], metavar="NAME")
-    ap.add_argument("--threads", nargs="*", type=int, default=[1, 2])
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--round-seconds", type=float, default=1.0)
-    ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--msvc", default=os.environ.get("PTERON_MSVC_PACKAGE"),
+                    help="the MSVC-built package folder (default: $PTERON_MSVC_PACKAGE)")
+    ap.add_argument("--mingw", default=os.environ.get("PTERON_MINGW_PACKAGE"),
+                    help="the MinGW-built package folder (default: $PTERON_MINGW_PACKAGE)")
+    ap.add_argument("--zoo", nargs="*", default=[], metavar="NAME",
+                    help="zoo models whose XNNPACK programs to add (models/zoo.py)")
+    ap.add_argument("--threads", nargs="*", type=int, default=[1, 2],
+                    help="PTERON_NUM_THREADS values, one row each (default: 1 2)")
+    ap.add_argument("--rounds", type=int, default=4, help="ABBA rounds per row (default: 4)")
+    ap.add_argument("--round-seconds", type=float, default=1.0,
+                    help="seconds of executions per process (default: 1.0)")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per Wine process")
+    ap.add_argument("--out", type=Path, help="also write the Markdown table here")
     a = ap.parse_args(argv)
     if not a.msvc or not a.mingw:
         ap.error("--msvc and --mingw name package folders (or set PTERON_MSVC_PACKAGE and "
@@ -108,7 +113,10 @@ def main(argv=None):
                 order = ("msvc", "mingw") if r % 2 == 0 else ("mingw", "msvc")
                 for side in order:
                     ms, error = one_round(exes[side], prog, e, a.round_seconds, a.timeout)
+                    if error:  # once more: a Wine process can fail to start (exit 1, no output)
+                        ms, error = one_round(exes[side], prog, e, a.round_seconds, a.timeout)
                     if error:
+                        error = f"{side}: {error}"
                         break
                     times[side].append(ms)
                 if error:

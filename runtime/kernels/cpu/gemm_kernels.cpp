@@ -174,9 +174,16 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
         PTERON_UNROLL
         for (int h = 0; h < kChains; ++h) {
           const typename Vec::T x = Vec::set1(ar[0][p + h]);
-          PTERON_UNROLL
-          for (int v = 0; v < kNu; ++v)
-            acc[h][0][v] = Vec::madd(x, Vec::load(w + v * Vec::kLanes), acc[h][0][v]);
+          if constexpr (kNu == 1) {  // (as below: for MSVC)
+            acc[h][0][0] = Vec::madd(x, Vec::load(w), acc[h][0][0]);
+          } else if constexpr (kNu == 2) {
+            acc[h][0][0] = Vec::madd(x, Vec::load(w), acc[h][0][0]);
+            acc[h][0][1] = Vec::madd(x, Vec::load(w + Vec::kLanes), acc[h][0][1]);
+          } else {
+            PTERON_UNROLL
+            for (int v = 0; v < kNu; ++v)
+              acc[h][0][v] = Vec::madd(x, Vec::load(w + v * Vec::kLanes), acc[h][0][v]);
+          }
           w += kGemmNr;
         }
       }
@@ -189,8 +196,18 @@ PTERON_GEMM_INLINE void body(int64_t mr, int64_t nc, int64_t segs, int64_t segle
       PTERON_UNROLL
       for (int i = 0; i < kMr; ++i) {
         const typename Vec::T x = Vec::set1(ar[i][p]);
-        PTERON_UNROLL
-        for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
+        // One or two vectors written out, not as a loop: MSVC (no unroll pragma) unrolled
+        // neither this loop nor the one around it and kept every accumulator in memory, a load
+        // and a store around each FMA (2.5x slower 16-channel convolutions at avx512).
+        if constexpr (kNu == 1) {
+          acc[0][i][0] = Vec::madd(x, b[0], acc[0][i][0]);
+        } else if constexpr (kNu == 2) {
+          acc[0][i][0] = Vec::madd(x, b[0], acc[0][i][0]);
+          acc[0][i][1] = Vec::madd(x, b[1], acc[0][i][1]);
+        } else {
+          PTERON_UNROLL
+          for (int v = 0; v < kNu; ++v) acc[0][i][v] = Vec::madd(x, b[v], acc[0][i][v]);
+        }
       }
     }
   }
