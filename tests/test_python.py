@@ -510,6 +510,42 @@ def import_without(win_stage, tmp_path, dll, env=None):
     return out, st
 
 
+@pytest.mark.parametrize("foreign", ["pteron_threadpool.dll", "pteron.dll"])
+def test_windows_pteron_dll_beside_python_exe_is_named_as_shadowing_the_package(
+        win_stage, tmp_path, foreign):
+    """Windows searches the application's folder (python.exe's) before the folder given to
+    os.add_dll_directory: a pteron.dll there (another DLL under that name, or a copy from
+    elsewhere) is what loads. The ImportError names that file and the package's own, not a
+    missing component of the package."""
+    stage = win_stage.elsewhere(tmp_path / "python", win_stage.root)
+    shutil.copy2(win_stage.root / "pteron" / "lib" / foreign, tmp_path / "python" / "pteron.dll")
+    out = ok(py(stage, """
+        import pteron
+        try:
+            pteron.operators()
+        except ImportError as e:
+            print("ImportError", e)
+    """))
+    assert "ImportError pteron: the process loaded " in out, out
+    assert winpath(tmp_path / "python" / "pteron.dll").lower() in out.lower(), out
+    assert "shadows the package's" in out, out
+
+
+def test_windows_missing_msvc_runtime_names_the_redistributable(win_stage, wine_env):
+    """Without msvcp140.dll (Wine told not to load it: a Windows without the Visual C++
+    Redistributable), the ImportError says what the DLLs need and where it comes from."""
+    overrides = wine_env.get("WINEDLLOVERRIDES", "")
+    out = ok(py(win_stage, """
+        import pteron
+        try:
+            pteron.operators()
+        except ImportError as e:
+            print("ImportError", e)
+    """, env={"WINEDLLOVERRIDES": ";".join(filter(None, [overrides, "msvcp140=d"]))}))
+    assert "ImportError pteron: the native extension pteron._pteron could not be loaded" in out, out
+    assert "msvcp140.dll" in out and "Visual C++ Redistributable" in out, out
+
+
 def test_windows_conda_prefix_loads_from_library_bin(win_stage, tmp_path):
     """A conda prefix as conda-forge lays it out (a space and non-ASCII letters in its path):
     the DLLs in Library/bin, the module in Lib/site-packages/pteron with no lib/ of its own."""

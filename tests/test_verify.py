@@ -9,6 +9,7 @@ The broken packages are copies of them with one component replaced by a small
 library compiled here (g++), or a file removed, added or renamed."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -652,3 +653,28 @@ def test_a_directory_in_place_of_a_component_is_named_as_such(linux_package, tmp
     r, data = verify_json(pkg)
     assert r.returncode == 1
     assert any("is not a regular file" in f["detail"] for f in failed(data, "files")), data["failed"]
+
+
+@pytest.mark.parametrize("build_type", ["Release", "Debug"])
+def test_debug_crt_import_fails_dependencies_unless_the_package_is_debug(msvc_package, tmp_path,
+                                                                         build_type):
+    """Microsoft's debug CRT (here ucrtbased.dll, written over pteron.dll's import of
+    api-ms-win-crt-runtime-l1-1-0.dll) is not redistributable: a Release package (or a wheel,
+    which has no conaninfo) that imports it fails; a Debug package may."""
+    p = tmp_path / "pkg"
+    shutil.copytree(msvc_package, p, symlinks=True)
+    dll = p / "bin" / "pteron.dll"
+    data = dll.read_bytes()
+    old = b"api-ms-win-crt-runtime-l1-1-0.dll\0"
+    assert data.count(old) == 1, "pteron.dll does not import the UCRT's runtime set"
+    dll.write_bytes(data.replace(old, b"ucrtbased.dll".ljust(len(old), b"\0")))
+    info = p / "conaninfo.txt"
+    info.write_text(re.sub(r"^build_type=\w+$", f"build_type={build_type}", info.read_text(),
+                           flags=re.M))
+    r, data = verify_json(p)
+    hits = [f for f in failed(data, "dependencies", "bin/pteron.dll")
+            if "ucrtbased.dll" in f["detail"] and "debug CRT" in f["detail"]]
+    if build_type == "Release":
+        assert r.returncode != 0 and hits, data["failed"]
+    else:
+        assert not hits, hits

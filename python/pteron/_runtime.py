@@ -189,6 +189,46 @@ def _windows_dll_dir() -> Path:
                       "(Library/bin)")
 
 
+def _windows_loaded_path(name: str) -> Optional[Path]:
+    """The file the process has loaded as DLL `name` (GetModuleHandleW, GetModuleFileNameW), or
+    None when none is loaded."""
+    k32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    k32.GetModuleHandleW.restype = ctypes.c_void_p
+    k32.GetModuleHandleW.argtypes = [ctypes.c_wchar_p]
+    k32.GetModuleFileNameW.argtypes = [ctypes.c_void_p, ctypes.c_wchar_p, ctypes.c_uint32]
+    h = k32.GetModuleHandleW(name)
+    if not h:
+        return None
+    buf = ctypes.create_unicode_buffer(32768)
+    n = k32.GetModuleFileNameW(h, buf, len(buf))
+    return Path(buf.value) if n else None
+
+
+def _windows_shadowed(d: Path) -> str:
+    """"" when the pteron.dll loaded is the one in folder d; else a message naming the one that
+    was: Windows searches the application's folder (python.exe's) before any folder given to
+    os.add_dll_directory, so a pteron.dll there wins."""
+    own = os.path.normcase(str((d / "pteron.dll").resolve()))
+    loaded = _windows_loaded_path("pteron.dll")
+    if loaded is None:
+        # The load failed and unloaded it: the application's folder is the one place that
+        # wins over the package's.
+        app = Path(sys.executable).resolve().parent / "pteron.dll"
+        if not app.is_file() or os.path.normcase(str(app)) == own:
+            return ""
+        loaded = app
+    elif os.path.normcase(str(loaded.resolve())) == own:
+        return ""
+    return (f"pteron: the process loaded {loaded}, not the package's {d / 'pteron.dll'}: a "
+            "pteron.dll in the application's folder (python.exe's), which Windows searches "
+            "first, or one loaded earlier, shadows the package's; remove or rename it")
+
+
+_WINDOWS_CRT_HINT = ("; pteron's DLLs also need the Visual C++ 2015-2022 runtime (vcruntime140.dll, "
+                     "vcruntime140_1.dll, msvcp140.dll), which the package does not ship: install "
+                     "Microsoft's Visual C++ Redistributable (x64) if msvcp140.dll is missing")
+
+
 def _native():
     """The extension, loaded with the components on first use."""
     global _ext, _libdir
@@ -208,11 +248,18 @@ def _native():
         try:
             from . import _pteron as ext  # noqa: PLC0415
         except ImportError as e:
+            shadow = _windows_shadowed(d) if sys.platform == "win32" else ""
+            if shadow:
+                raise ImportError(shadow) from e
             raise ImportError(
                 f"pteron: the native extension pteron._pteron could not be loaded ({e}{where}); "
                 "it comes with the wheel (pip install .) or the conda package 'pteron', and "
                 "needs the runtime library (in the wheel, or the conda package "
-                "'libpteron')") from e
+                "'libpteron')" + (_WINDOWS_CRT_HINT if sys.platform == "win32" else "")) from e
+        if sys.platform == "win32":
+            shadow = _windows_shadowed(d)
+            if shadow:
+                raise ImportError(shadow)
         ext.set_error_factory(_make_error)
         runtime = ext.runtime_library_path()
         if not runtime:  # the extension's runtime library is not pteron's (no pteron_version)

@@ -137,6 +137,12 @@ SYSTEM_RUNTIME = {
            "vcomp140*.dll"),
 }
 
+# Microsoft's debug CRT: only a Debug build (conaninfo build_type=Debug) may import it. It is
+# not redistributable (Visual Studio's license) and no user's machine has it: a Release
+# package, a wheel or a conda package that imports it does not load.
+DEBUG_CRT = ("vcruntime140d.dll", "vcruntime140_1d.dll", "msvcp140d.dll", "msvcp140d_*.dll",
+             "ucrtbased.dll", "concrt140d.dll", "vcomp140d.dll")
+
 # Third-party names in components.json -> the file names their shared
 # libraries are recorded under. Header-only ones map to nothing.
 THIRD_PARTY_FILES = {
@@ -742,6 +748,12 @@ def check_dependencies(pkg, binaries, report):
                                     f"{comp.name} does not require in components.json")
                 else:
                     seen.append(f"{dep} (pteron {other})")
+                continue
+            if (b.fmt == "pe" and _match(dep, DEBUG_CRT, b.fmt)
+                    and pkg.conaninfo.get("settings", {}).get("build_type") != "Debug"):
+                problems.append(f"imports {dep}, Microsoft's debug CRT, which only a Debug "
+                                "package may need (it is not redistributable; a Release package "
+                                "or a wheel imports vcruntime140.dll, msvcp140.dll and the UCRT)")
                 continue
             if _match(dep, SYSTEM_RUNTIME[b.fmt], b.fmt):
                 seen.append(f"{dep} (system)")

@@ -123,7 +123,10 @@ Status jump_condition(const pteron_method* m, const Instr& in, size_t pc, bool* 
     return Status::Ok();
   }
   if (v.tag != PTERON_VALUE_TENSOR)
-    return error(PTERON_ERROR_INVALID_PROGRAM, "instruction %zu: jump condition is not a Bool", pc);
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "instruction %zu: jump condition value %d is a %s, not a Bool (no operator "
+                 "wrote a Bool into it before the jump)",
+                 pc, in.a, pteron_value_tag_name(v.tag));
   const pteron_tensor* t = v.u.tensor;
   if (t->dtype != PTERON_DTYPE_BOOL || tensor_numel(*t) != 1 || !t->data)
     return error(PTERON_ERROR_INVALID_PROGRAM,

@@ -131,9 +131,14 @@ Status decode_jump_false(Decoding& d, const fb::JumpFalseCall* jc) {
   in.b = jc->destination_instruction();
   Status s = check_value_index(d.m, in.a, d.where.c_str());
   if (!s.ok()) return s;
+  // A Bool, a one-element bool tensor, or an Int placeholder that a prim operator turns into
+  // a Bool before the jump reads it (a torch.cond on a size: executorch_prim::gt.Scalar of a
+  // sym_size writes its SymBool into a value the exporter declares Int; prim_ops.cpp). The
+  // executor checks the value's type when the jump runs.
   int32_t tag = d.m->values[in.a].tag;
-  if (tag != PTERON_VALUE_BOOL && tag != PTERON_VALUE_TENSOR)
-    return error(PTERON_ERROR_INVALID_PROGRAM, "%s: jump condition value %d is not a Bool",
+  if (tag != PTERON_VALUE_BOOL && tag != PTERON_VALUE_TENSOR && tag != PTERON_VALUE_INT)
+    return error(PTERON_ERROR_INVALID_PROGRAM,
+                 "%s: jump condition value %d is not a Bool, a bool tensor or an Int placeholder",
                  d.where.c_str(), in.a);
   // A destination equal to the chain's length ends the chain: upstream's emitter ends a
   // torch.cond's first branch with a jump there (exir/emit/_emitter.py, the jump over the
