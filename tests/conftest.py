@@ -273,6 +273,32 @@ def pip_install_windows(whl: Path, target: Path, python_version: str) -> Path:
     return target
 
 
+# Code for a Windows CPython child: pteron_modules(), the files of every loaded module whose
+# name starts with "pteron", from the process's module list (K32EnumProcessModules: the
+# Windows counterpart of /proc/self/maps).
+WIN_PTERON_MODULES = r"""
+import ctypes
+from ctypes import wintypes
+
+
+def pteron_modules():
+    k32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    k32.GetCurrentProcess.restype = wintypes.HANDLE
+    k32.K32EnumProcessModules.argtypes = [wintypes.HANDLE, ctypes.c_void_p, wintypes.DWORD,
+                                          ctypes.POINTER(wintypes.DWORD)]
+    mods, need = (wintypes.HMODULE * 1024)(), wintypes.DWORD()
+    assert k32.K32EnumProcessModules(k32.GetCurrentProcess(), mods, ctypes.sizeof(mods),
+                                     ctypes.byref(need)), ctypes.get_last_error()
+    files = []
+    for h in mods[: need.value // ctypes.sizeof(wintypes.HMODULE)]:
+        buf = ctypes.create_unicode_buffer(32768)
+        k32.GetModuleFileNameW(wintypes.HMODULE(h), buf, len(buf))
+        if buf.value.rsplit("\\", 1)[-1].lower().startswith("pteron"):
+            files.append(buf.value)
+    return files
+"""
+
+
 def win_python(wp: Path, dest: Path, paths) -> Path:
     """A copy of the Windows CPython `wp` (windows_python) in `dest` whose sys.path is its
     standard library, numpy and `paths` (its `._pth` file: the embeddable distribution ignores

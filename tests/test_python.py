@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, pip_install_windows, program_with_values, run, win_python, \
+from conftest import REPO, WIN_PTERON_MODULES, pip_install_windows, program_with_values, run, win_python, \
     wine_run, winpath
 
 FIXTURES = REPO / "models" / "fixtures"
@@ -423,26 +423,13 @@ def test_load_components_and_a_missing_threadpool(stage, linux_package, tmp_path
 
 # A child's report: the runtime's file and every loaded module named pteron*.dll with its
 # file, from the process's module list (the Windows counterpart of /proc/self/maps).
-WIN_MODULES = """
-    import ctypes, json, os, pteron
-    from ctypes import wintypes
-    added, add = [], os.add_dll_directory
-    os.add_dll_directory = lambda d: added.append(d) or add(d)
-    pteron.operators()
-    k32 = ctypes.WinDLL("kernel32", use_last_error=True)
-    k32.GetCurrentProcess.restype = wintypes.HANDLE
-    k32.K32EnumProcessModules.argtypes = [wintypes.HANDLE, ctypes.c_void_p, wintypes.DWORD,
-                                          ctypes.POINTER(wintypes.DWORD)]
-    mods, need = (wintypes.HMODULE * 1024)(), wintypes.DWORD()
-    assert k32.K32EnumProcessModules(k32.GetCurrentProcess(), mods, ctypes.sizeof(mods),
-                                     ctypes.byref(need)), ctypes.get_last_error()
-    files = []
-    for h in mods[: need.value // ctypes.sizeof(wintypes.HMODULE)]:
-        buf = ctypes.create_unicode_buffer(32768)
-        k32.GetModuleFileNameW(wintypes.HMODULE(h), buf, len(buf))
-        if buf.value.rsplit("\\\\", 1)[-1].lower().startswith("pteron"):
-            files.append(buf.value)
-    print(json.dumps({"components": pteron.components(), "modules": files, "added": added}))
+WIN_MODULES = WIN_PTERON_MODULES + """
+import json, os, pteron
+added, add = [], os.add_dll_directory
+os.add_dll_directory = lambda d: added.append(d) or add(d)
+pteron.operators()
+print(json.dumps({"components": pteron.components(), "modules": pteron_modules(),
+                  "added": added}))
 """
 
 
@@ -495,18 +482,22 @@ def test_windows_dlls_load_from_the_package_folder_only(win_stage, tmp_path):
     assert winpath(st / "pteron" / "lib") in out, out
 
 
+# A child's first runtime call, printing the ImportError it raises.
+FIRST_CALL = """
+import pteron
+try:
+    pteron.operators()
+except ImportError as e:
+    print("ImportError", e)
+"""
+
+
 def import_without(win_stage, tmp_path, dll, env=None):
     """(what the first runtime call prints, the stage) for a copy of the Windows stage
     without `dll`."""
     st = tmp_path / "stage"
     shutil.copytree(win_stage.root, st, ignore=shutil.ignore_patterns(dll))
-    out = ok(py(win_stage.elsewhere(tmp_path / "python", st), """
-        import pteron
-        try:
-            pteron.operators()
-        except ImportError as e:
-            print("ImportError", e)
-    """, env=env))
+    out = ok(py(win_stage.elsewhere(tmp_path / "python", st), FIRST_CALL, env=env))
     return out, st
 
 
@@ -519,13 +510,7 @@ def test_windows_pteron_dll_beside_python_exe_is_named_as_shadowing_the_package(
     missing component of the package."""
     stage = win_stage.elsewhere(tmp_path / "python", win_stage.root)
     shutil.copy2(win_stage.root / "pteron" / "lib" / foreign, tmp_path / "python" / "pteron.dll")
-    out = ok(py(stage, """
-        import pteron
-        try:
-            pteron.operators()
-        except ImportError as e:
-            print("ImportError", e)
-    """))
+    out = ok(py(stage, FIRST_CALL))
     assert "ImportError pteron: the process loaded " in out, out
     assert winpath(tmp_path / "python" / "pteron.dll").lower() in out.lower(), out
     assert "shadows the package's" in out, out
@@ -535,13 +520,8 @@ def test_windows_missing_msvc_runtime_names_the_redistributable(win_stage, wine_
     """Without msvcp140.dll (Wine told not to load it: a Windows without the Visual C++
     Redistributable), the ImportError says what the DLLs need and where it comes from."""
     overrides = wine_env.get("WINEDLLOVERRIDES", "")
-    out = ok(py(win_stage, """
-        import pteron
-        try:
-            pteron.operators()
-        except ImportError as e:
-            print("ImportError", e)
-    """, env={"WINEDLLOVERRIDES": ";".join(filter(None, [overrides, "msvcp140=d"]))}))
+    out = ok(py(win_stage, FIRST_CALL,
+                env={"WINEDLLOVERRIDES": ";".join(filter(None, [overrides, "msvcp140=d"]))}))
     assert "ImportError pteron: the native extension pteron._pteron could not be loaded" in out, out
     assert "msvcp140.dll" in out and "Visual C++ Redistributable" in out, out
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, manifest, pip_install_windows, run, win_python, \
+from conftest import FIXTURES, REPO, WIN_PTERON_MODULES, manifest, pip_install_windows, run, win_python, \
     wine_run, winpath
 
 pytestmark = pytest.mark.skipif(not shutil.which("wine"),
@@ -114,8 +114,7 @@ def test_pteron_verify_passes_the_wheel(kind, wheel):
 # A child's report: every loaded pteron*.dll with its file, two fixtures against eager, and
 # the components the runtime loaded.
 CHILD = r"""
-import ctypes, sys, numpy as np, pteron
-from ctypes import wintypes
+import sys, numpy as np, pteron
 res = {}
 for name in NAMES:
     spec = SPECS[name]
@@ -125,21 +124,8 @@ for name in NAMES:
     exp = [np.load(FIX + e) for e in spec["methods"]["forward"]["expected"]]
     res[name] = [len(outs) == len(exp)] + [
         bool(np.allclose(o, e, rtol=spec["rtol"], atol=spec["atol"])) for o, e in zip(outs, exp)]
-k32 = ctypes.WinDLL("kernel32", use_last_error=True)
-k32.GetCurrentProcess.restype = wintypes.HANDLE
-k32.K32EnumProcessModules.argtypes = [wintypes.HANDLE, ctypes.c_void_p, wintypes.DWORD,
-                                      ctypes.POINTER(wintypes.DWORD)]
-mods, need = (wintypes.HMODULE * 1024)(), wintypes.DWORD()
-assert k32.K32EnumProcessModules(k32.GetCurrentProcess(), mods, ctypes.sizeof(mods),
-                                 ctypes.byref(need))
-files = []
-for h in mods[: need.value // ctypes.sizeof(wintypes.HMODULE)]:
-    buf = ctypes.create_unicode_buffer(32768)
-    k32.GetModuleFileNameW(wintypes.HMODULE(h), buf, len(buf))
-    if buf.value.rsplit("\\", 1)[-1].lower().startswith("pteron"):
-        files.append(buf.value)
 print(json.dumps({"version": sys.version.split()[0], "components": pteron.components(),
-                  "modules": files, "diffs": res}))
+                  "modules": pteron_modules(), "diffs": res}))
 """
 
 
@@ -149,7 +135,7 @@ def test_installed_wheel_imports_with_nothing_on_path_and_matches_eager(kind, in
     specs = {f["name"]: f for f in manifest()["fixtures"] if f["name"] in names}
     assert sorted(specs) == names
     code = ("import json\n" f"NAMES = {names!r}\nSPECS = json.loads({json.dumps(specs)!r})\n"
-            f"FIX = {winpath(FIXTURES) + chr(92)!r}\n" + CHILD)
+            f"FIX = {winpath(FIXTURES) + chr(92)!r}\n" + WIN_PTERON_MODULES + CHILD)
     lib = winpath(installed / "pteron" / "lib").lower()
     for wp in pythons_of(kind):
         exe = win_python(wp, tmp_path / wp.name, [installed])
