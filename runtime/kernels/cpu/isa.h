@@ -118,6 +118,44 @@ struct DwPlane {
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
 };
 
+// Keys per block of an attention tile (AttnTile): the scores of one block are rows x
+// kAttnKeyBlock floats of scratch.
+constexpr int64_t kAttnKeyBlock = 256;
+
+// One tile of fused scaled dot-product attention (kernels_llm's llama::custom_sdpa family):
+// `rows` query rows against keys [0, keys), never materialising the rows x keys score matrix.
+// For each row r:
+//   s[n]    = scale * dot(q_r, k_n) + mask[r][n]          n < visible[r], else -inf
+//   out_r   = sum over n of softmax(s)[n] * v_n
+// computed block by block of kAttnKeyBlock keys with the running (online) softmax: each block's
+// scores are one small GEMM (Eigen), their exponentials are Eigen's vectorised exp, and the
+// accumulator is rescaled by exp(old max - new max) when a block raises a row's maximum. Keys a
+// row cannot see cost nothing past the last block any row sees. A row that sees no finite
+// score gives NaN (as PyTorch's softmax over all -inf does).
+//  q      query row r at q[r * ldq], d floats
+//  k, v   key / value n at k[n * ldk], v[n * ldv], d floats each
+//  visible  row r sees keys [0, visible[r]), each <= keys (the causal limit); null: all keys
+//  mask   additive float mask, row r at mask[r * ldm], `keys` floats; null: none
+//  out    row r at out[r * ldo], d floats
+//  scratch  rows * (kAttnKeyBlock + d + 2) floats, not overlapping anything else
+// float32 throughout; never fails; single-threaded (the caller splits tiles over threads).
+struct AttnTile {
+  int64_t rows = 0, d = 0, keys = 0;
+  const float* q = nullptr;
+  int64_t ldq = 0;
+  const float* k = nullptr;
+  int64_t ldk = 0;
+  const float* v = nullptr;
+  int64_t ldv = 0;
+  const int64_t* visible = nullptr;
+  const float* mask = nullptr;
+  int64_t ldm = 0;
+  float scale = 1.0f;
+  float* out = nullptr;
+  int64_t ldo = 0;
+  float* scratch = nullptr;
+};
+
 // The hot loops of one ISA level.
 struct IsaOps {
   const char* name;  // "baseline", "avx2" or "avx512"
@@ -148,6 +186,7 @@ struct IsaOps {
   void (*moments)(const float* x, int64_t n, double* sum, double* sumsq);
   void (*max_pool_plane)(const PoolPlane& p);
   void (*bilinear_plane)(const BilinearPlane& p);
+  void (*attention_tile)(const AttnTile& t);
 };
 
 // One table per ISA level, defined in isa_kernels.cpp. The wide ones exist

@@ -14,6 +14,7 @@
 // of the library define the same inline function or template instance, and
 // the linker can never keep an AVX-512 copy of something baseline code
 // calls. It includes nothing of pteron but isa.h (plain structs).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -377,6 +378,64 @@ void depthwise_plane(const DwPlane& p) {
   }
 }
 
+// ---- attention --------------------------------------------------------------
+
+void attention_tile(const AttnTile& t) {
+  const int64_t rows = t.rows, d = t.d, kb_max = kAttnKeyBlock;
+  if (rows <= 0 || d <= 0) return;
+  float* s = t.scratch;            // rows x kAttnKeyBlock scores
+  float* acc = s + rows * kb_max;  // rows x d: the unnormalised output
+  float* mx = acc + rows * d;      // rows: the running maximum
+  float* sum = mx + rows;          // rows: the running sum of exponentials
+  const float ninf = -std::numeric_limits<float>::infinity();
+  int64_t last = 0;  // keys past the last one any row sees are never read
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t vis = t.visible ? std::min(t.visible[r], t.keys) : t.keys;
+    last = std::max(last, vis);
+    mx[r] = ninf;
+    sum[r] = 0.0f;
+  }
+  Map<const RowMat, Unaligned, OuterStride<>> q(t.q, rows, d, OuterStride<>(t.ldq));
+  Map<RowMat, Unaligned, OuterStride<>> a(acc, rows, d, OuterStride<>(d));
+  a.setZero();
+  for (int64_t n0 = 0; n0 < last; n0 += kb_max) {
+    const int64_t kb = std::min(kb_max, last - n0);
+    Map<const RowMat, Unaligned, OuterStride<>> k(t.k + n0 * t.ldk, kb, d, OuterStride<>(t.ldk));
+    Map<const RowMat, Unaligned, OuterStride<>> v(t.v + n0 * t.ldv, kb, d, OuterStride<>(t.ldv));
+    Map<RowMat, Unaligned, OuterStride<>> sc(s, rows, kb, OuterStride<>(kb_max));
+    sc.noalias() = q * k.transpose();
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = s + r * kb_max;
+      const int64_t vis = t.visible ? std::min(t.visible[r], t.keys) : t.keys;
+      const int64_t live = std::max<int64_t>(0, std::min(kb, vis - n0));
+      Map<Arr> sr(row, live);
+      sr *= t.scale;
+      if (t.mask) sr += Map<const Arr>(t.mask + r * t.ldm + n0, live);
+      for (int64_t j = live; j < kb; ++j) row[j] = ninf;
+      float m = mx[r];
+      if (live > 0) {
+        const float bm = sr.template maxCoeff<Eigen::PropagateNaN>();
+        m = bm != bm ? bm : std::max(m, bm);  // NaN anywhere makes the row NaN
+      }
+      const float c = std::exp(mx[r] - m);  // exp(-inf) = 0 on the first block
+      Map<Arr> all(row, kb);
+      all = (all - m).exp();
+      sum[r] = sum[r] * c + all.sum();
+      if (n0 > 0) a.row(r) *= c;
+      mx[r] = m;
+    }
+    a.noalias() += sc * v;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    Map<Arr> o(t.out + r * t.ldo, d);
+    if (last == 0) {  // no key at all: softmax over nothing
+      o.setConstant(std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    o = a.row(r).transpose().array() * (1.0f / sum[r]);
+  }
+}
+
 const IsaOps kOps = {
     PTERON_OPT_STR_(PTERON_OPT_ISA),
     sgemm,
@@ -391,6 +450,7 @@ const IsaOps kOps = {
     moments,
     max_pool_plane,
     bilinear_plane,
+    attention_tile,
 };
 
 }  // namespace
