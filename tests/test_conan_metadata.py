@@ -73,13 +73,14 @@ def data_file(home, tmp_path, profile, build_type):
     return f.read_text()
 
 
-REGISTRATION_ONLY = ["kernels_portable", "kernels_optimized", "kernels_quantized", "threadpool",
-                     "backend_xnnpack"]
+REGISTRATION_ONLY = ["kernels_portable", "kernels_optimized", "kernels_quantized", "kernels_llm",
+                     "threadpool", "backend_xnnpack"]
 # Every component is on by default for Windows too (backend_xnnpack with no
 # XNNPACK library: xnnpack_library=none).
 WINDOWS_LIBS = {"runtime": ["pteron"], "kernels_portable": ["pteron_kernels_portable"],
                 "kernels_optimized": ["pteron_kernels_optimized"],
                 "kernels_quantized": ["pteron_kernels_quantized"],
+                "kernels_llm": ["pteron_kernels_llm"],
                 "threadpool": ["pteron_threadpool"], "backend_xnnpack": ["pteron_backend_xnnpack"]}
 
 

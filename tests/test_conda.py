@@ -149,7 +149,7 @@ def test_linux_one_process_python_and_cxx_maps_each_library_once(tmp_path):
         by_name.setdefault(re.sub(r"\.so.*$", "", os.path.basename(path)), set()).add(
             os.path.realpath(path))
     for name in ("libpteron", "libpteron_kernels_portable", "libpteron_kernels_optimized",
-                 "libpteron_kernels_quantized", "libpteron_threadpool",
+                 "libpteron_kernels_quantized", "libpteron_kernels_llm", "libpteron_threadpool",
                  "libpteron_backend_xnnpack"):
         assert name in by_name, f"{name} not mapped: {got['maps']}"
     for name, paths in by_name.items():

@@ -125,8 +125,8 @@ def _make_error(code: int, message: str) -> Error:
 # extension links.
 # The loadable components, in cmake/components.json's order (the runtime aside;
 # tests/test_python.py checks the two lists agree).
-_COMPONENTS = ("kernels_portable", "kernels_optimized", "kernels_quantized", "threadpool",
-               "backend_xnnpack", "backend_cuda", "extension_cuda")
+_COMPONENTS = ("kernels_portable", "kernels_optimized", "kernels_quantized", "kernels_llm",
+               "threadpool", "backend_xnnpack", "backend_cuda", "extension_cuda")
 _lock = threading.Lock()
 _ext = None
 _libdir: Optional[Path] = None
