@@ -97,6 +97,52 @@ def upstream_logits(pte: Path, tokens: np.ndarray, pos: int) -> np.ndarray:
     return m.forward([torch.from_numpy(tokens), torch.tensor([pos], dtype=torch.int64)])[0].numpy()
 
 
+def upstream_generate(pte: Path, prompt, max_new: int, max_context: int, eos) -> tuple:
+    """Upstream's runtime in the loop pteron.llm runs (one prefill call, then one decode call
+    per token at the next position; greedy: the first of equal maxima, as torch.argmax; stop
+    at an EOS id, after max_new tokens or at the context's end): (tokens, logits per step)."""
+    import torch
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch
+    from executorch.kernels import quantized  # noqa: F401
+
+    m = _load_for_executorch(str(pte))
+    seq = list(prompt)
+    logits = m.forward([torch.tensor([seq], dtype=torch.int64),
+                        torch.tensor([0], dtype=torch.int64)])[0].reshape(-1)
+    toks, steps = [], []
+    while True:
+        steps.append(logits.numpy().copy())
+        t = int(torch.argmax(logits))
+        toks.append(t)
+        seq.append(t)
+        if t in eos or len(toks) >= max_new or len(seq) >= max_context:
+            break
+        logits = m.forward([torch.tensor([[t]], dtype=torch.int64),
+                            torch.tensor([len(seq) - 1], dtype=torch.int64)])[0].reshape(-1)
+    return toks, np.stack(steps)
+
+
+def write_tokenizer(out: Path, vocab: int) -> Path:
+    """tokenizer.json for the tiny model (Hugging Face tokenizers' format, written directly):
+    a word-level vocabulary of <unk>, <s> (BOS, 1), </s> (EOS, 2) and vocab - 3 made-up
+    syllable words, split on whitespace, decoded joined by spaces."""
+    syl = ["ka", "lo", "mi", "ne", "tu", "ra", "so", "vi", "de", "pa", "ri", "go", "ze", "bu",
+           "fa", "hi"]
+    words = [a + b for a in syl for b in syl][:vocab - 3]
+    vocab_map = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab_map.update({w: i + 3 for i, w in enumerate(words)})
+    special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True} for t, i in list(vocab_map.items())[:3]]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
+           "normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"},
+           "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": vocab_map, "unk_token": "<unk>"}}
+    p = out / "tokenizer.json"
+    p.write_text(json.dumps(tok, indent=0) + "\n")
+    return p
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", choices=sorted(MODELS), default="tiny")
@@ -130,9 +176,22 @@ def main():
                 entry["cases"].append({"tokens": f"{base}.tokens.npy", "pos": f"{base}.pos.npy",
                                        "logits": f"{base}.logits.npy", "seq_len": S,
                                        "start_pos": pos})
+            # greedy generations: after BOS + 4 tokens, after BOS alone, and after the longest
+            # prompt (the context then holds one more token)
+            entry["generations"] = []
+            for k, n in enumerate([5, 1, seq - 1] if not a.no_cases else []):
+                rng = np.random.default_rng(2000 + k)
+                prompt = [METADATA["get_bos_id"]] + [int(t) for t in
+                                                     rng.integers(3, vocab, n - 1)]
+                toks, steps = upstream_generate(pte, prompt, 24, seq, METADATA["get_eos_ids"])
+                fn = f"{name}.gen{k}.logits.npy"
+                np.save(a.out / fn, steps.astype(np.float32))
+                entry["generations"].append({"prompt": prompt, "tokens": toks, "logits": fn,
+                                             "max_new_tokens": 24})
             programs.append(entry)
             print(f"{name}: {entry['size_bytes']} bytes, {len(entry['cases'])} cases", flush=True)
     if not a.no_cases:
+        write_tokenizer(a.out, vocab)
         from importlib.metadata import version
         (a.out / "manifest.json").write_text(json.dumps(
             {"generator": "models/export_llm.py", "executorch": version("executorch"),

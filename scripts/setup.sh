@@ -6,7 +6,8 @@
 #  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja, conan,
 #    pefile, pyelftools, wheel (pip install ./python builds a wheel offline) and
 #    nanobind and scikit-build-core (the Python module's extension,
-#    python/CMakeLists.txt; the wheel, pyproject.toml);
+#    python/CMakeLists.txt; the wheel, pyproject.toml) and tokenizers (pteron.llm's tests
+#    and its optional dependency for tokenizer.json files);
 #  - upstream's exporter in .venv-export (pteron_install_export_venv), for the
 #    model zoo's tests (models/zoo.py).
 set -euo pipefail
@@ -34,10 +35,10 @@ pteron_install_venv() {
     echo "==> creating $VENV"
     python3 -m venv "$VENV"
   fi
-  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel, nanobind, scikit_build_core" >/dev/null 2>&1 ||
+  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel, nanobind, scikit_build_core, tokenizers" >/dev/null 2>&1 ||
      [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ] || [ ! -x "$VENV/bin/conan" ]; then
     echo "==> installing Python packages into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel nanobind scikit-build-core "$@"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel nanobind scikit-build-core tokenizers "$@"
   fi
   export PATH="$VENV/bin:$PATH"
 }

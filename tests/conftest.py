@@ -380,3 +380,33 @@ def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0, edit=No
     r = run(["flatc", "-b", "-o", work, schema, src], timeout=60)
     assert r.returncode == 0, r.stderr
     return work / f"{name}.pte"  # the schema's file_extension
+
+
+# ---- the Python module, staged ------------------------------------------------
+
+@pytest.fixture(scope="session")
+def stage(linux_package, tmp_path_factory):
+    """A folder holding the package `pteron` (python/pteron + the extension, built once per run
+    against the Linux release package): what a child interpreter imports with PYTHONPATH on it
+    (tests/test_python.py, tests/test_llm_generate.py)."""
+    try:
+        import nanobind  # noqa: F401
+    except ImportError:
+        pytest.fail("nanobind is not installed in this interpreter (scripts/setup.sh installs it)",
+                    pytrace=False)
+    base = tmp_path_factory.mktemp("py")
+    b = base / "build"
+    r = run(["cmake", "-S", REPO / "python", "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+             f"-DCMAKE_PREFIX_PATH={linux_package}", f"-DPython_EXECUTABLE={sys.executable}"],
+            timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = run(["cmake", "--build", b], timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    import shutil
+
+    st = base / "stage"
+    shutil.copytree(REPO / "python" / "pteron", st / "pteron")
+    ext = list(b.glob("_pteron*.so"))
+    assert len(ext) == 1, list(b.iterdir())
+    shutil.copy2(ext[0], st / "pteron")
+    return st

@@ -43,30 +43,6 @@ MLP = (f'import numpy as np, pteron; '
        f'x = np.load("{FIXTURES}/mlp_xnnpack.forward.input_0.npy")')
 
 
-@pytest.fixture(scope="module")
-def stage(linux_package, tmp_path_factory):
-    """A folder holding the package `pteron` (python/pteron + the built extension)."""
-    try:
-        import nanobind  # noqa: F401
-    except ImportError:
-        pytest.fail("nanobind is not installed in this interpreter (scripts/setup.sh installs it)",
-                    pytrace=False)
-    base = tmp_path_factory.mktemp("py")
-    b = base / "build"
-    r = run(["cmake", "-S", REPO / "python", "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-             f"-DCMAKE_PREFIX_PATH={linux_package}", f"-DPython_EXECUTABLE={sys.executable}"],
-            timeout=300)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    r = run(["cmake", "--build", b], timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    st = base / "stage"
-    shutil.copytree(REPO / "python" / "pteron", st / "pteron")
-    ext = list(b.glob("_pteron*.so"))
-    assert len(ext) == 1, list(b.iterdir())
-    shutil.copy2(ext[0], st / "pteron")
-    return st
-
-
 class WinStage:
     """A copy of the Windows CPython `windows_python` (python.exe, run under Wine) in
     `python_dir` whose path (its `._pth` file: the embeddable distribution ignores PYTHONPATH)

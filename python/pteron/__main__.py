@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """python -m pteron run MODEL.pte [--data FILE.ptd] [--method NAME] [--input FILE.npy]...
                                   [--output-dir DIR] [--iterations N] [--threads N]
+python -m pteron generate MODEL.pte (--tokenizer FILE --prompt TEXT | --prompt-tokens IDS)
+                                       [--max-new-tokens N] [--temperature T] [--top-p P]
+                                       [--seed S] [--no-bos] [--threads N]
 python -m pteron info
 
 ``run`` behaves like the C++ ``pteron-run``: one line per output (dtype, shape,
 min, max, mean), the median time per execution, ``output_<i>.npy`` files with
---output-dir. ``info`` prints the runtime and component files found, the ISA
+--output-dir. ``generate`` runs an LLM program made by upstream's exporter (``pteron.llm``): it streams
+the generated text (or token ids, without a tokenizer) to stdout as each token comes, then
+prints the prompt and generated token counts and the prefill and decode tokens per second to
+stderr. ``info`` prints the runtime and component files found, the ISA
 level kernels_optimized chose, the thread count, and the operator and backend
 counts. Errors print ``pteron: error: <message>`` and exit 1.
 """
@@ -58,6 +64,52 @@ def _run(args) -> int:
             np.save(d / f"output_{i}.npy", o)
     print(f"median time per execution: {statistics.median(times):.3f} ms over {len(times)} "
           "iteration(s)")
+    return 0
+
+
+def _generate(args) -> int:
+    import pteron
+    from pteron import llm
+    if args.threads is not None:
+        pteron.set_num_threads(args.threads)
+    if (args.prompt is None) == (args.prompt_tokens is None):
+        raise ValueError("give the prompt as text (--prompt, with --tokenizer) or as token ids "
+                         "(--prompt-tokens 1,2,3), not both")
+    gen = llm.Generator(args.model)
+    tok = llm.load_tokenizer(args.tokenizer) if args.tokenizer else None
+    if args.prompt is not None:
+        if tok is None:
+            raise ValueError("--prompt needs --tokenizer (or give --prompt-tokens)")
+        prompt = gen.encode_prompt(tok, args.prompt, bos=not args.no_bos)
+    else:
+        try:
+            prompt = [int(t) for t in args.prompt_tokens.replace(",", " ").split()]
+        except ValueError:
+            raise ValueError(f"--prompt-tokens {args.prompt_tokens!r}: give integer token ids "
+                             "separated by commas") from None
+    out = sys.stdout
+    shown = ""
+    ids: list = []
+
+    def stream(t: int) -> None:
+        nonlocal shown
+        ids.append(t)
+        if tok is None:
+            out.write(f"{t} ")
+        else:  # the text of all tokens so far, printed from where the last print ended
+            text = tok.decode(ids)
+            if text.startswith(shown) and not text.endswith("\ufffd"):
+                out.write(text[len(shown):])
+                shown = text
+        out.flush()
+
+    res = gen.generate(prompt, args.max_new_tokens, temperature=args.temperature,
+                       top_p=args.top_p, seed=args.seed, on_token=stream)
+    out.write("\n")
+    out.flush()
+    print(f"prompt {len(res.prompt)} tokens, generated {len(res.tokens)} ({res.stop_reason}); "
+          f"prefill {res.prefill_tokens_per_second:.1f} tokens/s, decode "
+          f"{res.decode_tokens_per_second:.1f} tokens/s", file=sys.stderr)
     return 0
 
 
@@ -117,11 +169,22 @@ def main(argv=None) -> int:
     r.add_argument("--output-dir")
     r.add_argument("--iterations", type=int, default=1)
     r.add_argument("--threads", type=int)
+    g = sub.add_parser("generate", help="generate text with an LLM program (pteron.llm)")
+    g.add_argument("model")
+    g.add_argument("--tokenizer", help="tokenizer.json, a SentencePiece or tiktoken model")
+    g.add_argument("--prompt", help="the prompt text (needs --tokenizer)")
+    g.add_argument("--prompt-tokens", help="the prompt as token ids: 1,2,3")
+    g.add_argument("--max-new-tokens", type=int)
+    g.add_argument("--temperature", type=float, default=0.0, help="0: greedy (the default)")
+    g.add_argument("--top-p", type=float, default=1.0)
+    g.add_argument("--seed", type=int)
+    g.add_argument("--no-bos", action="store_true", help="do not put the BOS id first")
+    g.add_argument("--threads", type=int)
     sub.add_parser("info", help="components, ISA, threads, operator and backend counts")
     args = ap.parse_args(argv)
     from pteron import _runtime
     try:
-        rc = _run(args) if args.cmd == "run" else _info(args)
+        rc = {"run": _run, "generate": _generate, "info": _info}[args.cmd](args)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
         return rc
     except BrokenPipeError:
