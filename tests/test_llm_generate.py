@@ -143,3 +143,47 @@ def test_command_line_streams_text_and_reports_speed(stage):
         r = py(stage, code, args=("generate", pte, *args))
         assert r.returncode == 1 and "pteron: error:" in r.stderr and want in r.stderr, \
             (args, r.returncode, r.stderr[-2000:])
+
+
+@pytest.fixture(scope="module")
+def llm_exe(tmp_path_factory):
+    """tests/native/llm_generate.cpp against the build (pteron/llm.hpp is header-only)."""
+    from conftest import build_dir
+    exe = tmp_path_factory.mktemp("llmcpp") / "llm_generate"
+    b = build_dir()
+    libs = ["-lpteron_kernels_portable", "-lpteron_kernels_optimized", "-lpteron_kernels_quantized",
+            "-lpteron_kernels_llm", "-lpteron_threadpool", "-lpteron_backend_xnnpack"]
+    r = run(["g++", "-std=c++17", "-O1", f"-I{REPO / 'include'}",
+             REPO / "tests" / "native" / "llm_generate.cpp", f"-L{b}", "-lpteron",
+             # registration-only components: kept linked
+             "-Wl,--push-state,--no-as-needed", *libs, "-Wl,--pop-state",
+             f"-Wl,-rpath,{b}", "-o", exe], timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return exe
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_cpp_header_generates_upstreams_tokens(llm_exe, name):
+    p = PROGRAMS[name]
+    for g in p["generations"]:
+        r = run([llm_exe, F / p["file"], g["max_new_tokens"], *g["prompt"]], timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
+        assert [int(t) for t in lines["tokens"].split()] == g["tokens"], (name, r.stdout)
+        want = "context_full" if len(g["prompt"]) + len(g["tokens"]) == p["max_seq_len"] else \
+            ("stop_token" if g["tokens"][-1] == 2 else "max_new_tokens")
+        assert lines["stop"] == want, (name, r.stdout)
+
+
+def test_cpp_header_reads_metadata_and_names_errors(llm_exe):
+    pte = F / PROGRAMS["tiny_fp32_portable"]["file"]
+    r = run([llm_exe, pte, "--metadata"], timeout=60)
+    assert r.stdout.strip() == "max_seq_len 32 max_context_len 32 vocab 256 kv 1 bos 1 eos 2 " \
+                               "max_prompt 31", r.stdout + r.stderr
+    r = run([llm_exe, pte, "4", *([5] * 32)], timeout=60)
+    assert r.stdout.startswith("error: 1 ") and "32 tokens" in r.stdout and "at most 31" in \
+        r.stdout, r.stdout  # 1 = PTERON_ERROR_INVALID_ARGUMENT
+    r = run([llm_exe, pte, "4", "1", "999"], timeout=60)
+    assert "token id 999" in r.stdout and "vocabulary of 256" in r.stdout, r.stdout
+    r = run([llm_exe, pte, "--sample", "11"], timeout=60)
+    assert r.stdout.strip() == "same", r.stdout + r.stderr
