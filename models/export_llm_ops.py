@@ -10,8 +10,9 @@ NAME.forward[.caseK].expected_*.npy (eager: upstream's ATen kernels of the same 
 NAME.forward[.caseK].upstream_*.npy (upstream's runtime); manifest.json adds per case
 "upstream" (its files) or "upstream_error" (what upstream's runtime said), and per program a
 float64 "reference_error": the largest difference of eager from a plain float64 PyTorch
-computation of the same attention (scaled_dot_product_attention over the dequantized cache),
-so the fixtures check upstream's kernels too.
+computation of the same attention (scaled_dot_product_attention over the dequantized cache)
+or of the same gated delta recurrence (token by token, both outputs), so the fixtures check
+upstream's kernels too.
 
     .venv-export/bin/python models/export_llm_ops.py [--out models/fixtures/llm]
 """
@@ -114,6 +115,19 @@ class Fallback(nn.Module):
         return torch.ops.llama.fallback(x * 2.0)
 
 
+class GatedDelta(nn.Module):
+    """gated_delta_rule (or its older name channelwise_gated_delta_rule): returns the output
+    and the final state."""
+
+    def __init__(self, alias=False):
+        super().__init__()
+        self.op = (torch.ops.llama.channelwise_gated_delta_rule if alias
+                   else torch.ops.llama.gated_delta_rule)
+
+    def forward(self, q, k, v, decay, beta, state):
+        return self.op(q, k, v, decay, beta, state)
+
+
 def ref_sdpa(q, k, v, p, causal=True, scale=None, mask=None):
     """float64 attention with upstream's semantics, [B, S, H, D] layout."""
     q, k, v = (t.double().transpose(1, 2) for t in (q, k, v))
@@ -143,6 +157,34 @@ def dequant(q, s, z):
 
 def pos(p):
     return torch.tensor([p], dtype=torch.int64)
+
+
+def gdr_inputs(b, hq, h, T, kd, vd, channelwise=True):
+    """query [B, Hq, T, K], key [B, H, T, K], value [B, H, T, V], decay [B, H, T(, K)] in (0, 1),
+    beta [B, H, T] in (0, 1), initial state [B, H, K, V]; query and key L2-normalised per token
+    as gated delta networks feed them (which keeps the recurrence stable)."""
+    q = F.normalize(torch.randn(b, hq, T, kd), dim=-1)
+    k = F.normalize(torch.randn(b, h, T, kd), dim=-1)
+    v = torch.randn(b, h, T, vd)
+    decay = torch.rand(b, h, T, kd) * 0.5 + 0.5 if channelwise else torch.rand(b, h, T) * 0.5 + 0.5
+    beta = torch.sigmoid(torch.randn(b, h, T))
+    return q, k, v, decay, beta, torch.randn(b, h, kd, vd)
+
+
+def ref_gdr(x):
+    """float64 gated delta rule, token by token: (output [B, Hq, T, V], final state)."""
+    q, k, v, decay, beta, state = (t.double() for t in x)
+    if decay.dim() == 3:
+        decay = decay.unsqueeze(-1).expand_as(k)
+    reps = q.size(1) // k.size(1)
+    out = q.new_zeros(*q.shape[:3], v.size(3))
+    for t in range(q.size(2)):
+        state = state * decay[:, :, t, :, None]
+        delta = (v[:, :, t] - torch.einsum("bhk,bhkv->bhv", k[:, :, t], state)) * beta[:, :, t, None]
+        state = state + k[:, :, t, :, None] * delta[:, :, None, :]
+        out[:, :, t] = torch.einsum("bhk,bhkv->bhv", q[:, :, t],
+                                    state.repeat_interleave(reps, dim=1))
+    return out, state
 
 
 def sdpa_inputs(b, S, hq, hkv, d, L, p, dtype=torch.float32, masked=False):
@@ -237,6 +279,26 @@ def programs():
                   [], None, "fast_hadamard_transform in float16"))
     progs.append(("fallback", Fallback(), (torch.randn(2, 3),), None, [], None,
                   "llama::fallback (a copy)"))
+    # The gated delta rule: T is dim 2 of query, key, value, decay and beta (not the state).
+    # Lengths 1 (upstream's decode route), a few, and past upstream's 32-token prefill chunk.
+    def gdr_dyn(mx):
+        t = Dim("tokens", min=1, max=mx)
+        return ({2: t}, {2: t}, {2: t}, {2: t}, {2: t}, None)
+    progs.append(("gated_delta_rule", GatedDelta(), gdr_inputs(2, 4, 2, 5, 8, 6),
+                  gdr_dyn(48), [gdr_inputs(2, 4, 2, T, 8, 6) for T in (1, 3, 33, 48)],
+                  ref_gdr, "gated_delta_rule with a channelwise decay [B, H, T, K], 2 query "
+                  "heads per state head, batch 2, 1 to 48 tokens (upstream's decode route and "
+                  "its chunked prefill over more than one chunk)"))
+    progs.append(("gated_delta_rule_scalar", GatedDelta(),
+                  gdr_inputs(1, 6, 2, 4, 16, 8, channelwise=False), gdr_dyn(40),
+                  [gdr_inputs(1, 6, 2, T, 16, 8, channelwise=False) for T in (1, 7, 40)],
+                  ref_gdr, "gated_delta_rule with one decay per token [B, H, T], 3 query heads "
+                  "per state head, 1 to 40 tokens"))
+    progs.append(("channelwise_gated_delta_rule", GatedDelta(alias=True),
+                  gdr_inputs(1, 3, 3, 6, 4, 5), gdr_dyn(16),
+                  [gdr_inputs(1, 3, 3, T, 4, 5) for T in (1, 16)],
+                  ref_gdr, "channelwise_gated_delta_rule (upstream's deprecated name of the same "
+                  "operator), one query head per state head"))
     return progs
 
 
@@ -297,7 +359,8 @@ def main():
                     slot["upstream"].append(fn)
             if ref is not None:
                 want = ref(x)
-                worst = max(worst, float((expected["forward"][k][0].double() - want).abs().max()))
+                for i, w in enumerate(want if isinstance(want, tuple) else (want,)):
+                    worst = max(worst, float((expected["forward"][k][i].double() - w).abs().max()))
         entry["reference_error"] = worst if ref is not None else None
         entry["proves"] = proves
         entries.append(entry)

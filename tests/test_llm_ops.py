@@ -5,13 +5,15 @@ The programs (models/export_llm_ops.py, committed in models/fixtures/llm/) call 
 as upstream's LLM exporter does: custom_sdpa (causal with grouped-query heads over 8/2 and 6/2
 heads, over 300 cache positions, masked and non-causal with a scale, float32, bfloat16 and
 float16), sdpa_with_kv_cache, custom_quantized_sdpa (both layouts), update_cache (float32 and
-int8 caches), update_cache_with_indices, fast_hadamard_transform and fallback, with start
-positions 0, middle and last and sequence lengths 1 to the cache's length. Each case's
-outputs were computed by upstream's own runtime (its Python bindings with its custom-operator
-kernels) when the fixtures were made; pteron-run must give the same within float32 rounding
-(one bfloat16/float16 rounding for those dtypes), at every ISA level this CPU has and at 1
-and 2 threads. Bad start positions and indices are named errors, never a read outside the
-cache.
+int8 caches), update_cache_with_indices, fast_hadamard_transform, fallback, and
+gated_delta_rule and its older name channelwise_gated_delta_rule (channelwise and per-token
+decay, grouped query heads, 1 to 48 tokens), with start positions 0, middle and last and
+sequence lengths 1 to the cache's length. Each case's outputs were computed by upstream's
+own runtime (its Python bindings with its custom-operator kernels) when the fixtures were
+made; pteron-run must give the same within float32 rounding (one bfloat16/float16 rounding
+for those dtypes), at every ISA level this CPU has and at 1 and 2 threads. Bad start
+positions and indices are named errors, never a read outside the cache; a gated delta rule
+whose inputs disagree in shape is a named error too.
 """
 import json
 import os
@@ -123,8 +125,19 @@ def test_the_fixtures_cover_the_operators_and_the_cases():
     for op in ("llama::custom_sdpa.out", "llama::sdpa_with_kv_cache.out",
                "llama::custom_quantized_sdpa.out", "llama::update_cache.out",
                "llama::update_cache_with_indices.out", "llama::fast_hadamard_transform.out",
-               "llama::fallback.out"):
+               "llama::fallback.out", "llama::gated_delta_rule.out",
+               "llama::channelwise_gated_delta_rule.out"):
         assert op in ops, (op, sorted(ops))
+    # the gated delta rule: both decay ranks, grouped query heads, 1 token and several
+    decay_ranks, tokens = set(), set()
+    for name in ("gated_delta_rule", "gated_delta_rule_scalar", "channelwise_gated_delta_rule"):
+        m = PROGRAMS[name]["methods"]["forward"]
+        for c in [m] + m.get("cases", []):
+            decay_ranks.add(len(c["input_shapes"][3]))
+            tokens.add(c["input_shapes"][0][2])
+    assert decay_ranks == {3, 4} and 1 in tokens and max(tokens) > 32, (decay_ranks, tokens)
+    gdr = PROGRAMS["gated_delta_rule"]["methods"]["forward"]
+    assert gdr["input_shapes"][0][1] == 2 * gdr["input_shapes"][1][1], gdr["input_shapes"]
     # start positions 0, middle and last, sequence lengths 1 and the cache's whole length
     gqa = PROGRAMS["custom_sdpa_gqa"]["methods"]["forward"]
     shapes = [(c["input_shapes"][0][1], c["input_shapes"][1][1]) for c in gqa["cases"]]
@@ -169,6 +182,30 @@ def test_a_bad_cache_position_or_index_is_a_named_error(tmp_path):
     r, _ = pteron("update_cache_with_indices", [v3, idx], tmp_path, expect_ok=False)
     text = r.stdout + r.stderr
     assert r.returncode != 0 and "indices[0, 2] = 8" in text and "8 positions" in text, text
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_gated_delta_rule_at_one_and_two_threads(threads, tmp_path):
+    for name in ("gated_delta_rule", "gated_delta_rule_scalar"):
+        m = PROGRAMS[name]["methods"]["forward"]
+        for k in range(1 + len(m.get("cases", []))):
+            c, _ = case_of(name, k)
+            d = tmp_path / f"{name}-{k}"
+            d.mkdir()
+            _, out = pteron(name, case_inputs(name, c, d), d, env={"PTERON_NUM_THREADS": threads})
+            compare(name, k, out)
+
+
+def test_a_gated_delta_rule_with_mismatched_shapes_is_a_named_error(tmp_path):
+    c, _ = case_of("gated_delta_rule", 0)  # 5 tokens: query [2, 4, 5, 8], beta [2, 2, 5]
+    ins = [F / i for i in c["inputs"]]
+    rng = np.random.default_rng(3)
+    ins[4] = write(tmp_path, "beta.npy", rng.random((2, 2, 4), dtype=np.float32))
+    r, out = pteron("gated_delta_rule", ins, tmp_path, expect_ok=False)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and "llama::gated_delta_rule.out" in text, text
+    assert "beta has shape [2, 2, 4]" in text and "[2, 2, 5]" in text, text
+    assert not (out / "output_0.npy").exists()
 
 
 def test_quantized_attention_checks_the_position_too(tmp_path):
