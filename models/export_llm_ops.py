@@ -316,16 +316,6 @@ def ref_quant(x, seq2):
     return out.transpose(1, 2) if seq2 else out
 
 
-def upstream_run(pte: bytes, inputs):
-    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
-
-    try:
-        m = _load_for_executorch_from_buffer(pte)
-        return [o.clone() for o in m.forward(list(inputs))], None
-    except Exception as e:  # noqa: BLE001  (upstream's error is recorded, not fatal)
-        return None, f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path,
@@ -344,19 +334,8 @@ def main():
         all_inputs = [inputs] + list(cases)
         slots = [m] + m.get("cases", [])
         worst = 0.0
-        for k, (x, slot) in enumerate(zip(all_inputs, slots)):
-            for b in module.buffers():
-                b.zero_()
-            got, err = upstream_run(pte, x)
-            prefix = f"{name}.forward" + (f".case{k}" if k else "")
-            if got is None:
-                slot["upstream_error"] = err
-            else:
-                slot["upstream"] = []
-                for i, t in enumerate(got):
-                    fn = f"{prefix}.upstream_{i}.npy"
-                    fw.save_tensor(a.out / fn, t)
-                    slot["upstream"].append(fn)
+        fw.record_upstream(a.out, name, pte, entry)  # each case on a fresh load
+        for k, x in enumerate(all_inputs):
             if ref is not None:
                 want = ref(x)
                 for i, w in enumerate(want if isinstance(want, tuple) else (want,)):

@@ -280,6 +280,51 @@ def write_fixture(out: Path, name: str, pte: bytes, methods: Dict[str, MethodSpe
             "operators": ops, "delegates": delegates}
 
 
+def upstream_run(pte: bytes, inputs):
+    """Upstream's runtime (its Python bindings, a fresh load) on one input set:
+    (outputs, None), or (None, its error in one line)."""
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    try:
+        m = _load_for_executorch_from_buffer(pte)
+        return [o.clone() for o in m.forward(list(inputs))], None
+    except Exception as e:  # noqa: BLE001  (upstream's error is recorded, not fatal)
+        text = str(e).strip()
+        return None, f"{type(e).__name__}: {text.splitlines()[-1] if text else ''}"
+
+
+def record_upstream(out: Path, name: str, pte: bytes, entry: dict, method: str = "forward",
+                    before_each=None) -> None:
+    """Runs upstream's runtime on the committed inputs and on every case of `method` of a
+    write_fixture() entry, and adds to each of them (the method's entry and its "cases")
+    "upstream": the files NAME.M[.caseK].upstream_<i>.npy it wrote, or "upstream_error".
+    before_each(): called before each run (e.g. to reset a module's state)."""
+    m = entry["methods"][method]
+    for k, slot in enumerate([m] + m.get("cases", [])):
+        if before_each is not None:
+            before_each()
+        inputs = [_load_input(Path(out) / f, dt) for f, dt in zip(slot["inputs"],
+                                                                  m["input_dtypes"])]
+        got, err = upstream_run(pte, inputs)
+        if got is None:
+            slot["upstream_error"] = err
+            continue
+        prefix = f"{name}.{method}" + (f".case{k}" if k else "")
+        slot["upstream"] = []
+        for i, t in enumerate(got):
+            fn = f"{prefix}.upstream_{i}.npy"
+            _save(Path(out) / fn, t)
+            slot["upstream"].append(fn)
+
+
+def _load_input(path: Path, dtype: str) -> torch.Tensor:
+    """An input as _save wrote it (bfloat16 from its uint16 bits)."""
+    a = np.load(path)
+    if dtype == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
 def read_manifest(out: Path) -> Optional[dict]:
     p = Path(out) / "manifest.json"
     return json.loads(p.read_text()) if p.exists() else None

@@ -1082,32 +1082,67 @@ bool infer_window(const Node& n, const Shapes& shapes, Shape& out, std::string& 
   }
 }
 
-// A dynamic program's reshape: the blob's shape holds the upper bound of
-// one dim (or 0 for "inferred"); solve for it.
+// A dynamic program's reshape. Its shape is either upstream's convention, 0 for the one dim
+// XNNPACK infers (upstream's serializer writes a PyTorch -1 or a symbolic size so, e.g. in
+// its squeeze and unsqueeze nodes), solved from the element count; or sizes written for the
+// input's upper bounds (its own shape, and every reshape pteron's rewrites make from a
+// transpose or a chain: they take the values' declared dims). For those the reshape is read
+// as a regrouping of the declared input dims into the output dims, in memory order: groups
+// whose products match, e.g. [1, 2, 64, 32] -> [2, 64, 32] is {1, 2} -> {2}, {64} -> {64},
+// {32} -> {32}. A group whose input dims take their declared sizes keeps its output sizes; one
+// that has changed gives its new product to its output dim when it has one, or, when it
+// splits one input dim into several, to the one output dim of the input's declared size.
+// Anything else is a named error.
 bool infer_reshape(const Graph& g, const Node& n, const Shapes& shapes, Shape& out,
                    std::string& why) {
   out = n.list0;
-  const size_t have = numel(shapes[n.inputs[0]]);
+  const Shape& x = shapes[n.inputs[0]];
+  const size_t have = numel(x);
   if (numel(out) == have) return true;
-  int pick = -1;
-  size_t rest = 1;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == 0 && pick < 0) {
-      pick = int(i);
-      continue;
+  const auto zero = std::find(out.begin(), out.end(), size_t(0));
+  if (zero != out.end()) {
+    size_t rest = 1;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out.begin() + long(i) != zero) rest *= out[i];
+    if (rest == 0 || have % rest != 0) {
+      why = "cannot reshape to " + shape_str(n.list0);
+      return true;
     }
-    rest *= out[i];
-  }
-  if (pick < 0 && !out.empty() && g.values[n.outputs[0]].dims == n.list0) {
-    // Only the leading (batch) dim may vary.
-    pick = 0;
-    rest = numel(out) / (out[0] ? out[0] : 1);
-  }
-  if (pick < 0 || rest == 0 || have % rest != 0) {
-    why = "cannot reshape to " + shape_str(n.list0);
+    *zero = have / rest;
     return true;
   }
-  out[size_t(pick)] = have / rest;
+  why = "cannot reshape to " + shape_str(n.list0);
+  const Shape& a = g.values[n.inputs[0]].dims;  // the declared (upper-bound) input
+  const Shape& z = n.list0;
+  if (a.size() != x.size() || numel(a) != numel(z)) return true;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < z.size()) {
+    const size_t i0 = i, j0 = j;
+    size_t pa = 1, pz = 1;
+    if (i < a.size()) pa *= a[i++];
+    if (j < z.size()) pz *= z[j++];
+    while (pa != pz) {
+      if (pa < pz && i < a.size()) pa *= a[i++];
+      else if (pz < pa && j < z.size()) pz *= z[j++];
+      else return true;
+    }
+    size_t px = 1;
+    for (size_t k = i0; k < i; ++k) px *= x[k];
+    if (px == pa) continue;  // this group kept its sizes
+    if (j - j0 == 1) {
+      out[j0] = px;
+      continue;
+    }
+    // one input dim split into several output dims: the one of its declared size takes it
+    if (i - i0 != 1) return true;
+    size_t pick = j, same = 0;
+    for (size_t k = j0; k < j; ++k)
+      if (z[k] == a[i0]) pick = k, ++same;
+    if (same != 1) return true;
+    out[pick] = px;
+  }
+  if (numel(out) != have) return true;
+  why.clear();
   return true;
 }
 
