@@ -9,6 +9,8 @@ and metadata BOS 1, EOS 2):
     8da4w_xnnpack         8-bit dynamic activations, 4-bit groupwise weights, XNNPACK
     8da4w_qkv_xnnpack     the same with the int8 KV cache (--quantize_kv_cache:
                           llama::custom_quantized_sdpa)
+    8da4w_xnnpack_extended  8da4w with --xnnpack-extended-ops: more of the graph in XNNPACK,
+                          its reshapes over the dynamic sequence length
 Models:
     tiny        dim 64, 2 layers, 4 heads over 2 KV heads, vocabulary 256, 32 positions: the
                 committed fixtures (models/fixtures/llama/, with upstream's logits per case)
@@ -45,6 +47,8 @@ CONFIGS = {
     "fp32_portable": [],
     "8da4w_xnnpack": ["-X", "-qmode", "8da4w", "--group_size", "32"],
     "8da4w_qkv_xnnpack": ["-X", "-qmode", "8da4w", "--group_size", "32", "--quantize_kv_cache"],
+    "8da4w_xnnpack_extended": ["-X", "-qmode", "8da4w", "--group_size", "32",
+                               "--xnnpack-extended-ops"],
 }
 METADATA = {"get_bos_id": 1, "get_eos_ids": [2]}
 

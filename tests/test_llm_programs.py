@@ -2,8 +2,9 @@
 """Upstream's recommended LLM exports run unchanged: programs made by upstream's own
 export_llama (models/export_llm.py; committed in models/fixtures/llama/: a tiny Llama-3-shaped
 decoder, 4 query heads over 2 KV heads, with the KV cache and upstream's custom SDPA) in its
-three recommended configurations: float32 without a delegate, 8da4w with XNNPACK, and 8da4w
-with XNNPACK and the int8 KV cache. Each case (a prompt of 1, 5 or the longest prefill of 31
+recommended configurations: float32 without a delegate, 8da4w with XNNPACK, 8da4w with XNNPACK
+and the int8 KV cache, and 8da4w with --xnnpack-extended-ops (reshapes over the dynamic
+sequence length inside XNNPACK). Each case (a prompt of 1, 5 or the longest prefill of 31
 tokens at position 0, decode steps at positions 0, 16 and 31, a 3-token chunk at 16) runs on a
 freshly loaded program through pteron-run and must give upstream's runtime's logits within
 float32 rounding."""
@@ -42,7 +43,8 @@ def test_logits_match_upstreams_runtime(prog, k, tmp_path):
 
 def test_the_programs_are_upstreams_recommended_configurations():
     configs = {p["config"]: p for p in MANIFEST["programs"]}
-    assert set(configs) == {"fp32_portable", "8da4w_xnnpack", "8da4w_qkv_xnnpack"}, configs
+    assert set(configs) == {"fp32_portable", "8da4w_xnnpack", "8da4w_qkv_xnnpack",
+                            "8da4w_xnnpack_extended"}, configs
     assert "--quantize_kv_cache" in configs["8da4w_qkv_xnnpack"]["flags"]
     for p in MANIFEST["programs"]:
         lens = {(c["seq_len"], c["start_pos"]) for c in p["cases"]}
