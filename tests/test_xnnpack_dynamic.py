@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """XnnpackBackend with a dynamic dimension other than the first (models/fixtures/xnnpack_dynamic/,
-models/export_xnnpack_dynamic.py): a self-attention block over a sequence length, a Conv1d stack
+models/export_xnnpack_more.py): a self-attention block over a sequence length, a Conv1d stack
 over a time axis and a token MLP whose reshape folds the tokens into the batch, each lowered
 whole by upstream's partitioner. The blob declares each dynamic value at its upper bound; its
 reshapes hold either upstream's 0 (inferred) or those bounds, as do the reshapes pteron's own

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "graph.h"
+#include "half.h"
 #include "own_ops.h"
 #include "pteron/kernel.h"
 #include "pteron/threadpool.h"
@@ -1498,9 +1499,9 @@ void place_values(Delegate& d, PlanFacts& f) {
       continue;
     }
     if (val.graph_input || val.graph_output) {
-      // A quantized argument is int8 / uint8: the float32 copy the nodes
-      // use lives in the arena (stage_quantized_inputs / _outputs).
-      d.home[v] = quantized(g, uint32_t(v)) ? Home::Buffer : Home::Argument;
+      // A quantized argument is int8 / uint8, a half one float16: the float32 copy the
+      // nodes use lives in the arena (stage_inputs / stage_outputs).
+      d.home[v] = quantized(g, uint32_t(v)) || val.half ? Home::Buffer : Home::Argument;
       continue;
     }
     const int ps = f.producer[v] >= 0 ? f.step_of[size_t(f.producer[v])] : -1;
@@ -2143,14 +2144,18 @@ int32_t init(pteron_kernel_context* ctx, const void* processed, size_t size,
   return PTERON_OK;
 }
 
-// The dtype of the delegate argument that holds graph value `val`: float32,
-// or int8 / uint8 for a per-tensor quantized one (QInt8 / QUInt8).
+// The dtype of the delegate argument that holds graph value `val`: float32, float16 for an F16
+// one, or int8 / uint8 for a per-tensor quantized one (QInt8 / QUInt8).
 int32_t argument_dtype(const Value& val) {
+  if (val.half) return PTERON_DTYPE_FLOAT16;
   if (val.quant.kind != QuantKind::Tensor) return PTERON_DTYPE_FLOAT32;
   return val.quant.qmin < 0 ? PTERON_DTYPE_INT8 : PTERON_DTYPE_UINT8;
 }
 const char* argument_dtype_name(int32_t dtype) {
-  return dtype == PTERON_DTYPE_INT8 ? "int8" : dtype == PTERON_DTYPE_UINT8 ? "uint8" : "float32";
+  return dtype == PTERON_DTYPE_INT8    ? "int8"
+         : dtype == PTERON_DTYPE_UINT8 ? "uint8"
+         : dtype == PTERON_DTYPE_FLOAT16 ? "float16"
+                                         : "float32";
 }
 
 // The delegate call's tensor for graph value `v` (an external), or null.
@@ -2344,10 +2349,18 @@ int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
 }
 
 // Quantized graph inputs, int8 / uint8 in the call, into their float32
-// copies: (q - zero_point) * scale, as dequantize_per_tensor.
-void stage_quantized_inputs(Delegate& d, pteron_value* const* args, const Variant& var) {
+// copies: (q - zero_point) * scale, as dequantize_per_tensor; float16 ones widened (exact).
+void stage_inputs(Delegate& d, pteron_value* const* args, const Variant& var) {
   const Graph& g = d.g;
   for (uint32_t v : g.inputs) {
+    if (g.values[v].half) {
+      const pteron_tensor* t = tensor_arg(g, args, v);
+      const size_t count = numel(var.shapes[v]);
+      const uint16_t* in = static_cast<const uint16_t*>(t->data);
+      float* x = d.ptr[v];
+      for (size_t i = 0; i < count; ++i) x[i] = pteron::kern::half_bits_to_float(in[i]);
+      continue;
+    }
     const Quant& q = g.values[v].quant;
     if (q.kind != QuantKind::Tensor) continue;
     const pteron_tensor* t = tensor_arg(g, args, v);
@@ -2365,10 +2378,19 @@ void stage_quantized_inputs(Delegate& d, pteron_value* const* args, const Varian
 }
 
 // Quantized graph outputs, from their float32 copies (on the grid already)
-// into the call's int8 / uint8 tensors: clamp(round(x / scale) + zero_point).
-void stage_quantized_outputs(Delegate& d, pteron_value* const* args, const Variant& var) {
+// into the call's int8 / uint8 tensors: clamp(round(x / scale) + zero_point); float16 ones
+// rounded to nearest even.
+void stage_outputs(Delegate& d, pteron_value* const* args, const Variant& var) {
   const Graph& g = d.g;
   for (uint32_t v : g.outputs) {
+    if (g.values[v].half) {
+      pteron_tensor* t = tensor_arg(g, args, v);
+      const size_t count = numel(var.shapes[v]);
+      const float* x = d.ptr[v];
+      uint16_t* out = static_cast<uint16_t*>(t->data);
+      for (size_t i = 0; i < count; ++i) out[i] = pteron::kern::float_to_half_bits(x[i]);
+      continue;
+    }
     const Quant& q = g.values[v].quant;
     if (q.kind != QuantKind::Tensor) continue;
     pteron_tensor* t = tensor_arg(g, args, v);
@@ -2403,9 +2425,9 @@ int32_t execute(pteron_kernel_context* ctx, void* handle, pteron_value* const* a
   rc = resize_outputs(ctx, g, args, *var);
   if (rc != PTERON_OK) return rc;
   bind_storage(d, args, *var);
-  stage_quantized_inputs(d, args, *var);
+  stage_inputs(d, args, *var);
   rc = run_steps(ctx, d, *var);
-  if (rc == PTERON_OK) stage_quantized_outputs(d, args, *var);
+  if (rc == PTERON_OK) stage_outputs(d, args, *var);
   return rc;
 }
 

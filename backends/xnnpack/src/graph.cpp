@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "flatbuffers/flatbuffers.h"
+#include "half.h"
 
 namespace pteron {
 namespace xnnpack {
@@ -265,6 +266,24 @@ bool read_constant(pteron_kernel_context* ctx, const fbx::Graph* root, const Blo
     v.constant = static_cast<const float*>(data);
   else
     v.constant = own_copy(g, v.dims, data, want);
+  return true;
+}
+
+// An F16 constant (upstream's float16 lowering): widened to the float32 the graph owns (exact).
+bool read_half_constant(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRegions& r,
+                        uint32_t ci, Value& v, Graph* g, std::string* err) {
+  const size_t count = numel(v.dims);
+  const void* data = nullptr;
+  if (!constant_bytes(ctx, root, r, ci, uint64_t(count) * 2, v.id, "constant", &data, err))
+    return false;
+  g->owned_constants.emplace_back(count);
+  float* out = g->owned_constants.back().data();
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, static_cast<const char*>(data) + 2 * i, 2);
+    out[i] = pteron::kern::half_bits_to_float(h);
+  }
+  v.constant = out;
   return true;
 }
 
@@ -547,11 +566,14 @@ bool read_value(pteron_kernel_context* ctx, const fbx::Graph* root, const BlobRe
   const fbx::Tensor* t = nullptr;
   if (fv && fv->kind_type() == fbx::ValueKind::Tensor) t = fv->kind_as_Tensor();
   if (!t) return fail(err, "value %u is not a tensor", i);
-  if (t->dtype() != fbx::DataType::F32)
+  if (t->dtype() != fbx::DataType::F32 && t->dtype() != fbx::DataType::F16)
     return fail(err, "value %u (id %u): datatype %s is %s", i, t->id(), dtype_name(t->dtype()),
                 kUnsupported);
   if (!read_tensor_fields(root, t, i, v, ids, err)) return false;
-  if (t->constant_index() != 0) return read_constant(ctx, root, r, t->constant_index(), v, g, err);
+  v.half = t->dtype() == fbx::DataType::F16;
+  if (t->constant_index() != 0)
+    return v.half ? read_half_constant(ctx, root, r, t->constant_index(), v, g, err)
+                  : read_constant(ctx, root, r, t->constant_index(), v, g, err);
   return true;
 }
 

@@ -71,6 +71,10 @@ struct Value {
   uint32_t external = kNoValue;     // index among the delegate's arguments
   bool graph_input = false;
   bool graph_output = false;
+  // A float16 (F16) value: float32 inside the delegate (constants converted at load, every
+  // node computing in float32), float16 only at the delegate's boundary: a graph input is
+  // widened into a float32 copy, a graph output rounded (to nearest even) from one.
+  bool half = false;
   Quant quant;  // of a non-constant quantized value (constants are dequantized)
   std::shared_ptr<const QConstant> qconstant;  // an int8 weight constant's integers, or null
 };
