@@ -60,3 +60,29 @@ def test_the_programs_use_upstreams_custom_operators(config, op):
     r = run([build_dir() / "pteron-run", "--list-operators", F / p["file"]], timeout=60)
     assert r.returncode == 0, r.stderr
     assert op in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512", "avx512vnni"])
+def test_8da4w_logits_at_every_isa_level(isa, threads, tmp_path):
+    """The 8da4w programs' linear layers run on the int4 GEMM (runtime/kernels/cpu/q4gemm.h),
+    one microkernel per level: each level, at 1 and 2 threads, gives upstream's logits."""
+    from isa_check import missing_for
+    if missing_for(isa):
+        pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
+    env = {k2: v for k2, v in os.environ.items() if k2 not in ("PTERON_ISA", "PTERON_NUM_THREADS")}
+    env.update(PTERON_NUM_THREADS=threads, PTERON_XNNPACK_DEBUG="1")
+    if isa != "avx512vnni":  # the widest level is the default; PTERON_ISA=avx512 turns VNNI off
+        env["PTERON_ISA"] = isa
+    for prog in MANIFEST["programs"]:
+        if "8da4w" not in prog["config"]:
+            continue
+        for k, c in enumerate(prog["cases"]):
+            out = tmp_path / f"{prog['name']}-{k}"
+            r = run([build_dir() / "pteron-run", F / prog["file"], "--input", F / c["tokens"],
+                     "--input", F / c["pos"], "--output-dir", out], timeout=120, env=env)
+            assert r.returncode == 0, r.stderr[-2000:]
+            assert f"4-bit weights, {isa}" in r.stderr, (isa, r.stderr[-3000:])
+            got, want = np.load(out / "output_0.npy"), np.load(F / c["logits"])
+            err = float(np.abs(got - want).max())
+            assert err <= 1e-5 * max(1.0, float(np.abs(want).max())), (prog["name"], k, isa, err)

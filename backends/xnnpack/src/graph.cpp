@@ -504,6 +504,11 @@ bool read_int4_groupwise_constant(pteron_kernel_context* ctx, const fbx::Graph* 
     out[i] = float(q) * scales[(i / k) * groups + (i % k) / size_t(gs)];
   }
   v.constant = out;
+  auto q4 = std::make_shared<Q4Constant>();
+  q4->n = int64_t(n), q4->k = int64_t(k), q4->group_size = gs;
+  q4->codes.assign(b, b + (count + 1) / 2);
+  q4->scales = std::move(scales);
+  v.q4constant = std::move(q4);
   return true;
 }
 

@@ -64,6 +64,16 @@ struct QConstant {
   std::vector<float> scales;  // one per index of dim 0 (per-tensor: repeated)
 };
 
+// A 4-bit groupwise weight constant's codes as the blob holds them (torchao's layout: [n, k]
+// row-major, two codes per byte, element 2t in the low nibble, code = weight + 8) and its scales
+// [n, k / group_size]: the int4 path of own_qlinear.cpp reads these, the float32 nodes the
+// dequantized constant.
+struct Q4Constant {
+  int64_t n = 0, k = 0, group_size = 0;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+};
+
 struct Value {
   uint32_t id = 0;                  // id as nodes refer to it
   Shape dims;                       // as declared in the blob (upper bounds if dynamic)
@@ -77,6 +87,7 @@ struct Value {
   bool half = false;
   Quant quant;  // of a non-constant quantized value (constants are dequantized)
   std::shared_ptr<const QConstant> qconstant;  // an int8 weight constant's integers, or null
+  std::shared_ptr<const Q4Constant> q4constant;  // a 4-bit groupwise weight's codes, or null
 };
 
 // One node, its parameters copied out of the flatbuffer.

@@ -59,7 +59,7 @@ struct FcState : NodeState {
   PackedWeights w;
   bool packed = false;  // at prepare (constant filter and bias)
   QLinearPtr q;         // the int8 path (own_qlinear.cpp), when the node has one
-  const char* int8_path() const override { return q ? qlinear_path() : nullptr; }
+  const char* int8_path() const override { return q ? qlinear_node_path(*q) : nullptr; }
   bool reads_codes(size_t i) const override { return q && i == 0 && qlinear_reads_codes(*q); }
   bool writes_codes() const override { return q && qlinear_writes_codes(*q); }
 };

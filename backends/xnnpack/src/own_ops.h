@@ -139,6 +139,9 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* q, std::string* 
 bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
                  const std::vector<float*>& ptr, std::string* err);
 const char* qlinear_path();
+// The path of one node's int8 kernel: qlinear_path(), or the int4 GEMM's level for a fully
+// connected node with 4-bit groupwise weights (q4gemm.h).
+const char* qlinear_node_path(const QLinear& q);
 // Whether the int8 FullyConnected / Conv2d path reads a per-tensor input as codes (a dynamic one
 // it quantizes itself) and writes a per-tensor output as codes.
 bool qlinear_reads_codes(const QLinear& q);

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -29,6 +30,7 @@
 
 #include "own_ops.h"
 #include "pteron/kernel.h"
+#include "q4gemm.h"
 #include "qgemm.h"
 
 namespace pteron {
@@ -36,6 +38,12 @@ namespace xnnpack {
 
 struct QLinear {
   pteron_opt::QPackedWeights w;
+  // A dynamically quantized fully connected layer with 4-bit groupwise weights (q4gemm.h):
+  // the weights stay 4-bit; rows are quantized into int8 here (xq, per-row scale and zero
+  // point), then one q4gemm.
+  std::unique_ptr<pteron_opt::Q4Weights> q4;
+  std::vector<int8_t> xq;
+  std::vector<int32_t> xzp;
   std::vector<float> wscale, bias;  // per output channel
   // a static input: its zero point offset times colsum(j), and its scale times wscale[j]
   // (kQGemmNr-padded)
@@ -65,6 +73,12 @@ struct QLinear {
 void QLinearDeleter::operator()(QLinear* q) const { delete q; }
 
 const char* qlinear_path() { return pteron_opt::qgemm_kernels().name; }
+const char* qlinear_node_path(const QLinear& q) {
+  if (!q.q4) return qlinear_path();
+  static const std::string path =
+      std::string("4-bit weights, ") + pteron_opt::q4gemm_kernels().name;
+  return path.c_str();
+}
 bool qlinear_reads_codes(const QLinear& q) { return !q.dynamic; }
 bool qlinear_writes_codes(const QLinear& q) { return q.out.kind == QuantKind::Tensor; }
 
@@ -91,14 +105,80 @@ void fill_code(int act_bytes, void* out, size_t count, float code) {
 
 }  // namespace
 
+// The int4 path: a fully connected node with 4-bit groupwise weights ([N, K], not transposed)
+// whose input a Convert quantizes per token, and a float32 output. Anything else keeps the
+// float32 path (the dequantized weights).
+bool prepare_q4linear(const Graph& g, const Node& n, QLinearPtr* out, std::string* err) {
+  const Value& x = g.values[n.inputs[0]];
+  const Q4Constant& c = *g.values[n.inputs[1]].q4constant;
+  if (n.op != Op::FullyConnected || n.qsource == kNoValue || x.quant.token_dims != 1 ||
+      (n.flags & 1u) || g.values[n.outputs[0]].quant.kind != QuantKind::None)
+    return true;
+  const float* bias = n.inputs.size() > 2 ? g.values[n.inputs[2]].constant : nullptr;
+  if (n.inputs.size() > 2 && (!bias || numel(g.values[n.inputs[2]].dims) != size_t(c.n)))
+    return true;
+  QLinearPtr q(new QLinear);
+  q->q4.reset(new pteron_opt::Q4Weights);
+  if (!q->q4->pack(c.n, c.k, c.group_size, c.codes.data(), c.scales.data()))
+    return true;  // a group size the kernels do not take: the float32 path
+  q->dynamic = true;
+  q->in = x.quant;
+  q->n = c.n, q->k = c.k;
+  q->bias.assign(size_t(q->n), 0.0f);
+  if (bias) std::copy(bias, bias + q->n, q->bias.begin());
+  (void)err;
+  *out = std::move(q);
+  return true;
+}
+
+bool run_q4linear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
+                  const std::vector<float*>& ptr, std::string* err) {
+  const size_t count = numel(shapes[n.inputs[0]]);
+  const int64_t m = int64_t(count / size_t(q.k));
+  if (m == 0) return true;
+  try {
+    q.xq.resize(count);
+    q.xzp.resize(size_t(m));
+    q.rscale.resize(size_t(m));
+  } catch (const std::bad_alloc&) {
+    *err = "node " + std::to_string(n.index) + ": out of memory for the int8 rows";
+    return false;
+  }
+  const float* src = ptr[n.qsource];
+  parallel(size_t(m), 16, [&](size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      const float* xr = src + r * size_t(q.k);
+      float s = 1, inv = 1, zp = 0;
+      token_qparams(xr, size_t(q.k), &s, &inv, &zp);
+      int8_t* dst = q.xq.data() + r * size_t(q.k);
+      // quantize_per_token: round(x / s + zp) (half to even), clamped; NaN gives -128
+      for (int64_t i = 0; i < q.k; ++i) {
+        float t = xr[i] * inv + zp;
+        t = t > -129.0f ? t : -129.0f;
+        t = t < 128.0f ? t : 128.0f;
+        t = std::nearbyint(t);
+        dst[i] = int8_t(t < -128.0f ? -128.0f : t > 127.0f ? 127.0f : t);
+      }
+      q.rscale[r] = s, q.xzp[r] = int32_t(zp);
+    }
+  });
+  if (!pteron_opt::q4gemm(m, q.xq.data(), q.k, q.xzp.data(), q.rscale.data(), *q.q4,
+                          q.bias.data(), ptr[n.outputs[0]], q.n, n.out_min, n.out_max)) {
+    *err = "node " + std::to_string(n.index) + ": out of memory for the int4 GEMM";
+    return false;
+  }
+  return true;
+}
+
 bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string* err) {
   out->reset();
   if (n.op != Op::FullyConnected && n.op != Op::Conv2d) return true;
   if (n.inputs.size() < 2 || n.outputs.size() != 1 || (n.flags & kOwnFlagEpilogue)) return true;
   const Value& x = g.values[n.inputs[0]];
   const Value& wv = g.values[n.inputs[1]];
-  if (!wv.qconstant) return true;
   const bool dynamic = x.quant.kind == QuantKind::Dynamic;
+  if (!wv.qconstant && wv.q4constant && dynamic) return prepare_q4linear(g, n, out, err);
+  if (!wv.qconstant) return true;
   if (dynamic && (n.op != Op::FullyConnected || n.qsource == kNoValue || x.quant.token_dims != 1))
     return true;
   if (!dynamic && x.quant.kind != QuantKind::Tensor) return true;
@@ -159,6 +239,7 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
 
 bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
                  const std::vector<float*>& ptr, std::string* err) {
+  if (q.q4) return run_q4linear(q, n, shapes, ptr, err);
   const pteron_opt::QGemmKernels& kt = pteron_opt::qgemm_kernels();
   const int ab = kt.act_bytes;
   const Shape& xs = shapes[n.inputs[0]];
