@@ -11,6 +11,8 @@ and metadata BOS 1, EOS 2):
                           llama::custom_quantized_sdpa)
     8da4w_xnnpack_extended  8da4w with --xnnpack-extended-ops: more of the graph in XNNPACK,
                           its reshapes over the dynamic sequence length
+    bf16_portable         bfloat16 weights and activations (-d bf16), no delegate: aten::linear
+                          and llama::custom_sdpa in bfloat16
 Models:
     tiny        dim 64, 2 layers, 4 heads over 2 KV heads, vocabulary 256, 32 positions: the
                 committed fixtures (models/fixtures/llama/, with upstream's logits per case)
@@ -49,6 +51,7 @@ CONFIGS = {
     "8da4w_qkv_xnnpack": ["-X", "-qmode", "8da4w", "--group_size", "32", "--quantize_kv_cache"],
     "8da4w_xnnpack_extended": ["-X", "-qmode", "8da4w", "--group_size", "32",
                                "--xnnpack-extended-ops"],
+    "bf16_portable": ["-d", "bf16"],
 }
 METADATA = {"get_bos_id": 1, "get_eos_ids": [2]}
 
@@ -82,9 +85,10 @@ def export(model: str, config: str, out: Path, work: Path, params: Path, ckpt: P
     pte = out / f"{model}_{config}.pte"
     cmd = [sys.executable, "-m", "executorch.examples.models.llama.export_llama",
            "--model", "llama3", "--params", str(params), "--checkpoint", str(ckpt),
-           "-kv", "--use_sdpa_with_kv_cache", "-d", "fp32",
+           "-kv", "--use_sdpa_with_kv_cache",
            "--max_seq_length", str(seq), "--max_context_length", str(seq),
-           "--metadata", json.dumps(METADATA), "--output_name", str(pte)] + CONFIGS[config]
+           "--metadata", json.dumps(METADATA), "--output_name", str(pte)] + \
+        (CONFIGS[config] if "-d" in CONFIGS[config] else ["-d", "fp32"] + CONFIGS[config])
     r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=3600)
     if r.returncode != 0 or not pte.exists():
         raise SystemExit(f"export_llama {config} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
@@ -98,7 +102,8 @@ def upstream_logits(pte: Path, tokens: np.ndarray, pos: int) -> np.ndarray:
     from executorch.kernels import quantized  # noqa: F401
 
     m = _load_for_executorch(str(pte))
-    return m.forward([torch.from_numpy(tokens), torch.tensor([pos], dtype=torch.int64)])[0].numpy()
+    out = m.forward([torch.from_numpy(tokens), torch.tensor([pos], dtype=torch.int64)])[0]
+    return out.float().numpy()  # a bfloat16 program's logits widened (exact)
 
 
 def upstream_generate(pte: Path, prompt, max_new: int, max_context: int, eos) -> tuple:
@@ -116,7 +121,7 @@ def upstream_generate(pte: Path, prompt, max_new: int, max_context: int, eos) ->
                         torch.tensor([0], dtype=torch.int64)])[0].reshape(-1)
     toks, steps = [], []
     while True:
-        steps.append(logits.numpy().copy())
+        steps.append(logits.float().numpy().copy())
         t = int(torch.argmax(logits))
         toks.append(t)
         seq.append(t)
@@ -196,6 +201,12 @@ def main():
             print(f"{name}: {entry['size_bytes']} bytes, {len(entry['cases'])} cases", flush=True)
     if not a.no_cases:
         write_tokenizer(a.out, vocab)
+        # the programs of the configurations not exported now stay as they were
+        old = a.out / "manifest.json"
+        if old.exists():
+            kept = [p for p in json.loads(old.read_text())["programs"]
+                    if p["config"] not in a.configs and p["model"] == a.model]
+            programs = kept + programs
         from importlib.metadata import version
         (a.out / "manifest.json").write_text(json.dumps(
             {"generator": "models/export_llm.py", "executorch": version("executorch"),

@@ -382,6 +382,32 @@ def program_with_values(tmp_path, name, values, n_outputs=0, n_inputs=0, edit=No
     return work / f"{name}.pte"  # the schema's file_extension
 
 
+# ---- XnnpackBackend's library side ------------------------------------------------
+
+def xnnpack_library_linked() -> bool:
+    """Whether the build's XnnpackBackend links an XNNPACK library (PTERON_XNNPACK_USE_LIBRARY
+    can then hand it nodes)."""
+    cfg = build_dir() / "backends" / "xnnpack" / "generated" / "xnn_config.h"
+    return cfg.exists() and "#define PTERON_XNN_LINKED 1" in cfg.read_text()
+
+
+def xnnpack_side_env(isa: str, side: str) -> dict:
+    """The environment of a child run at PTERON_ISA=isa on pteron's kernels (side "pteron") or
+    on the linked XNNPACK library (side "library", PTERON_XNNPACK_USE_LIBRARY=all); skips the
+    test where this CPU or build has neither."""
+    from isa_check import missing_for
+    if missing_for(isa):
+        pytest.skip(f"this CPU lacks {sorted(missing_for(isa))} for PTERON_ISA={isa}")
+    if side == "library" and not xnnpack_library_linked():
+        pytest.skip("this build links no XNNPACK library")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PTERON_ISA", "PTERON_XNNPACK_USE_LIBRARY", "PTERON_NUM_THREADS")}
+    env["PTERON_ISA"] = isa
+    if side == "library":
+        env["PTERON_XNNPACK_USE_LIBRARY"] = "all"
+    return env
+
+
 # ---- the Python module, staged ------------------------------------------------
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,11 @@ from conftest import REPO, run
 F = REPO / "models" / "fixtures" / "llama"
 MANIFEST = json.loads((F / "manifest.json").read_text())
 PROGRAMS = {p["name"]: p for p in MANIFEST["programs"]}
+# Exact token sequences: the float32 and 8da4w programs. The bfloat16 one rounds every
+# activation to bfloat16, where pteron and upstream sum in different orders and widths: its
+# greedy sequence may part from upstream's after a near tie, so only its first token and
+# first logits are compared (test_bfloat16_program_starts_like_upstream).
+EXACT = sorted(n for n, p in PROGRAMS.items() if p["config"] != "bf16_portable")
 
 
 def py(stage, code, timeout=180, args=()):
@@ -33,7 +38,7 @@ def ok(r):
     return r.stdout
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", EXACT)
 def test_greedy_generation_matches_upstreams_runtime(stage, name):
     code = r"""
 import json, sys, numpy as np
@@ -54,6 +59,25 @@ for k, g in enumerate(prog["generations"]):
     out = ok(py(stage, code, args=(F, name)))
     assert out.count("\n") == len(PROGRAMS[name]["generations"]), out
     assert "context_full" in out  # the longest prompt fills the context
+
+
+def test_bfloat16_program_starts_like_upstream(stage):
+    code = r"""
+import json, sys, numpy as np
+import pteron.llm
+F = sys.argv[1]
+prog = [p for p in json.load(open(F + "/manifest.json"))["programs"]
+        if p["config"] == "bf16_portable"][0]
+gen = pteron.llm.Generator(F + "/" + prog["file"])
+for g in prog["generations"]:
+    res = gen.generate(g["prompt"], 1, keep_logits=True)
+    want = np.load(F + "/" + g["logits"])[0]
+    err = float(np.abs(res.logits[0] - want).max())
+    assert err <= 3e-2 * max(1.0, float(np.abs(want).max())), err
+    assert res.tokens[0] == g["tokens"][0], (res.tokens, g["tokens"])
+print("ok")
+"""
+    assert ok(py(stage, code, args=(F,))).strip() == "ok"
 
 
 def test_metadata_limits_and_errors(stage):
@@ -162,7 +186,7 @@ def llm_exe(tmp_path_factory):
     return exe
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", EXACT)
 def test_cpp_header_generates_upstreams_tokens(llm_exe, name):
     p = PROGRAMS[name]
     for g in p["generations"]:

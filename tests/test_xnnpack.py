@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, REPO, assert_matches, build_dir, manifest
+from conftest import FIXTURES, REPO, assert_matches, build_dir, manifest, xnnpack_library_linked
 from isa_check import missing_for
 
 BUILD = build_dir()
@@ -170,11 +170,6 @@ def test_xnnpack_fixture_matches_eager_through_c_api(tmp_path, name):
                        fx["rtol"], fx["atol"], f"{name} output {i}")
 
 
-def _library_linked():
-    cfg = BUILD / "backends" / "xnnpack" / "generated" / "xnn_config.h"
-    return "#define PTERON_XNN_LINKED 1" in cfg.read_text()
-
-
 @pytest.mark.parametrize("side", ["default", "all"])
 @pytest.mark.parametrize("name", XNN_FIXTURES)
 def test_xnnpack_fixture_matches_eager_through_pteron_run(tmp_path, name, side):
@@ -182,7 +177,7 @@ def test_xnnpack_fixture_matches_eager_through_pteron_run(tmp_path, name, side):
     PTERON_XNNPACK_USE_LIBRARY=all the linked library takes what it can
     define, in the segments Debian 12's XNNPACK allows."""
     _require_backend()
-    if side == "all" and not _library_linked():
+    if side == "all" and not xnnpack_library_linked():
         pytest.skip("this build links no XNNPACK library")
     fx = _fixture(name)
     spec = fx["methods"]["forward"]

@@ -557,7 +557,8 @@ def _as_bytes(obj, what):
 class Method:
     """A loaded method. Call it with one array per input; it returns a list
     with one ``numpy.ndarray`` per tensor output (C-contiguous, a new array
-    per call that owns its memory: valid after later calls), a Python
+    per call that owns its memory: valid after later calls; a bfloat16 output
+    widened to float32, exactly, as numpy has no bfloat16), a Python
     int (exact int64), bool or float per scalar output and None per None
     output. An output of another kind (a string or a list value) raises
     NotSupportedError naming it.

@@ -427,6 +427,25 @@ nb::object call(Method& m, nb::tuple inputs, bool prepared) {
       }
       continue;
     }
+    if (v.dtype == PTERON_DTYPE_BFLOAT16) {
+      // numpy has no bfloat16: the output widened to float32 (exact), as pteron-run writes it
+      npy_intp dims[PTERON_MAX_DIM];
+      for (int32_t d = 0; d < v.dim; ++d) dims[d] = npy_intp(v.sizes[d]);
+      PyObject* arr = PyArray_SimpleNew(v.dim, dims, NPY_FLOAT32);
+      if (!arr) throw nb::python_error();
+      nb::object owned = nb::steal(arr);
+      PyArrayObject* o = reinterpret_cast<PyArrayObject*>(arr);
+      const size_t count = size_t(PyArray_SIZE(o));
+      std::vector<uint16_t> bits(count);
+      check(pteron_method_copy_output(m.m, i, bits.data(), count * 2));
+      float* dst = static_cast<float*>(PyArray_DATA(o));
+      for (size_t e = 0; e < count; ++e) {
+        const uint32_t u = uint32_t(bits[e]) << 16;
+        std::memcpy(dst + e, &u, 4);
+      }
+      out.append(owned);
+      continue;
+    }
     const int t = npy_type(v.dtype);
     if (t < 0)
       raise(PTERON_ERROR_NOT_SUPPORTED, "output " + std::to_string(i) + ": dtype " +

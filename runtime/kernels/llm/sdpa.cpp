@@ -275,9 +275,10 @@ bool float_dtype(int32_t d) {
   return d == PTERON_DTYPE_FLOAT32 || d == PTERON_DTYPE_FLOAT16 || d == PTERON_DTYPE_BFLOAT16;
 }
 
-// custom_sdpa's float path, from argument `first` (query) on; the caches at `kc`, `vc`.
-int32_t float_sdpa(const Args& a, pteron_tensor* q, pteron_tensor* kc, pteron_tensor* vc,
-                   int64_t start_pos, size_t opts, pteron_tensor* out) {
+// Checks custom_sdpa's float operands (query q, caches kc and vc, out) and reads its options
+// (arguments opts .. opts + 3) into *p. Writes nothing.
+int32_t float_problem(const Args& a, pteron_tensor* q, pteron_tensor* kc, pteron_tensor* vc,
+                      int64_t start_pos, size_t opts, pteron_tensor* out, Problem* p) {
   PTERON_CHECK_OK(rank4(a, q, "query"));
   PTERON_CHECK_OK(rank4(a, kc, "key cache"));
   PTERON_CHECK_OK(rank4(a, vc, "value cache"));
@@ -288,17 +289,21 @@ int32_t float_sdpa(const Args& a, pteron_tensor* q, pteron_tensor* kc, pteron_te
   PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, kc, "key cache", q->dtype));
   PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, vc, "value cache", q->dtype));
   PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, out, "out", q->dtype));
-  Problem p;
-  p.q.t = pteron_llm::view4(q);
-  p.k.t = pteron_llm::view4(kc);
-  p.v.t = pteron_llm::view4(vc);
-  p.start_pos = start_pos;
-  PTERON_CHECK_OK(read_options(a, opts, &p));
-  PTERON_CHECK_OK(check_problem(a, p));
-  PTERON_CHECK_OK(kern::reject_alias(a.ctx, a.op, "out", out, q));
+  p->q.t = pteron_llm::view4(q);
+  p->k.t = pteron_llm::view4(kc);
+  p->v.t = pteron_llm::view4(vc);
+  p->start_pos = start_pos;
+  PTERON_CHECK_OK(read_options(a, opts, p));
+  PTERON_CHECK_OK(check_problem(a, *p));
+  return kern::reject_alias(a.ctx, a.op, "out", out, q);
+}
+
+// out takes the query's shape (seq_at_dim_2: its layout), then the attention runs.
+int32_t resize_and_attend(const Args& a, Problem* p, const pteron_tensor* q, pteron_tensor* out,
+                          bool seq_at_dim_2 = false) {
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, q->sizes, q->dim));
-  p.out = pteron_llm::view4(out);
-  return attend(a, p);
+  p->out = pteron_llm::view4(out, seq_at_dim_2);
+  return attend(a, *p);
 }
 
 int32_t custom_sdpa(const Args& a) {
@@ -310,7 +315,9 @@ int32_t custom_sdpa(const Args& a) {
   PTERON_CHECK_OK(kern::tensor_arg(a, 2, "value", &v));
   PTERON_CHECK_OK(a.integer(3, "start_pos", &start_pos));
   PTERON_CHECK_OK(kern::tensor_arg(a, 8, "out", &out));
-  return float_sdpa(a, q, k, v, start_pos, 4, out);
+  Problem p;
+  PTERON_CHECK_OK(float_problem(a, q, k, v, start_pos, 4, out, &p));
+  return resize_and_attend(a, &p, q, out);
 }
 
 // Writes rows [start_pos, start_pos + S) of `cache` from `x` ([B, S, H, D], same dtype).
@@ -338,41 +345,25 @@ int32_t sdpa_with_kv_cache(const Args& a) {
   PTERON_CHECK_OK(a.integer(5, "start_pos", &start_pos));
   PTERON_CHECK_OK(a.integer(6, "seq_len", &seq_len));
   PTERON_CHECK_OK(kern::tensor_arg(a, 11, "out", &out));
-  PTERON_CHECK_OK(rank4(a, k, "key"));
-  PTERON_CHECK_OK(rank4(a, v, "value"));
-  PTERON_CHECK_OK(rank4(a, kc, "key_cache"));
-  PTERON_CHECK_OK(rank4(a, q, "query"));
-  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, k, "key", q->dtype));
-  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, v, "value", q->dtype));
-  const int64_t S = q->sizes[1];
-  for (const pteron_tensor* x : {k, v})
-    if (x->sizes[0] != kc->sizes[0] || x->sizes[1] != S || x->sizes[2] != kc->sizes[2] ||
-        x->sizes[3] != kc->sizes[3])
+  (void)seq_len;  // upstream passes it and uses the query's own length
+  // Everything is checked before the caches change: the attention's checks on the caches as
+  // they are (same shapes), and the new rows', then the rows are written and it runs.
+  Problem p;
+  PTERON_CHECK_OK(float_problem(a, q, kc, vc, start_pos, 7, out, &p));
+  for (const pteron_tensor* x : {k, v}) {
+    PTERON_CHECK_OK(rank4(a, x, x == k ? "key" : "value"));
+    PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, x, x == k ? "key" : "value", q->dtype));
+    if (x->sizes[0] != kc->sizes[0] || x->sizes[1] != q->sizes[1] ||
+        x->sizes[2] != kc->sizes[2] || x->sizes[3] != kc->sizes[3])
       return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH,
                   "%s: key and value must be [batch, seq_len, cache heads, head_dim] = "
                   "[%lld, %lld, %lld, %lld]", a.op, static_cast<long long>(kc->sizes[0]),
-                  static_cast<long long>(S), static_cast<long long>(kc->sizes[2]),
+                  static_cast<long long>(q->sizes[1]), static_cast<long long>(kc->sizes[2]),
                   static_cast<long long>(kc->sizes[3]));
-  // Everything is checked before the caches change: the attention's own checks run on the
-  // caches as they are (same shapes), then the new rows are written and it runs.
-  Problem p;
-  p.q.t = pteron_llm::view4(q);
-  p.k.t = pteron_llm::view4(kc);
-  p.v.t = pteron_llm::view4(vc);
-  p.start_pos = start_pos;
-  PTERON_CHECK_OK(rank4(a, vc, "value_cache"));
-  PTERON_CHECK_OK(read_options(a, 7, &p));
-  PTERON_CHECK_OK(check_problem(a, p));
-  if (!float_dtype(q->dtype))
-    return fail(a.ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
-                "%s: query has dtype %s (float32, float16 or bfloat16)", a.op,
-                kern::dtype_name(q->dtype));
-  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, kc, "key_cache", q->dtype));
-  PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, vc, "value_cache", q->dtype));
-  (void)seq_len;  // upstream passes it and uses the query's own length
+  }
   write_cache(k, kc, start_pos);
   write_cache(v, vc, start_pos);
-  return float_sdpa(a, q, kc, vc, start_pos, 7, out);
+  return resize_and_attend(a, &p, q, out);
 }
 
 int32_t quant_params(const Args& a, size_t i, const char* zp_name, const char* sc_name,
@@ -435,9 +426,7 @@ int32_t custom_quantized_sdpa(const Args& a) {
   p.start_pos = start_pos;
   PTERON_CHECK_OK(read_options(a, 4, &p));
   PTERON_CHECK_OK(check_problem(a, p));
-  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, q->sizes, q->dim));
-  p.out = pteron_llm::view4(out, seq2);
-  return attend(a, p);
+  return resize_and_attend(a, &p, q, out, seq2);
 }
 
 int32_t custom_sdpa_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // matmul.cpp - portable matrix products: aten::mm.out, aten::bmm.out,
-// aten::addmm.out.
+// aten::addmm.out, aten::linear.out (float types: kernels_optimized's float32 one wins where it
+// is loaded; here float64, float16 and bfloat16, which upstream's bf16 and fp16 LLM exports
+// keep as linear).
 //
 // All operands share one dtype (float32, float64, float16, bfloat16 or an
 // integer type), as PyTorch requires; float16 / bfloat16 accumulate in double
@@ -226,8 +228,98 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   return rc;
 }
 
+// Whether dims [0, d) of t collapse into one dim of stride *rs (dims of size 1 ignored).
+bool collapse_leading(const pteron_tensor* t, int32_t d, int64_t* rs) {
+  int64_t stride = 0;
+  bool first = true;
+  int64_t expect = 0;
+  for (int32_t i = d - 1; i >= 0; --i) {
+    if (t->sizes[i] == 1) continue;
+    if (first) {
+      stride = t->strides[i];
+      expect = stride * t->sizes[i];
+      first = false;
+    } else {
+      if (t->strides[i] != expect) return false;
+      expect *= t->sizes[i];
+    }
+  }
+  *rs = first ? 0 : stride;
+  return true;
+}
+
+// linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out):
+// out = input @ weight^T + bias; input [*, K], weight [N, K], bias [N] or one element,
+// out [*, N]; one floating dtype for all (float16 / bfloat16 accumulate in double and round
+// once, as mm). Leading dims of input and out that do not collapse into one stride are
+// refused (an exported program's linear input is dense).
+int32_t linear_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  static const char* op = "aten::linear.out";
+  Args a{ctx, args, n, op};
+  PTERON_CHECK_OK(a.arity(4));
+  pteron_tensor *input = nullptr, *weight = nullptr, *bias = nullptr, *out = nullptr;
+  PTERON_CHECK_OK(tensor_arg(a, 0, "input", &input));
+  PTERON_CHECK_OK(tensor_arg(a, 1, "weight", &weight));
+  PTERON_CHECK_OK(opt_tensor_arg(a, 2, "bias", &bias));
+  PTERON_CHECK_OK(tensor_arg(a, 3, "out", &out));
+  const int32_t dt = input->dtype;
+  if (dt != PTERON_DTYPE_FLOAT32 && dt != PTERON_DTYPE_FLOAT64 && dt != PTERON_DTYPE_FLOAT16 &&
+      dt != PTERON_DTYPE_BFLOAT16)
+    return unsupported_dtype(ctx, op, "input", dt);
+  PTERON_CHECK_OK(expect_dtype(ctx, op, weight, "weight", dt));
+  if (bias) PTERON_CHECK_OK(expect_dtype(ctx, op, bias, "bias", dt));
+  PTERON_CHECK_OK(expect_dtype(ctx, op, out, "out", dt));
+  if (input->dim < 1)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: 'input' must have rank >= 1", op);
+  if (weight->dim != 2)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: 'weight' must have rank 2, has %d", op,
+                static_cast<int>(weight->dim));
+  const int32_t od = input->dim;
+  const int64_t K = input->sizes[od - 1], N = weight->sizes[0];
+  if (weight->sizes[1] != K)
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH,
+                "%s: input has %lld features but weight expects %lld", op,
+                static_cast<long long>(K), static_cast<long long>(weight->sizes[1]));
+  if (bias && !(bias->dim <= 1 && (numel(bias) == N || numel(bias) == 1)))
+    return fail(ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: 'bias' must have %lld elements (or one)",
+                op, static_cast<long long>(N));
+  PTERON_CHECK_OK(reject_alias(ctx, op, "out", out, input, weight, bias));
+  int64_t shape[PTERON_MAX_DIM];
+  for (int32_t i = 0; i + 1 < od; ++i) shape[i] = input->sizes[i];
+  shape[od - 1] = N;
+  PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, od));
+  int64_t in_rs = 0, out_rs = 0;
+  if (!collapse_leading(input, od - 1, &in_rs) || !collapse_leading(out, od - 1, &out_rs))
+    return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
+                "%s: the leading dims of 'input' or 'out' do not collapse into one stride", op);
+  const int64_t M = numel(input) / (K ? K : 1);
+  int32_t rc = PTERON_OK;
+  dispatch_float_half(dt, [&](auto t) {
+    using C = decltype(t);
+    Gemm<C> g{};
+    g.n = K ? M : numel(out) / (N ? N : 1);
+    g.k = K;
+    g.m = N;
+    g.a = {static_cast<const C*>(input->data), in_rs, input->strides[od - 1]};
+    // B = weight^T: element (k, j) is weight(j, k)
+    g.b = {static_cast<const C*>(weight->data), weight->strides[1], weight->strides[0]};
+    g.out = {static_cast<C*>(out->data), out_rs, out->strides[od - 1]};
+    g.alpha = 1;
+    g.beta = 1;
+    g.use_bias = bias != nullptr;
+    if (bias) {
+      g.bias = static_cast<const C*>(bias->data);
+      g.bias_rs = 0;
+      g.bias_cs = (bias->dim == 1 && bias->sizes[0] == N && N > 1) ? bias->strides[0] : 0;
+    }
+    rc = run_gemm<C>(ctx, op, g, 1, 0, 0, 0);
+  });
+  return rc;
+}
+
 }  // namespace
 
 PTERON_REGISTER_KERNELS({"aten::mm", "out", nullptr, mm_out, PTERON_KERNEL_PRIORITY, 0},
                         {"aten::bmm", "out", nullptr, bmm_out, PTERON_KERNEL_PRIORITY, 0},
-                        {"aten::addmm", "out", nullptr, addmm_out, PTERON_KERNEL_PRIORITY, 0})
+                        {"aten::addmm", "out", nullptr, addmm_out, PTERON_KERNEL_PRIORITY, 0},
+                        {"aten::linear", "out", nullptr, linear_out, PTERON_KERNEL_PRIORITY, 0})
