@@ -118,14 +118,15 @@ bool q4gemm(int64_t m, const int8_t* x, int64_t ldx, const int32_t* xzp, const f
   j.a = &a;
   // Tiles of up to 16 rows (a multiple of the level's rows) x 4 panels (64 output channels),
   // the panels shrunk until there are at least 4 tiles per thread: a decoded token (m = 1)
-  // splits its output channels over the threads. A call that reads under 1 MiB of weights per
-  // 4 rows (a decoded token's 768 x 2048 layer: 0.8 MiB, some 40 us on one core) stays on the
-  // calling thread: waking a pool thread costs as much there (measured on a 2-vCPU VM, where
-  // such layers ran slower split in two).
+  // splits its output channels over the threads. A call that reads under 128 KiB of weights
+  // per 4 rows (some 8 us on one core) stays on the calling thread. Measured on a quiet 2-vCPU
+  // Zen 4 (stories110M 8da4w, one decoded token): 3.4 ms at 1 thread; 2.3 ms at 2 threads with
+  // every layer split (768 x 768 and up: 288 KiB and more); 3.5 ms when layers under 1 MiB
+  // stayed serial.
   const int64_t panels = w.panels();
   const int64_t bytes = panels * w.panel_bytes() * ((m + 3) / 4);
   const int64_t threads =
-      bytes < (int64_t(1) << 20) ? 1 : std::max<int64_t>(1, pteron_parallel_threads());
+      bytes < (int64_t(1) << 17) ? 1 : std::max<int64_t>(1, pteron_parallel_threads());
   j.mt = std::max<int64_t>(j.kt->mr, 16 / j.kt->mr * j.kt->mr);
   j.pt = std::min<int64_t>(panels, 4);
   const int64_t mtiles = (m + j.mt - 1) / j.mt;
