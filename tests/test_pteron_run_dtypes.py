@@ -111,3 +111,17 @@ def test_float32_file_for_a_float16_input_is_a_named_dtype_error(pteron_run, tmp
     r = run_mul(pteron_run, "f16_scalar", inp, tmp_path / "out")
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
     assert "float16" in r.stderr and "float32" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("batch,flag,count", [(4, "True", 12), (1, "False", 3)])
+def test_scalar_outputs_print_with_their_types(pteron_run, tmp_path, batch, flag, count):
+    """A program whose outputs are a Bool and an Int value (symbolic sizes;
+    models/export_scalar_outputs.py): pteron-run names each scalar's type."""
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((batch, 3), np.float32))
+    r = run([pteron_run, REPO / "models" / "fixtures" / "scalars" / "scalar_outputs.pte",
+             "--input", x], timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert f"output 1: bool {flag}" in lines, r.stdout
+    assert f"output 2: int {count}" in lines, r.stdout
