@@ -35,22 +35,37 @@ const Q4Kernels& q4gemm_kernels() {
 Q4Weights::~Q4Weights() {
   std::free(data_);
   std::free(scales_);
+  std::free(scales16_);
 }
 
 bool Q4Weights::pack(int64_t n, int64_t k, int64_t gs, const uint8_t* nibbles,
                      const float* scales) {
   if (n < 1 || k < 1 || gs < 8 || gs % 8 != 0 || k % gs != 0 || k % 2 != 0) return false;
   const int64_t panels = (n + kQ4Nr - 1) / kQ4Nr, groups = k / gs;
+  bool bf16 = true;  // every scale a bfloat16: its low 16 bits zero
+  for (int64_t i = 0; i < n * groups && bf16; ++i) {
+    uint32_t u;
+    std::memcpy(&u, scales + i, 4);
+    bf16 = (u & 0xFFFFu) == 0;
+  }
   std::free(data_);
   std::free(scales_);
+  std::free(scales16_);
+  scales_ = nullptr, scales16_ = nullptr;
   data_ = static_cast<uint8_t*>(std::calloc(size_t(panels * (k / 2) * kQ4Nr), 1));
-  scales_ = static_cast<float*>(std::calloc(size_t(panels * groups * kQ4Nr), sizeof(float)));
-  if (!data_ || !scales_) {
+  const size_t nsc = size_t(panels * groups * kQ4Nr);
+  if (bf16)
+    scales16_ = static_cast<uint16_t*>(std::calloc(nsc, sizeof(uint16_t)));
+  else
+    scales_ = static_cast<float*>(std::calloc(nsc, sizeof(float)));
+  if (!data_ || (!scales_ && !scales16_)) {
     std::free(data_);
     std::free(scales_);
-    data_ = nullptr, scales_ = nullptr;
+    std::free(scales16_);
+    data_ = nullptr, scales_ = nullptr, scales16_ = nullptr;
     return false;
   }
+  bf16_ = bf16;
   n_ = n, k_ = k, gs_ = gs;
   auto code = [&](int64_t j, int64_t t) -> uint8_t {  // weight (j, t)'s 4-bit code
     const uint8_t b = nibbles[(j * k + t) / 2];
@@ -60,7 +75,14 @@ bool Q4Weights::pack(int64_t n, int64_t k, int64_t gs, const uint8_t* nibbles,
     const int64_t p = j / kQ4Nr, c = j % kQ4Nr;
     uint8_t* panel = data_ + p * panel_bytes();
     for (int64_t g = 0; g < groups; ++g) {
-      scales_[(p * groups + g) * kQ4Nr + c] = scales[j * groups + g];
+      const float sv = scales[j * groups + g];
+      if (bf16) {
+        uint32_t u;
+        std::memcpy(&u, &sv, 4);
+        scales16_[(p * groups + g) * kQ4Nr + c] = uint16_t(u >> 16);
+      } else {
+        scales_[(p * groups + g) * kQ4Nr + c] = sv;
+      }
       for (int64_t b = 0; b < gs / 8; ++b) {
         uint8_t* block = panel + (g * (gs / 8) + b) * 64;
         for (int64_t t = 0; t < 4; ++t) {

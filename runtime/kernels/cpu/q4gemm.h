@@ -32,7 +32,10 @@ constexpr int64_t kQ4Nr = 16;  // output channels per packed panel
 // Packed 4-bit weights: per panel of 16 output channels and per group, gs / 8 blocks of 64
 // bytes; block b holds taps 8b..8b+3 of the group in its low nibbles and 8b+4..8b+7 in its high
 // ones, byte 4 * c + t for channel c and tap t (vpdpbusd's layout). Scales per panel and group,
-// 16 floats. Channels past n are zeros. Owns its memory; movable, not copyable.
+// 16 values: bfloat16 (their upper 16 bits) when every scale is one exactly (torchao's scales,
+// as upstream's lowering stores them: a decoded token then reads 32 bytes of scales per 256 of
+// weights instead of 64), else float32. Channels past n are zeros. Owns its memory; not
+// copyable.
 class Q4Weights {
  public:
   Q4Weights() = default;
@@ -49,12 +52,17 @@ class Q4Weights {
   int64_t panels() const { return (n_ + kQ4Nr - 1) / kQ4Nr; }
   const uint8_t* panel(int64_t p) const { return data_ + p * panel_bytes(); }
   int64_t panel_bytes() const { return k_ / 2 * kQ4Nr; }
+  bool scales_bf16() const { return bf16_; }
+  // Panel p's scales: float32 (scales_bf16() false) or bfloat16 bits, groups x 16.
   const float* scales(int64_t p) const { return scales_ + p * groups() * kQ4Nr; }
+  const uint16_t* scales16(int64_t p) const { return scales16_ + p * groups() * kQ4Nr; }
 
  private:
   int64_t n_ = 0, k_ = 0, gs_ = 0;
+  bool bf16_ = false;
   uint8_t* data_ = nullptr;
   float* scales_ = nullptr;
+  uint16_t* scales16_ = nullptr;
 };
 
 // One call's operands (see the top of this file). xcorr: per row and group,

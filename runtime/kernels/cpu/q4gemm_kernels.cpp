@@ -54,13 +54,22 @@ inline void store_row(const Q4Args& a, int64_t row, int64_t j0, int64_t nc, cons
 constexpr int64_t kMr = 4;
 const char* const kName = "avx512vnni";
 
-template <int MR>
+// 16 scales of a group: float32, or bfloat16 widened (exact)
+template <bool BF16>
+inline __m512 scales16(const Q4Weights& w, int64_t p, int64_t g) {
+  if (BF16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.scales16(p) + g * kQ4Nr));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  return _mm512_loadu_ps(w.scales(p) + g * kQ4Nr);
+}
+
+template <int MR, bool BF16>
 void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
   const Q4Weights& w = *a.w;
   const int64_t G = w.groups(), gs = w.group_size(), blocks = gs / 8;
   const __m512i mask = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi8(1);
   const uint8_t* wp = w.panel(p);
-  const float* sp = w.scales(p);
   const int8_t* xr[MR];
   __m512 accf[MR];
   for (int r = 0; r < MR; ++r) {
@@ -82,7 +91,7 @@ void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
         acc[r] = _mm512_dpbusd_epi32(acc[r], hi, _mm512_set1_epi32(load4(xr[r] + at + 4)));
       }
     }
-    const __m512 sc = _mm512_loadu_ps(sp + g * kQ4Nr);
+    const __m512 sc = scales16<BF16>(w, p, g);
     for (int r = 0; r < MR; ++r) {
       __m512i t = _mm512_sub_epi32(acc[r], _mm512_set1_epi32(a.xcorr[(i0 + r) * G + g]));
       t = _mm512_sub_epi32(t, _mm512_mullo_epi32(wsum, _mm512_set1_epi32(a.xzp[i0 + r])));
@@ -103,14 +112,24 @@ constexpr int64_t kMr = 2;
 const char* const kName = PTERON_Q4_STR_(PTERON_OPT_ISA);
 
 // One half panel (8 columns: bytes 32h .. 32h + 31 of each block).
-template <int MR>
+// 8 scales of a group (half h of the panel): float32, or bfloat16 widened (exact)
+template <bool BF16>
+inline __m256 scales8(const Q4Weights& w, int64_t p, int64_t g, int h) {
+  if (BF16) {
+    const __m128i b =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales16(p) + g * kQ4Nr + 8 * h));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+  }
+  return _mm256_loadu_ps(w.scales(p) + g * kQ4Nr + 8 * h);
+}
+
+template <int MR, bool BF16>
 void half_rows(const Q4Args& a, int64_t i0, int64_t p, int h, float (*out)[kQ4Nr]) {
   const Q4Weights& w = *a.w;
   const int64_t G = w.groups(), gs = w.group_size(), blocks = gs / 8;
   const __m256i mask = _mm256_set1_epi8(0x0F), ones8 = _mm256_set1_epi8(1);
   const __m256i ones16 = _mm256_set1_epi16(1);
   const uint8_t* wp = w.panel(p) + 32 * h;
-  const float* sp = w.scales(p) + 8 * h;
   const int8_t* xr[MR];
   __m256 accf[MR];
   for (int r = 0; r < MR; ++r) {
@@ -138,7 +157,7 @@ void half_rows(const Q4Args& a, int64_t i0, int64_t p, int h, float (*out)[kQ4Nr
         acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(s, ones16));
       }
     }
-    const __m256 sc = _mm256_loadu_ps(sp + g * kQ4Nr);
+    const __m256 sc = scales8<BF16>(w, p, g, h);
     for (int r = 0; r < MR; ++r) {
       __m256i t = _mm256_sub_epi32(acc[r], _mm256_set1_epi32(a.xcorr[(i0 + r) * G + g]));
       t = _mm256_sub_epi32(t, _mm256_mullo_epi32(wsum, _mm256_set1_epi32(a.xzp[i0 + r])));
@@ -148,11 +167,11 @@ void half_rows(const Q4Args& a, int64_t i0, int64_t p, int h, float (*out)[kQ4Nr
   for (int r = 0; r < MR; ++r) _mm256_storeu_ps(out[r] + 8 * h, accf[r]);
 }
 
-template <int MR>
+template <int MR, bool BF16>
 void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
   alignas(32) float tmp[MR][kQ4Nr];
-  half_rows<MR>(a, i0, p, 0, tmp);
-  half_rows<MR>(a, i0, p, 1, tmp);
+  half_rows<MR, BF16>(a, i0, p, 0, tmp);
+  half_rows<MR, BF16>(a, i0, p, 1, tmp);
   const int64_t j0 = p * kQ4Nr, nc = a.w->n() - j0 < kQ4Nr ? a.w->n() - j0 : kQ4Nr;
   for (int r = 0; r < MR; ++r) store_row(a, i0 + r, j0, nc, tmp[r]);
 }
@@ -162,7 +181,7 @@ void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
 constexpr int64_t kMr = 1;
 const char* const kName = PTERON_Q4_STR_(PTERON_OPT_ISA);
 
-template <int MR>
+template <int MR, bool BF16>
 void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
   const Q4Weights& w = *a.w;
   const int64_t G = w.groups(), gs = w.group_size(), blocks = gs / 8;
@@ -170,7 +189,6 @@ void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
     const int8_t* x = a.x + (i0 + r) * a.ldx;
     float acc[kQ4Nr] = {};
     const uint8_t* wp = w.panel(p);
-    const float* sp = w.scales(p);
     for (int64_t g = 0; g < G; ++g) {
       int32_t dot[kQ4Nr] = {}, usum[kQ4Nr] = {};
       for (int64_t b = 0; b < blocks; ++b, wp += 64) {
@@ -184,7 +202,14 @@ void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
       }
       for (int c = 0; c < kQ4Nr; ++c) {
         const int32_t d = dot[c] - a.xcorr[(i0 + r) * G + g] - a.xzp[i0 + r] * usum[c];
-        acc[c] += float(d) * sp[g * kQ4Nr + c];
+        float sc;
+        if (BF16) {
+          const uint32_t u = uint32_t(w.scales16(p)[g * kQ4Nr + c]) << 16;
+          std::memcpy(&sc, &u, 4);
+        } else {
+          sc = w.scales(p)[g * kQ4Nr + c];
+        }
+        acc[c] += float(d) * sc;
       }
     }
     const int64_t j0 = p * kQ4Nr, nc = w.n() - j0 < kQ4Nr ? w.n() - j0 : kQ4Nr;
@@ -194,13 +219,21 @@ void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
 
 #endif
 
-void ukernel(const Q4Args& a, int64_t i0, int64_t mr, int64_t p0, int64_t p1) {
+template <bool BF16>
+void rows_panels(const Q4Args& a, int64_t i0, int64_t mr, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {
     int64_t i = i0;
     const int64_t end = i0 + mr;
-    for (; i + kMr <= end; i += kMr) panel_rows<int(kMr)>(a, i, p);
-    for (; i < end; ++i) panel_rows<1>(a, i, p);
+    for (; i + kMr <= end; i += kMr) panel_rows<int(kMr), BF16>(a, i, p);
+    for (; i < end; ++i) panel_rows<1, BF16>(a, i, p);
   }
+}
+
+void ukernel(const Q4Args& a, int64_t i0, int64_t mr, int64_t p0, int64_t p1) {
+  if (a.w->scales_bf16())
+    rows_panels<true>(a, i0, mr, p0, p1);
+  else
+    rows_panels<false>(a, i0, mr, p0, p1);
 }
 
 const Q4Kernels kTable = {kName, kMr, ukernel};
