@@ -117,6 +117,40 @@ print("ok")
     assert ok(py(stage, code, args=(F / PROGRAMS["tiny_fp32_portable"]["file"],))).strip() == "ok"
 
 
+def test_bad_arguments_and_files_are_named_errors(stage, tmp_path):
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(b"{ not json at all")
+    binary = tmp_path / "random.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    code = r"""
+import sys, numpy as np
+import pteron, pteron.llm
+F, garbage, binary, mlp = sys.argv[1:5]
+gen = pteron.llm.Generator(F + "/tiny_fp32_portable.pte")
+def err(f, kind, *words):
+    try:
+        f()
+    except kind as e:
+        for w in words:
+            assert w in str(e), (w, str(e))
+        return
+    raise AssertionError(f"no {kind.__name__}")
+err(lambda: gen.generate([1, 5], 3, temperature=float("nan")), ValueError, "temperature")
+err(lambda: gen.generate([1, 5], 3, temperature=0.5, seed=-1), ValueError, "seed")
+err(lambda: gen.generate([1, 5], 1.5), ValueError, "max_new_tokens")
+err(lambda: gen.generate([1, 5.7], 3), TypeError, "5.7")
+err(lambda: gen.logits([1], 1000), pteron.InvalidArgumentError, "start position 1000", "32")
+err(lambda: gen.logits([1], -1), pteron.InvalidArgumentError, "start position -1")
+err(lambda: pteron.llm.load_tokenizer(garbage), ValueError, "tokenizer.json")
+err(lambda: pteron.llm.load_tokenizer(binary), ValueError, "not a tokenizer file")
+err(lambda: pteron.llm.Generator(mlp), pteron.InvalidProgramError, "int64")
+assert len(gen.generate([1, 5], 2).tokens) == 2  # still works after the errors
+print("ok")
+"""
+    r = py(stage, code, args=(F, garbage, binary, REPO / "models" / "fixtures" / "mlp.pte"))
+    assert ok(r).strip() == "ok"
+
+
 def test_sampler_follows_temperature_and_top_p(stage):
     code = r"""
 import numpy as np
@@ -197,6 +231,15 @@ def test_cpp_header_generates_upstreams_tokens(llm_exe, name):
         want = "context_full" if len(g["prompt"]) + len(g["tokens"]) == p["max_seq_len"] else \
             ("stop_token" if g["tokens"][-1] == 2 else "max_new_tokens")
         assert lines["stop"] == want, (name, r.stdout)
+
+
+def test_cpp_header_runs_the_bfloat16_program(llm_exe):
+    """bfloat16 logits widened to float32: the first greedy token is upstream's."""
+    p = next(p for p in MANIFEST["programs"] if p["config"] == "bf16_portable")
+    g = p["generations"][0]
+    r = run([llm_exe, F / p["file"], 1, *g["prompt"]], timeout=120)
+    lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
+    assert [int(t) for t in lines["tokens"].split()] == g["tokens"][:1], r.stdout + r.stderr
 
 
 def test_cpp_header_reads_metadata_and_names_errors(llm_exe):

@@ -12,8 +12,8 @@
 //
 // The program, as upstream's exporter writes it (read, not assumed):
 //  - method "forward": token ids int64 [1, S] and, with a KV cache, the start position int64
-//    [1]; it returns float32 logits [1, vocabulary] of the last position (or [1, S, vocabulary]:
-//    the last row is used).
+//    [1]; it returns logits [1, vocabulary] of the last position (or [1, S, vocabulary]: the
+//    last row is used), float32, or bfloat16 / float16 (widened to float32, exactly).
 //  - metadata methods without inputs: get_max_seq_len, get_max_context_len, get_vocab_size,
 //    use_kv_cache, enable_dynamic_shape, get_bos_id, get_eos_ids (or get_eos_id): one Int or
 //    Bool output each (get_eos_ids: one per id). Missing ones take upstream's runner's
@@ -26,15 +26,17 @@
 // It stops at a stop token (the program's EOS ids unless Options::stop_tokens is set), after
 // max_new_tokens (< 0: no limit) or when the context is full.
 // Errors: pteron::Error with PTERON_ERROR_INVALID_ARGUMENT for an empty prompt, one longer
-// than the program takes or a token outside the vocabulary (the message names the limit),
-// PTERON_ERROR_INVALID_PROGRAM for a forward of another shape; the runtime's own errors pass
-// through.
+// than the program takes, a token outside the vocabulary, a start position outside the
+// context (the message names the limit), a temperature that is not a number or a top_p
+// outside (0, 1]; PTERON_ERROR_INVALID_PROGRAM for a forward of another shape or dtype; the
+// runtime's own errors pass through.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -89,11 +91,17 @@ class Generator {
     };
     const size_t nin = forward_.input_count();
     const ValueInfo tok = nin > 0 ? forward_.input_info(0) : ValueInfo{};
-    if (nin < 1 || nin > 2 || tok.sizes.size() != 2)
+    bool shaped = nin >= 1 && nin <= 2 && tok.is_tensor() && tok.dtype == PTERON_DTYPE_INT64 &&
+                  tok.sizes.size() == 2;
+    if (shaped && nin == 2) {
+      const ValueInfo pos = forward_.input_info(1);
+      shaped = pos.is_tensor() && pos.dtype == PTERON_DTYPE_INT64 && pos.sizes.size() == 1;
+    }
+    if (!shaped)
       throw Error(PTERON_ERROR_INVALID_PROGRAM,
-                  "method '" + method + "' takes " + std::to_string(nin) +
-                      " input(s): an LLM program's forward takes token ids [1, S] and, with a KV "
-                      "cache, the start position [1]");
+                  "method '" + method + "' is not an LLM program's forward (it takes " +
+                      std::to_string(nin) + " input(s); expected token ids int64 [1, S] and, "
+                      "with a KV cache, the start position int64 [1])");
     std::vector<int64_t> v;
     use_kv_cache_ = read("use_kv_cache", &v) ? v[0] != 0 : nin == 2;
     if (use_kv_cache_ && nin != 2)
@@ -126,11 +134,28 @@ class Generator {
   // The logits (float32, vocabulary values) after `tokens` at positions start_pos...: one
   // forward call.
   std::vector<float> logits(const std::vector<int64_t>& tokens, int64_t start_pos) {
-    forward_.set_input(0, {1, static_cast<int64_t>(tokens.size())}, tokens);
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    if (use_kv_cache_ && (start_pos < 0 || start_pos > max_context_len_ - n))
+      throw Error(PTERON_ERROR_INVALID_ARGUMENT,
+                  "start position " + std::to_string(start_pos) + " with " + std::to_string(n) +
+                      " token(s) does not fit the program's " +
+                      std::to_string(max_context_len_) + " positions (get_max_context_len)");
+    forward_.set_input(0, {1, n}, tokens);
     if (use_kv_cache_) forward_.set_input(1, {1}, std::vector<int64_t>{start_pos});
     forward_.execute();
     const ValueInfo info = forward_.output_info(0);
-    std::vector<float> all = forward_.output<float>(0);
+    std::vector<float> all;
+    if (info.dtype == PTERON_DTYPE_BFLOAT16 || info.dtype == PTERON_DTYPE_FLOAT16) {
+      const std::vector<unsigned char> bytes = forward_.output_bytes(0);
+      all.resize(bytes.size() / 2);
+      for (size_t i = 0; i < all.size(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        all[i] = info.dtype == PTERON_DTYPE_BFLOAT16 ? bf16_to_float(h) : f16_to_float(h);
+      }
+    } else {
+      all = forward_.output<float>(0);
+    }
     const size_t v = info.sizes.empty() ? all.size() : static_cast<size_t>(info.sizes.back());
     return std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(v), all.end());
   }
@@ -139,6 +164,9 @@ class Generator {
     check_prompt(prompt);
     if (!(opt.top_p > 0.0f && opt.top_p <= 1.0f))
       throw Error(PTERON_ERROR_INVALID_ARGUMENT, "top_p must be in (0, 1]");
+    if (!std::isfinite(opt.temperature))
+      throw Error(PTERON_ERROR_INVALID_ARGUMENT,
+                  "temperature must be a finite number (0 or less: greedy)");
     const std::vector<int64_t>& stops = opt.use_stop_tokens ? opt.stop_tokens : eos_ids_;
     Result r;
     r.prompt_tokens = prompt.size();
@@ -179,6 +207,28 @@ class Generator {
   }
 
  private:
+  static float bf16_to_float(uint16_t h) {
+    const uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  static float f16_to_float(uint16_t h) {  // IEEE binary16, exact
+    const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0x1f) {
+      u = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+      u = sign | ((exp + 112u) << 23) | (man << 13);
+    } else {
+      const float f = std::ldexp(static_cast<float>(man), -24);
+      return (h & 0x8000u) ? -f : f;
+    }
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+
   void check_prompt(const std::vector<int64_t>& prompt) const {
     if (prompt.empty())
       throw Error(PTERON_ERROR_INVALID_ARGUMENT, "the prompt is empty: give at least one token");

@@ -72,9 +72,12 @@ def _generate(args) -> int:
     from pteron import llm
     if args.threads is not None:
         pteron.set_num_threads(args.threads)
-    if (args.prompt is None) == (args.prompt_tokens is None):
-        raise ValueError("give the prompt as text (--prompt, with --tokenizer) or as token ids "
-                         "(--prompt-tokens 1,2,3), not both")
+    if args.prompt is None and args.prompt_tokens is None:
+        raise ValueError("give a prompt: --prompt TEXT (with --tokenizer) or --prompt-tokens "
+                         "1,2,3")
+    if args.prompt is not None and args.prompt_tokens is not None:
+        raise ValueError("give the prompt as text (--prompt) or as token ids (--prompt-tokens), "
+                         "not both")
     gen = llm.Generator(args.model)
     tok = llm.load_tokenizer(args.tokenizer) if args.tokenizer else None
     if args.prompt is not None:
@@ -174,10 +177,15 @@ def main(argv=None) -> int:
     g.add_argument("--tokenizer", help="tokenizer.json, a SentencePiece or tiktoken model")
     g.add_argument("--prompt", help="the prompt text (needs --tokenizer)")
     g.add_argument("--prompt-tokens", help="the prompt as token ids: 1,2,3")
-    g.add_argument("--max-new-tokens", type=int)
-    g.add_argument("--temperature", type=float, default=0.0, help="0: greedy (the default)")
-    g.add_argument("--top-p", type=float, default=1.0)
-    g.add_argument("--seed", type=int)
+    g.add_argument("--max-new-tokens", type=int,
+                   help="most tokens to generate (default: until a stop token or the "
+                        "context's end)")
+    g.add_argument("--temperature", type=float, default=0.0,
+                   help="sampling temperature; 0 or less: greedy (the default)")
+    g.add_argument("--top-p", type=float, default=1.0,
+                   help="nucleus sampling: keep the most likely tokens up to this probability "
+                        "(0, 1]; default 1")
+    g.add_argument("--seed", type=int, help="the sampling seed (a non-negative integer)")
     g.add_argument("--no-bos", action="store_true", help="do not put the BOS id first")
     g.add_argument("--threads", type=int)
     sub.add_parser("info", help="components, ISA, threads, operator and backend counts")

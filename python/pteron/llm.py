@@ -5,7 +5,7 @@ the programs shaped like its output).
     import pteron.llm
     gen = pteron.llm.Generator("model.pte")
     tok = pteron.llm.load_tokenizer("tokenizer.json")       # optional: token ids work too
-    result = gen.generate(tok.encode("Once upon a time"), max_new_tokens=32,
+    result = gen.generate(gen.encode_prompt(tok, "Once upon a time"), max_new_tokens=32,
                           on_token=lambda t: print(tok.decode([t]), end=""))
     print(result.tokens, result.decode_tokens_per_second)
 
@@ -37,6 +37,8 @@ of this shape raises pteron.InvalidProgramError naming what it has.
 """
 from __future__ import annotations
 
+import math
+import operator
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +84,11 @@ class Sampler:
                  seed: Optional[int] = None):
         if not 0.0 < top_p <= 1.0:
             raise ValueError(f"top_p {top_p}: give a probability in (0, 1]")
+        if not math.isfinite(temperature):
+            raise ValueError(f"temperature {temperature}: give a finite number (0 or less: "
+                             "greedy)")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"seed {seed!r}: give a non-negative integer")
         self.temperature, self.top_p = float(temperature), float(top_p)
         self._rng = np.random.default_rng(seed)
 
@@ -124,10 +131,12 @@ class Generator:
                 self.metadata[name] = _scalar_or_list(out)
         self.forward = program.load_method(method)
         ins = self.forward.inputs
-        if not 1 <= len(ins) <= 2 or ins[0].kind != "tensor" or len(ins[0].shape) != 2:
+        i64 = np.dtype(np.int64)
+        if (not 1 <= len(ins) <= 2 or any(s.kind != "tensor" or s.dtype != i64 for s in ins)
+                or len(ins[0].shape) != 2 or (len(ins) == 2 and len(ins[1].shape) != 1)):
             raise _runtime.InvalidProgramError(
                 f"method {method!r} takes {self.forward!r}: an LLM program's forward takes "
-                "token ids [1, S] and, with a KV cache, the start position [1]")
+                "token ids int64 [1, S] and, with a KV cache, the start position int64 [1]")
         self.use_kv_cache = bool(self.metadata.get("use_kv_cache", len(ins) == 2))
         if self.use_kv_cache and len(ins) != 2:
             raise _runtime.InvalidProgramError(
@@ -149,7 +158,11 @@ class Generator:
     def logits(self, tokens: Sequence[int], start_pos: int) -> np.ndarray:
         """The logits (float32 [vocabulary]) after `tokens` placed at positions start_pos...:
         one forward call (the program's KV cache keeps what earlier calls wrote)."""
-        t = np.asarray(list(tokens), dtype=np.int64).reshape(1, -1)
+        t = np.asarray(_token_ids(tokens), dtype=np.int64).reshape(1, -1)
+        if self.use_kv_cache and not 0 <= start_pos <= self.max_context_len - t.shape[1]:
+            raise self._rt.InvalidArgumentError(
+                f"start position {start_pos} with {t.shape[1]} token(s) does not fit the "
+                f"program's {self.max_context_len} positions (get_max_context_len)")
         if self.use_kv_cache:
             out = self.forward(t, np.array([start_pos], dtype=np.int64))
         else:
@@ -184,10 +197,13 @@ class Generator:
         encode_prompt). max_new_tokens: None = until a stop token or the context's end.
         stop_tokens: None = the program's EOS ids. on_token(id) is called for each new token
         as it is chosen (streaming). keep_logits: keep each step's logits in the result."""
-        prompt = [int(t) for t in prompt]
+        prompt = _token_ids(prompt)
         self._check_prompt(prompt)
-        if max_new_tokens is not None and max_new_tokens < 0:
-            raise self._rt.InvalidArgumentError(f"max_new_tokens {max_new_tokens}: give >= 0")
+        if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or
+                                           not isinstance(max_new_tokens, int) or
+                                           max_new_tokens < 0):
+            raise self._rt.InvalidArgumentError(
+                f"max_new_tokens {max_new_tokens!r}: give an integer >= 0 (or None: no limit)")
         stops = self.eos_ids if stop_tokens is None else {int(t) for t in stop_tokens}
         sampler = Sampler(temperature, top_p, seed)
         res = GenerationResult(prompt=prompt, tokens=[], stop_reason="max_new_tokens")
@@ -237,6 +253,16 @@ class Generator:
         return ids
 
 
+def _token_ids(tokens) -> List[int]:
+    """Token ids as Python ints; a float or anything else that is not an integer is a
+    TypeError naming it (no silent truncation)."""
+    try:
+        return [operator.index(t) for t in tokens]
+    except TypeError:
+        bad = next(t for t in tokens if not hasattr(t, "__index__"))
+        raise TypeError(f"token id {bad!r} is not an integer") from None
+
+
 def _scalar_or_list(out):
     if len(out) == 1:
         v = out[0]
@@ -256,7 +282,10 @@ class _HF:
             from tokenizers import Tokenizer
         except ImportError as e:
             raise ImportError(f"{path} is a Hugging Face tokenizer: pip install tokenizers") from e
-        self._t = Tokenizer.from_file(str(path))
+        try:
+            self._t = Tokenizer.from_file(str(path))
+        except Exception as e:  # noqa: BLE001  (tokenizers raises a bare Exception)
+            raise ValueError(f"{path}: not a readable tokenizer.json ({e})") from None
 
     def encode(self, text: str) -> List[int]:
         return self._t.encode(text, add_special_tokens=False).ids
@@ -268,7 +297,10 @@ class _HF:
 class _SentencePiece:
     def __init__(self, path: Path):
         import sentencepiece
-        self._t = sentencepiece.SentencePieceProcessor(model_file=str(path))
+        try:
+            self._t = sentencepiece.SentencePieceProcessor(model_file=str(path))
+        except Exception as e:  # noqa: BLE001
+            raise ValueError(f"{path}: not a readable SentencePiece model ({e})") from None
 
     def encode(self, text: str) -> List[int]:
         return list(self._t.encode(text))
@@ -292,7 +324,10 @@ class _Tiktoken:
             from tiktoken.load import load_tiktoken_bpe
         except ImportError as e:
             raise ImportError(f"{path} is a tiktoken BPE file: pip install tiktoken") from e
-        ranks = load_tiktoken_bpe(str(path))
+        try:
+            ranks = load_tiktoken_bpe(str(path))
+        except Exception as e:  # noqa: BLE001
+            raise ValueError(f"{path}: not a readable tiktoken BPE file ({e})") from None
         n = len(ranks)
         names = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
                  "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>",
@@ -324,6 +359,11 @@ def load_tokenizer(path: Union[str, Path]):
     first = head.split(b"\n", 1)[0].split()
     if len(first) == 2 and first[1].isdigit():
         return _Tiktoken(p)
+    # A SentencePiece model is a protobuf message whose first field (the pieces) starts with
+    # the tag byte 0x0A.
+    if head[:1] != b"\n":
+        raise ValueError(f"{p}: not a tokenizer file (a tokenizer.json, a SentencePiece model or "
+                         "a tiktoken BPE file)")
     try:
         return _SentencePiece(p)
     except ImportError as e:
