@@ -329,6 +329,11 @@ void token_qparams(const float* x, size_t n, float* scale, float* inv, float* zp
   *zp = std::nearbyint(z);
 }
 
+void quantize_token(const float* x, size_t n, float inv, float zp, int8_t* q) {
+  for (size_t i = 0; i < n; ++i)
+    q[i] = int8_t(clamp_q(round_even(clamp_q(x[i] * inv + zp, -129.0f, 128.0f)), -128.0f, 127.0f));
+}
+
 void requantize(const Quant& q, float* x, const Shape& shape) {
   const size_t count = numel(shape);
   if (count == 0) return;

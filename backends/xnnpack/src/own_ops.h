@@ -175,6 +175,9 @@ inline int32_t code_offset(const Quant& q) { return q.zero_point + (q.qmin < 0 ?
 // fully connected node of a dynamically quantized input (own_qlinear.cpp), which quantizes the
 // same float input itself.
 void token_qparams(const float* x, size_t n, float* scale, float* inv, float* zp);
+// quantize_per_token's codes of n floats with token_qparams' inv and zp: round(x * inv + zp)
+// (half to even), clamped to [-128, 127]; NaN gives -128.
+void quantize_token(const float* x, size_t n, float inv, float zp, int8_t* q);
 
 // out[i] = min(max(out[i], lo), hi) for i < count, NaN kept (XNNPACK's
 // clamp of a NaN is not specified; pteron keeps PyTorch's NaN).

@@ -150,15 +150,7 @@ bool run_q4linear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       const float* xr = src + r * size_t(q.k);
       float s = 1, inv = 1, zp = 0;
       token_qparams(xr, size_t(q.k), &s, &inv, &zp);
-      int8_t* dst = q.xq.data() + r * size_t(q.k);
-      // quantize_per_token: round(x / s + zp) (half to even), clamped; NaN gives -128
-      for (int64_t i = 0; i < q.k; ++i) {
-        float t = xr[i] * inv + zp;
-        t = t > -129.0f ? t : -129.0f;
-        t = t < 128.0f ? t : 128.0f;
-        t = std::nearbyint(t);
-        dst[i] = int8_t(t < -128.0f ? -128.0f : t > 127.0f ? 127.0f : t);
-      }
+      quantize_token(xr, size_t(q.k), inv, zp, q.xq.data() + r * size_t(q.k));
       q.rscale[r] = s, q.xzp[r] = int32_t(zp);
     }
   });

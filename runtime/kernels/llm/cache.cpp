@@ -25,6 +25,7 @@
 #include <initializer_list>
 
 #include "llm_util.h"
+#include "strided_views.h"
 #include "tensor_checks.h"
 
 namespace {
@@ -126,27 +127,7 @@ int32_t fallback(const Args& a) {
   PTERON_CHECK_OK(kern::tensor_arg(a, 1, "output", &out));
   PTERON_CHECK_OK(kern::expect_dtype(a.ctx, a.op, out, "output", in->dtype));
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "output", out, in->sizes, in->dim));
-  const size_t es = kern::dtype_size(in->dtype);
-  if (kern::is_contiguous(in) && kern::is_contiguous(out)) {
-    std::memmove(out->data, in->data, static_cast<size_t>(kern::numel(in)) * es);
-    return PTERON_OK;
-  }
-  int64_t idx[PTERON_MAX_DIM] = {0};
-  const int64_t n = kern::numel(in);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t si = 0, so = 0;
-    for (int32_t d = 0; d < in->dim; ++d) {
-      si += idx[d] * in->strides[d];
-      so += idx[d] * out->strides[d];
-    }
-    std::memmove(static_cast<uint8_t*>(out->data) + so * es,
-                 static_cast<const uint8_t*>(in->data) + si * es, es);
-    for (int32_t d = in->dim - 1; d >= 0; --d) {
-      if (++idx[d] < in->sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return PTERON_OK;
+  return kern::copy_tensor(a, in, kern::view_of(in), out, /*accept_half=*/true);
 }
 
 int32_t update_cache_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {

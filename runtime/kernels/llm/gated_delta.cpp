@@ -153,7 +153,7 @@ int32_t gated_delta_rule(const Args& a) {
   auto* o_data = static_cast<float*>(out->data);
   auto* f_data = static_cast<float*>(fin->data);
   bool oom = false;
-  pteron_llm::parallel_for(0, B * H, [&](int64_t w0, int64_t w1) {
+  kern::parallel_for(0, B * H, 1, [&](int64_t w0, int64_t w1) {
     std::vector<float> buf;
     try {
       buf.resize(static_cast<size_t>(K * V + 2 * K + 2 * V + reps * (K + V)));

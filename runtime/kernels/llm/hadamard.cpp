@@ -71,7 +71,7 @@ int32_t hadamard(const Args& a) {
   const int64_t ls_in = mat->dim ? mat->strides[mat->dim - 1] : 1;
   const int64_t ls_out = out->dim ? out->strides[out->dim - 1] : 1;
   bool oom = false;
-  pteron_llm::parallel_for(0, rows, [&](int64_t r0, int64_t r1) {
+  kern::parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<double> wd;
     std::vector<float> wf;
     try {

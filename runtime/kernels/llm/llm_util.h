@@ -1,31 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // llm_util.h - helpers shared by kernels_llm's operator sources (private to the component,
-// compiled at the baseline ISA): the work split over the runtime's thread pool and strided
-// 4-D views read and written as float32 rows.
+// compiled at the baseline ISA): strided 4-D views read and written as float32 rows. (The work
+// split over the thread pool is kernel_util.h's parallel_for.)
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "dtype_convert.h"
 #include "kernel_util.h"
 
 namespace pteron_llm {
-
-// Calls f(b, e) over sub-ranges covering [begin, end) through pteron_parallel_for (serial
-// until a thread pool installs itself, or with one thread).
-template <typename F>
-void parallel_for(int64_t begin, int64_t end, F&& f) {
-  if (end <= begin) return;
-  if (end - begin == 1 || pteron_parallel_threads() <= 1) {
-    f(begin, end);
-    return;
-  }
-  using Fn = std::remove_reference_t<F>;
-  pteron_parallel_for(
-      begin, end, 1, [](void* user, int64_t b, int64_t e) { (*static_cast<Fn*>(user))(b, e); },
-      const_cast<void*>(static_cast<const void*>(&f)));
-}
 
 // A rank-4 tensor seen as [batch, sequence, heads, head_dim] (element strides in that order),
 // whatever the dim order the operator's layout gives it.

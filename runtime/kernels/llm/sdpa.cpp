@@ -115,7 +115,7 @@ int32_t attend(const Args& a, const Problem& p) {
     }
   }
   bool oom = false;
-  pteron_llm::parallel_for(0, B * Hkv * nqb, [&](int64_t t0, int64_t t1) {
+  kern::parallel_for(0, B * Hkv * nqb, 1, [&](int64_t t0, int64_t t1) {
     std::vector<float> buf;
     std::vector<int64_t> visible;
     try {

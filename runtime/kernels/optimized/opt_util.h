@@ -30,22 +30,7 @@ namespace pteron_opt {
 
 // ---- parallelism ------------------------------------------------------------
 
-// Calls f(b, e) over sub-ranges covering [begin, end) through the runtime's
-// pteron_parallel_for (serial until a thread pool installs itself). Runs f
-// inline when there is one thread or the range is within one grain.
-template <typename F>
-void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
-  if (end <= begin) return;
-  if (grain < 1) grain = 1;
-  if (end - begin <= grain || pteron_parallel_threads() <= 1) {
-    f(begin, end);
-    return;
-  }
-  using Fn = std::remove_reference_t<F>;
-  pteron_parallel_for(
-      begin, end, grain, [](void* user, int64_t b, int64_t e) { (*static_cast<Fn*>(user))(b, e); },
-      const_cast<void*>(static_cast<const void*>(&f)));
-}
+using pteron::kern::parallel_for;  // kernel_util.h
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -85,30 +70,7 @@ inline Operand transposed(Operand o) {
   return o;
 }
 
-// Collapses dims [d0, d1) of a tensor into one dim of `*size` elements with a
-// single element stride `*stride`, if the tensor's strides allow it (size-1
-// dims are ignored). False otherwise.
-inline bool collapse(const pteron_tensor* t, int32_t d0, int32_t d1, int64_t* size,
-                     int64_t* stride) {
-  int64_t n = 1, st = 1;
-  bool have = false;
-  for (int32_t i = d1 - 1; i >= d0; --i) {
-    const int64_t s = t->sizes[i];
-    if (s == 1) continue;
-    if (!have) {
-      st = t->strides[i];
-      have = true;
-    } else if (t->strides[i] != st * n) {
-      return false;
-    }
-    n *= s;
-  }
-  for (int32_t i = d0; i < d1; ++i)
-    if (t->sizes[i] == 0) n = 0;
-  *size = n;
-  *stride = have ? st : 1;
-  return true;
-}
+using pteron::kern::collapse;  // kernel_util.h
 
 // dst[...] = src[...] over an n-d index space with separate element strides.
 inline void copy_strided(const float* src, const int64_t* src_st, float* dst, const int64_t* dst_st,

@@ -228,26 +228,6 @@ int32_t addmm_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
   return rc;
 }
 
-// Whether dims [0, d) of t collapse into one dim of stride *rs (dims of size 1 ignored).
-bool collapse_leading(const pteron_tensor* t, int32_t d, int64_t* rs) {
-  int64_t stride = 0;
-  bool first = true;
-  int64_t expect = 0;
-  for (int32_t i = d - 1; i >= 0; --i) {
-    if (t->sizes[i] == 1) continue;
-    if (first) {
-      stride = t->strides[i];
-      expect = stride * t->sizes[i];
-      first = false;
-    } else {
-      if (t->strides[i] != expect) return false;
-      expect *= t->sizes[i];
-    }
-  }
-  *rs = first ? 0 : stride;
-  return true;
-}
-
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out):
 // out = input @ weight^T + bias; input [*, K], weight [N, K], bias [N] or one element,
 // out [*, N]; one floating dtype for all (float16 / bfloat16 accumulate in double and round
@@ -288,8 +268,8 @@ int32_t linear_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   for (int32_t i = 0; i + 1 < od; ++i) shape[i] = input->sizes[i];
   shape[od - 1] = N;
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, od));
-  int64_t in_rs = 0, out_rs = 0;
-  if (!collapse_leading(input, od - 1, &in_rs) || !collapse_leading(out, od - 1, &out_rs))
+  int64_t in_rows = 0, in_rs = 0, out_rows = 0, out_rs = 0;
+  if (!collapse(input, 0, od - 1, &in_rows, &in_rs) || !collapse(out, 0, od - 1, &out_rows, &out_rs))
     return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
                 "%s: the leading dims of 'input' or 'out' do not collapse into one stride", op);
   const int64_t M = numel(input) / (K ? K : 1);
