@@ -269,7 +269,8 @@ int32_t linear_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   shape[od - 1] = N;
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, od));
   int64_t in_rows = 0, in_rs = 0, out_rows = 0, out_rs = 0;
-  if (!collapse(input, 0, od - 1, &in_rows, &in_rs) || !collapse(out, 0, od - 1, &out_rows, &out_rs))
+  if (!collapse(input, 0, od - 1, &in_rows, &in_rs) ||
+      !collapse(out, 0, od - 1, &out_rows, &out_rs))
     return fail(ctx, PTERON_ERROR_NOT_SUPPORTED,
                 "%s: the leading dims of 'input' or 'out' do not collapse into one stride", op);
   const int64_t M = numel(input) / (K ? K : 1);
