@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Which functions of a disassembled library hold wide instructions: the
 check that an AVX (VEX) instruction appears only in a function of an AVX2 or
-AVX-512 object of pteron_cpu (namespace pteron_opt::isa_<level> or its Eigen,
+AVX-512 object of pteron_cpu (namespace pteron_cpu::isa_<level> or its Eigen,
 pteron_eigen_<level>) and an AVX-512 one (zmm or mask registers) only in the
 AVX-512 object. Used by tests/test_optimized.py (kernels_optimized) and
 tests/test_xnnpack_nhwc.py (backend_xnnpack)."""
@@ -31,8 +31,8 @@ def wide_instructions(objdump_text: str):
         evex = "%zmm" in insn or re.search(r"%k[0-7]\b", insn) is not None or mnem.startswith("k")
         if not (vex or evex):
             continue
-        in512 = "pteron_eigen_avx512" in fn or "pteron_opt::isa_avx512" in fn
-        in2 = "pteron_eigen_avx2" in fn or "pteron_opt::isa_avx2" in fn
+        in512 = "pteron_eigen_avx512" in fn or "pteron_cpu::isa_avx512" in fn
+        in2 = "pteron_eigen_avx2" in fn or "pteron_cpu::isa_avx2" in fn
         if in512:
             seen["avx512"] += evex
         elif in2 and not evex:
@@ -53,10 +53,10 @@ def cpu_flags() -> set:
     return set()
 
 
-# The CPU flags each PTERON_ISA level needs (runtime/kernels/cpu/dispatch.cpp).
+# The CPU flags each PTERON_ISA level needs (runtime/cpu/src/dispatch.cpp).
 ISA_NEEDS = {"baseline": set(), "avx2": {"avx2", "fma"},
              "avx512": {"avx512f", "avx512bw", "avx512dq", "avx512vl"}}
-# The int8 GEMM's widest level (runtime/kernels/cpu/qgemm.h): AVX-512 and AVX512-VNNI.
+# The int8 GEMM's widest level (runtime/cpu/include/pteron_cpu/qgemm.h): AVX-512 and AVX512-VNNI.
 ISA_NEEDS["avx512vnni"] = ISA_NEEDS["avx512"] | {"avx512_vnni"}
 
 

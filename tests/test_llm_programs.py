@@ -72,7 +72,7 @@ def test_the_programs_use_upstreams_custom_operators(config, op):
 @pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512", "avx512vnni"])
 def test_8da4w_logits_at_every_isa_level(isa, threads, tmp_path):
-    """The 8da4w programs' linear layers run on the int4 GEMM (runtime/kernels/cpu/q4gemm.h),
+    """The 8da4w programs' linear layers run on the int4 GEMM (runtime/cpu/include/pteron_cpu/q4gemm.h),
     one microkernel per level: each level, at 1 and 2 threads, gives upstream's logits."""
     from isa_check import missing_for
     if missing_for(isa):

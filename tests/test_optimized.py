@@ -356,7 +356,7 @@ def test_isa_objects_share_no_symbol(default_run):
         defined[level] = syms
         # Every global or weak symbol is the level's table getter or its own Eigen.
         for s in syms:
-            assert s.startswith(f"pteron_opt::isa_ops_{level}()") or f"pteron_eigen_{level}" in s, \
+            assert s.startswith(f"pteron_cpu::isa_ops_{level}()") or f"pteron_eigen_{level}" in s, \
                 f"{level} object defines a shareable symbol: {s}"
     levels = list(defined)
     for i, a in enumerate(levels):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """pteron's own kernels for the XNNPACK linear node types (backends/xnnpack/src/own_linear.cpp on
-the packed GEMM of runtime/kernels/cpu/gemm.h): FullyConnected, Conv2d, ConvTranspose2d and
+the packed GEMM of runtime/cpu/include/pteron_cpu/gemm.h): FullyConnected, Conv2d, ConvTranspose2d and
 BatchMatMul.
 
 Each small program of tests/xnnpack_nodes/linear.json (exported by export_linear.py, inputs and
@@ -86,13 +86,13 @@ def test_programs_stay_small():
 @pytest.fixture(scope="module")
 def gemm_check(tmp_path_factory):
     """tests/xnnpack_nodes/gemm_check.cpp built against the build's libpteron_cpu.a."""
-    lib = BUILD / "runtime" / "kernels" / "cpu" / "libpteron_cpu.a"
+    lib = BUILD / "runtime" / "cpu" / "libpteron_cpu.a"
     cxx = shutil.which("c++") or shutil.which("g++")
     if not lib.exists() or not cxx:
         pytest.skip(f"needs {lib} and a C++ compiler")
     exe = tmp_path_factory.mktemp("gemm") / "gemm_check"
     r = subprocess.run([cxx, "-std=c++17", "-O1", str(NODES / "gemm_check.cpp"),
-                        f"-I{REPO / 'runtime' / 'kernels' / 'cpu'}", f"-I{REPO / 'include'}",
+                        f"-I{REPO / 'runtime' / 'cpu' / 'include'}", f"-I{REPO / 'include'}",
                         str(lib), f"-L{BUILD}", "-lpteron", f"-Wl,-rpath,{BUILD}", "-o", str(exe)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """pteron's own kernels for the NHWC window and element-wise XNNPACK node types
-(backends/xnnpack/src/own_elementwise.cpp over runtime/kernels/cpu/nhwc.h):
+(backends/xnnpack/src/own_elementwise.cpp over runtime/cpu/include/pteron_cpu/nhwc.h):
 DepthwiseConv2d, AvgPool2d, MaxPool2d, GlobalAvgPool2d, ResizeBilinear2d,
 Softmax, the binary nodes and the unary nodes.
 
@@ -208,7 +208,7 @@ def test_unsupported_parameter_fails_at_load_naming_node_and_parameter(tmp_path)
 def test_wide_instructions_only_in_the_wide_kernel_objects():
     """Disassembles backend_xnnpack: an AVX (VEX) instruction may appear only
     in a function of an AVX2 or AVX-512 object of pteron_cpu (namespace
-    pteron_opt::isa_<level> or its Eigen, pteron_eigen_<level>), an AVX-512
+    pteron_cpu::isa_<level> or its Eigen, pteron_eigen_<level>), an AVX-512
     one only in the AVX-512 object: the drivers in nhwc.cpp and the
     delegate's code run on any x86-64-v2 CPU."""
     import shutil

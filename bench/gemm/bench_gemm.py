@@ -16,7 +16,7 @@ The two programs are exported on first use with /opt/pteron-dev/bin/python
   fc1024_xnnpack.pte, mlp1024_xnnpack.pte
                  one Linear(1024, 1024) and the MLP, lowered to XNNPACK (upstream
                  XnnpackPartitioner): the delegate's FullyConnected node, run by pteron's own
-                 packed GEMM (runtime/kernels/cpu/gemm.h, PTERON_XNNPACK_USE_LIBRARY=none) and
+                 packed GEMM (runtime/cpu/include/pteron_cpu/gemm.h, PTERON_XNNPACK_USE_LIBRARY=none) and
                  by the linked XNNPACK library, at 1 and 2 threads
 
 Each measurement runs in its own process (ctypes, tests/capi.py) with only

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gemm_shapes.cpp - a benchmark, not a test: runtime/kernels/cpu/gemm.h's gemm_packed on the
+// gemm_shapes.cpp - a benchmark, not a test: runtime/cpu/include/pteron_cpu/gemm.h's gemm_packed on the
 // zoo programs' GEMM shapes (the stem convolutions' im2col GEMM, 1x1 convolutions with few
 // pixels or few input channels, batch-1 fully connected), one thread (pteron_parallel_for
 // replaced by a serial loop), at the level PTERON_ISA selects. Prints per shape the thread's
 // CPU microseconds per call (CLOCK_THREAD_CPUTIME_ID, median of 7 batches) and GFLOP per
 // CPU-second (2 M N K per call), of the median batch and of the best one (less
 // sensitive to other processes sharing the core's caches). Build (bench/gemm/README.md):
-//   c++ -O2 -std=c++17 bench/gemm/gemm_shapes.cpp -Iruntime/kernels/cpu -Iinclude \
-//       build-dev/runtime/kernels/cpu/libpteron_cpu.a -o gemm_shapes
+//   c++ -O2 -std=c++17 bench/gemm/gemm_shapes.cpp -Iruntime/cpu/include -Iinclude \
+//       build-dev/runtime/cpu/libpteron_cpu.a -o gemm_shapes
 #include <time.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
-#include "gemm.h"
+#include "pteron_cpu/gemm.h"
 #include "pteron/kernel.h"
 
 extern "C" void pteron_parallel_for(int64_t begin, int64_t end, int64_t, pteron_range_fn fn,
@@ -84,11 +84,11 @@ int main() {
       {"resnet18 3x3 [1,56,56,64] x 64 (indirect)", 56, 56, 64, 64},
       {"resnet18 3x3 [1,14,14,256] x 256 (indirect)", 14, 14, 256, 256},
   };
-  std::printf("level %s\n", pteron_opt::gemm_kernels().name);
+  std::printf("level %s\n", pteron_cpu::gemm_kernels().name);
   for (const Shape& s : shapes) {
     std::vector<float> a(size_t(s.m * s.k), 0.5f), b(size_t(s.k * s.n), 0.25f), bias(size_t(s.n));
     std::vector<float> c(size_t(s.m * s.n));
-    pteron_opt::PackedWeights w;
+    pteron_cpu::PackedWeights w;
     w.pack(s.k, s.n, b.data(), s.k, true, bias.data());
     const double flop = 2.0 * double(s.m) * double(s.n) * double(s.k);
     const int reps = int(std::max<double>(1, 2e8 / flop));
@@ -96,7 +96,7 @@ int main() {
     for (int batch = 0; batch < 7; ++batch) {
       const double t0 = cpu_us();
       for (int r = 0; r < reps; ++r)
-        pteron_opt::gemm_packed(s.m, a.data(), s.k, w, c.data(), s.n, -1e30f, 1e30f);
+        pteron_cpu::gemm_packed(s.m, a.data(), s.k, w, c.data(), s.n, -1e30f, 1e30f);
       us.push_back((cpu_us() - t0) / reps);
     }
     std::sort(us.begin(), us.end());
@@ -115,7 +115,7 @@ int main() {
           const bool inside = iy >= 0 && iy < v.h && ix >= 0 && ix < v.w;
           rows[size_t((y * v.w + x) * 9 + t)] = inside ? &in[size_t((iy * v.w + ix) * v.c)] : zero.data();
         }
-    pteron_opt::PackedWeights w;
+    pteron_cpu::PackedWeights w;
     w.pack(k, v.n, b.data(), k, true, nullptr);
     const double flop = 2.0 * double(m) * double(v.n) * double(k);
     const int reps = int(std::max<double>(1, 2e8 / flop));
@@ -123,7 +123,7 @@ int main() {
     for (int batch = 0; batch < 7; ++batch) {
       const double t0 = cpu_us();
       for (int r = 0; r < reps; ++r)
-        pteron_opt::gemm_packed_indirect(m, 9, v.c, rows.data(), 0, w, c.data(), v.n, -1e30f, 1e30f);
+        pteron_cpu::gemm_packed_indirect(m, 9, v.c, rows.data(), 0, w, c.data(), v.n, -1e30f, 1e30f);
       us.push_back((cpu_us() - t0) / reps);
     }
     std::sort(us.begin(), us.end());

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gemm_check.cpp - runtime/kernels/cpu/gemm.h against a double-precision reference, built and
+// gemm_check.cpp - runtime/cpu/include/pteron_cpu/gemm.h against a double-precision reference, built and
 // run by tests/test_xnnpack_linear.py (test_packed_gemm_matches_a_reference_at_every_level)
 // against the build's libpteron_cpu.a, at the level PTERON_ISA selects.
 //
@@ -19,8 +19,8 @@
 #include <random>
 #include <vector>
 
-#include "gemm.h"
-#include "nhwc.h"
+#include "pteron_cpu/gemm.h"
+#include "pteron_cpu/nhwc.h"
 #include "pteron/kernel.h"
 
 extern "C" void pteron_parallel_for(int64_t begin, int64_t end, int64_t, pteron_range_fn fn,
@@ -51,7 +51,7 @@ int main() {
           for (float& x : bias) x = u(rng);
           const bool nan_row = k > 0 && m > 3;
           if (nan_row) a[size_t(3 * lda)] = std::nanf("");
-          pteron_opt::PackedWeights w;
+          pteron_cpu::PackedWeights w;
           if (!w.pack(k, n, b.data(), nk ? k : n, nk == 1, with_bias ? bias.data() : nullptr)) {
             std::printf("pack failed\n");
             return 1;
@@ -62,18 +62,18 @@ int main() {
           std::vector<float> scale(static_cast<size_t>(k)), shift(static_cast<size_t>(k));
           for (float& x : scale) x = u(rng) * 2.0f;
           for (float& x : shift) x = u(rng);
-          pteron_opt::GemmPre pre;
+          pteron_cpu::GemmPre pre;
           pre.scale = scale.data(), pre.shift = shift.data(), pre.lo = -0.3f, pre.hi = 0.9f;
           std::vector<float> res(size_t(m * ldr));
           for (float& x : res) x = u(rng);
-          pteron_opt::GemmAct act;
+          pteron_cpu::GemmAct act;
           if (with_res) {
             act.res = res.data(), act.ldr = ldr;
             if (res_clamp) act.res_lo = -0.2f, act.res_hi = 1.1f;
           }
           if (!with_pre) {
-            pteron_opt::gemm_packed(m, a.data(), lda, w, c.data(), ldc, lo, hi, act);
-          } else if (!pteron_opt::gemm_packed_pre(m, a.data(), lda, pre, w, c.data(), ldc, lo,
+            pteron_cpu::gemm_packed(m, a.data(), lda, w, c.data(), ldc, lo, hi, act);
+          } else if (!pteron_cpu::gemm_packed_pre(m, a.data(), lda, pre, w, c.data(), ldc, lo,
                                                   hi, act)) {
             std::printf("gemm_packed_pre: out of memory\n");
             return 1;
@@ -129,7 +129,7 @@ int main() {
             rows[e] = src.data() + (e * 131 + 7) % size_t(pool - seglen - 10);
           const int ldc = n + 1;
           std::vector<float> c(size_t(m * ldc), 7.0f);
-          pteron_opt::PackedWeights w;
+          pteron_cpu::PackedWeights w;
           if (!w.pack(k, n, b.data(), k, true, bias.data())) {
             std::printf("pack failed\n");
             return 1;
@@ -138,13 +138,13 @@ int main() {
           const bool with_res = icases % 4 < 2;
           std::vector<float> res(size_t(m * n));
           for (float& x : res) x = u(rng);
-          pteron_opt::GemmAct act;
+          pteron_cpu::GemmAct act;
           if (with_res) act.res = res.data(), act.ldr = n;
           if (icases % 2 == 0)  // the tile split of 3 "threads", or the calling thread only
-            pteron_opt::gemm_packed_indirect(m, segs, seglen, rows.data(), aoff, w, c.data(), ldc,
+            pteron_cpu::gemm_packed_indirect(m, segs, seglen, rows.data(), aoff, w, c.data(), ldc,
                                              lo, hi, act);
           else
-            pteron_opt::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), aoff, w, c.data(),
+            pteron_cpu::gemm_packed_indirect_serial(m, segs, seglen, rows.data(), aoff, w, c.data(),
                                                     ldc, lo, hi, act);
           ++icases;
           for (int i = 0; i < m; ++i)
@@ -172,7 +172,7 @@ int main() {
   // blocks and the 2- and 3-row interleave, dense and strided outputs; the slots between output
   // rows must stay untouched.
   int tcases = 0;
-  const auto transpose = pteron_opt::nhwc_ops().transpose;
+  const auto transpose = pteron_cpu::nhwc_ops().transpose;
   for (int rows : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33})
     for (int cols : {1, 3, 4, 5, 7, 8, 9, 31, 64, 65})
       for (int gap : {0, 3}) {
@@ -190,7 +190,7 @@ int main() {
                         out_rs, i, out[size_t(i)], want);
         }
       }
-  std::printf("%s: %d cases, %d indirect, %d transposes, %d bad\n", pteron_opt::gemm_kernels().name,
+  std::printf("%s: %d cases, %d indirect, %d transposes, %d bad\n", pteron_cpu::gemm_kernels().name,
               cases, icases, tcases, bad);
   return bad != 0;
 }

@@ -1151,7 +1151,7 @@ size_t fuse_channel_affine(Graph& g, const SidePolicy& policy) {
 // written by a Conv2d of one group with a bias (a ResNet or MobileNetV2 block's last
 // convolution) and read by nothing else, goes: the Conv2d reads the other value as a residual
 // (its fourth input, kOwnFlagResidual) and adds it to each output tile in the GEMM, clamped to
-// the Add's output range (Node::res_min / res_max; pteron_opt::GemmAct), writing the Add's
+// the Add's output range (Node::res_min / res_max; pteron_cpu::GemmAct), writing the Add's
 // output. One pass over the tensor less, and the convolution's output never leaves the cache
 // before the addition; the results are the unfused ones bit for bit (the same float32 Add).
 // The residual must be written before the Conv2d runs (by a node before it, or a graph input),
@@ -1205,14 +1205,14 @@ size_t fuse_residual_add(Graph& g, const SidePolicy& policy) {
 // constant filter) whose output only a DepthwiseConv2d reads (channel multiplier 1, dilation 1)
 // goes: the DepthwiseConv2d reads the Conv2d's input and computes the rows of the Conv2d's
 // output its window needs, each once per thread, into a ring of kernel_h rows
-// (kOwnFlagExpand, Node::exp_*; pteron_opt::expand_depthwise_conv2d). That is MobileNetV2's
+// (kOwnFlagExpand, Node::exp_*; pteron_cpu::expand_depthwise_conv2d). That is MobileNetV2's
 // expansion and the depthwise convolution after it: the expanded tensor, six times the
 // block's input, was written whole and read back (112 x 112 x 96 floats, 4.8 MB, in
 // MobileNetV2's second block; twice the L2 cache). Only where that tensor is at least
 // kExpandFuseMinBytes at the declared shapes: below, it stays in the cache between the two
 // nodes, and each thread's first rows, computed twice at a split, would cost more than the
 // pass saves. The results are the unfused ones bit for bit (each pixel through the GEMM
-// microkernel the unfused convolution gives it, pteron_opt::ExpandDepthwise; the same depthwise
+// microkernel the unfused convolution gives it, pteron_cpu::ExpandDepthwise; the same depthwise
 // row kernel). Float32 values only, where pteron's kernels run both node types;
 // PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of nodes removed.
 constexpr size_t kExpandFuseMinBytes = size_t(1) << 20;

@@ -3,7 +3,7 @@
 // node types (own_ops.h): depthwise convolution, max / average / global
 // average pooling, bilinear resize, softmax, the binary nodes (NumPy
 // broadcasting, PReLU) and the unary nodes. float32, NHWC for image tensors.
-// The loops are pteron_cpu's (runtime/kernels/cpu/nhwc.h: vectorised per ISA
+// The loops are pteron_cpu's (runtime/cpu/include/pteron_cpu/nhwc.h: vectorised per ISA
 // level, split over the thread pool); this file checks each node's
 // parameters once at method load (refusing, with the node and the parameter
 // named, what it does not handle), prepares what it can (the depthwise
@@ -19,14 +19,14 @@
 #include <vector>
 
 #include "graph.h"
-#include "nhwc.h"
+#include "pteron_cpu/nhwc.h"
 #include "own_ops.h"
 
 namespace pteron {
 namespace xnnpack {
 namespace {
 
-namespace cpu = ::pteron_opt;
+namespace cpu = ::pteron_cpu;
 
 constexpr uint32_t kFlagKeepDims = 0x40;     // XNN_FLAG_KEEP_DIMS (pooling)
 constexpr uint32_t kFlagAlignCorners = 0x8;  // XNN_FLAG_ALIGN_CORNERS (resize)

@@ -2,7 +2,7 @@
 // own_linear.cpp - pteron's kernels for the linear node types (own_ops.h): fully connected,
 // dense convolution, transposed convolution and batch matrix multiply, on the packed-weight
 // GEMM of pteron_cpu
-// (runtime/kernels/cpu/gemm.h). float32, NHWC for image tensors. Every kernel applies the
+// (runtime/cpu/include/pteron_cpu/gemm.h). float32, NHWC for image tensors. Every kernel applies the
 // node's output range inside the GEMM (fused clamp, NaN kept).
 //
 // Parameter meaning (graph.cpp parse, backend.cpp define_node, XNNPACK's xnnpack.h):
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm.h"
+#include "pteron_cpu/gemm.h"
 #include "graph.h"
 #include "own_ops.h"
 #include "pteron/kernel.h"
@@ -38,7 +38,7 @@ namespace pteron {
 namespace xnnpack {
 namespace {
 
-using pteron_opt::PackedWeights;
+using pteron_cpu::PackedWeights;
 
 std::string node_name(const Node& n) {
   return "node " + std::to_string(n.index) + " (" + op_name(n.op) + ")";
@@ -116,7 +116,7 @@ bool run_fc(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     return out_of_memory(n, err);
   int64_t m = 1;
   for (size_t d = 0; d + 1 < xs.size(); ++d) m *= int64_t(xs[d]);
-  pteron_opt::gemm_packed(m, ptr[n.inputs[0]], k, s.w, ptr[n.outputs[0]], oc, n.out_min, n.out_max,
+  pteron_cpu::gemm_packed(m, ptr[n.inputs[0]], k, s.w, ptr[n.outputs[0]], oc, n.out_min, n.out_max,
                           fused_activation(n));
   return true;
 }
@@ -152,7 +152,7 @@ struct ConvState : NodeState {
   // kOwnFlagPrologue: the per-channel map of the input (own copies of Node::pre_scale and
   // pre_shift, cin floats each; zeros for no shift).
   std::vector<float> pre_scale, pre_shift;
-  pteron_opt::GemmPre pre;
+  pteron_cpu::GemmPre pre;
   std::vector<float> zeros;      // max(kw, groups) * cin_g zeros
   struct Edge {
     int64_t pad;   // offset in pad (floats)
@@ -312,7 +312,7 @@ struct ConvTasks {
   float* out;
   int64_t oc;  // the output's row stride (its channels, or a concatenation's)
   float lo, hi;
-  pteron_opt::GemmAct act;
+  pteron_cpu::GemmAct act;
 };
 
 // Items [begin, end): output pixels [task * rows_per_task, ...) (task = item / gsplit): their
@@ -329,10 +329,10 @@ void conv_tasks(void* user, int64_t begin, int64_t end) {
     const int64_t g0 = t.gsplit == 1 ? 0 : item % t.gsplit;
     const int64_t g1 = t.gsplit == 1 ? p.groups : g0 + 1;
     if (t.gsplit == 1) refresh_edges(s, p, t.g.x, t.g.w, t.g.c, r0, r1);  // groups > 1: none
-    pteron_opt::GemmAct act = t.act;  // a residual (one group only) from the task's first row
+    pteron_cpu::GemmAct act = t.act;  // a residual (one group only) from the task's first row
     if (act.res) act.res += r0 * act.ldr;
     for (int64_t gi = g0; gi < g1; ++gi)
-      pteron_opt::gemm_packed_indirect_serial(r1 - r0, segs, seglen, s.ind.data() + r0 * segs,
+      pteron_cpu::gemm_packed_indirect_serial(r1 - r0, segs, seglen, s.ind.data() + r0 * segs,
                                               gi * p.cin_g, s.w[size_t(gi)],
                                               t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi,
                                               act);
@@ -361,7 +361,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   }
   const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
                       oh == h && ow == w;
-  pteron_opt::GemmAct act = fused_activation(n);
+  pteron_cpu::GemmAct act = fused_activation(n);
   // A residual that broadcasts into the output in this call (a dynamic program whose two
   // inputs' sizes differ at run time) is added after the GEMM, as the Add node would.
   const float* late_res = nullptr;
@@ -387,14 +387,14 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     plain.inputs.resize(3);
     if (!run_conv(plain, state, shapes, ptr, err)) return false;
     const Shape& rs = shapes[n.inputs[3]];
-    int64_t o[pteron_opt::kMaxRank], b[pteron_opt::kMaxRank];
-    if (os.size() > size_t(pteron_opt::kMaxRank)) {  // graph.cpp keeps ranks within it
+    int64_t o[pteron_cpu::kMaxRank], b[pteron_cpu::kMaxRank];
+    if (os.size() > size_t(pteron_cpu::kMaxRank)) {  // graph.cpp keeps ranks within it
       *err = node_name(n) + ": output of rank " + std::to_string(os.size()) + " (at most " +
-             std::to_string(pteron_opt::kMaxRank) + ")";
+             std::to_string(pteron_cpu::kMaxRank) + ")";
       return false;
     }
     for (size_t i = 0; i < os.size(); ++i) o[i] = int64_t(os[i]), b[i] = int64_t(rs[i]);
-    pteron_opt::binary_broadcast(pteron_opt::NBinary::Add, out, o, int(os.size()), late_res, b,
+    pteron_cpu::binary_broadcast(pteron_cpu::NBinary::Add, out, o, int(os.size()), late_res, b,
                                  int(rs.size()), out, o, int(os.size()), n.res_min, n.res_max);
     return true;
   }
@@ -403,7 +403,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
       *err = node_name(n) + ": a fused per-channel map needs a 1x1 convolution of one group";
       return false;
     }
-    if (!pteron_opt::gemm_packed_pre(m, x, c, s.pre, s.w[0], out, ldc, n.out_min, n.out_max,
+    if (!pteron_cpu::gemm_packed_pre(m, x, c, s.pre, s.w[0], out, ldc, n.out_min, n.out_max,
                                      act)) {
       *err = node_name(n) + ": out of memory for the rows of its mapped input";
       return false;
@@ -412,7 +412,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   }
   if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
     for (int64_t gi = 0; gi < p.groups; ++gi)
-      pteron_opt::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, ldc,
+      pteron_cpu::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, ldc,
                               n.out_min, n.out_max, act);
     return true;
   }
@@ -425,7 +425,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
   // groups (then an item per task and group). Otherwise (one group, few output pixels: the late
   // layers of a CNN) the edges first, then a GEMM that splits N too.
   const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
-  const int64_t rows_per_task = 8 * pteron_opt::gemm_kernels().mr;
+  const int64_t rows_per_task = 8 * pteron_cpu::gemm_kernels().mr;
   const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
   if (p.groups > 1 || threads == 1 || tasks >= 4 * threads) {
     ConvTasks t{
@@ -435,7 +435,7 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     return true;
   }
   refresh_edges(s, p, x, w, c, 0, m);
-  pteron_opt::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
+  pteron_cpu::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
                                    ldc, n.out_min, n.out_max, act);
   return true;
 }
@@ -545,7 +545,7 @@ bool run_deconv(const Node& n, NodeState* state, const std::vector<Shape>& shape
   }
   const float* x = ptr[n.inputs[0]];
   for (int64_t gi = 0; gi < p.groups; ++gi)
-    pteron_opt::gemm_packed(
+    pteron_cpu::gemm_packed(
         m, x + gi * p.cin_g, c, s.w[size_t(gi)], s.cols.data() + gi * taps * p.cout_g, per_pixel,
         -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity());
   Scatter sc{&p, s.cols.data(), s.bias.data(), ptr[n.outputs[0]], h, w, oh, ow,
@@ -582,7 +582,7 @@ void bmm_batches(void* user, int64_t begin, int64_t end) {
       j.oom = true;
       return;
     }
-    pteron_opt::gemm_packed_serial(j.m, j.a + (j.abatch == 1 ? 0 : bi) * j.m * j.k, j.k, w,
+    pteron_cpu::gemm_packed_serial(j.m, j.a + (j.abatch == 1 ? 0 : bi) * j.m * j.k, j.k, w,
                                    j.c + bi * j.m * j.nn, j.nn, j.lo, j.hi);
   }
 }
@@ -595,7 +595,7 @@ void bmm_rows(void* user, int64_t begin, int64_t end) {
     const int64_t bi = t / j.chunks, r0 = (t % j.chunks) * j.chunk_rows;
     const int64_t rows = std::min(j.m - r0, j.chunk_rows);
     if (rows <= 0) continue;
-    pteron_opt::gemm_packed_serial(rows, j.a + (j.abatch == 1 ? 0 : bi) * j.m * j.k + r0 * j.k, j.k,
+    pteron_cpu::gemm_packed_serial(rows, j.a + (j.abatch == 1 ? 0 : bi) * j.m * j.k + r0 * j.k, j.k,
                                    j.w[j.bbatch == 1 ? 0 : bi], j.c + (bi * j.m + r0) * j.nn, j.nn,
                                    j.lo, j.hi);
   }
@@ -638,7 +638,7 @@ bool run_bmm(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     for (int64_t bi = 0; bi < packs && !j.oom; ++bi)
       if (!s.w[size_t(bi)].pack(k, nn, j.b + bi * k * nn, tb ? k : nn, tb, nullptr)) j.oom = true;
     if (!j.oom) {
-      const int64_t mr = pteron_opt::gemm_rows_per_block();
+      const int64_t mr = pteron_cpu::gemm_rows_per_block();
       const int64_t blocks = (m + mr - 1) / mr;
       const int64_t want = std::min(blocks, (8 * threads + batch - 1) / batch);
       j.chunk_rows = ((blocks + want - 1) / want) * mr;

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "graph.h"
-#include "nhwc.h"
+#include "pteron_cpu/nhwc.h"
 #include "own_ops.h"
-#include "qgemm.h"
+#include "pteron_cpu/qgemm.h"
 
 namespace pteron {
 namespace xnnpack {
@@ -149,7 +149,7 @@ void transpose(const float* in, const Shape& shape, const std::vector<size_t>& p
   const size_t a_tiles = (na + ta - 1) / ta, tb = std::min(nb, kBlockB);
   const size_t b_tiles = (nb + tb - 1) / tb;
   const size_t items = outer * a_tiles * b_tiles;
-  const auto t = pteron_opt::nhwc_ops().transpose;
+  const auto t = pteron_cpu::nhwc_ops().transpose;
   parallel(items, grain_for(ta * tb * sizeof(float)), [&](size_t begin, size_t end) {
     for (size_t it = begin; it < end; ++it) {
       const size_t bt = it % b_tiles;
@@ -316,7 +316,7 @@ inline float clamp_q(float v, float lo, float hi) {
 // them (kernels_quantized, quantize.cpp), into scale, 1 / scale and zero point.
 void token_qparams(const float* x, size_t n, float* scale, float* inv, float* zp) {
   float mn = 0, mx = 0;
-  pteron_opt::qgemm_kernels().minmax(x, int64_t(n), &mn, &mx);  // NaN when one is NaN
+  pteron_cpu::qgemm_kernels().minmax(x, int64_t(n), &mn, &mx);  // NaN when one is NaN
   const float lo = std::isnan(mn) ? mn : (mn < 0 ? mn : 0.0f);
   const float hi = std::isnan(mx) ? mx : (mx > 0 ? mx : 0.0f);
   float s = (hi - lo) / 255.0f;
@@ -340,7 +340,7 @@ void requantize(const Quant& q, float* x, const Shape& shape) {
   if (q.kind == QuantKind::Tensor) {
     const float inv = static_cast<float>(1.0 / double(q.scale));
     const float lo = float(q.qmin - q.zero_point), hi = float(q.qmax - q.zero_point);
-    const auto requant = pteron_opt::qgemm_kernels().requant;
+    const auto requant = pteron_cpu::qgemm_kernels().requant;
     parallel(count, grain_for(sizeof(float)) * 4, [&](size_t b, size_t e) {
       requant(x + b, int64_t(e - b), inv, lo, hi, q.scale);
     });
@@ -401,13 +401,13 @@ const OwnKernel* own_kernel(const Node& n, std::string* why) {
   return elementwise_kernel(n, why);
 }
 
-pteron_opt::GemmAct fused_activation(const Node& n) {
-  pteron_opt::GemmAct a;
+pteron_cpu::GemmAct fused_activation(const Node& n) {
+  pteron_cpu::GemmAct a;
   if (!(n.flags & kOwnFlagEpilogue)) return a;
   a.on = true;
-  a.op = n.p[15] == kOwnActSigmoid ? pteron_opt::NUnary::Sigmoid
-         : n.p[15] == kOwnActSilu  ? pteron_opt::NUnary::Silu
-                                   : pteron_opt::NUnary::Hardswish;
+  a.op = n.p[15] == kOwnActSigmoid ? pteron_cpu::NUnary::Sigmoid
+         : n.p[15] == kOwnActSilu  ? pteron_cpu::NUnary::Silu
+                                   : pteron_cpu::NUnary::Hardswish;
   return a;
 }
 

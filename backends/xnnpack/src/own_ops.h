@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "gemm.h"  // GemmAct
+#include "pteron_cpu/gemm.h"  // GemmAct
 #include "graph.h"
 
 namespace pteron {
@@ -87,7 +87,7 @@ constexpr uint32_t kOwnFlagFlattened = 0x20000000u;
 // Another, on a 1x1 Conv2d (stride 1, no padding, one group): the node reads the input of a 1x1
 // DepthwiseConv2d it absorbed and maps it per channel as that node did, x * scale + shift
 // clamped to its output range (Node::pre_*; backend.cpp, fuse_channel_affine), tile by tile
-// inside the GEMM (pteron_opt::gemm_packed_pre).
+// inside the GEMM (pteron_cpu::gemm_packed_pre).
 constexpr uint32_t kOwnFlagPrologue = 0x10000000u;
 // Another, on a Conv2d of one group with a bias: a fourth input, of the output's shape, is added to
 // the output tile by tile inside the GEMM, then clamped to [Node::res_min, res_max]
@@ -97,7 +97,7 @@ constexpr uint32_t kOwnFlagPrologue = 0x10000000u;
 constexpr uint32_t kOwnFlagResidual = 0x08000000u;
 // Another, on a DepthwiseConv2d (channel multiplier 1, dilation 1): its input is that of the 1x1
 // Conv2d it absorbed, whose output rows it computes as its window needs them (Node::exp_*;
-// backend.cpp, fuse_expand_depthwise; pteron_opt::expand_depthwise_conv2d).
+// backend.cpp, fuse_expand_depthwise; pteron_cpu::expand_depthwise_conv2d).
 constexpr uint32_t kOwnFlagExpand = 0x04000000u;
 // The most inputs pteron's concatenation kernel takes (own_ops.cpp).
 constexpr size_t kOwnMaxConcatInputs = 8;
@@ -105,7 +105,7 @@ constexpr uint32_t kOwnActSigmoid = 1, kOwnActSilu = 2, kOwnActHardswish = 3;
 
 // The activation of a kOwnFlagEpilogue node (GemmAct::on false without the
 // flag). Call only on a node whose epilogue_ok() held.
-pteron_opt::GemmAct fused_activation(const Node& n);
+pteron_cpu::GemmAct fused_activation(const Node& n);
 // False with *why set when n has kOwnFlagEpilogue and p[15] names no known
 // activation.
 bool epilogue_ok(const Node& n, std::string* why);

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "own_ops.h"
-#include "qgemm.h"
+#include "pteron_cpu/qgemm.h"
 
 namespace pteron {
 namespace xnnpack {
@@ -37,8 +37,8 @@ void QCodesDeleter::operator()(QCodes* q) const { delete q; }
 
 namespace {
 
-pteron_opt::QCodesOut codes_out(const QCodes& q, const Node& n, float* y) {
-  pteron_opt::QCodesOut o;
+pteron_cpu::QCodesOut codes_out(const QCodes& q, const Node& n, float* y) {
+  pteron_cpu::QCodesOut o;
   o.inv = static_cast<float>(1.0 / double(q.out.scale));
   o.scale = q.out.scale;
   grid_bounds(q.out, n, &o.lo, &o.hi);
@@ -108,7 +108,7 @@ bool prepare_qcodes(const Graph& g, const Node& n, QCodesPtr* out, std::string* 
 bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes,
                 const std::vector<float*>& ptr, std::string* err) {
   const uint8_t* a = reinterpret_cast<const uint8_t*>(ptr[n.inputs[0]]);
-  const pteron_opt::QCodesOut o = codes_out(q, n, ptr[n.outputs[0]]);
+  const pteron_cpu::QCodesOut o = codes_out(q, n, ptr[n.outputs[0]]);
   if (q.op == Op::DepthwiseConv2d) {
     const Shape& x = shapes[n.inputs[0]];
     const Shape& y = shapes[n.outputs[0]];
@@ -117,7 +117,7 @@ bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes
              " does not have " + std::to_string(n.p[12]) + " channels";
       return false;
     }
-    pteron_opt::QDwConv p;
+    pteron_cpu::QDwConv p;
     p.n = int64_t(x[0]), p.ih = int64_t(x[1]), p.iw = int64_t(x[2]), p.c = int64_t(x[3]);
     p.oh = int64_t(y[1]), p.ow = int64_t(y[2]);
     p.kh = n.p[4], p.kw = n.p[5], p.sh = n.p[6], p.sw = n.p[7], p.dh = n.p[8], p.dw = n.p[9];
@@ -125,15 +125,15 @@ bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes
     p.w = q.w.data(), p.bias = q.bias.data(), p.bias_full = q.bias_full.data();
     p.in_off = float(code_offset(q.a));
     p.out = o;
-    pteron_opt::qdwconv(p, a);
+    pteron_cpu::qdwconv(p, a);
     return true;
   }
-  pteron_opt::QAdd p;
+  pteron_cpu::QAdd p;
   p.a_off = float(code_offset(q.a)), p.a_scale = q.a.scale;
   p.out = o;
   if (q.op == Op::Clamp) {  // the sum with a second term of scale 0
     p.b_off = 0, p.b_scale = 0;
-    pteron_opt::qadd(p, a, a, int64_t(numel(shapes[n.outputs[0]])));
+    pteron_cpu::qadd(p, a, a, int64_t(numel(shapes[n.outputs[0]])));
     return true;
   }
   // Add
@@ -144,7 +144,7 @@ bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes
   const Shape& os = shapes[n.outputs[0]];
   const size_t count = numel(os);
   if (as == os && bs == os) {
-    pteron_opt::qadd(p, a, b, int64_t(count));
+    pteron_cpu::qadd(p, a, b, int64_t(count));
     return true;
   }
   // Broadcasting (numpy's rule, shapes aligned at the right): one element at a time.
@@ -161,7 +161,7 @@ bool run_qcodes(const QCodes& q, const Node& n, const std::vector<Shape>& shapes
     sa[d] = da == 1 ? 0 : ea, sb[d] = db == 1 ? 0 : eb;
     ea *= da, eb *= db;
   }
-  const pteron_opt::QGemmKernels& kt = pteron_opt::qgemm_kernels();
+  const pteron_cpu::QGemmKernels& kt = pteron_cpu::qgemm_kernels();
   for (size_t i = 0; i < count; ++i) {
     size_t ia = 0, ib = 0;
     for (size_t d = 0; d < rank; ++d) ia += idx[d] * sa[d], ib += idx[d] * sb[d];

@@ -30,18 +30,18 @@
 
 #include "own_ops.h"
 #include "pteron/kernel.h"
-#include "q4gemm.h"
-#include "qgemm.h"
+#include "pteron_cpu/q4gemm.h"
+#include "pteron_cpu/qgemm.h"
 
 namespace pteron {
 namespace xnnpack {
 
 struct QLinear {
-  pteron_opt::QPackedWeights w;
+  pteron_cpu::QPackedWeights w;
   // A dynamically quantized fully connected layer with 4-bit groupwise weights (q4gemm.h):
   // the weights stay 4-bit; rows are quantized into int8 here (xq, per-row scale and zero
   // point), then one q4gemm.
-  std::unique_ptr<pteron_opt::Q4Weights> q4;
+  std::unique_ptr<pteron_cpu::Q4Weights> q4;
   std::vector<int8_t> xq;
   std::vector<int32_t> xzp;
   std::vector<float> wscale, bias;  // per output channel
@@ -72,11 +72,11 @@ struct QLinear {
 
 void QLinearDeleter::operator()(QLinear* q) const { delete q; }
 
-const char* qlinear_path() { return pteron_opt::qgemm_kernels().name; }
+const char* qlinear_path() { return pteron_cpu::qgemm_kernels().name; }
 const char* qlinear_node_path(const QLinear& q) {
   if (!q.q4) return qlinear_path();
   static const std::string path =
-      std::string("4-bit weights, ") + pteron_opt::q4gemm_kernels().name;
+      std::string("4-bit weights, ") + pteron_cpu::q4gemm_kernels().name;
   return path.c_str();
 }
 bool qlinear_reads_codes(const QLinear& q) { return !q.dynamic; }
@@ -118,7 +118,7 @@ bool prepare_q4linear(const Graph& g, const Node& n, QLinearPtr* out, std::strin
   if (n.inputs.size() > 2 && (!bias || numel(g.values[n.inputs[2]].dims) != size_t(c.n)))
     return true;
   QLinearPtr q(new QLinear);
-  q->q4.reset(new pteron_opt::Q4Weights);
+  q->q4.reset(new pteron_cpu::Q4Weights);
   if (!q->q4->pack(c.n, c.k, c.group_size, c.codes.data(), c.scales.data()))
     return true;  // a group size the kernels do not take: the float32 path
   q->dynamic = true;
@@ -154,7 +154,7 @@ bool run_q4linear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       q.rscale[r] = s, q.xzp[r] = int32_t(zp);
     }
   });
-  if (!pteron_opt::q4gemm(m, q.xq.data(), q.k, q.xzp.data(), q.rscale.data(), *q.q4,
+  if (!pteron_cpu::q4gemm(m, q.xq.data(), q.k, q.xzp.data(), q.rscale.data(), *q.q4,
                           q.bias.data(), ptr[n.outputs[0]], q.n, n.out_min, n.out_max)) {
     *err = "node " + std::to_string(n.index) + ": out of memory for the int4 GEMM";
     return false;
@@ -202,7 +202,7 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
     seglen = q->per_row ? q->kw * q->cin : q->cin;
     q->k = segs * seglen;
   }
-  if (q->n < 1 || q->k < 1 || q->k > pteron_opt::kQGemmMaxK) return true;
+  if (q->n < 1 || q->k < 1 || q->k > pteron_cpu::kQGemmMaxK) return true;
   if (bias && numel(g.values[n.inputs[2]].dims) != size_t(q->n)) return true;
   if (!q->w.pack(q->n, segs, seglen, wv.qconstant->q.data())) {
     *err = "node " + std::to_string(n.index) + " (" + op_name(n.op) +
@@ -220,8 +220,8 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
     }
     // Padded to whole panels with zeros, as QPackedWeights' colsums: the avx2 epilogue loads 16
     // columns of them (an unmasked read past N otherwise; ASan at PTERON_ISA=avx2).
-    const size_t padded = size_t((q->n + pteron_opt::kQGemmNr - 1) / pteron_opt::kQGemmNr *
-                                 pteron_opt::kQGemmNr);
+    const size_t padded = size_t((q->n + pteron_cpu::kQGemmNr - 1) / pteron_cpu::kQGemmNr *
+                                 pteron_cpu::kQGemmNr);
     q->corr.resize(padded, 0);
     q->cscale.resize(padded, 0.0f);
   }
@@ -232,7 +232,7 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
 bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
                  const std::vector<float*>& ptr, std::string* err) {
   if (q.q4) return run_q4linear(q, n, shapes, ptr, err);
-  const pteron_opt::QGemmKernels& kt = pteron_opt::qgemm_kernels();
+  const pteron_cpu::QGemmKernels& kt = pteron_cpu::qgemm_kernels();
   const int ab = kt.act_bytes;
   const Shape& xs = shapes[n.inputs[0]];
   const Shape& os = shapes[n.outputs[0]];
@@ -261,7 +261,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
   const bool direct = in_coded && ab == 1;
   const size_t seg_elems = q.conv && q.per_row ? size_t(q.kw) * row_elems : row_elems;
   const size_t own = direct ? 0 : in_count;
-  const size_t total = own + seg_elems + size_t(pteron_opt::kQGemmPad);
+  const size_t total = own + seg_elems + size_t(pteron_cpu::kQGemmPad);
   try {
     q.codes.resize(total * size_t(ab));
     q.rows.resize(size_t(m * segs));
@@ -301,7 +301,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
   }
   const float zero_code = q.dynamic ? 0.0f : float(q.in.zero_point) + shift;
   char* zero_row = q.codes.data() + own * size_t(ab);
-  fill_code(ab, zero_row, seg_elems + size_t(pteron_opt::kQGemmPad), zero_code);
+  fill_code(ab, zero_row, seg_elems + size_t(pteron_cpu::kQGemmPad), zero_code);
   // Rows: fully connected, one segment per row; convolution, one per filter tap. They depend
   // only on where the codes are and on the shapes: built again only when those change.
   const bool same_rows = q.rows_for == codes && q.zero_for == zero_row && q.rows_shape == xs &&
@@ -316,7 +316,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       // Rows of pixels whose filter rows leave the input horizontally read edge copies.
       q.edge_src.clear();
       std::vector<size_t> edge_rows;
-      const size_t stride = (seg_elems + size_t(pteron_opt::kQGemmPad)) * size_t(ab);
+      const size_t stride = (seg_elems + size_t(pteron_cpu::kQGemmPad)) * size_t(ab);
       for (int64_t r = 0; r < m; ++r) {
         const int64_t bi = r / (oh * ow), oy = r / ow % oh, ox = r % ow;
         const int64_t ix0 = ox * q.sw - q.pl;
@@ -351,7 +351,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
   }
   if (q.conv && q.per_row && !q.edge_src.empty()) {
     const int64_t w = int64_t(xs[2]);
-    const size_t stride = (seg_elems + size_t(pteron_opt::kQGemmPad)) * size_t(ab);
+    const size_t stride = (seg_elems + size_t(pteron_cpu::kQGemmPad)) * size_t(ab);
     for (size_t e = 0; e < q.edge_src.size(); ++e) {
       char* dst = q.edges.data() + e * stride;
       const int64_t base = q.edge_src[e].first, ix0 = q.edge_src[e].second;
@@ -365,7 +365,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       }
     }
   }
-  pteron_opt::QGemmOut o;
+  pteron_cpu::QGemmOut o;
   o.y = ptr[n.outputs[0]], o.ldy = q.n;
   o.colsum = q.w.colsums(), o.bias = q.bias.data();
   if (q.dynamic) {  // per row: the token's scale and zero point offset
@@ -386,7 +386,7 @@ bool run_qlinear(QLinear& q, const Node& n, const std::vector<Shape>& shapes,
       o.code_add = float(code_offset(q.out));
     }
   }
-  pteron_opt::qgemm_indirect(m, q.rows.data(), q.w, o);
+  pteron_cpu::qgemm_indirect(m, q.rows.data(), q.w, o);
   return true;
 }
 

@@ -41,7 +41,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "isa.h"
+#include "pteron_cpu/isa.h"
 #include "llm_util.h"
 #include "tensor_checks.h"
 
@@ -95,7 +95,7 @@ int32_t attend(const Args& a, const Problem& p) {
   const int64_t Hkv = p.k.t.size[2], reps = Hq / Hkv;
   const int64_t keys = p.mask ? p.k.t.size[1] : p.start_pos + S;
   const int64_t nqb = (S + kQueryBlock - 1) / kQueryBlock;
-  const pteron_opt::IsaOps& ops = pteron_opt::ops();
+  const pteron_cpu::IsaOps& ops = pteron_cpu::ops();
   // The mask as float32 rows [S, keys] (copied once when it is not float32 with unit stride).
   std::vector<float> mask_copy;
   const float* mask = nullptr;
@@ -121,7 +121,7 @@ int32_t attend(const Args& a, const Problem& p) {
     try {
       const int64_t rows_max = kQueryBlock * reps;
       const int64_t kv_rows = (direct(p.k) && direct(p.v)) ? 0 : keys;
-      buf.resize(static_cast<size_t>(2 * rows_max * D + rows_max * (pteron_opt::kAttnKeyBlock + D + 2) +
+      buf.resize(static_cast<size_t>(2 * rows_max * D + rows_max * (pteron_cpu::kAttnKeyBlock + D + 2) +
                                      2 * kv_rows * D));
       visible.resize(static_cast<size_t>(rows_max));
     } catch (...) {
@@ -131,13 +131,13 @@ int32_t attend(const Args& a, const Problem& p) {
     float* qrows = buf.data();
     float* orows = qrows + kQueryBlock * reps * D;
     float* scratch = orows + kQueryBlock * reps * D;
-    float* kbuf = scratch + kQueryBlock * reps * (pteron_opt::kAttnKeyBlock + D + 2);
+    float* kbuf = scratch + kQueryBlock * reps * (pteron_cpu::kAttnKeyBlock + D + 2);
     float* vbuf = kbuf + (direct(p.k) && direct(p.v) ? 0 : keys * D);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / (Hkv * nqb), g = (t / nqb) % Hkv, s0 = (t % nqb) * kQueryBlock;
       const int64_t s1 = std::min(S, s0 + kQueryBlock), ns = s1 - s0;
       const int64_t last = p.causal ? std::min(keys, p.start_pos + s1) : keys;
-      pteron_opt::AttnTile tile;
+      pteron_cpu::AttnTile tile;
       tile.d = D;
       tile.keys = keys;
       tile.scale = p.scale;

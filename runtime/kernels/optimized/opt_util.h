@@ -17,10 +17,13 @@
 #include <cstring>
 #include <type_traits>
 
-#include "isa.h"
+#include "pteron_cpu/isa.h"
 #include "kernel_util.h"
 
+// kernels_optimized's own helpers; the CPU kernel library's names (pteron_cpu,
+// runtime/cpu) are visible through this namespace.
 namespace pteron_opt {
+using namespace ::pteron_cpu;
 
 // The registry key of every kernel in this library: the runtime's own key
 // for a float32 first tensor argument (pteron_kernel_key_for_dtype, the one
@@ -36,7 +39,7 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- strided views ----------------------------------------------------------
 
-// A float32 matrix as a GEMM operand (see pteron_opt::Gemm).
+// A float32 matrix as a GEMM operand (see Gemm below).
 struct Operand {
   const float* p = nullptr;
   int64_t ld = 0;

@@ -12,22 +12,22 @@
 #include <cstdint>
 #include <cstring>
 
-#include "q4gemm.h"
+#include "pteron_cpu/q4gemm.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
-#ifndef PTERON_OPT_ISA
-#error "PTERON_OPT_ISA must name the ISA level"
+#ifndef PTERON_CPU_ISA
+#error "PTERON_CPU_ISA must name the ISA level"
 #endif
 #define PTERON_Q4_CAT2_(a, b) a##b
 #define PTERON_Q4_CAT_(a, b) PTERON_Q4_CAT2_(a, b)
 #define PTERON_Q4_STR2_(x) #x
 #define PTERON_Q4_STR_(x) PTERON_Q4_STR2_(x)
 
-namespace pteron_opt {
-namespace PTERON_Q4_CAT_(isa_, PTERON_OPT_ISA) {
+namespace pteron_cpu {
+namespace PTERON_Q4_CAT_(isa_, PTERON_CPU_ISA) {
 namespace {
 
 inline float clampf(float v, float lo, float hi) {  // NaN passes through
@@ -109,7 +109,7 @@ void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
 #elif defined(__AVX2__)
 
 constexpr int64_t kMr = 2;
-const char* const kName = PTERON_Q4_STR_(PTERON_OPT_ISA);
+const char* const kName = PTERON_Q4_STR_(PTERON_CPU_ISA);
 
 // One half panel (8 columns: bytes 32h .. 32h + 31 of each block).
 // 8 scales of a group (half h of the panel): float32, or bfloat16 widened (exact)
@@ -179,7 +179,7 @@ void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
 #else
 
 constexpr int64_t kMr = 1;
-const char* const kName = PTERON_Q4_STR_(PTERON_OPT_ISA);
+const char* const kName = PTERON_Q4_STR_(PTERON_CPU_ISA);
 
 template <int MR, bool BF16>
 void panel_rows(const Q4Args& a, int64_t i0, int64_t p) {
@@ -242,5 +242,5 @@ const Q4Kernels kTable = {kName, kMr, ukernel};
 
 const Q4Kernels* q4gemm_kernels() { return &kTable; }
 
-}  // namespace PTERON_Q4_CAT_(isa_, PTERON_OPT_ISA)
-}  // namespace pteron_opt
+}  // namespace PTERON_Q4_CAT_(isa_, PTERON_CPU_ISA)
+}  // namespace pteron_cpu

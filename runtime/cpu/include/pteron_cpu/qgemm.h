@@ -26,7 +26,7 @@
 // K is at most kQGemmMaxK (pack() refuses more): then neither C nor o * colsum(j), o <= 383,
 // leaves int32, so callers may subtract them in int32.
 //
-// Levels (pteron_opt::qgemm_kernels(), chosen once per process like isa.h's tables):
+// Levels (pteron_cpu::qgemm_kernels(), chosen once per process like isa.h's tables):
 //   baseline    scalar loops, uint8 codes, weights as 16 columns x 4 taps per row of a panel;
 //   avx2        int16 codes and weights, vpmaddwd: 6 rows x 16 columns;
 //   avx512      the same with 16-lane vectors: 12 rows x 16 columns;
@@ -39,7 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 constexpr int64_t kQGemmNr = 16;  // columns per packed panel (all levels)
 constexpr int64_t kQGemmPad = 4;  // elements a segment may be read past its end
@@ -199,7 +199,7 @@ void qadd(const QAdd& p, const uint8_t* a, const uint8_t* b, int64_t n);
 namespace isa_baseline {
 const QGemmKernels* qgemm_kernels();
 }
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 namespace isa_avx2 {
 const QGemmKernels* qgemm_kernels();
 }
@@ -213,4 +213,4 @@ const QGemmKernels* qgemm_kernels();
 bool isa_vnni();
 #endif
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

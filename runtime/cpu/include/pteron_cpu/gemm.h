@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // gemm.h - packed-weight GEMM (fully connected, convolution as GEMM, batch matmul): weight packing,
 // register-blocked microkernels per ISA level, the parallel driver. Part of pteron_cpu
-// (runtime/kernels/cpu/CMakeLists.txt); the per-ISA hot loops are in gemm_kernels.cpp, the driver
+// (runtime/cpu/CMakeLists.txt); the per-ISA hot loops are in gemm_kernels.cpp, the driver
 // and the packing in gemm.cpp.
 //
 // What it computes (float32 throughout, all sizes and strides in elements, never bytes):
@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "nhwc.h"  // NUnary
+#include "pteron_cpu/nhwc.h"  // NUnary
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 constexpr int64_t kGemmNr = 16;  // columns per packed panel (all ISA levels)
 
@@ -99,7 +99,7 @@ struct GemmPre {
 // C = clamp(A x B + bias, lo, hi) as above (then act), M x w.n(), K = w.k(). lda >= K, ldc >= N (or any
 // strides when M <= 1). Work is split in tiles of (rows x panels) over pteron_parallel_for
 // (pteron/kernel.h), rows when N is small, columns when M is small, so every thread has work.
-// Uses the microkernels of pteron_opt::isa_level(). Never fails; C must not overlap A.
+// Uses the microkernels of pteron_cpu::isa_level(). Never fails; C must not overlap A.
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                  int64_t ldc, float lo, float hi, GemmAct act = {});
 
@@ -113,7 +113,7 @@ bool gemm_packed_pre(int64_t m, const float* a, int64_t lda, const GemmPre& pre,
 void gemm_packed_serial(int64_t m, const float* a, int64_t lda, const PackedWeights& w, float* c,
                         int64_t ldc, float lo, float hi, GemmAct act = {});
 
-// Rows per microkernel block at pteron_opt::isa_level() (6 at avx2, 8 at avx512, 3 or 4 at
+// Rows per microkernel block at pteron_cpu::isa_level() (6 at avx2, 8 at avx512, 3 or 4 at
 // the baseline): a caller that splits M itself (gemm_packed_serial on row ranges) wastes no
 // work when its ranges are multiples of it.
 int64_t gemm_rows_per_block();
@@ -197,7 +197,7 @@ struct GemmKernels {
 namespace isa_baseline {
 const GemmKernels* gemm_kernels();
 }
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 namespace isa_avx2 {
 const GemmKernels* gemm_kernels();
 }
@@ -206,7 +206,7 @@ const GemmKernels* gemm_kernels();
 }
 #endif
 
-// The table of pteron_opt::isa_level().
+// The table of pteron_cpu::isa_level().
 const GemmKernels& gemm_kernels();
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // nhwc.h - NHWC window and element-wise kernels (depthwise convolution, pooling, broadcasting
 // binary, unary, softmax, resize) for backend_xnnpack's own nodes. Part of pteron_cpu
-// (runtime/kernels/cpu/CMakeLists.txt); the per-ISA hot loops are in nhwc_kernels.cpp, the driver
+// (runtime/cpu/CMakeLists.txt); the per-ISA hot loops are in nhwc_kernels.cpp, the driver
 // in nhwc.cpp.
 //
 // Every tensor is float32, dense and row-major; image tensors are NHWC ([N, H, W, C], C
@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 // ---- per-ISA row kernels (nhwc_kernels.cpp) -------------------------------------------------
 
@@ -144,7 +144,7 @@ struct NhwcOps {
 };
 
 const NhwcOps* nhwc_ops_baseline();
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 const NhwcOps* nhwc_ops_avx2();
 const NhwcOps* nhwc_ops_avx512();
 #endif
@@ -226,4 +226,4 @@ void unary(NUnary op, const float* x, float* out, int64_t n, float p0, float p1,
 // output range.
 void softmax(const float* x, float* out, int64_t rows, int64_t len, float lo, float hi);
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

@@ -3,7 +3,7 @@
 // level, the split of each node's work over pteron_parallel_for (output rows, pixels or
 // element ranges, each chunk at least kGrainWork multiply-adds or elements so that a small
 // tensor stays on the calling thread), and the shape walking of broadcasting binaries.
-#include "nhwc.h"
+#include "pteron_cpu/nhwc.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,11 +13,11 @@
 #include <new>
 #include <vector>
 
-#include "gemm.h"
-#include "isa.h"
+#include "pteron_cpu/gemm.h"
+#include "pteron_cpu/isa.h"
 #include "pteron/kernel.h"
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 namespace {
 
@@ -32,7 +32,7 @@ constexpr int64_t kGrainElementwise = 8192;
 constexpr int64_t kMaxDwRows = 64;        // window rows of a depthwise convolution
 
 const NhwcOps* table_for(int level) {
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
   if (level == 2) return nhwc_ops_avx512();
   if (level == 1) return nhwc_ops_avx2();
 #endif
@@ -586,4 +586,4 @@ void softmax(const float* x, float* out, int64_t rows, int64_t len, float lo, fl
   parallel(rows, grain_for(len * 8), body);
 }
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

@@ -14,11 +14,11 @@
 #include <cstring>
 #include <string>
 
-#include "isa.h"
+#include "pteron_cpu/isa.h"
 #include "pteron/kernel.h"
-#include "qgemm.h"
+#include "pteron_cpu/qgemm.h"
 
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 #include <immintrin.h>
@@ -27,12 +27,12 @@
 #endif
 #endif
 
-namespace pteron_opt {
+namespace pteron_cpu {
 namespace {
 
 enum Level { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
 
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 
 void cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -100,7 +100,7 @@ Level cpu_level() { return kBaseline; }
 #endif
 
 const IsaOps* table(Level l) {
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
   if (l == kAvx512) return isa_ops_avx512();
   if (l == kAvx2) return isa_ops_avx2();
 #endif
@@ -139,7 +139,7 @@ int isa_level() {
   return chosen;
 }
 
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 bool isa_vnni() {
   static const bool on = [] {
     if (isa_level() < kAvx512 || !cpu_vnni()) return false;
@@ -157,9 +157,9 @@ const IsaOps& ops() {
   return *chosen;
 }
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu
 
 // Fix the choice when the library loads, before any kernel runs.
 namespace {
-const int pteron_opt_isa_chosen = (pteron_opt::ops(), 0);
+const int pteron_opt_isa_chosen = (pteron_cpu::ops(), 0);
 }

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 // C = alpha * A * B + (C pre-filled with beta * bias, or with zeros).
 //  A is m x k, B is k x n, C is m x n with unit column stride.
@@ -190,9 +190,9 @@ struct IsaOps {
 };
 
 // One table per ISA level, defined in isa_kernels.cpp. The wide ones exist
-// only in x86-64 builds (PTERON_OPT_HAVE_X86_ISAS).
+// only in x86-64 builds (PTERON_CPU_HAVE_X86_ISAS).
 const IsaOps* isa_ops_baseline();
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 const IsaOps* isa_ops_avx2();
 const IsaOps* isa_ops_avx512();
 #endif
@@ -224,4 +224,4 @@ inline void valid_range(int64_t out, int64_t in, int64_t s, int64_t shift, int64
 }
 }  // namespace
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

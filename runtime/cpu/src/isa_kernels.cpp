@@ -2,12 +2,12 @@
 // isa_kernels.cpp - kernels_optimized's hot loops, compiled once per ISA
 // level (CMakeLists.txt builds this file three times on x86-64):
 //
-//   PTERON_OPT_ISA=baseline  the library's baseline (x86-64-v2 on x86-64)
-//   PTERON_OPT_ISA=avx2      -mavx2 -mfma
-//   PTERON_OPT_ISA=avx512    -mavx512f -mavx512bw -mavx512dq -mavx512vl
+//   PTERON_CPU_ISA=baseline  the library's baseline (x86-64-v2 on x86-64)
+//   PTERON_CPU_ISA=avx2      -mavx2 -mfma
+//   PTERON_CPU_ISA=avx512    -mavx512f -mavx512bw -mavx512dq -mavx512vl
 //
 // The ODR rule this file lives by: every function it defines has internal
-// linkage (in pteron_opt::isa_<level>) except the one table getter
+// linkage (in pteron_cpu::isa_<level>) except the one table getter
 // isa_ops_<level>(), whose name differs per level, and every template it
 // instantiates belongs to Eigen, which the build renames per level
 // (-DEigen=pteron_eigen_<level>). So no two objects
@@ -23,10 +23,10 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>  // the vectorised erf (GeluErf)
 
-#include "isa.h"
+#include "pteron_cpu/isa.h"
 
-#ifndef PTERON_OPT_ISA
-#error "PTERON_OPT_ISA must name the ISA level (baseline, avx2 or avx512)"
+#ifndef PTERON_CPU_ISA
+#error "PTERON_CPU_ISA must name the ISA level (baseline, avx2 or avx512)"
 #endif
 
 #define PTERON_OPT_STR2_(x) #x
@@ -34,12 +34,12 @@
 #define PTERON_OPT_CAT2_(a, b) a##b
 #define PTERON_OPT_CAT_(a, b) PTERON_OPT_CAT2_(a, b)
 
-namespace pteron_opt {
+namespace pteron_cpu {
 // Internal functions live in a namespace named after the level too, so a
 // disassembly of the library can attribute every function to its ISA object
 // (tests/test_optimized.py does).
-#define PTERON_OPT_ISA_NAMESPACE PTERON_OPT_CAT_(isa_, PTERON_OPT_ISA)
-namespace PTERON_OPT_ISA_NAMESPACE {
+#define PTERON_CPU_ISA_NAMESPACE PTERON_OPT_CAT_(isa_, PTERON_CPU_ISA)
+namespace PTERON_CPU_ISA_NAMESPACE {
 namespace {
 
 using Eigen::Dynamic;
@@ -437,7 +437,7 @@ void attention_tile(const AttnTile& t) {
 }
 
 const IsaOps kOps = {
-    PTERON_OPT_STR_(PTERON_OPT_ISA),
+    PTERON_OPT_STR_(PTERON_CPU_ISA),
     sgemm,
     binary,
     relu,
@@ -454,10 +454,10 @@ const IsaOps kOps = {
 };
 
 }  // namespace
-}  // namespace PTERON_OPT_ISA_NAMESPACE
+}  // namespace PTERON_CPU_ISA_NAMESPACE
 
-const IsaOps* PTERON_OPT_CAT_(isa_ops_, PTERON_OPT_ISA)() {
-  return &PTERON_OPT_CAT_(isa_, PTERON_OPT_ISA)::kOps;
+const IsaOps* PTERON_OPT_CAT_(isa_ops_, PTERON_CPU_ISA)() {
+  return &PTERON_OPT_CAT_(isa_, PTERON_CPU_ISA)::kOps;
 }
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

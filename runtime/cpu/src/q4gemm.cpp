@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // q4gemm.cpp - q4gemm.h's level choice, weight packing and parallel driver (the baseline ISA).
-#include "q4gemm.h"
+#include "pteron_cpu/q4gemm.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#include "isa.h"
-#include "qgemm.h"  // isa_vnni
+#include "pteron_cpu/isa.h"
+#include "pteron_cpu/qgemm.h"  // isa_vnni
 #include "pteron/kernel.h"  // pteron_parallel_for
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 namespace {
 
 const Q4Kernels* table_for(int level) {
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
   if (level >= 2 && isa_vnni()) return isa_avx512vnni::q4gemm_kernels();
   if (level >= 2) return isa_avx512::q4gemm_kernels();
   if (level == 1) return isa_avx2::q4gemm_kernels();
@@ -162,4 +162,4 @@ bool q4gemm(int64_t m, const int8_t* x, int64_t ldx, const int32_t* xzp, const f
   return true;
 }
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

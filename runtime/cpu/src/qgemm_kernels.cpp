@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// qgemm_kernels.cpp - the microkernels of qgemm.h, compiled once per ISA level (PTERON_OPT_ISA,
+// qgemm_kernels.cpp - the microkernels of qgemm.h, compiled once per ISA level (PTERON_CPU_ISA,
 // as isa_kernels.cpp: baseline, avx2, avx512, and avx512vnni with -mavx512vnni), each in
-// namespace pteron_opt::isa_<level>. One call computes up to mr rows x 16 columns of C from one
+// namespace pteron_cpu::isa_<level>. One call computes up to mr rows x 16 columns of C from one
 // packed panel:
 //
 //   baseline    plain loops over uint8 codes and int8 weights (4 taps per panel row);
@@ -18,8 +18,8 @@
 #include <cstring>
 #include <limits>
 
-#include "qgemm.h"
-#include "unroll.h"
+#include "pteron_cpu/qgemm.h"
+#include "pteron_cpu/unroll.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -31,8 +31,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#ifndef PTERON_OPT_ISA
-#error "PTERON_OPT_ISA must name the ISA level (baseline, avx2, avx512 or avx512vnni)"
+#ifndef PTERON_CPU_ISA
+#error "PTERON_CPU_ISA must name the ISA level (baseline, avx2, avx512 or avx512vnni)"
 #endif
 
 #define PTERON_QGEMM_CAT2_(a, b) a##b
@@ -40,8 +40,8 @@
 #define PTERON_QGEMM_STR2_(x) #x
 #define PTERON_QGEMM_STR_(x) PTERON_QGEMM_STR2_(x)
 
-namespace pteron_opt {
-namespace PTERON_QGEMM_CAT_(isa_, PTERON_OPT_ISA) {
+namespace pteron_cpu {
+namespace PTERON_QGEMM_CAT_(isa_, PTERON_CPU_ISA) {
 namespace {
 
 inline int32_t load_i32(const void* p) {
@@ -747,12 +747,12 @@ void add(const QAdd& p, const uint8_t* a, const uint8_t* b, int64_t n, int64_t a
              at + i);
 }
 
-const QGemmKernels kTable = {PTERON_QGEMM_STR_(PTERON_OPT_ISA), kMr, kActBytes, kWBytes, kGroup,
+const QGemmKernels kTable = {PTERON_QGEMM_STR_(PTERON_CPU_ISA), kMr, kActBytes, kWBytes, kGroup,
                              kPanels, &ukernel, &encode, &minmax, &requant, &dwconv, &add};
 
 }  // namespace
 
 const QGemmKernels* qgemm_kernels() { return &kTable; }
 
-}  // namespace PTERON_QGEMM_CAT_(isa_, PTERON_OPT_ISA)
-}  // namespace pteron_opt
+}  // namespace PTERON_QGEMM_CAT_(isa_, PTERON_CPU_ISA)
+}  // namespace pteron_cpu

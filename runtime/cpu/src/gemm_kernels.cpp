@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // gemm_kernels.cpp - the hot loops of gemm.h, compiled once per ISA level
-// (PTERON_OPT_ISA, as isa_kernels.cpp), each build in namespace pteron_opt::isa_<level>:
+// (PTERON_CPU_ISA, as isa_kernels.cpp), each build in namespace pteron_cpu::isa_<level>:
 //
 //   avx2      6 rows x 16 columns: 12 ymm accumulators, per k two loads of the packed panel
 //             and one broadcast of A per row, 12 FMAs;
@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "gemm.h"
-#include "unroll.h"
+#include "pteron_cpu/gemm.h"
+#include "pteron_cpu/unroll.h"
 
 #if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
 #include <immintrin.h>
@@ -33,8 +33,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-#ifndef PTERON_OPT_ISA
-#error "PTERON_OPT_ISA must name the ISA level (baseline, avx2 or avx512)"
+#ifndef PTERON_CPU_ISA
+#error "PTERON_CPU_ISA must name the ISA level (baseline, avx2 or avx512)"
 #endif
 
 #define PTERON_GEMM_CAT2_(a, b) a##b
@@ -42,8 +42,8 @@
 #define PTERON_GEMM_STR2_(x) #x
 #define PTERON_GEMM_STR_(x) PTERON_GEMM_STR2_(x)
 
-namespace pteron_opt {
-#define PTERON_GEMM_ISA_NAMESPACE PTERON_GEMM_CAT_(isa_, PTERON_OPT_ISA)
+namespace pteron_cpu {
+#define PTERON_GEMM_ISA_NAMESPACE PTERON_GEMM_CAT_(isa_, PTERON_CPU_ISA)
 namespace PTERON_GEMM_ISA_NAMESPACE {
 namespace {
 
@@ -334,7 +334,7 @@ void iukernel2(int64_t mr, int64_t nc, int64_t segs, int64_t seglen, const float
 }
 #endif
 
-const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA),
+const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_CPU_ISA),
                             kRows,
                             &ukernel<kRows>,
                             &ukernel<1>,
@@ -354,4 +354,4 @@ const GemmKernels kTable = {PTERON_GEMM_STR_(PTERON_OPT_ISA),
 const GemmKernels* gemm_kernels() { return &kTable; }
 
 }  // namespace PTERON_GEMM_ISA_NAMESPACE
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // qgemm.cpp - qgemm.h's level choice, weight packing and parallel driver (the baseline ISA).
-#include "qgemm.h"
+#include "pteron_cpu/qgemm.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
-#include "isa.h"
-#include "nhwc.h"  // grain_for
+#include "pteron_cpu/isa.h"
+#include "pteron_cpu/nhwc.h"  // grain_for
 #include "pteron/kernel.h"  // pteron_parallel_for
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 namespace {
 
 const QGemmKernels* table_for(int level) {
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
   if (level >= 2 && isa_vnni()) return isa_avx512vnni::qgemm_kernels();
   if (level >= 2) return isa_avx512::qgemm_kernels();
   if (level == 1) return isa_avx2::qgemm_kernels();
@@ -202,4 +202,4 @@ void qadd(const QAdd& p, const uint8_t* a, const uint8_t* b, int64_t n) {
   if (at < n) qgemm_kernels().add(p, a + at, b + at, n - at, at);
 }
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

@@ -25,7 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 constexpr int64_t kQ4Nr = 16;  // output channels per packed panel
 
@@ -99,7 +99,7 @@ const Q4Kernels& q4gemm_kernels();
 namespace isa_baseline {
 const Q4Kernels* q4gemm_kernels();
 }
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
 namespace isa_avx2 {
 const Q4Kernels* q4gemm_kernels();
 }
@@ -111,4 +111,4 @@ const Q4Kernels* q4gemm_kernels();
 }
 #endif
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

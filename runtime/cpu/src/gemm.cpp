@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // gemm.cpp - the driver of gemm.h, compiled at the baseline ISA: weight packing, the choice
 // of microkernel table, the tile split over pteron_parallel_for.
-#include "gemm.h"
+#include "pteron_cpu/gemm.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,11 +15,11 @@
 #include <immintrin.h>
 #endif
 
-#include "isa.h"
+#include "pteron_cpu/isa.h"
 #include "pteron/kernel.h"
 #include "pteron/types.h"
 
-namespace pteron_opt {
+namespace pteron_cpu {
 
 // ---- PackedWeights ----------------------------------------------------------------------------
 
@@ -112,7 +112,7 @@ bool PackedWeights::pack(int64_t k, int64_t n, const float* b, int64_t ldb, bool
 namespace {
 
 const GemmKernels* table_for(int level) {
-#if defined(PTERON_OPT_HAVE_X86_ISAS)
+#if defined(PTERON_CPU_HAVE_X86_ISAS)
   if (level >= 2) return isa_avx512::gemm_kernels();
   if (level == 1) return isa_avx2::gemm_kernels();
 #endif
@@ -400,4 +400,4 @@ bool gemm_packed_pre(int64_t m, const float* a, int64_t lda, const GemmPre& pre,
   return !failed.load();
 }
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // nhwc_kernels.cpp - the hot loops of nhwc.h, compiled once per ISA level
-// (PTERON_OPT_ISA, as isa_kernels.cpp, whose ODR rule this file follows:
-// everything has internal linkage inside pteron_opt::isa_<level> except the
+// (PTERON_CPU_ISA, as isa_kernels.cpp, whose ODR rule this file follows:
+// everything has internal linkage inside pteron_cpu::isa_<level> except the
 // table getter nhwc_ops_<level>(); the only templates it instantiates are
 // its own (internal) and Eigen's, which the build renames per level).
 //
@@ -33,11 +33,11 @@
 #include <immintrin.h>
 #endif
 
-#include "nhwc.h"
-#include "unroll.h"
+#include "pteron_cpu/nhwc.h"
+#include "pteron_cpu/unroll.h"
 
-#ifndef PTERON_OPT_ISA
-#error "PTERON_OPT_ISA must name the ISA level (baseline, avx2 or avx512)"
+#ifndef PTERON_CPU_ISA
+#error "PTERON_CPU_ISA must name the ISA level (baseline, avx2 or avx512)"
 #endif
 
 #define PTERON_NHWC_STR2_(x) #x
@@ -45,9 +45,9 @@
 #define PTERON_NHWC_CAT2_(a, b) a##b
 #define PTERON_NHWC_CAT_(a, b) PTERON_NHWC_CAT2_(a, b)
 
-#define PTERON_NHWC_NAMESPACE PTERON_NHWC_CAT_(isa_, PTERON_OPT_ISA)
+#define PTERON_NHWC_NAMESPACE PTERON_NHWC_CAT_(isa_, PTERON_CPU_ISA)
 
-namespace pteron_opt {
+namespace pteron_cpu {
 namespace PTERON_NHWC_NAMESPACE {
 namespace {
 
@@ -1052,7 +1052,7 @@ void transpose(const float* in, int64_t in_rs, float* out, int64_t out_rs, int64
 }
 
 const NhwcOps kNhwcOps = {
-    PTERON_NHWC_STR_(PTERON_OPT_ISA),
+    PTERON_NHWC_STR_(PTERON_CPU_ISA),
     dw_row,
     max_pool_row,
     avg_pool_row,
@@ -1070,8 +1070,8 @@ const NhwcOps kNhwcOps = {
 }  // namespace
 }  // namespace PTERON_NHWC_NAMESPACE
 
-const NhwcOps* PTERON_NHWC_CAT_(nhwc_ops_, PTERON_OPT_ISA)() {
+const NhwcOps* PTERON_NHWC_CAT_(nhwc_ops_, PTERON_CPU_ISA)() {
   return &PTERON_NHWC_NAMESPACE::kNhwcOps;
 }
 
-}  // namespace pteron_opt
+}  // namespace pteron_cpu
