@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""pteron's own kernels for the XNNPACK linear node types (backends/xnnpack/src/own_linear.cpp on
+"""pteron's own kernels for the XNNPACK linear node types (backends/xnnpack/src/kernels/own_linear.cpp on
 the packed GEMM of runtime/cpu/include/pteron_cpu/gemm.h): FullyConnected, Conv2d, ConvTranspose2d and
 BatchMatMul.
 

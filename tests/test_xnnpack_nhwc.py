@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """pteron's own kernels for the NHWC window and element-wise XNNPACK node types
-(backends/xnnpack/src/own_elementwise.cpp over runtime/cpu/include/pteron_cpu/nhwc.h):
+(backends/xnnpack/src/kernels/own_elementwise.cpp over runtime/cpu/include/pteron_cpu/nhwc.h):
 DepthwiseConv2d, AvgPool2d, MaxPool2d, GlobalAvgPool2d, ResizeBilinear2d,
 Softmax, the binary nodes and the unary nodes.
 

@@ -38,7 +38,7 @@
 
 #include "graph.h"
 #include "half.h"
-#include "own_ops.h"
+#include "kernels/own_ops.h"
 #include "pteron/kernel.h"
 #include "pteron/threadpool.h"
 #include "xnn_config.h"
