@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""pteron's own kernels for the XNNPACK linear node types (backends/xnnpack/src/kernels/own_linear.cpp on
-the packed GEMM of runtime/cpu/include/pteron_cpu/gemm.h): FullyConnected, Conv2d, ConvTranspose2d and
-BatchMatMul.
+"""pteron's own kernels for the XNNPACK linear node types
+(backends/xnnpack/src/kernels/own_linear.cpp on the packed GEMM of
+runtime/cpu/include/pteron_cpu/gemm.h): FullyConnected, Conv2d, ConvTranspose2d and BatchMatMul.
 
 Each small program of tests/xnnpack_nodes/linear.json (exported by export_linear.py, inputs and
 eager PyTorch outputs in its .npz) runs through pteron-run with PTERON_XNNPACK_USE_LIBRARY=none,
