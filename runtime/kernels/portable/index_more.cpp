@@ -19,7 +19,7 @@
 #include "arg_reading.h"
 #include "dtype_convert.h"
 #include "kernel_util.h"
-#include "shape_more_util.h"
+#include "shape_util.h"
 #include "strided_views.h"
 #include "tensor_checks.h"
 
@@ -28,7 +28,7 @@ namespace {
 using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
-namespace sm = pteron::kern::shape_more;
+namespace su = pteron::kern::shape_util;
 
 bool is_index_dtype(int32_t d) { return d == PTERON_DTYPE_INT32 || d == PTERON_DTYPE_INT64; }
 bool is_mask_dtype(int32_t d) { return d == PTERON_DTYPE_BOOL || d == PTERON_DTYPE_UINT8; }
@@ -118,16 +118,16 @@ int32_t gather_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t
   int64_t d = 0;
   bool sparse = false;
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(sm::dim_arg(a, 1, "dim", self->dim, &d));
+  PTERON_CHECK_OK(su::dim_arg(a, 1, "dim", self->dim, &d));
   PTERON_CHECK_OK(kern::tensor_arg(a, 2, "index", &index));
   PTERON_CHECK_OK(a.boolean(3, "sparse_grad", &sparse));
   PTERON_CHECK_OK(a.tensor(4, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self, index));
   PTERON_CHECK_OK(check_gather_index(a, self, d, index, nullptr));
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, index->sizes, index->dim));
-  sm::map_elements(self, out, nullptr, [&](const int64_t* oi) {
-    const int64_t v = load_index(index->data, index->dtype, sm::offset_of(index, oi));
+  su::map_elements(self, out, nullptr, [&](const int64_t* oi) {
+    const int64_t v = load_index(index->data, index->dtype, su::offset_of(index, oi));
     return scatter_offset(self, oi, index->dim, d, v);
   });
   return PTERON_OK;
@@ -155,15 +155,15 @@ int32_t scatter_impl(const Args& a, ScatterMode mode) {
   int64_t d = 0;
   kern::Scalar value;
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(sm::dim_arg(a, 1, "dim", self->dim, &d));
+  PTERON_CHECK_OK(su::dim_arg(a, 1, "dim", self->dim, &d));
   PTERON_CHECK_OK(kern::tensor_arg(a, 2, "index", &index));
   if (mode == ScatterMode::Value)
     PTERON_CHECK_OK(kern::read_scalar(a, 3, "value", &value));
   else
     PTERON_CHECK_OK(kern::tensor_arg(a, 3, "src", &src));
   PTERON_CHECK_OK(a.tensor(4, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
-  if (src) PTERON_CHECK_OK(sm::same_dtype(a, "src", src, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
+  if (src) PTERON_CHECK_OK(su::same_dtype(a, "src", src, out));
   PTERON_CHECK_OK(kern::reject_alias(a.ctx, a.op, "out", out, index, src));
   if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(a.ctx, a.op, "self", self->dtype);
@@ -181,8 +181,8 @@ int32_t scatter_impl(const Args& a, ScatterMode mode) {
       const T0 v = value.to<T0>();
       fill = static_cast<S>(v);
     }
-    sm::for_each_index(index->sizes, index->dim, [&](const int64_t* ii) {
-      const int64_t v = load_index(index->data, index->dtype, sm::offset_of(index, ii));
+    su::for_each_index(index->sizes, index->dim, [&](const int64_t* ii) {
+      const int64_t v = load_index(index->data, index->dtype, su::offset_of(index, ii));
       const int64_t oo = scatter_offset(out, ii, index->dim, d, v);
       S x = fill;
       if (src) {
@@ -286,8 +286,8 @@ int32_t plan_index(const Args& a, const pteron_tensor* self, size_t list_pos, In
       int64_t* coords = scratch;
       scratch += nnz * md;
       int64_t j = 0;
-      sm::for_each_index(t->sizes, t->dim, [&](const int64_t* ii) {
-        if (!load_mask(t, sm::offset_of(t, ii))) return;
+      su::for_each_index(t->sizes, t->dim, [&](const int64_t* ii) {
+        if (!load_mask(t, su::offset_of(t, ii))) return;
         for (int32_t i = 0; i < md; ++i) coords[i * nnz + j] = ii[i];
         ++j;
       });
@@ -424,12 +424,12 @@ int32_t index_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, 
   pteron_tensor *self = nullptr, *out = nullptr;
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self));
   IndexPlan p;
   PTERON_CHECK_OK(plan_index(a, self, 1, &p));
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, p.rsizes, p.rdim));
-  sm::map_elements(self, out, nullptr, [&](const int64_t* ri) { return plan_offset(p, self, ri); });
+  su::map_elements(self, out, nullptr, [&](const int64_t* ri) { return plan_offset(p, self, ri); });
   return PTERON_OK;
 }
 
@@ -445,8 +445,8 @@ int32_t index_put_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
   PTERON_CHECK_OK(kern::tensor_arg(a, 2, "values", &values));
   PTERON_CHECK_OK(a.boolean(3, "accumulate", &acc));
   PTERON_CHECK_OK(a.tensor(4, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "values", values, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "values", values, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, values));
   if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(ctx, a.op, "self", self->dtype);
@@ -476,7 +476,7 @@ int32_t index_put_out(pteron_kernel_context* ctx, pteron_value* const* args, siz
     using S = std::conditional_t<kBool, uint8_t, T0>;
     S* o = static_cast<S*>(out->data);
     const S* v = static_cast<const S*>(values->data);
-    sm::for_each_index(p.rsizes, p.rdim, [&](const int64_t* ri) {
+    su::for_each_index(p.rsizes, p.rdim, [&](const int64_t* ri) {
       const int64_t oo = plan_offset(p, out, ri);
       int64_t vo = 0;
       for (int32_t r = 0; r < p.rdim; ++r) vo += ri[r] * vst[r];
@@ -528,19 +528,19 @@ int32_t masked_select_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(kern::tensor_arg(a, 1, "mask", &mask));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self, mask));
   MaskPlan p;
   PTERON_CHECK_OK(plan_mask(a, self, mask, &p));
   int64_t count = 0;
-  sm::for_each_index(p.sizes, p.dim,
+  su::for_each_index(p.sizes, p.dim,
                      [&](const int64_t* ii) { count += load_mask(mask, dot(ii, p.mst, p.dim)); });
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, &count, 1));
   const size_t es = kern::dtype_size(self->dtype);
   int64_t k = 0;
-  sm::for_each_index(p.sizes, p.dim, [&](const int64_t* ii) {
+  su::for_each_index(p.sizes, p.dim, [&](const int64_t* ii) {
     if (!load_mask(mask, dot(ii, p.mst, p.dim))) return;
-    sm::copy_elem(out->data, k * out->strides[0], self->data, dot(ii, p.sst, p.dim), es);
+    su::copy_elem(out->data, k * out->strides[0], self->data, dot(ii, p.sst, p.dim), es);
     ++k;
   });
   return PTERON_OK;
@@ -554,13 +554,13 @@ int32_t masked_scatter_out(pteron_kernel_context* ctx, pteron_value* const* args
   PTERON_CHECK_OK(kern::tensor_arg(a, 1, "mask", &mask));
   PTERON_CHECK_OK(kern::tensor_arg(a, 2, "source", &source));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "source", source, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "source", source, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self, mask, source));
   MaskPlan p;
   PTERON_CHECK_OK(plan_mask(a, self, mask, &p));
   int64_t count = 0;
-  sm::for_each_index(p.sizes, p.dim,
+  su::for_each_index(p.sizes, p.dim,
                      [&](const int64_t* ii) { count += load_mask(mask, dot(ii, p.mst, p.dim)); });
   if (count > kern::numel(source))
     return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
@@ -571,13 +571,13 @@ int32_t masked_scatter_out(pteron_kernel_context* ctx, pteron_value* const* args
   // source is read in its logical row-major order.
   kern::Walker w(kern::view_of(source));
   int64_t left = count;
-  sm::for_each_index(p.sizes, p.dim, [&](const int64_t* ii) {
-    const int64_t oo = sm::offset_of(out, ii);
+  su::for_each_index(p.sizes, p.dim, [&](const int64_t* ii) {
+    const int64_t oo = su::offset_of(out, ii);
     if (load_mask(mask, dot(ii, p.mst, p.dim))) {
-      sm::copy_elem(out->data, oo, source->data, w.off, es);
+      su::copy_elem(out->data, oo, source->data, w.off, es);
       if (--left > 0) w.advance(1);
     } else {
-      sm::copy_elem(out->data, oo, self->data, dot(ii, p.sst, p.dim), es);
+      su::copy_elem(out->data, oo, self->data, dot(ii, p.sst, p.dim), es);
     }
   });
   return PTERON_OK;
@@ -611,8 +611,8 @@ int32_t nonzero_out(pteron_kernel_context* ctx, pteron_value* const* args, size_
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, sizes, 2));
   int64_t* o = static_cast<int64_t*>(out->data);
   int64_t k = 0;
-  sm::for_each_index(self->sizes, self->dim, [&](const int64_t* ii) {
-    if (!nz(sm::offset_of(self, ii))) return;
+  su::for_each_index(self->sizes, self->dim, [&](const int64_t* ii) {
+    if (!nz(su::offset_of(self, ii))) return;
     for (int32_t i = 0; i < self->dim; ++i) o[k * out->strides[0] + i * out->strides[1]] = ii[i];
     ++k;
   });

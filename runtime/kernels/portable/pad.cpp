@@ -11,7 +11,7 @@
 
 #include "arg_reading.h"
 #include "kernel_util.h"
-#include "shape_more_util.h"
+#include "shape_util.h"
 #include "strided_views.h"
 #include "tensor_checks.h"
 
@@ -20,7 +20,7 @@ namespace {
 using pteron::kern::Args;
 using pteron::kern::fail;
 namespace kern = pteron::kern;
-namespace sm = pteron::kern::shape_more;
+namespace su = pteron::kern::shape_util;
 
 // ---- constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *,
 //                          Tensor(a!) out) -----------------------------------
@@ -36,7 +36,7 @@ int32_t constant_pad_nd_out(pteron_kernel_context* ctx, pteron_value* const* arg
   PTERON_CHECK_OK(a.int_list(1, "pad", &pad, &np));
   PTERON_CHECK_OK(kern::read_scalar(a, 2, "value", &value));
   PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
   PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, self));
   if (!kern::is_supported_half(self->dtype))
     return kern::unsupported_dtype(ctx, a.op, "self", self->dtype);
@@ -74,7 +74,7 @@ int32_t constant_pad_nd_out(pteron_kernel_context* ctx, pteron_value* const* arg
     const T v = value.to<T>();
     std::memcpy(fill, &v, sizeof v);
   });
-  sm::map_elements(self, out, fill, [&](const int64_t* oi) -> int64_t {
+  su::map_elements(self, out, fill, [&](const int64_t* oi) -> int64_t {
     int64_t o = 0;
     for (int32_t i = 0; i < self->dim; ++i) {
       const int64_t j = oi[i] - before[i];
@@ -97,7 +97,7 @@ int32_t edge_pad(const Args& a, int32_t k, bool reflect) {
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
   PTERON_CHECK_OK(a.int_list(1, "padding", &pad, &np));
   PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(sm::same_dtype(a, "self", self, out));
+  PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
   PTERON_CHECK_OK(kern::reject_alias(a.ctx, a.op, "out", out, self));
   if (np != static_cast<size_t>(2 * k))
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: padding must have %d entries, got %zu",
@@ -133,7 +133,7 @@ int32_t edge_pad(const Args& a, int32_t k, bool reflect) {
     sizes[i] = s + lo + hi;
   }
   PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, sizes, self->dim));
-  sm::map_elements(self, out, nullptr, [&](const int64_t* oi) -> int64_t {
+  su::map_elements(self, out, nullptr, [&](const int64_t* oi) -> int64_t {
     int64_t o = 0;
     for (int32_t i = 0; i < self->dim; ++i) {
       const int64_t s = self->sizes[i];

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// shape_more_util.h - helpers of the portable kernels that move elements by
-// an index map (shape_more.cpp, pad.cpp, index_more.cpp): dim errors,
-// logical-index iteration, and element copies by byte width, so that every
-// dtype moves, whatever its arithmetic (private to kernels_portable).
+// shape_util.h - helpers of the portable kernels that move elements
+// (shape_*.cpp, pad.cpp, index_*.cpp): dim errors, the copy of a view into
+// a resized out, logical-index iteration, and element copies by byte width,
+// so that every dtype moves, whatever its arithmetic (private to
+// kernels_portable).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 #include "strided_views.h"
 #include "tensor_checks.h"
 
-namespace pteron::kern::shape_more {
+namespace pteron::kern::shape_util {
 
 inline int32_t bad_dim(const Args& a, const char* arg, int64_t d, int32_t rank) {
   int32_t r = rank == 0 ? 1 : rank;
@@ -28,6 +29,13 @@ inline int32_t dim_arg(const Args& a, size_t i, const char* name, int32_t rank, 
   *d = d0;
   if (!wrap_dim(*d, rank)) return bad_dim(a, name, d0, rank);
   return PTERON_OK;
+}
+
+// Resizes out to `sizes` and copies the view `src` of self into it.
+inline int32_t copy_view_out(const Args& a, const pteron_tensor* self, const View& src,
+                             pteron_tensor* out, const int64_t* sizes, int32_t dim) {
+  PTERON_CHECK_OK(resize_out(a.ctx, a.op, "out", out, sizes, dim));
+  return copy_tensor(a, self, src, out, true);
 }
 
 inline int32_t same_dtype(const Args& a, const char* name, const pteron_tensor* t,
@@ -110,4 +118,4 @@ inline int32_t out_list(const Args& a, size_t i, size_t count, pteron_tensor* co
   return PTERON_OK;
 }
 
-}  // namespace pteron::kern::shape_more
+}  // namespace pteron::kern::shape_util
