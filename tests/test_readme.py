@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The README's user guides, run exactly as written.
+"""The user guides, run exactly as written.
 
-Every command block of the guides ("Building your own C++ consumer" and "Building pteron
-yourself") is marked `<!-- tested: NAME -->`. This file takes the consumer's CMakeLists.txt
-and app.cpp from the README, writes them into a scratch folder and runs each guide's block
-there with bash, against the packages scripts/test.sh made (PTERON_LINUX_PACKAGE,
-PTERON_MINGW_PACKAGE, in CONAN_HOME = the clone's .conan2). PTERON_SRC is this clone. The app's
-output is compared with the same program run through the C API.
+Blocks marked `<!-- tested: NAME -->` are found in the README and the pages it links to
+(DOCS: README.md, docs/*.md, bench/README.md; a name is marked once in all of them). Every
+command block of the C++ guides (docs/consumers.md, "Building your own C++ consumer" and
+"Building pteron yourself") is marked. This file takes the consumer's CMakeLists.txt and app.cpp
+from there, writes them into a scratch folder and runs each guide's block there with bash as
+written, nothing rewritten, against the packages scripts/test.sh made (PTERON_LINUX_PACKAGE,
+PTERON_MINGW_PACKAGE, PTERON_MSVC_PACKAGE, in CONAN_HOME = the clone's .conan2): the guides name
+the profiles of those packages. PTERON_SRC is this clone. The app's output is compared with the
+same program run through the C API.
 
 The "Building pteron yourself" blocks are full builds: they run only with
 PTERON_README_FULL_BUILDS=1, followed by the plain-CMake guides against the prefixes they
@@ -25,6 +28,8 @@ import pytest
 from conftest import package_profile, FIXTURES, MINGW_CXX, REPO, run
 
 README = REPO / "README.md"
+GUIDES = REPO / "docs" / "consumers.md"
+DOCS = [README, *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "README.md"]
 GUIDES_START = "## Building your own C++ consumer"
 GUIDES_END = "## Building pteron yourself (CMake)"
 FULL_BUILDS = os.environ.get("PTERON_README_FULL_BUILDS") == "1"
@@ -32,17 +37,18 @@ MARKED = re.compile(r"<!-- tested: (.+?) -->\n+```(\w+)\n(.*?)\n```", re.S)
 
 
 def marked_blocks():
-    """{name: (language, text)} of the README's marked blocks."""
-    out = {}
-    for name, lang, text in MARKED.findall(README.read_text()):
-        assert name not in out, f"README marks two blocks '{name}'"
-        out[name] = (lang, text)
+    """{name: (language, text)} of the marked blocks of DOCS."""
+    out, where = {}, {}
+    for doc in DOCS:
+        for name, lang, text in MARKED.findall(doc.read_text()):
+            assert name not in out, f"'{name}' is marked twice: {where[name]} and {doc.relative_to(REPO)}"
+            out[name], where[name] = (lang, text), doc.relative_to(REPO)
     return out
 
 
 def guide_sections():
-    """The README text of the user guides and of "Building pteron yourself"."""
-    text = README.read_text()
+    """The text of the user guides and of "Building pteron yourself" (docs/consumers.md)."""
+    text = GUIDES.read_text()
     start = text.index(GUIDES_START)
     end = text.index(GUIDES_END)
     nxt = text.find("\n## ", end + 1)
@@ -54,13 +60,13 @@ def test_every_command_block_of_the_guides_is_marked_tested():
     fences = re.findall(r"(<!-- tested: [^>]+ -->\n+)?```(\w*)\n", text)
     opening = fences[0::2]  # every other fence opens a block
     unmarked = [lang for marker, lang in opening if not marker]
-    assert unmarked == [], f"README guide blocks without a '<!-- tested: ... -->' marker: {unmarked}"
+    assert unmarked == [], f"guide blocks without a '<!-- tested: ... -->' marker: {unmarked}"
     names = set(marked_blocks())
     for want in ("consumer CMakeLists.txt", "consumer app.cpp", "conan-consumer-linux",
                  "conan-consumer-debug", "conan-consumer-mingw", "conan-consumer-msvc",
                  "cmake-consumer-linux",
                  "cmake-consumer-mingw", "build-linux", "build-mingw"):
-        assert want in names, f"README has no block marked '{want}'"
+        assert want in names, f"no block is marked '{want}'"
 
 
 def test_conan_guides_require_this_version_with_profiles_from_the_clone():
@@ -76,6 +82,30 @@ def test_conan_guides_require_this_version_with_profiles_from_the_clone():
         assert "-DCMAKE_TOOLCHAIN_FILE=" in text and "-DCMAKE_BUILD_TYPE=" in text, name
     assert '-s "pteron/*:build_type=Release"' in blocks["conan-consumer-debug"][1]
     assert "COMMAND_EXPAND_LISTS" in blocks["consumer CMakeLists.txt"][1]
+
+
+GUIDE_PLATFORM = {"conan-consumer-linux": "linux", "conan-consumer-debug": "linux",
+                  "conan-consumer-mingw": "mingw", "conan-consumer-msvc": "msvc"}
+
+
+def guide_profile(name):
+    """The host profile a Conan guide's block names."""
+    (host,) = re.findall(r"-pr:h \$PTERON_SRC/profiles/(\S+)", marked_blocks()[name][1])
+    return host
+
+
+def test_conan_guides_name_the_profiles_whose_packages_test_sh_makes():
+    """Each Conan guide runs as written after scripts/test.sh, the command the guides name: its
+    host profile is one whose package scripts/test.sh makes (a profile without one stops
+    `conan install` with "Missing binary"), the one test.sh hands conftest for that platform."""
+    test_sh = (REPO / "scripts" / "test.sh").read_text()
+    made = {k.lower(): v for k, v in re.findall(r"PTERON_(LINUX|MINGW|MSVC)_PROFILE=(\S+)", test_sh)}
+    assert set(made) == {"linux", "mingw", "msvc"}, made
+    packaged = re.findall(r"^pteron_conan_package (\S+) ", test_sh, re.M)
+    assert sorted(packaged) == sorted(made.values()), (packaged, made)
+    for name, platform in GUIDE_PLATFORM.items():
+        assert guide_profile(name) == made[platform], (name, guide_profile(name), made[platform])
+    assert "`scripts/test.sh`" in guide_sections().split("### With Conan, on Linux")[0]
 
 
 # ---- running the guides -------------------------------------------------------
@@ -108,13 +138,11 @@ def run_block(name, cwd, timeout=600, **env):
     pipes (a Wine service started on the way would hold a pipe open)."""
     lang, text = marked_blocks()[name]
     assert lang == "sh", name
-    # The package in the Conan cache is the one scripts/test.sh made: in CI that of the
-    # linux-cu134 / windows-cu134 profiles (the release profiles plus backend_cuda), so a
-    # block's host profile is that one.
-    for release, platform in (("linux-release", "linux"), ("windows-mingw-release", "mingw"),
-                              ("windows-msvc-release", "msvc")):
-        text = text.replace(f"-pr:h $PTERON_SRC/profiles/{release}",
-                            f"-pr:h $PTERON_SRC/profiles/{package_profile(platform)}")
+    if name in GUIDE_PLATFORM and guide_profile(name) != package_profile(GUIDE_PLATFORM[name]):
+        pytest.fail(f"the guide '{name}' installs the package of profile {guide_profile(name)}, "
+                    f"but the one under test is {package_profile(GUIDE_PLATFORM[name])}'s "
+                    f"(PTERON_{GUIDE_PLATFORM[name].upper()}_PROFILE): run scripts/test.sh",
+                    pytrace=False)
     e = {k: v for k, v in os.environ.items()
          if k not in ("LD_LIBRARY_PATH", "WINEPATH", "DISPLAY", "WAYLAND_DISPLAY")}
     e.update(PTERON_SRC=str(REPO), **{k: str(v) for k, v in env.items()})
@@ -126,13 +154,13 @@ def run_block(name, cwd, timeout=600, **env):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-            pytest.fail(f"timeout: README block '{name}' did not finish within {timeout} s",
+            pytest.fail(f"timeout: block '{name}' did not finish within {timeout} s",
                         pytrace=False)
         out.seek(0)
         err.seek(0)
         stdout = out.read().decode("utf-8", "replace").replace("\r\n", "\n")
         stderr = err.read().decode("utf-8", "replace").replace("\r\n", "\n")
-    assert rc == 0, (f"README block '{name}' failed (exit {rc})\n--- stdout (end)\n{stdout[-4000:]}"
+    assert rc == 0, (f"block '{name}' failed (exit {rc})\n--- stdout (end)\n{stdout[-4000:]}"
                      f"\n--- stderr (end)\n{stderr[-4000:]}")
     return stdout
 
@@ -229,6 +257,31 @@ def test_plain_cmake_consumer_for_mingw_runs_under_wine_as_written(mingw_package
     assert_app_output(out, expected_sum)
     beside = {p.name for p in (d / "build-cmake-mingw").glob("*.dll")}
     assert {"pteron.dll", "pteron_kernels_portable.dll"} <= beside, beside
+
+
+def test_c_quick_start_builds_as_the_consumer_does_and_runs(linux_package, expected_sum, tmp_path):
+    """The README's C program, built as it says: the consumer's CMakeLists.txt with
+    `project(app C)` and `app.c` (C99, warnings as errors), against the Linux package."""
+    lang, text = marked_blocks()["c-quickstart"]
+    assert lang == "c"
+    d = tmp_path / "capp"
+    d.mkdir()
+    cmake = marked_blocks()["consumer CMakeLists.txt"][1]
+    assert "project(app CXX)" in cmake and "app.cpp" in cmake
+    (d / "CMakeLists.txt").write_text(cmake.replace("project(app CXX)", "project(app C)")
+                                      .replace("app.cpp", "app.c") + "\n")
+    (d / "app.c").write_text(text + "\n")
+    r = run(["cmake", "-S", d, "-B", d / "build", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+             f"-DCMAKE_PREFIX_PATH={linux_package}", "-DCMAKE_C_STANDARD=99",
+             "-DCMAKE_C_FLAGS=-Wall -Wextra -pedantic -Werror"], timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = run(["cmake", "--build", d / "build"], timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = run([d / "build" / "app", FIXTURES / "mlp.pte"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert_app_output(r.stdout, expected_sum)
+    r = run([d / "build" / "app", FIXTURES / "unsupported_op.pte"], timeout=60)
+    assert r.returncode == 1 and "app: missing_operator: " in r.stderr, r.stderr
 
 
 @pytest.mark.skipif(not FULL_BUILDS, reason="full builds: set PTERON_README_FULL_BUILDS=1")
