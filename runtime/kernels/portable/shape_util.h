@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // shape_util.h - helpers of the portable kernels that move elements
 // (shape_*.cpp, pad.cpp, index_*.cpp): dim errors, the copy of a view into
-// a resized out, logical-index iteration, and element copies by byte width,
-// so that every dtype moves, whatever its arithmetic (private to
-// kernels_portable).
+// a resized out, index tensors, logical-index iteration, and element copies
+// by byte width, so that every dtype moves, whatever its arithmetic (private
+// to kernels_portable).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "dtype_convert.h"
 #include "kernel_util.h"
 #include "strided_views.h"
 #include "tensor_checks.h"
@@ -45,6 +47,34 @@ inline int32_t same_dtype(const Args& a, const char* name, const pteron_tensor* 
                 "%s: %s (%s) and out (%s) must have the same dtype", a.op, name,
                 dtype_name(t->dtype), dtype_name(out->dtype));
   return PTERON_OK;
+}
+
+// Index tensors (index_select, gather, index.Tensor, ...) are int32 or int64.
+inline bool is_index_dtype(int32_t d) { return d == PTERON_DTYPE_INT32 || d == PTERON_DTYPE_INT64; }
+
+inline int32_t index_dtype_error(const Args& a, const char* name, int32_t d) {
+  return fail(a.ctx, PTERON_ERROR_UNSUPPORTED_DTYPE,
+              "%s: expected dtype int32 or int64 for %s, got %s", a.op, name, dtype_name(d));
+}
+
+// The index at element offset `off` of int32 or int64 data.
+inline int64_t load_index(const void* p, int32_t dtype, int64_t off) {
+  return dtype == PTERON_DTYPE_INT32 ? static_cast<const int32_t*>(p)[off]
+                                     : static_cast<const int64_t*>(p)[off];
+}
+
+// x + y as scatter_add and accumulating index_put add: bool is `or`,
+// integers wrap, float16 / bfloat16 add in float and round once.
+template <typename T>
+inline T add_values(T x, T y) {
+  if constexpr (std::is_same_v<T, bool>)
+    return x || y;
+  else if constexpr (std::is_integral_v<T>)
+    return wrap_add(x, y);
+  else if constexpr (is_half_v<T>)
+    return T(static_cast<float>(x) + static_cast<float>(y));  // in float, rounded once
+  else
+    return x + y;
 }
 
 // Storage offset of logical index `idx` in `t`.
