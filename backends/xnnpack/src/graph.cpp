@@ -345,7 +345,7 @@ const char* quant_params_name(fbx::QuantParams q) {
 }
 
 // A quantized value's datatype and parameters that this delegate does not
-// run: NOT_SUPPORTED at method load (backend.cpp looks for kUnsupported).
+// run: NOT_SUPPORTED at method load (delegate.cpp looks for kUnsupported).
 bool unsupported_quant(std::string* err, uint32_t vid, fbx::DataType dt, fbx::QuantParams qp,
                        const char* where) {
   return fail(err, "value id %u: %s with %s parameters%s is %s", vid, dtype_name(dt),

@@ -2,8 +2,8 @@
 // graph.h - the XNNPACK delegate's own view of a processed blob.
 //
 // Reading order: blob header -> flatbuffer (verified) -> Graph (values and
-// nodes copied out of the flatbuffer, every id checked) -> shape inference.
-// Nothing here calls XNNPACK; backend.cpp turns a Graph into segments.
+// nodes copied out of the flatbuffer, every id checked) -> shape inference (shape_inference.cpp).
+// Nothing here calls XNNPACK; plan/ turns a Graph into steps and segments.
 #ifndef PTERON_XNNPACK_GRAPH_H
 #define PTERON_XNNPACK_GRAPH_H
 
@@ -38,7 +38,7 @@ const char* op_name(Op op);
 // every value as float32: a quantized value holds its dequantized numbers,
 // (q - zero_point) * scale, so every float kernel reads it as it is, and the
 // node that writes it rounds its result onto that grid (quantize, then
-// dequantize: backend.cpp, requantize_output). Between two nodes that both
+// dequantize: plan/qcodes.cpp, needs_requantize). Between two nodes that both
 // have an int8 path (int8 GEMM, depthwise convolution, Add) a per-tensor
 // value is held as its 8-bit codes instead (Node::coded). Constants are dequantized
 // once, when the blob is read. The arithmetic is PyTorch's
@@ -100,35 +100,34 @@ struct Node {
   uint32_t p[16] = {};               // integer parameters, see graph.cpp per kind
   float f = 0.0f;                    // float parameter (pad value, alpha, slope)
   std::vector<size_t> list0, list1;  // permutation / new shape / paddings / offsets
-  // backend.cpp: a FullyConnected whose input is dynamically quantized (QDInt8) by a Convert
+  // passes/fusion.cpp: a FullyConnected whose input is dynamically quantized (QDInt8) by a Convert
   // node: that Convert's float32 input, which the int8 kernel quantizes itself.
   uint32_t qsource = kNoValue;
-  // backend.cpp (fuse_channel_affine): on a Conv2d flagged kOwnFlagPrologue, the constants of
-  // the 1x1 DepthwiseConv2d it absorbed (its filter: one scale per input channel; its bias, or
-  // kNoValue for none) and that node's output range, applied to the input before the GEMM.
+  // passes/fusion_conv.cpp (fuse_channel_affine): on a Conv2d flagged kOwnFlagPrologue, the
+  // constants of the 1x1 DepthwiseConv2d it absorbed (its filter: one scale per input channel; its
+  // bias, or kNoValue for none) and that node's output range, applied to the input before the GEMM.
   uint32_t pre_scale = kNoValue, pre_shift = kNoValue;
   float pre_min = -std::numeric_limits<float>::infinity();
   float pre_max = std::numeric_limits<float>::infinity();
-  // backend.cpp (fuse_residual_add): on a Conv2d flagged kOwnFlagResidual (its fourth input the
-  // residual), the output range of the Add it absorbed, applied after the addition.
+  // passes/fusion_conv.cpp (fuse_residual_add): on a Conv2d flagged kOwnFlagResidual (its fourth
+  // input the residual), the output range of the Add it absorbed, applied after the addition.
   float res_min = -std::numeric_limits<float>::infinity();
   float res_max = std::numeric_limits<float>::infinity();
-  // backend.cpp (fuse_expand_depthwise): on a DepthwiseConv2d flagged kOwnFlagExpand, whose
-  // input is then the input of the 1x1 Conv2d it absorbed, that Conv2d's filter ([channels, 1,
-  // 1, input channels], OHWI), its bias (kNoValue: none), its output range and its fused
-  // activation (kOwnAct*, 0: none), computed row by row into the rows the depthwise window
-  // reads.
+  // passes/fusion_conv.cpp (fuse_expand_depthwise): on a DepthwiseConv2d flagged kOwnFlagExpand,
+  // whose input is then the input of the 1x1 Conv2d it absorbed, that Conv2d's filter ([channels,
+  // 1, 1, input channels], OHWI), its bias (kNoValue: none), its output range and its fused
+  // activation (kOwnAct*, 0: none), computed row by row into the rows the depthwise window reads.
   uint32_t exp_filter = kNoValue, exp_bias = kNoValue, exp_act = 0;
   float exp_min = -std::numeric_limits<float>::infinity();
   float exp_max = std::numeric_limits<float>::infinity();
-  // backend.cpp (write_concatenation_inputs_in_place): on a Conv2d, the row stride of its output
-  // (0: dense) when it writes its channels straight into a concatenation's output; on that
+  // plan/placement.cpp (write_concatenation_inputs_in_place): on a Conv2d, the row stride of its
+  // output (0: dense) when it writes its channels straight into a concatenation's output; on that
   // Concatenate, bit i set when input i is written so (the node does not copy it).
   size_t out_ldc = 0;
   uint32_t in_place = 0;
-  // backend.cpp (plan): which of the node's values are held as 8-bit activation codes instead of
-  // float32 (qgemm.h's codes: q + 128 for QInt8, q for QUInt8, one byte per element), and
-  // whether its int8 codes path runs (kCodedPath): bit i for input i (i < 8), kCodedOutput.
+  // plan/qcodes.cpp (choose_codes): which of the node's values are held as 8-bit activation codes
+  // instead of float32 (qgemm.h's codes: q + 128 for QInt8, q for QUInt8, one byte per element),
+  // and whether its int8 codes path runs (kCodedPath): bit i for input i (i < 8), kCodedOutput.
   uint32_t coded = 0;
   float out_min = -std::numeric_limits<float>::infinity();
   float out_max = std::numeric_limits<float>::infinity();

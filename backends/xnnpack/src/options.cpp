@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -15,23 +16,6 @@
 namespace pteron {
 namespace xnnpack {
 namespace {
-
-// A switch read from the environment variable `name`: 1, true, yes or on
-// (any case) is true; 0, false, no or off is false; unset or empty is
-// `unset`. Anything else is `unset` too, with a warning once per process
-// naming the variable, so a misspelt setting is never silently taken.
-bool env_switch(const char* name, bool unset) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return unset;
-  std::string s(v);
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  const std::string msg = std::string("pteron: ignoring ") + name + "='" + v +
-                          "' (expected 1 or 0, true or false, yes or no, on or off)";
-  pteron_warn_once(name, msg.c_str());  // the value in full; control bytes escaped there
-  return unset;
-}
 
 // Whether the linked library runs node type `op` by default (where it can
 // define the node); every other type runs on pteron's own kernel. The rule: a
@@ -51,9 +35,46 @@ bool library_first(Op) { return false; }
 // A switch's text: 1, true, yes or on (any case) is true; 0, false, no or off is false.
 bool parse_switch(std::string s, bool* out) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return *out = true, true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return *out = false, true;
+  if (s == "1" || s == "true" || s == "yes" || s == "on") {
+    *out = true;
+    return true;
+  }
+  if (s == "0" || s == "false" || s == "no" || s == "off") {
+    *out = false;
+    return true;
+  }
   return false;
+}
+
+// A switch read from the environment variable `name`: as parse_switch; unset or empty is
+// `unset`. Anything else is `unset` too, with a warning once per process naming the variable, so
+// a misspelt setting is never silently taken.
+bool env_switch(const char* name, bool unset) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return unset;
+  bool on = unset;
+  if (parse_switch(v, &on)) return on;
+  const std::string msg = std::string("pteron: ignoring ") + name + "='" + v +
+                          "' (expected 1 or 0, true or false, yes or no, on or off)";
+  pteron_warn_once(name, msg.c_str());  // the value in full; control bytes escaped there
+  return unset;
+}
+
+// A setting's text, safe to put in a message: a compile spec's bytes come from the program
+// (bytes outside printable ASCII as \xNN).
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7F) {
+      out += c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", unsigned(u));
+      out += buf;
+    }
+  }
+  return out;
 }
 
 // use_library's text, from `setting` (for messages): "none" = pteron's kernels for every node
@@ -85,7 +106,7 @@ bool parse_library(const std::string& text, const char* setting, LibraryChoice* 
     for (int i = 1; i <= int(Op::MAX) && !found; ++i)
       if (name == op_name(Op(i))) p->list.push_back(Op(i)), found = true;
     if (!found) {
-      *err = std::string(setting) + "='" + p->text + "': '" + name +
+      *err = std::string(setting) + "='" + printable(p->text) + "': '" + printable(name) +
              "' is not a node type (use none, all, or node type names such as Conv2d,"
              "FullyConnected)";
       return false;
@@ -107,15 +128,19 @@ bool read_options(const pteron_compile_spec* specs, size_t num_specs, Options* o
     std::string value(reinterpret_cast<const char*>(spec.value), spec.value ? spec.value_size : 0);
     if (!value.empty() && value.back() == '\0') value.pop_back();
     if (value.empty()) continue;
-    bool* flag = key == "fuse" ? &o.fuse : key == "profile" ? &o.profile
-                                         : key == "debug" ? &o.debug : nullptr;
+    // The switches: where each goes, and where the spec records that it set it.
+    bool* flag = nullptr;
+    bool* set = nullptr;
+    if (key == "fuse") flag = &o.fuse, set = &fuse;
+    if (key == "profile") flag = &o.profile, set = &profile;
+    if (key == "debug") flag = &o.debug, set = &debug;
     if (flag) {
       if (!parse_switch(value, flag)) {
-        *err = "compile spec " + key + "='" + value +
+        *err = "compile spec " + key + "='" + printable(value) +
                "': expected 1 or 0, true or false, yes or no, on or off";
         return false;
       }
-      (key == "fuse" ? fuse : key == "profile" ? profile : debug) = true;
+      *set = true;
     } else if (key == "use_library") {
       if (!parse_library(value, "compile spec use_library", &o.use_library, err)) return false;
       use_library = true;

@@ -10,7 +10,7 @@
 // filter and bias), and maps a node onto its driver.
 //
 // The meaning of each node's parameters is XNNPACK's (xnnpack.h, and how
-// backend.cpp define_node passes them on); where XNNPACK's library would
+// xnn_library.cpp define_node passes them on); where XNNPACK's library would
 // clamp a NaN, these kernels keep it, as PyTorch does.
 #include <cstring>
 #include <limits>
@@ -37,7 +37,7 @@ std::string node_str(const Node& n) {
 }
 
 // *why for a node whose type is handled but not its parameters: the caller
-// (backend.cpp) prefixes the node's index and type; "cannot run" makes
+// (plan/sides.cpp) prefixes the node's index and type; "cannot run" makes
 // method load fail with PTERON_ERROR_NOT_SUPPORTED.
 bool refuse(const Node&, std::string* why, const std::string& what) {
   *why = what + "; pteron's kernel cannot run it";

@@ -5,7 +5,7 @@
 // (runtime/cpu/include/pteron_cpu/gemm.h). float32, NHWC for image tensors. Every kernel applies the
 // node's output range inside the GEMM (fused clamp, NaN kept).
 //
-// Parameter meaning (graph.cpp parse, backend.cpp define_node, XNNPACK's xnnpack.h):
+// Parameter meaning (graph.cpp parse, xnn_library.cpp define_node, XNNPACK's xnnpack.h):
 //  - FullyConnected: input [..., K] (leading dims flattened to M rows), filter [N, K], or
 //    [K, N] with flags bit 0 (XNN_FLAG_TRANSPOSE_WEIGHTS), optional bias [N].
 //  - Conv2d: input NHWC [B, H, W, groups * group_input_channels], filter OHWI

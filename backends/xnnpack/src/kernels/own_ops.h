@@ -47,7 +47,7 @@ struct NodeState {
   // The int8 GEMM's ISA level when this node runs on the int8 path, else null. Such a node's
   // kernel rounds its quantized output onto the output's grid itself.
   virtual const char* int8_path() const { return nullptr; }
-  // Values held as 8-bit codes (graph.h, Node::coded; backend.cpp's plan chooses them): can the
+  // Values held as 8-bit codes (graph.h, Node::coded; plan/qcodes.cpp chooses them): can the
   // kernel read input i as codes, and write its output as codes? Must every quantized input be
   // codes for its int8 path to run (else it runs its float32 path, kCodedPath unset)?
   virtual bool reads_codes(size_t i) const { return false; }
@@ -70,7 +70,7 @@ struct OwnKernel {
               const std::vector<float*>& ptr, std::string* err);
 };
 
-// A flag of backend.cpp's fuse_elementwise pass, never in a blob (XNNPACK's
+// A flag of passes/fusion.cpp's fuse_elementwise pass, never in a blob (XNNPACK's
 // node flags are below bit 16): on a Sigmoid node, the node computes
 // x * sigmoid(x) (SiLU: a Sigmoid and the Multiply of its input by its
 // result, fused). Only pteron's kernel runs such a node.
@@ -81,23 +81,23 @@ constexpr uint32_t kOwnFlagSilu = 0x80000000u;
 // read it, fused; p[15] is unused by those node types otherwise).
 constexpr uint32_t kOwnFlagEpilogue = 0x40000000u;
 // A Concatenate that took over the inputs of the Concatenates before it
-// (backend.cpp, flatten_concatenations): more inputs than its op's name says,
+// (passes/fusion.cpp, flatten_concatenations): more inputs than its op's name says,
 // at most kOwnMaxConcatInputs; pteron's kernel only.
 constexpr uint32_t kOwnFlagFlattened = 0x20000000u;
 // Another, on a 1x1 Conv2d (stride 1, no padding, one group): the node reads the input of a 1x1
-// DepthwiseConv2d it absorbed and maps it per channel as that node did, x * scale + shift
-// clamped to its output range (Node::pre_*; backend.cpp, fuse_channel_affine), tile by tile
+// DepthwiseConv2d it absorbed and maps it per channel as that node did, x * scale + shift clamped
+// to its output range (Node::pre_*; passes/fusion_conv.cpp, fuse_channel_affine), tile by tile
 // inside the GEMM (pteron_cpu::gemm_packed_pre).
 constexpr uint32_t kOwnFlagPrologue = 0x10000000u;
 // Another, on a Conv2d of one group with a bias: a fourth input, of the output's shape, is added to
 // the output tile by tile inside the GEMM, then clamped to [Node::res_min, res_max]
-// (backend.cpp, fuse_residual_add: the Add that read the convolution's output, fused). In a call
-// where that input is smaller and broadcasts into the output (a dynamic program's inputs of
-// different sizes), it is added after the GEMM with the Add node's broadcasting kernel instead.
+// (passes/fusion_conv.cpp, fuse_residual_add: the Add that read the convolution's output, fused).
+// In a call where that input is smaller and broadcasts into the output (a dynamic program's inputs
+// of different sizes), it is added after the GEMM with the Add node's broadcasting kernel instead.
 constexpr uint32_t kOwnFlagResidual = 0x08000000u;
 // Another, on a DepthwiseConv2d (channel multiplier 1, dilation 1): its input is that of the 1x1
 // Conv2d it absorbed, whose output rows it computes as its window needs them (Node::exp_*;
-// backend.cpp, fuse_expand_depthwise; pteron_cpu::expand_depthwise_conv2d).
+// passes/fusion_conv.cpp, fuse_expand_depthwise; pteron_cpu::expand_depthwise_conv2d).
 constexpr uint32_t kOwnFlagExpand = 0x04000000u;
 // The most inputs pteron's concatenation kernel takes (own_ops.cpp).
 constexpr size_t kOwnMaxConcatInputs = 8;

@@ -5,7 +5,7 @@
 // (QDwConv, QAdd; run-time ISA dispatch).
 //
 // Taken where every input the node reads is quantized per tensor (QInt8 / QUInt8), the output
-// too, and backend.cpp's plan holds those inputs as codes (kCodedPath); else the node's float32
+// too, and plan/qcodes.cpp holds those inputs as codes (kCodedPath); else the node's float32
 // kernel runs as for any other node. What they compute (PyTorch's quantized_decomposed
 // reference: dequantize, compute in float32, quantize; round half to even):
 //   DepthwiseConv2d (channel multiplier 1): v = bias[c] + sum over the taps inside the input

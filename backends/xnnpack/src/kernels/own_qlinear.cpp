@@ -18,7 +18,7 @@
 // the graph's values already hold (they lie on their grid: x * (1 / s) is within rounding of an
 // integer); a dynamic input is quantized here from the Convert's float input with the Convert's
 // own per-token parameters (token_qparams). A quantized output is rounded onto its grid here
-// (NodeState::int8_path: backend.cpp leaves such a node's output as it is).
+// (NodeState::int8_path: plan/plan.cpp leaves such a node's output as it is).
 #include <algorithm>
 #include <cmath>
 #include <limits>

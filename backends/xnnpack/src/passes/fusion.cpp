@@ -82,8 +82,8 @@ size_t fuse_elementwise(FusionContext& pass) {
       // The producer's own flags that its kernel accepts alongside the epilogue.
       const uint32_t own_flags = d.op == Op::FullyConnected ? 1u : 0u;
       if ((d.op != Op::DepthwiseConv2d && d.op != Op::Conv2d && d.op != Op::FullyConnected) ||
-          wants_library(pass.options, d.op) || (d.flags & ~own_flags) != 0 || d.outputs.size() != 1 ||
-          d.p[15] != 0)
+          wants_library(pass.options, d.op) || (d.flags & ~own_flags) != 0 ||
+          d.outputs.size() != 1 || d.p[15] != 0)
         continue;
       if (g.values[t].dims != g.values[u.outputs[0]].dims) continue;
       d.flags |= kOwnFlagEpilogue;

@@ -16,14 +16,6 @@
 namespace pteron {
 namespace xnnpack {
 
-// fuse_channel_affine: at method load, a 1x1 DepthwiseConv2d (stride 1, no padding, one output
-// channel per input channel: x * scale[c] + shift[c], clamped to its output range) whose only
-// reader is a 1x1 Conv2d (stride 1, no padding, one group) goes, and the Conv2d reads its input
-// and maps each tile of it inside the GEMM (kOwnFlagPrologue, own_ops.h). That is DenseNet's
-// pre-activation: the batch norm and ReLU before each 1x1 convolution, which the exporter writes
-// as a depthwise convolution, made a pass that wrote the whole tensor and a GEMM that read it
-// back. Float32 values only, where pteron's kernels run both node types; PTERON_XNNPACK_FUSE=0
-// switches it off. Returns the number of nodes removed.
 namespace {
 
 // A window node of 1x1, stride 1, dilation 1, no padding.
@@ -49,6 +41,14 @@ bool declared_shapes_hold(const Graph& g, const Node& n, std::vector<Shape>& dec
 
 }  // namespace
 
+// fuse_channel_affine: at method load, a 1x1 DepthwiseConv2d (stride 1, no padding, one output
+// channel per input channel: x * scale[c] + shift[c], clamped to its output range) whose only
+// reader is a 1x1 Conv2d (stride 1, no padding, one group) goes, and the Conv2d reads its input
+// and maps each tile of it inside the GEMM (kOwnFlagPrologue, own_ops.h). That is DenseNet's
+// pre-activation: the batch norm and ReLU before each 1x1 convolution, which the exporter writes
+// as a depthwise convolution, made a pass that wrote the whole tensor and a GEMM that read it
+// back. Float32 values only, where pteron's kernels run both node types; PTERON_XNNPACK_FUSE=0
+// switches it off. Returns the number of nodes removed.
 size_t fuse_channel_affine(FusionContext& pass) {
   if (!pass.own({Op::DepthwiseConv2d, Op::Conv2d})) return 0;
   Graph& g = pass.g;
