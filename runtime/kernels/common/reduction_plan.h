@@ -159,6 +159,18 @@ struct ReduceIter {
 
 // ---- checks and running extremes shared by the reduction kernels ----------
 
+// The checks of a reduction's self and one out: dtypes kernels_portable
+// supports (float16 and bfloat16 included), self's metadata, and out not
+// aliasing self.
+inline int32_t check_reduction_in_out(pteron_kernel_context* ctx, const char* op,
+                                      const pteron_tensor* self, const pteron_tensor* out,
+                                      const char* out_name) {
+  PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
+  PTERON_CHECK_OK(check_supported_half(ctx, op, out_name, out->dtype));
+  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
+  return reject_alias(ctx, op, out_name, out, self);
+}
+
 // A reduction over a zero-size dim has no identity for min/max/prod-like
 // operators: refused as PyTorch does.
 inline int32_t zero_size_reduce_check(pteron_kernel_context* ctx, const char* op,

@@ -4,7 +4,7 @@
 // dim, and every other reduction of a float32 self.
 //
 // Checks and the reduction plan: reduction_plan.h and kernels_portable's
-// rules (reduce.cpp): the same messages, the same output shape. Fast path:
+// rules (reduce_sum.cpp): the same messages, the same output shape. Fast path:
 // out float32 and the reduced dims one unit-stride run in memory (the
 // trailing dims of a contiguous tensor), so each output element is one
 // vectorised sum (isa moments: float block sums added in double); output
