@@ -2,31 +2,28 @@
 // delegate.cpp - the XnnpackBackend delegate's C ABI (init, execute, destroy, registration)
 // and its profile.
 //
-// Reading order:
-//   init:    parse_blob (graph.cpp) -> the options (options.h: compile specs,
-//            then the environment) -> plan (plan/plan.cpp): the load-time
-//            rewrites (passes/: transposes, fusions) ->
-//            choose each node's side (pteron's own kernel, or the linked
-//            XNNPACK library: plan/sides.cpp, library_first and
-//            use_library; load fails naming a node nobody
-//            runs) -> schedule the nodes into steps: runs of library nodes
-//            become one XNNPACK subgraph ("segment"), pteron's own nodes run
-//            between them -> decide where each value lives (delegate
-//            argument, constant, XNNPACK-internal, an arena buffer, or a view
-//            of another value) -> build the variant (variant.cpp) for the
-//            declared input shapes: shapes (shape_inference.cpp), the arena
-//            plan (values whose lifetimes do not overlap share bytes), the
-//            XNNPACK runtimes (xnn_library.cpp).
-//   execute: input shapes -> variant for those shapes (cached; a new shape
-//            within the program's bounds plans anew) -> resize outputs -> run
-//            the steps in order.
-//   destroy: every runtime, buffer and owned constant.
+// Reading order, one file per stage:
+//   init:    parse_blob (graph.cpp) -> the options (options.cpp: compile specs, then the
+//            environment, read once) -> plan (plan/plan.cpp): the load-time rewrites
+//            (passes/transpose.cpp, passes/fusion*.cpp) -> choose each node's side (pteron's
+//            own kernel, or the linked XNNPACK library: plan/sides.cpp, library_first and
+//            use_library; load fails naming a node nobody runs) -> schedule the nodes into
+//            steps (plan/schedule.cpp): runs of library nodes become one XNNPACK subgraph
+//            ("segment"), pteron's own nodes run between them -> decide where each value
+//            lives (plan/placement.cpp: delegate argument, constant, XNNPACK-internal, an
+//            arena buffer, or a view of another value) -> pteron's kernels prepared, quantized
+//            values as codes (plan/qcodes.cpp) -> build the variant (variant.cpp) for the
+//            declared input shapes: shapes (shape_inference.cpp), the arena plan (values whose
+//            lifetimes do not overlap share bytes), the XNNPACK runtimes (xnn_library.cpp).
+//   execute: input shapes -> variant for those shapes (cached; a new shape within the
+//            program's bounds plans anew) -> resize outputs -> run the steps in order
+//            (pteron's kernels: kernels/own_ops.h).
+//   destroy: every runtime, buffer and owned constant; the profile (Options::profile).
 //
-// The XNNPACK library is optional (backends/xnnpack/CMakeLists.txt,
-// PTERON_XNNPACK_LIBRARY): every call into it is in xnn_library.cpp,
-// compiled only where PTERON_XNN_LINKED is 1. Its runtimes
-// are created on the process's pthreadpool (pteron_threadpool_pthreadpool());
-// where the process pool is not a pthreadpool, they run on the calling thread.
+// The XNNPACK library is optional (backends/xnnpack/CMakeLists.txt, PTERON_XNNPACK_LIBRARY):
+// every call into it is in xnn_library.cpp, compiled only where PTERON_XNN_LINKED is 1. Its
+// runtimes are created on the process's pthreadpool (pteron_threadpool_pthreadpool()); where
+// the process pool is not a pthreadpool, they run on the calling thread.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -67,9 +67,10 @@ size_t FusionContext::finish(size_t done) {
 }
 
 size_t run_fusions(Graph& g, const Options& options) {
-  size_t (*const passes[])(FusionContext&) = {fuse_elementwise,    flatten_concatenations,
-                                              fuse_channel_affine, fuse_residual_add,
-                                              fuse_expand_depthwise, fuse_quantized_clamps};
+  // In this order: each pass sees the graph the one before it left.
+  size_t (*const passes[])(FusionContext&) = {
+      fuse_elementwise,  flatten_concatenations, fuse_channel_affine,
+      fuse_residual_add, fuse_expand_depthwise,  fuse_quantized_clamps};
   size_t removed = 0;
   for (auto* pass : passes) {
     FusionContext context(g, options);
