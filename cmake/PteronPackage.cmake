@@ -3,7 +3,9 @@
 # (pteronConfig.cmake, pteronConfigVersion.cmake, pteron-components.cmake)
 # from cmake/components.json and the components actually built, the list
 # itself (share/pteron/components.json) and, in a MinGW package, the MinGW
-# toolchain file (lib/cmake/pteron/toolchain-mingw-w64.cmake).
+# toolchain file (lib/cmake/pteron/toolchain-mingw-w64.cmake); on ELF
+# targets, one pkg-config file per component (lib/pkgconfig/pteron-<c>.pc)
+# and pteron.pc for all of them.
 include_guard(GLOBAL)
 include(CMakePackageConfigHelpers)
 
@@ -54,7 +56,11 @@ function(pteron_install_package)
   endforeach()
   set(_dir "${PROJECT_BINARY_DIR}/package")
   file(GENERATE OUTPUT "${_dir}/pteron-components.cmake" CONTENT "${_out}")
-  configure_file("${PROJECT_SOURCE_DIR}/cmake/pteronConfig.cmake.in" "${_dir}/pteronConfig.cmake" @ONLY)
+  if(NOT WIN32)
+    pteron_install_pkg_config("${_dir}/pkgconfig" "${_built}" ${_crt})
+  endif()
+  configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/pteronConfig.cmake.in"
+    "${_dir}/pteronConfig.cmake" INSTALL_DESTINATION "${CMAKE_INSTALL_LIBDIR}/cmake/pteron")
   write_basic_package_version_file("${_dir}/pteronConfigVersion.cmake"
     VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
   install(FILES "${_dir}/pteronConfig.cmake" "${_dir}/pteronConfigVersion.cmake"
@@ -71,4 +77,52 @@ function(pteron_install_package)
                   "${PROJECT_SOURCE_DIR}/cmake/windows-cross-headers.cmake"
             DESTINATION "${CMAKE_INSTALL_LIBDIR}/cmake/pteron")
   endif()
+endfunction()
+
+# pkg-config files (ELF only; a Windows consumer uses the CMake package):
+# pteron-<c>.pc per built component, pteron.pc requiring all of them. Paths are
+# relative to the file (${pcfiledir}), so the installed tree stays relocatable.
+# A registration-only component's library is wrapped in --no-as-needed, as the
+# CMake package's INTERFACE_LINK_OPTIONS wrap it, in one -Wl fragment so that
+# pkg-config cannot merge or reorder the wrapper of two components.
+function(pteron_install_pkg_config _dir _built _crt)
+  set(_all "")
+  foreach(_name IN LISTS PTERON_COMPONENT_LIST)
+    if(NOT _name IN_LIST _built)
+      continue()
+    endif()
+    set(_t pteron_${_name})
+    set(_lib "$<TARGET_LINKER_FILE_BASE_NAME:${_t}>")
+    if(PTERON_COMPONENT_${_name}_REGISTRATION_ONLY)
+      set(_libs "-L\${libdir} -Wl,--push-state,--no-as-needed,-l${_lib},--pop-state")
+    else()
+      set(_libs "-L\${libdir} -l${_lib}")
+    endif()
+    set(_reqs "")
+    foreach(_r IN LISTS PTERON_COMPONENT_${_name}_REQUIRES)
+      list(APPEND _reqs "pteron-${_r} = ${PROJECT_VERSION}")
+    endforeach()
+    list(JOIN _reqs ", " _reqs)
+    set(_pc "prefix=\${pcfiledir}/../..\n")
+    string(APPEND _pc "libdir=\${prefix}/${CMAKE_INSTALL_LIBDIR}\n")
+    string(APPEND _pc "includedir=\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}\n\n")
+    string(APPEND _pc "Name: pteron-${_name}\n")
+    string(APPEND _pc "Description: pteron component ${_name} (a runtime for ExecuTorch programs)\n")
+    string(APPEND _pc "Version: ${PROJECT_VERSION}\n")
+    string(APPEND _pc "URL: https://github.com/pteron/pteron\n")
+    if(_reqs)
+      string(APPEND _pc "Requires: ${_reqs}\n")
+    endif()
+    string(APPEND _pc "Cflags: -I\${includedir} -D${_crt}\n")
+    string(APPEND _pc "Libs: ${_libs}\n")
+    file(GENERATE OUTPUT "${_dir}/pteron-${_name}.pc" CONTENT "${_pc}")
+    install(FILES "${_dir}/pteron-${_name}.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+    list(APPEND _all "pteron-${_name} = ${PROJECT_VERSION}")
+  endforeach()
+  list(JOIN _all ", " _all)
+  set(_pc "Name: pteron\nDescription: pteron, every component of this package\n")
+  string(APPEND _pc "Version: ${PROJECT_VERSION}\nURL: https://github.com/pteron/pteron\n")
+  string(APPEND _pc "Requires: ${_all}\n")
+  file(GENERATE OUTPUT "${_dir}/pteron.pc" CONTENT "${_pc}")
+  install(FILES "${_dir}/pteron.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 endfunction()

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/setup.sh - sourced by scripts/main.sh and scripts/test.sh.
 # Installs what pteron's build and tests need, idempotently:
-#  - Debian packages: a C++ compiler, flatbuffers (headers + flatc), Eigen,
+#  - Debian packages: a C++ compiler, pkgconf, flatbuffers (headers + flatc), Eigen,
 #    pthreadpool, XNNPACK (the XNNPACK delegate), MinGW-w64 and Wine;
 #  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja, conan,
 #    pefile, pyelftools, wheel (pip install ./python builds a wheel offline) and
@@ -14,7 +14,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
 
-_pteron_apt_packages=(g++ make binutils libflatbuffers-dev flatbuffers-compiler libeigen3-dev libpthreadpool-dev libxnnpack-dev python3-venv mingw-w64 wine64 wine)
+_pteron_apt_packages=(g++ make binutils libflatbuffers-dev flatbuffers-compiler libeigen3-dev libpthreadpool-dev libxnnpack-dev python3-venv pkgconf mingw-w64 wine64 wine)
 
 pteron_install_apt() {
   local missing=()

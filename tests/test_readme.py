@@ -247,6 +247,14 @@ def test_plain_cmake_consumer_on_linux_runs_as_written(linux_package, expected_s
     assert_app_output(out, expected_sum)
 
 
+def test_pkg_config_consumer_on_linux_runs_as_written(linux_package, expected_sum, tmp_path):
+    if not shutil.which("pkg-config"):
+        pytest.fail("pkg-config is missing: run scripts/test.sh (it installs pkgconf)", pytrace=False)
+    d = consumer_dir(tmp_path)
+    out = run_block("pkg-config-consumer-linux", d, PTERON_PREFIX=linux_package)
+    assert_app_output(out, expected_sum)
+
+
 def test_plain_cmake_consumer_for_mingw_runs_under_wine_as_written(mingw_package, wine_env,
                                                                   expected_sum, tmp_path):
     toolchain = mingw_package / "lib" / "cmake" / "pteron" / "toolchain-mingw-w64.cmake"
