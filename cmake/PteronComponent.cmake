@@ -75,7 +75,7 @@ function(pteron_add_component _name)
     if(MINGW)
       set_target_properties(${_tgt} PROPERTIES IMPORT_PREFIX "lib" IMPORT_SUFFIX ".dll.a")
       # -static: libgcc, libstdc++ and winpthread go inside the DLL, which then
-      # imports only Windows system DLLs and other pteron DLLs (README, "Windows
+      # imports only Windows system DLLs and other pteron DLLs (docs/consumers.md, "Windows
       # (MinGW) runtime DLLs"). Only the C ABI crosses a DLL boundary, so the
       # private copies never meet. --exclude-all-symbols: no auto-export; the
       # export table is the __declspec(dllexport) pteron_* API only.

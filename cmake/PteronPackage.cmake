@@ -72,7 +72,7 @@ function(pteron_install_package)
   if(MINGW)
     # A consumer cross-building with MinGW-w64 needs the toolchain file (and the file of
     # header-only dependencies it includes); they are in the package, beside
-    # pteronConfig.cmake (README, MinGW cross build).
+    # pteronConfig.cmake (docs/consumers.md, MinGW cross build).
     install(FILES "${PROJECT_SOURCE_DIR}/cmake/toolchain-mingw-w64.cmake"
                   "${PROJECT_SOURCE_DIR}/cmake/windows-cross-headers.cmake"
             DESTINATION "${CMAKE_INSTALL_LIBDIR}/cmake/pteron")

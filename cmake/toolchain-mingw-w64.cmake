@@ -17,7 +17,7 @@
 #   a directory of its own).
 # - libgcc, libstdc++ and winpthread are linked statically (-static), so the
 #   DLLs and programs import only Windows system DLLs and each other; see the
-#   README, "Windows (MinGW) runtime DLLs". pteron's own CMakeLists does the
+#   docs/consumers.md, "Windows (MinGW) runtime DLLs". pteron's own CMakeLists does the
 #   same for its binaries with any MinGW toolchain; this file also gives it to
 #   consumers built with it.
 set(CMAKE_SYSTEM_NAME Windows)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# scripts/slow.sh - slower targets, outside CI (README, "Slower targets"):
+# scripts/slow.sh - slower targets, outside CI (docs/testing.md, "Slower targets"):
 #   - the Linux debug package made by Conan (profiles/linux-debug: `conan build`
 #     into build-conan/linux-debug, `conan export-pkg`, test_package), and
 #     pteron-verify on it;

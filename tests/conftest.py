@@ -248,7 +248,7 @@ def windows_python() -> Path:
 @pytest.fixture(scope="session")
 def windows_wheel(msvc_package, msvc_bin, windows_python, wine_env, tmp_path_factory) -> Path:
     """The CPython 3.11 Windows wheel built by MSVC: PTERON_WINDOWS_WHEEL when set, else made
-    by the README's block "python-windows" as written (scripts/windows_wheel.py against the
+    by the block "python-windows" of docs/packaging.md as written (scripts/windows_wheel.py against the
     MSVC package; FindPython runs python.exe under Wine)."""
     if os.environ.get("PTERON_WINDOWS_WHEEL"):
         return Path(os.environ["PTERON_WINDOWS_WHEEL"])

@@ -32,7 +32,7 @@ def test_debug_consumer_uses_the_release_package_with_classic_cmakedeps(linux_pa
         pytest.fail("CONAN_HOME is not set: run scripts/test.sh", pytrace=False)
     ref = os.environ.get("PTERON_LINUX_REF", f"pteron/{VERSION}")
     gen = tmp_path / "gen"
-    # The route, as a user writes it (README, "A Debug application").
+    # The route, as a user writes it (docs/consumers.md, "A Debug application").
     r = run(["conan", "install", f"--requires={ref}",
              "-pr:h", REPO / "profiles" / package_profile("linux"),
              "-pr:b", REPO / "profiles" / "linux-release",

@@ -59,7 +59,7 @@ class WinStage:
 
 @pytest.fixture(scope="module")
 def win_stage(windows_wheel, wine_env, windows_python, tmp_path_factory):
-    """The CPython 3.11 Windows wheel built by MSVC (conftest's windows_wheel: the README's
+    """The CPython 3.11 Windows wheel built by MSVC (conftest's windows_wheel: docs/packaging.md's
     block), installed by pip into a folder: pteron/ with _pteron.cp311-win_amd64.pyd, and the
     package's DLLs in pteron/lib."""
     base = tmp_path_factory.mktemp("winpy")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The Windows wheels built by MSVC (scripts/windows_wheel.py from the MSVC package):
-the CPython 3.11 wheel (conftest's windows_wheel: PTERON_WINDOWS_WHEEL, or the README's block
+the CPython 3.11 wheel (conftest's windows_wheel: PTERON_WINDOWS_WHEEL, or the block of docs/packaging.md
 builds it), and
 PTERON_WINDOWS_ABI3_WHEEL, the stable-ABI wheel for CPython 3.12 and later (scripts/slow.sh
 builds it; PTERON_WINDOWS_PYTHON_312 and _313 run it). Each is:
