@@ -182,11 +182,11 @@ def test_generator_refuses_a_key_without_a_rule():
         conda_meta.generate(text)
 
 
-def test_readme_conda_block_is_the_command_slow_sh_runs():
+def test_docs_conda_block_is_the_command_slow_sh_runs():
     import re as _re
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "packaging.md").read_text()
     m = _re.search(r"<!-- tested: conda -->\n+```sh\n(.*?)\n```", text, _re.S)
-    assert m, "README has no block marked 'conda'"
+    assert m, "docs/packaging.md has no block marked 'conda'"
     assert m.group(1).split("#")[0].strip() == "scripts/conda.sh"
     assert 'bash "$REPO/scripts/conda.sh"' in (REPO / "scripts" / "slow.sh").read_text()
     assert "tests/test_conda.py" in (REPO / "scripts" / "conda.sh").read_text()
