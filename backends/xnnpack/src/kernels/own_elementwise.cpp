@@ -465,7 +465,7 @@ const OwnKernel* elementwise_kernel(const Node& n, std::string* why) {
       }
       return &kSoftmax;
     case Op::ScaledDotProductAttention:
-      // Upstream's exporter (1.5.1) emits none, and graph.cpp has no shape
+      // Upstream's exporter (1.5.1) emits none, and shape_inference.cpp has no shape
       // rule for it.
       *why =
           "pteron has no kernel for ScaledDotProductAttention (upstream's exporter "

@@ -5,13 +5,13 @@
 // (runtime/cpu/include/pteron_cpu/gemm.h). float32, NHWC for image tensors. Every kernel applies the
 // node's output range inside the GEMM (fused clamp, NaN kept).
 //
-// Parameter meaning (graph.cpp parse, xnn_library.cpp define_node, XNNPACK's xnnpack.h):
+// Parameter meaning (graph_nodes.cpp read_node, xnn_library.cpp define_node, XNNPACK's xnnpack.h):
 //  - FullyConnected: input [..., K] (leading dims flattened to M rows), filter [N, K], or
 //    [K, N] with flags bit 0 (XNN_FLAG_TRANSPOSE_WEIGHTS), optional bias [N].
 //  - Conv2d: input NHWC [B, H, W, groups * group_input_channels], filter OHWI
 //    [groups * group_output_channels, kh, kw, group_input_channels], optional bias; n.p holds
 //    pad top, right, bottom, left, kernel h, w, stride h, w, dilation h, w, group input
-//    channels, group output channels, groups (graph.cpp check_params' order).
+//    channels, group output channels, groups (graph_nodes.cpp check_params' order).
 //  - ConvTranspose2d (XNNPACK's deconvolution): the same parameters as Conv2d plus the
 //    adjustment h, w in n.p[13], n.p[14]; the same OHWI filter layout.
 //  - BatchMatMul: A [..., M, K] x B [..., K, N] (flags bit 0: B is [..., N, K]); batch dims

@@ -3,7 +3,7 @@
 // own_ops.h) and the layout kernels: static transpose, reshape, slice,
 // concatenate, copy, convert and constant pad. float32, dense row-major
 // buffers in XNNPACK's own layout (NHWC for image tensors), shapes already
-// inferred (graph.cpp). Each splits its work with pteron_parallel_for.
+// inferred (shape_inference.cpp). Each splits its work with pteron_parallel_for.
 //
 // Transpose first simplifies the permutation (dims of size 1 dropped,
 // input dims that stay adjacent and in order merged: NCHW->NHWC of

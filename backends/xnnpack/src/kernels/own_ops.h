@@ -5,7 +5,8 @@
 // no XNNPACK library at all. Buffers are float32 (or, for a quantized value
 // between two int8 nodes, its 8-bit codes: graph.h, Node::coded), dense and
 // row-major in XNNPACK's own layout (NHWC for image tensors); shapes are
-// already inferred (graph.cpp, infer_shape). The kernels are split by family, one file each:
+// already inferred (shape_inference.cpp, infer_shape). The kernels are split
+// by family, one file each:
 //   own_ops.cpp         layout: transpose, reshape, slice, concatenate, copy,
 //                       convert, constant pad; and own_kernel() itself;
 //   own_linear.cpp      fully connected, convolution (dense, depthwise,

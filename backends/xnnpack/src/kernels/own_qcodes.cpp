@@ -65,8 +65,8 @@ bool prepare_qcodes(const Graph& g, const Node& n, QCodesPtr* out, std::string* 
   q->op = n.op;
   q->out = g.values[n.outputs[0]].quant;
   if (n.op == Op::DepthwiseConv2d) {
-    // graph.cpp's parameters: pads t r b l, kernel h w, stride, dilation, group input channels,
-    // multiplier (group output channels), groups (channels)
+    // graph_nodes.cpp's parameters: pads t r b l, kernel h w, stride, dilation, group input
+    // channels, multiplier (group output channels), groups (channels)
     if (n.inputs.size() < 2 || !per_tensor(g, n.inputs[0]) || n.p[10] != 1 || n.p[11] != 1)
       return true;
     const size_t c = n.p[12], taps = size_t(n.p[4]) * n.p[5];

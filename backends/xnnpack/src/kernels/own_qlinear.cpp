@@ -188,7 +188,7 @@ bool prepare_qlinear(const Graph& g, const Node& n, QLinearPtr* out, std::string
     seglen = q->k;
   } else {
     // pad top, right, bottom, left, kernel h, w, stride h, w, dilation h, w, group input
-    // channels, group output channels, groups (graph.cpp's order)
+    // channels, group output channels, groups (graph_nodes.cpp's order)
     if (n.p[12] != 1) return true;
     q->conv = true;
     q->pt = n.p[0], q->pl = n.p[3], q->kh = n.p[4], q->kw = n.p[5], q->sh = n.p[6];
