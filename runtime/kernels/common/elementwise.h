@@ -6,7 +6,9 @@
 // to the kernel libraries).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "arg_reading.h"
@@ -68,9 +70,13 @@ inline void map_elements(const pteron_tensor* const (&ins)[N], pteron_tensor* ou
 
 // The operands of add/sub/mul/div(.Scalar)(.out): self, other (a tensor, or
 // other_s for the .Scalar overloads), alpha (Int 1 when absent), out.
+// div's rounding_mode: None (true division), 'trunc' or 'floor'.
+enum class RoundingMode { None, Trunc, Floor };
+
 struct BinaryOperands {
   pteron_tensor *self = nullptr, *other = nullptr, *out = nullptr;
   Scalar other_s, alpha;
+  RoundingMode rounding = RoundingMode::None;  // div's rounding_mode
 };
 
 // Reads self (argument 0), other (1: tensor, or Scalar when scalar_other)
@@ -109,6 +115,81 @@ inline int32_t binary_result_type(pteron_kernel_context* ctx, const char* op,
     rt.add_scalar(b.other_s.kind);
   *ct = rt.get();
   return PTERON_OK;
+}
+
+// Reads and checks every argument of a binary operator: self, other (a
+// tensor, or a Scalar when scalar_other), alpha (when has_alpha), div's
+// rounding_mode (when has_mode) and out, the last; then binary_result_type
+// gives the computation dtype.
+inline int32_t read_binary_args(const Args& a, bool scalar_other, bool has_alpha, bool has_mode,
+                                BinaryOperands* b, int32_t* ct) {
+  const size_t out_i = 2 + (has_alpha ? 1 : 0) + (has_mode ? 1 : 0);
+  PTERON_CHECK_OK(a.arity(out_i + 1));
+  PTERON_CHECK_OK(read_binary_inputs(a, scalar_other, has_alpha, b));
+  if (has_mode) {
+    char mode[16];
+    bool present = false;
+    PTERON_CHECK_OK(read_opt_string(a, 2, "rounding_mode", mode, sizeof mode, &present));
+    if (!present)
+      b->rounding = RoundingMode::None;
+    else if (std::strcmp(mode, "trunc") == 0)
+      b->rounding = RoundingMode::Trunc;
+    else if (std::strcmp(mode, "floor") == 0)
+      b->rounding = RoundingMode::Floor;
+    else
+      return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: rounding_mode must be None, 'trunc' or 'floor', got '%s'", a.op, mode);
+  }
+  PTERON_CHECK_OK(a.tensor(out_i, "out", &b->out));
+  return binary_result_type(a.ctx, a.op, *b, ct);
+}
+
+// PyTorch's alpha rules for computing in dtype ct: a bool alpha only for
+// bool results, a float alpha only for floating ones, and a value that fits
+// ct.
+inline int32_t check_binary_alpha(pteron_kernel_context* ctx, const char* op,
+                                  const BinaryOperands& b, int32_t ct) {
+  if (b.alpha.kind == ScalarKind::Bool && ct != PTERON_DTYPE_BOOL)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: boolean alpha only supported for boolean results", op);
+  if (b.alpha.kind == ScalarKind::Float && !is_floating(ct))
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: for integral input tensors, alpha must not be a floating point number", op);
+  bool fits = true;
+  dispatch_compute(ct, [&](auto t) { fits = b.alpha.fits<decltype(t)>(); });
+  if (!fits)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: alpha cannot be converted to %s without overflow", op, dtype_name(ct));
+  return PTERON_OK;
+}
+
+// Python-style floor division of floats (torch.floor_divide, div's
+// rounding_mode='floor').
+template <typename T>
+inline T floor_div_float(T a, T b) {
+  if (b == T(0)) return a / b;  // IEEE: +-inf or nan
+  const T rem = std::fmod(a, b);
+  T quot = (a - rem) / b;
+  if (rem != T(0) && ((b < T(0)) != (rem < T(0)))) quot -= T(1);
+  if (quot == T(0)) return std::copysign(T(0), a / b);
+  T result = std::floor(quot);
+  if (quot - result > T(0.5)) result += T(1);
+  return result;
+}
+
+// Integer division rounded toward zero, or toward -inf when floor; the
+// divisor is not 0 (the caller checks). MIN / -1 wraps to MIN.
+template <typename T>
+inline T int_div(T a, T b, bool floor) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return wrap_sub<T>(T(0), a);
+    T q = static_cast<T>(a / b);
+    if (floor && static_cast<T>(a % b) != T(0) && ((a < 0) != (b < 0))) q = static_cast<T>(q - 1);
+    return q;
+  } else {
+    (void)floor;
+    return static_cast<T>(a / b);
+  }
 }
 
 // sub refuses bool operands, as PyTorch does.

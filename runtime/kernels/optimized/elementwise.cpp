@@ -100,19 +100,13 @@ void compute_generic(Kind kind, const pteron_tensor* self, const pteron_tensor* 
 
 int32_t binary_op(pteron_kernel_context* ctx, pteron_value* const* args, size_t n, const Spec& s) {
   Args a{ctx, args, n, s.op};
-  const size_t expected = 3 + (s.has_alpha ? 1 : 0);
-  PTERON_CHECK_OK(a.arity(expected));
   BinaryOperands b;
-  PTERON_CHECK_OK(read_binary_inputs(a, s.scalar_other, s.has_alpha, &b));
-  PTERON_CHECK_OK(a.tensor(expected - 1, "out", &b.out));
   int32_t ct = 0;  // floating: self is float32
-  PTERON_CHECK_OK(binary_result_type(ctx, s.op, b, &ct));
+  PTERON_CHECK_OK(read_binary_args(a, s.scalar_other, s.has_alpha, false, &b, &ct));
   if (s.kind == Kind::Sub) PTERON_CHECK_OK(reject_bool_subtraction(ctx, s.op, b));
   const Scalar &other_s = b.other_s, &alpha = b.alpha;
   pteron_tensor *self = b.self, *other = b.other, *out = b.out;
-  if (s.has_alpha && alpha.kind == ScalarKind::Bool && ct != PTERON_DTYPE_BOOL)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: boolean alpha only supported for boolean results", s.op);
+  if (s.has_alpha) PTERON_CHECK_OK(check_binary_alpha(ctx, s.op, b, ct));
   if (!is_floating(ct)) return unsupported_dtype(ctx, s.op, "self", ct);
   if (!can_cast(ct, out->dtype)) return cast_error(ctx, s.op, ct, out->dtype);
   PTERON_CHECK_OK(resize_binary_out(ctx, s.op, b));
