@@ -785,10 +785,10 @@ def _run_fusion_case(tmp_path, name, fuse, isa, threads):
 def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse, isa, threads):
     """preact_xnnpack: three batch norms (1x1 DepthwiseConv2d nodes), two of them read only by a
     1x1 convolution, one with a ReLU and one without. At load each of those two goes, and its
-    convolution maps the input tiles itself (backend.cpp, fuse_channel_affine); the third, whose
-    output is a graph output and the input of a 3x3 and a 1x1 convolution, stays. The four
-    convolution outputs that only a concatenation reads are written into its output in place
-    (write_concatenation_inputs_in_place; the last concatenation copies nothing).
+    convolution maps the input tiles itself (passes/fusion_conv.cpp, fuse_channel_affine); the
+    third, whose output is a graph output and the input of a 3x3 and a 1x1 convolution, stays.
+    The four convolution outputs that only a concatenation reads are written into its output in
+    place (write_concatenation_inputs_in_place; the last concatenation copies nothing).
     PTERON_XNNPACK_FUSE=0 keeps every node and every copy. The outputs match eager at every ISA
     level and thread count."""
     nodes, summary = _run_fusion_case(tmp_path, "preact_xnnpack", fuse, isa, threads)
@@ -813,11 +813,11 @@ def test_batch_norm_before_a_1x1_convolution_runs_inside_its_gemm(tmp_path, fuse
 @pytest.mark.parametrize("threads", ["1", "3"])
 def test_residual_add_runs_inside_the_convolutions_gemm(tmp_path, fuse, isa, threads):
     """residual_xnnpack: five Adds after convolutions. Three go at load, each added to the
-    output tiles of the convolution before it (backend.cpp, fuse_residual_add): a 3x3 one (the
-    indirect GEMM, with the ReLU after the sum as the Add's output range) and two 1x1 ones (the
-    direct GEMM). Two stay: one whose other operand, a Sigmoid, runs after the convolution, and
-    one after a convolution without a bias. PTERON_XNNPACK_FUSE=0 keeps all five. The output
-    matches eager at every ISA level and thread count."""
+    output tiles of the convolution before it (passes/fusion_conv.cpp, fuse_residual_add): a 3x3
+    one (the indirect GEMM, with the ReLU after the sum as the Add's output range) and two 1x1
+    ones (the direct GEMM). Two stay: one whose other operand, a Sigmoid, runs after the
+    convolution, and one after a convolution without a bias. PTERON_XNNPACK_FUSE=0 keeps all
+    five. The output matches eager at every ISA level and thread count."""
     nodes, summary = _run_fusion_case(tmp_path, "residual_xnnpack", fuse, isa, threads)
     adds = [l for l in nodes if ": Add on " in l]
     fused = [l for l in nodes if "fused: the Add after it" in l]
@@ -837,7 +837,7 @@ def test_expansion_runs_row_by_row_inside_the_depthwise_convolution(tmp_path, fu
     """inverted_xnnpack: three inverted residual blocks. The two whose expanded tensor passes
     1 MiB ([3, 49, 49, 72]) lose their 1x1 expansion at load: each DepthwiseConv2d (a 3x3 of
     stride 1 with ReLU6, a 5x5 of stride 2 with Hardswish after both convolutions) reads the
-    block's input and computes the expanded rows its window needs (backend.cpp,
+    block's input and computes the expanded rows its window needs (passes/fusion_conv.cpp,
     fuse_expand_depthwise). The third block's ([3, 25, 25, 32], 240 KB) stays two nodes. At 3
     threads each thread's rows cross from one image into the next. PTERON_XNNPACK_FUSE=0
     keeps every node. The output matches eager at every ISA level and thread count."""

@@ -12,7 +12,7 @@ has (baseline, AVX2+FMA, AVX-512) on 1 and 3 threads. The plan
 (PTERON_XNNPACK_DEBUG=1) must show no XNNPACK segment and the node types the
 program is about. One child process per (ISA, threads) runs every program.
 
-The programs with a "fused" count hold element-wise chains that backend.cpp's
+The programs with a "fused" count hold element-wise chains that passes/fusion.cpp's
 fuse_elementwise pass fuses at method load (x * sigmoid(x), SiLU, runs as one
 Sigmoid node; a Sigmoid, SiLU or Hardswish after a DepthwiseConv2d, Conv2d or
 FullyConnected runs inside that node): the plan must count them, and they must match eager both fused
