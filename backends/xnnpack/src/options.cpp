@@ -125,7 +125,8 @@ bool read_options(const pteron_compile_spec* specs, size_t num_specs, Options* o
     const pteron_compile_spec& spec = specs[i];
     if (!spec.key) continue;
     const std::string key = spec.key;
-    std::string value(reinterpret_cast<const char*>(spec.value), spec.value ? spec.value_size : 0);
+    std::string value;
+    if (spec.value) value.assign(reinterpret_cast<const char*>(spec.value), spec.value_size);
     if (!value.empty() && value.back() == '\0') value.pop_back();
     if (value.empty()) continue;
     // The switches: where each goes, and where the spec records that it set it.
