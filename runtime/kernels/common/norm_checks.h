@@ -8,7 +8,8 @@
 // input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps,
 // *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2). input [*, ns...],
 // weight and bias of shape normalized_shape; out0 has input's shape, out1
-// (mean) and out2 (rstd) keep input's leading dims with size 1 elsewhere.
+// (mean) and out2 (rstd) keep input's leading dims with size 1 elsewhere
+// (resize_layer_norm_outs).
 #pragma once
 
 #include <cstdint>
@@ -79,6 +80,29 @@ inline int32_t read_layer_norm_args(const Args& a, LayerNormOperands* p) {
       return fail(a.ctx, PTERON_ERROR_SHAPE_MISMATCH, "%s: %s must have the shape normalized_shape",
                   a.op, t == p->weight ? "weight" : "bias");
   }
+  return PTERON_OK;
+}
+
+// Resizes out0 to input's shape and out1 / out2 (mean, rstd) to input's
+// leading dims with size 1 in the normalized ones. *rows: how many rows are
+// normalized (the product of the leading sizes), *row_len: their length.
+inline int32_t resize_layer_norm_outs(const Args& a, const LayerNormOperands& p, int64_t* rows,
+                                      int64_t* row_len) {
+  const pteron_tensor* input = p.input;
+  int64_t stat_sizes[PTERON_MAX_DIM];
+  int64_t M = 1, N = 1;
+  for (int32_t i = 0; i < input->dim; ++i) {
+    stat_sizes[i] = i < p.axis ? input->sizes[i] : 1;
+    if (i < p.axis)
+      M *= input->sizes[i];
+    else
+      N *= input->sizes[i];
+  }
+  PTERON_CHECK_OK(resize_out(a.ctx, a.op, "out0", p.out0, input->sizes, input->dim));
+  PTERON_CHECK_OK(resize_out(a.ctx, a.op, "out1", p.out1, stat_sizes, input->dim));
+  PTERON_CHECK_OK(resize_out(a.ctx, a.op, "out2", p.out2, stat_sizes, input->dim));
+  *rows = M;
+  *row_len = N;
   return PTERON_OK;
 }
 

@@ -68,6 +68,15 @@ inline int32_t same_dtype_out(const Args& a, const pteron_tensor* in, const pter
   return PTERON_OK;
 }
 
+// The input / out pair of a resampling operator: input's dtype one the
+// kernel computes in (`accepted`), out of the same dtype and not input.
+inline int32_t check_resample_io(const Args& a, const pteron_tensor* in, const pteron_tensor* out,
+                                 bool accepted) {
+  if (!accepted) return unsupported_dtype(a.ctx, a.op, "input", in->dtype);
+  PTERON_CHECK_OK(same_dtype_out(a, in, out));
+  return reject_alias(a.ctx, a.op, "out", out, in);
+}
+
 // float[]? argument: *present false for None; else exactly `count` values.
 inline int32_t opt_double_list(const Args& a, size_t i, const char* name, size_t count, double* out,
                                bool* present) {
@@ -154,6 +163,31 @@ inline int64_t nearest_source(int64_t dst, int64_t in, int64_t out, double scale
                                : static_cast<float>(in) / static_cast<float>(out);
   const int64_t s = static_cast<int64_t>(std::floor(static_cast<float>(dst) * step));
   return s < in - 1 ? s : in - 1;
+}
+
+// The arguments of upsample_nearest2d.vec_out(Tensor input,
+// SymInt[]? output_size, float[]? scale_factors, *, Tensor(a!) out) and
+// upsample_bilinear2d.vec_out(Tensor input, SymInt[]? output_size,
+// bool align_corners, float[]? scale_factors, *, Tensor(a!) out).
+struct VecResample {
+  pteron_tensor *in = nullptr, *out = nullptr;
+  bool align_corners = false;  // bilinear only
+  ResamplePlanes P;
+  double scales[2] = {0, 0};  // 0 where no scale factor applies
+};
+
+// Reads and checks them: a 4-D input of a dtype `accepts` takes
+// (check_resample_io), exactly one of output_size and scale_factors
+// (vec_output_size). out is left to the caller to resize (resize_planes).
+inline int32_t read_vec_resample(const Args& a, bool bilinear, bool (*accepts)(int32_t),
+                                 VecResample* r) {
+  PTERON_CHECK_OK(a.arity(bilinear ? 5 : 4));
+  PTERON_CHECK_OK(tensor_arg(a, 0, "input", &r->in));
+  if (bilinear) PTERON_CHECK_OK(a.boolean(2, "align_corners", &r->align_corners));
+  PTERON_CHECK_OK(a.tensor(bilinear ? 4 : 3, "out", &r->out));
+  PTERON_CHECK_OK(check_resample_io(a, r->in, r->out, accepts(r->in->dtype)));
+  PTERON_CHECK_OK(read_planes(a, r->in, false, &r->P));
+  return vec_output_size(a, 1, bilinear ? 3 : 2, &r->P, r->scales);
 }
 
 }  // namespace pteron::kern

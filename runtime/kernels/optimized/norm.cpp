@@ -102,18 +102,8 @@ int32_t layer_norm_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   // Registered for float32 (PTERON_OPT_KEY); the float64 rows are portable's.
   if (input->dtype != PTERON_DTYPE_FLOAT32)
     return unsupported_dtype(ctx, op, "input", input->dtype);
-  int64_t stat_sizes[PTERON_MAX_DIM];
-  int64_t M = 1, N = 1;
-  for (int32_t i = 0; i < input->dim; ++i) {
-    stat_sizes[i] = i < axis ? input->sizes[i] : 1;
-    if (i < axis)
-      M *= input->sizes[i];
-    else
-      N *= input->sizes[i];
-  }
-  PTERON_CHECK_OK(resize_out(ctx, op, "out0", out0, input->sizes, input->dim));
-  PTERON_CHECK_OK(resize_out(ctx, op, "out1", out1, stat_sizes, input->dim));
-  PTERON_CHECK_OK(resize_out(ctx, op, "out2", out2, stat_sizes, input->dim));
+  int64_t M = 0, N = 0;
+  PTERON_CHECK_OK(resize_layer_norm_outs(a, p, &M, &N));
   if (M == 0) return PTERON_OK;
 
   const float* x = static_cast<const float*>(input->data);

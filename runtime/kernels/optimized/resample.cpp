@@ -32,12 +32,8 @@ void for_planes(const ResamplePlanes& P, int64_t work_per_plane, F&& f) {
   });
 }
 
-int32_t check_input(const Args& a, const pteron_tensor* in, const pteron_tensor* out) {
-  // Registered for float32 (PTERON_OPT_KEY); every other dtype is portable's.
-  if (in->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(a.ctx, a.op, "input", in->dtype);
-  PTERON_CHECK_OK(same_dtype_out(a, in, out));
-  return reject_alias(a.ctx, a.op, "out", out, in);
-}
+// Registered for float32 (PTERON_OPT_KEY); every other dtype is portable's.
+bool float32_only(int32_t dt) { return dt == PTERON_DTYPE_FLOAT32; }
 
 // ---- bilinear -------------------------------------------------------------------
 
@@ -66,17 +62,13 @@ void taps(int64_t in, int64_t out, bool align_corners, double scale, int64_t* i0
 int32_t upsample_bilinear2d_vec_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                     size_t n) {
   Args a{ctx, args, n, "aten::upsample_bilinear2d.vec_out"};
-  PTERON_CHECK_OK(a.arity(5));
-  pteron_tensor *in = nullptr, *out = nullptr;
-  bool align_corners = false;
-  PTERON_CHECK_OK(tensor_arg(a, 0, "input", &in));
-  PTERON_CHECK_OK(a.boolean(2, "align_corners", &align_corners));
-  PTERON_CHECK_OK(a.tensor(4, "out", &out));
-  PTERON_CHECK_OK(check_input(a, in, out));
-  ResamplePlanes P;
-  double scales[2] = {0, 0};
-  PTERON_CHECK_OK(read_planes(a, in, false, &P));
-  PTERON_CHECK_OK(vec_output_size(a, 1, 3, &P, scales));
+  VecResample r;
+  PTERON_CHECK_OK(read_vec_resample(a, true, float32_only, &r));
+  const pteron_tensor* in = r.in;
+  pteron_tensor* out = r.out;
+  ResamplePlanes& P = r.P;
+  const bool align_corners = r.align_corners;
+  const double* scales = r.scales;
   PTERON_CHECK_OK(resize_planes(a, out, &P));
   if (P.N == 0 || P.C == 0) return PTERON_OK;
   const int64_t threads = pteron_parallel_threads() > 0 ? pteron_parallel_threads() : 1;
@@ -141,15 +133,12 @@ int32_t upsample_bilinear2d_vec_out(pteron_kernel_context* ctx, pteron_value* co
 int32_t upsample_nearest2d_vec_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                    size_t n) {
   Args a{ctx, args, n, "aten::upsample_nearest2d.vec_out"};
-  PTERON_CHECK_OK(a.arity(4));
-  pteron_tensor *in = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(tensor_arg(a, 0, "input", &in));
-  PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  PTERON_CHECK_OK(check_input(a, in, out));
-  ResamplePlanes P;
-  double scales[2] = {0, 0};
-  PTERON_CHECK_OK(read_planes(a, in, false, &P));
-  PTERON_CHECK_OK(vec_output_size(a, 1, 2, &P, scales));
+  VecResample r;
+  PTERON_CHECK_OK(read_vec_resample(a, false, float32_only, &r));
+  const pteron_tensor* in = r.in;
+  pteron_tensor* out = r.out;
+  ResamplePlanes& P = r.P;
+  const double* scales = r.scales;
   PTERON_CHECK_OK(resize_planes(a, out, &P));
   if (P.N == 0 || P.C == 0) return PTERON_OK;
   ScratchPlan plan;

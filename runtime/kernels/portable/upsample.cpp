@@ -63,18 +63,13 @@ using kern::vec_output_size;
 int32_t upsample_nearest2d_vec_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                    size_t n) {
   Args a{ctx, args, n, "aten::upsample_nearest2d.vec_out"};
-  PTERON_CHECK_OK(a.arity(4));
-  pteron_tensor *in = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &in));
-  PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  if (!dispatch_resample(in->dtype, [](auto) {}))
-    return kern::unsupported_dtype(ctx, a.op, "input", in->dtype);
-  PTERON_CHECK_OK(same_dtype_out(a, in, out));
-  PTERON_CHECK_OK(kern::reject_alias(ctx, a.op, "out", out, in));
-  Planes P;
-  double scales[2] = {0, 0};
-  PTERON_CHECK_OK(read_planes(a, in, false, &P));
-  PTERON_CHECK_OK(vec_output_size(a, 1, 2, &P, scales));
+  kern::VecResample r;
+  PTERON_CHECK_OK(kern::read_vec_resample(
+      a, false, [](int32_t dt) { return dispatch_resample(dt, [](auto) {}); }, &r));
+  const pteron_tensor* in = r.in;
+  pteron_tensor* out = r.out;
+  Planes& P = r.P;
+  const double* scales = r.scales;
   PTERON_CHECK_OK(resize_planes(a, out, &P));
   if (P.N == 0 || P.C == 0) return PTERON_OK;
   int64_t* hs = static_cast<int64_t*>(pteron_kernel_scratch(ctx, sizeof(int64_t) * (P.Ho + P.Wo)));
@@ -220,28 +215,18 @@ int32_t bilinear_common(const Args& a, pteron_tensor* in, pteron_tensor* out, Pl
   return PTERON_OK;
 }
 
+bool float_half(int32_t dt) { return kern::dispatch_float_half(dt, [](auto) {}); }
+
 int32_t check_float_input(const Args& a, const pteron_tensor* in, const pteron_tensor* out) {
-  if (!kern::dispatch_float_half(in->dtype, [](auto) {}))
-    return kern::unsupported_dtype(a.ctx, a.op, "input", in->dtype);
-  PTERON_CHECK_OK(same_dtype_out(a, in, out));
-  return kern::reject_alias(a.ctx, a.op, "out", out, in);
+  return kern::check_resample_io(a, in, out, float_half(in->dtype));
 }
 
 int32_t upsample_bilinear2d_vec_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                     size_t n) {
   Args a{ctx, args, n, "aten::upsample_bilinear2d.vec_out"};
-  PTERON_CHECK_OK(a.arity(5));
-  pteron_tensor *in = nullptr, *out = nullptr;
-  bool align_corners = false;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &in));
-  PTERON_CHECK_OK(a.boolean(2, "align_corners", &align_corners));
-  PTERON_CHECK_OK(a.tensor(4, "out", &out));
-  PTERON_CHECK_OK(check_float_input(a, in, out));
-  Planes P;
-  double scales[2] = {0, 0};
-  PTERON_CHECK_OK(read_planes(a, in, false, &P));
-  PTERON_CHECK_OK(vec_output_size(a, 1, 3, &P, scales));
-  return bilinear_common(a, in, out, P, align_corners, scales, false);
+  kern::VecResample r;
+  PTERON_CHECK_OK(kern::read_vec_resample(a, true, float_half, &r));
+  return bilinear_common(a, r.in, r.out, r.P, r.align_corners, r.scales, false);
 }
 
 int32_t upsample_bilinear2d_aa_out(pteron_kernel_context* ctx, pteron_value* const* args,
