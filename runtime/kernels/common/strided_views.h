@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <cstring>
 #include <type_traits>
 
@@ -32,6 +33,42 @@ inline View view_of(const pteron_tensor* t) {
     v.strides[i] = t->strides[i];
   }
   return v;
+}
+
+// ---- slices (aten::slice_copy, aten::slice_scatter) --------------------------
+
+// A slice of one dim: its first index and its length.
+struct SliceBounds {
+  int64_t start = 0, len = 0;
+};
+
+// PyTorch's slice bounds on a dim of `size` elements: a missing start is 0
+// and a missing end the dim's end; a negative one counts from the end once
+// (below -size: 0); both are then clamped into [0, size], end to at least
+// start. step must be positive.
+inline int32_t slice_bounds(const Args& a, int64_t size, bool has_start, int64_t start,
+                            bool has_end, int64_t end, int64_t step, SliceBounds* s) {
+  if (step <= 0)
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: slice step must be positive, got %lld",
+                a.op, (long long)step);
+  if (!has_start) start = 0;
+  if (!has_end) end = std::numeric_limits<int64_t>::max();
+  if (start < 0) start = start < -size ? 0 : start + size;
+  if (end < 0) end = end < -size ? 0 : end + size;
+  if (start > size) start = size;
+  if (end > size) end = size;
+  if (end < start) end = start;
+  s->start = start;
+  s->len = end > start ? (end - start - 1) / step + 1 : 0;
+  return PTERON_OK;
+}
+
+// Narrows dim d of v to the slice s taken every `step` elements.
+inline void slice_view(View* v, int32_t d, const SliceBounds& s, int64_t step) {
+  if (s.len > 0) v->offset += s.start * v->strides[d];
+  v->sizes[d] = s.len;
+  // step < size when len > 1, so the product stays inside the storage span.
+  if (s.len > 1) v->strides[d] *= step;
 }
 
 inline int64_t numel(const View& v) {

@@ -83,27 +83,13 @@ int32_t slice_copy_tensor_out(pteron_kernel_context* ctx, pteron_value* const* a
                 "%s: slice() cannot be applied to a 0-dim tensor", a.op);
   int64_t d = d0;
   if (!wrap_dim(d, self->dim)) return su::bad_dim(a, "dim", d0, self->dim);
-  if (step <= 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: slice step must be positive, got %lld",
-                a.op, (long long)step);
-  const int64_t size = self->sizes[d];
-  if (!has_start) start = 0;
-  if (!has_end) end = std::numeric_limits<int64_t>::max();
-  // PyTorch's clamping: wrap negatives once, then clamp into [0, size].
-  if (start < 0) start = start < -size ? 0 : start + size;
-  if (end < 0) end = end < -size ? 0 : end + size;
-  if (start > size) start = size;
-  if (end > size) end = size;
-  if (end < start) end = start;
-  const int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
+  kern::SliceBounds sb;
+  PTERON_CHECK_OK(kern::slice_bounds(a, self->sizes[d], has_start, start, has_end, end, step, &sb));
   kern::View src = kern::view_of(self);
+  kern::slice_view(&src, static_cast<int32_t>(d), sb, step);
   int64_t sizes[PTERON_MAX_DIM];
   for (int32_t i = 0; i < self->dim; ++i) sizes[i] = self->sizes[i];
-  sizes[d] = len;
-  src.sizes[d] = len;
-  src.offset = len > 0 ? start * self->strides[d] : 0;
-  // step < size when len > 1, so the product stays inside the storage span.
-  if (len > 1) src.strides[d] = self->strides[d] * step;
+  sizes[d] = sb.len;
   return su::copy_view_out(a, self, src, out, sizes, self->dim);
 }
 
@@ -340,23 +326,11 @@ int32_t slice_scatter_out(pteron_kernel_context* ctx, pteron_value* const* args,
   PTERON_CHECK_OK(a.integer(5, "step", &step));
   PTERON_CHECK_OK(a.tensor(6, "out", &out));
   PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
-  if (step <= 0)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: slice step must be positive, got %lld",
-                a.op, (long long)step);
-  const int64_t size = self->sizes[d];
-  if (!has_start) start = 0;
-  if (!has_end) end = std::numeric_limits<int64_t>::max();
-  if (start < 0) start = start < -size ? 0 : start + size;
-  if (end < 0) end = end < -size ? 0 : end + size;
-  if (start > size) start = size;
-  if (end > size) end = size;
-  if (end < start) end = start;
-  const int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
+  kern::SliceBounds sb;
+  PTERON_CHECK_OK(kern::slice_bounds(a, self->sizes[d], has_start, start, has_end, end, step, &sb));
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, self->sizes, self->dim));
   kern::View dst = kern::view_of(out);
-  dst.sizes[d] = len;
-  dst.offset = len > 0 ? start * out->strides[d] : 0;
-  if (len > 1) dst.strides[d] = out->strides[d] * step;
+  kern::slice_view(&dst, static_cast<int32_t>(d), sb, step);
   return scatter_view(a, self, src, out, dst);
 }
 
