@@ -5,18 +5,35 @@ The components, their options, dependencies and link flags come from
 cmake/components.json, the same list the CMake build and the installed CMake
 package read, so the recipe and the CMake package cannot disagree.
 """
+import importlib.util
 import json
 import os
 
 from conan import ConanFile
 from conan.errors import ConanInvalidConfiguration
-from conan.tools.build import check_min_cppstd
 from conan.tools.cmake import CMake, CMakeDeps, CMakeToolchain, cmake_layout
-from conan.tools.files import copy, load, rmdir
+from conan.tools.files import load
 
 required_conan_version = ">=2.0"
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# The Conan Center submission's recipe (docs/packaging.md, "Conan Center"). A Conan Center
+# recipe must be self-contained, so the code both recipes need lives there (the link flags
+# that keep a registration-only library, the platform and component checks, the CMake cache
+# variables, the license files, the components' cpp_info) and this recipe imports it; it is
+# exported beside this file.
+_CONAN_CENTER_RECIPE = os.path.join("conan-center", "recipes", "pteron", "all", "conanfile.py")
+
+
+def _load_conan_center_recipe():
+    spec = importlib.util.spec_from_file_location(
+        "pteron_conan_center_recipe", os.path.join(_HERE, _CONAN_CENTER_RECIPE))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_cci = _load_conan_center_recipe()
 
 
 def _components():
@@ -101,7 +118,8 @@ class PteronConan(ConanFile):
                        "xnnpack_library": "none",
                        "cuda_train": None}
     # Read by the recipe itself (version, component list, CUDA trains).
-    exports = ("VERSION", "cmake/components.json", "cmake/cuda_trains.json")
+    exports = ("VERSION", "cmake/components.json", "cmake/cuda_trains.json",
+               _CONAN_CENTER_RECIPE.replace(os.sep, "/"))
     # The build: the top-level files, the shared helpers (runtime/kernels/common
     # under runtime/), pteron-run, and every component's folder.
     exports_sources = ("CMakeLists.txt", "VERSION", "LICENSE", "THIRD_PARTY_NOTICES.md",
@@ -140,15 +158,6 @@ class PteronConan(ConanFile):
 
     def _enabled_name(self, name):
         return any(c["name"] == name and self._enabled(c) for c in _components())
-
-    def _linker_family(self):
-        if self.settings.compiler == "msvc" or (
-                self.settings.compiler == "clang" and self.settings.os == "Windows"
-                and self.settings.get_safe("compiler.runtime")):
-            return "msvc"
-        if self.settings.os == "Windows":
-            return "mingw"
-        return "elf"
 
     # ---- Conan's methods, in the order Conan calls them ------------------
 
@@ -191,24 +200,11 @@ class PteronConan(ConanFile):
             self.tool_requires(f"pteron-cuda-toolchain/{_cuda_trains()[train]['cuda']}")
 
     def validate(self):
-        if self.settings.os not in ("Linux", "Windows"):
-            raise ConanInvalidConfiguration(
-                f"pteron is built and tested for Linux and Windows only, not {self.settings.os}; "
-                "other systems are not supported yet")
-        if self.settings.arch != "x86_64":
-            raise ConanInvalidConfiguration(
-                f"pteron is built and tested for x86_64 only, not {self.settings.arch}")
-        check_min_cppstd(self, 17)
-        by_name = {c["name"]: c for c in _components()}
+        _cci.check_platform(self)
+        _cci.check_component_requires(_components(), self._enabled)
         for c in _components():
             if not self._enabled(c):
                 continue
-            for r in c["requires"]:
-                if not self._enabled(by_name[r]):
-                    raise ConanInvalidConfiguration(
-                        f"{c['option']}=True needs {by_name[r]['option']}=True: component "
-                        f"{c['name']} requires component {r}: set {by_name[r]['option']}=True "
-                        f"or {c['option']}=False")
             for tp in c["third_party"]:
                 if not self._available(tp) and tp not in FALLBACK:
                     raise ConanInvalidConfiguration(
@@ -233,9 +229,7 @@ class PteronConan(ConanFile):
 
     def generate(self):
         tc = CMakeToolchain(self)
-        for c in _components():
-            if c["option"]:
-                tc.cache_variables[f"PTERON_{c['option'].upper()}"] = self._enabled(c)
+        _cci.component_cache_variables(tc, _components(), self._enabled)
         if not self._available("pthreadpool"):
             tc.cache_variables["PTERON_THREADPOOL_IMPL"] = "std"
         if self._enabled_name("backend_xnnpack"):
@@ -256,18 +250,7 @@ class PteronConan(ConanFile):
             cache = self.conf.get("user.pteron.cuda:fatbin_cache")
             if cache:  # one nvcc run per train and source, shared by packages (scripts/conan.sh)
                 tc.cache_variables["PTERON_CUDA_FATBIN_CACHE"] = str(cache).replace("\\", "/")
-        # The license texts of the header-only code compiled in (cmake/PteronLicenses.cmake):
-        # a Conan Center dependency's own licenses/ (none under [platform_requires], where the
-        # build takes the system package's).
-        for name in ("flatbuffers", "eigen"):
-            if name not in self.dependencies.host:
-                continue
-            folder = self.dependencies.host[name].package_folder
-            licenses = os.path.join(folder, "licenses") if folder else None
-            if licenses and os.path.isdir(licenses):
-                files = [os.path.join(licenses, f).replace("\\", "/")
-                         for f in sorted(os.listdir(licenses))]
-                tc.cache_variables[f"PTERON_LICENSE_{name.upper()}"] = ";".join(files)
+        _cci.license_cache_variables(self, tc)
         tc.generate()
         CMakeDeps(self).generate()
 
@@ -280,48 +263,23 @@ class PteronConan(ConanFile):
         CMake(self).install()
         # pteron's license and the texts of the code compiled into it (FlatBuffers, Eigen and,
         # for MinGW, its runtime: cmake/PteronLicenses.cmake) go where Conan packages keep them.
-        installed = os.path.join(self.package_folder, "share", "licenses", "pteron")
-        copy(self, "*", installed, os.path.join(self.package_folder, "licenses"))
-        rmdir(self, os.path.join(self.package_folder, "share", "licenses"))
-
-    def _retention_flags(self, component, lib, family):
-        """Link flags that keep a registration-only component (docs: keeping a
-        registration-only library): /INCLUDE for MSVC, --undefined for MinGW;
-        on ELF --undefined does not survive --as-needed, so the library is
-        wrapped in no-as-needed."""
-        anchor = f"pteron_anchor_{component}"
-        if family == "msvc":
-            return [f"/INCLUDE:{anchor}"]
-        if family == "mingw":
-            return [f"-Wl,--undefined={anchor}"]
-        # One flag per component: CMake de-duplicates repeated link options,
-        # which would strip the wrapper from all components but one.
-        path = os.path.join(self.package_folder, "lib", f"lib{lib}.so")
-        return [f"-Wl,--push-state,--no-as-needed,{path},--pop-state"]
+        # The CMake package, share/pteron and the pkg-config files stay: plain CMake and
+        # pkg-config consumers of this package use them (the Conan Center recipe drops them).
+        _cci.package_licenses(self)
 
     def package_info(self):
         self.cpp_info.set_property("cmake_file_name", "pteron")
-        crt = "PTERON_PREBUILT_DEBUG_CRT" if self.settings.build_type == "Debug" \
-            else "PTERON_PREBUILT_RELEASE_CRT"
-        family = self._linker_family()
-        for c in _components():
-            if not self._enabled(c):
-                continue
-            name = c["name"]
-            lib = "pteron" if name == "runtime" else f"pteron_{name}"
-            ci = self.cpp_info.components[name]
-            ci.set_property("cmake_target_name", f"pteron::{name}")
-            ci.libs = [lib]
-            ci.defines = [crt]
-            ci.requires = list(c["requires"])
-            ci.system_libs = list(c.get("system_libs", {}).get(str(self.settings.os), []))
-            if name == "backend_xnnpack":
-                # Which XNNPACK library the delegate links: none, conan, system.
-                ci.set_property("pteron_xnnpack_library", self._xnnpack_library())
-            if name == "backend_cuda":
-                # The CUDA train of the embedded device code (cu132, cu134).
-                ci.set_property("pteron_cuda_train", self._cuda_train())
-            if c["registration_only"]:
-                flags = self._retention_flags(name, lib, family)
-                ci.exelinkflags = list(flags)
-                ci.sharedlinkflags = list(flags)
+        # The ELF wrapper names the library by its path in this package (the Conan Center
+        # recipe names it -l<lib>).
+        lib_dir = os.path.join(self.package_folder, "lib")
+        declared = _cci.declare_components(
+            self, _components(), self._enabled,
+            elf_library=lambda lib: os.path.join(lib_dir, f"lib{lib}.so"),
+            third_party_requires=lambda component: [])
+        if "backend_xnnpack" in declared:
+            # Which XNNPACK library the delegate links: none, conan, system.
+            declared["backend_xnnpack"].set_property("pteron_xnnpack_library",
+                                                     self._xnnpack_library())
+        if "backend_cuda" in declared:
+            # The CUDA train of the embedded device code (cu132, cu134).
+            declared["backend_cuda"].set_property("pteron_cuda_train", self._cuda_train())

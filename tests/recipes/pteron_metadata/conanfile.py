@@ -36,7 +36,8 @@ class PteronMetadataOnly(_base.PteronConan):
 
     def export(self):
         root = os.path.dirname(os.path.abspath(_base.__file__))
-        for pattern in ("conanfile.py", "VERSION", "cmake/components.json", "cmake/cuda_trains.json"):
+        for pattern in ("conanfile.py", "VERSION", "cmake/components.json", "cmake/cuda_trains.json",
+                        "conan-center/recipes/pteron/all/conanfile.py"):
             copy(self, pattern, root, os.path.join(self.export_folder, "base"))
 
     def set_version(self):
