@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// elementwise.h - element-wise maps with broadcasting and the operand
-// checks of the binary arithmetic operators (add, sub, mul, div; Tensor or
-// Scalar other), shared by kernels_portable and kernels_optimized so both
+// elementwise.h - element-wise maps with broadcasting, the operand checks
+// of the unary operators and of the binary ones (add, sub, mul, div and the
+// rest; Tensor or Scalar other), shared by kernels_portable and kernels_optimized so both
 // accept the same programs and report the same errors (header-only, private
 // to the kernel libraries).
 #pragma once
@@ -64,6 +64,21 @@ inline void map_elements(const pteron_tensor* const (&ins)[N], pteron_tensor* ou
       store<R>(od, odt, oi,
                f(load<C>(p[0], dt[0], a), load<C>(p[1], dt[1], b), load<C>(p[2], dt[2], c)));
     });
+}
+
+// ---- unary operators ----
+
+// self (argument 0) and out (argument nargs - 1) of an element-wise unary
+// operator, checked: dtypes kernels_portable computes in (float16 and
+// bfloat16 included) and self's metadata.
+inline int32_t read_unary_args(const Args& a, size_t nargs, pteron_tensor** self,
+                               pteron_tensor** out) {
+  PTERON_CHECK_OK(a.arity(nargs));
+  PTERON_CHECK_OK(a.tensor(0, "self", self));
+  PTERON_CHECK_OK(a.tensor(nargs - 1, "out", out));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "self", (*self)->dtype));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "out", (*out)->dtype));
+  return check_tensor(a.ctx, a.op, "self", *self);
 }
 
 // ---- binary arithmetic (add, sub, mul, div: Tensor or Scalar other) ----

@@ -152,13 +152,8 @@ PTERON_OPT_BINARY(div_scalar_out, "aten::div.Scalar_out", Kind::Div, true, false
 
 int32_t relu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::relu.out"};
-  PTERON_CHECK_OK(a.arity(2));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.tensor(1, "out", &out));
-  PTERON_CHECK_OK(check_supported(ctx, a.op, "self", self->dtype));
-  PTERON_CHECK_OK(check_supported(ctx, a.op, "out", out->dtype));
-  PTERON_CHECK_OK(check_tensor(ctx, a.op, "self", self));
+  PTERON_CHECK_OK(read_unary_args(a, 2, &self, &out));
   if (self->dtype != PTERON_DTYPE_FLOAT32) return unsupported_dtype(ctx, a.op, "self", self->dtype);
   if (!can_cast(self->dtype, out->dtype)) return cast_error(ctx, a.op, self->dtype, out->dtype);
   PTERON_CHECK_OK(resize_out(ctx, a.op, "out", out, self->sizes, self->dim));

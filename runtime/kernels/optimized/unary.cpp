@@ -71,21 +71,10 @@ void run_unary(const pteron_tensor* self, pteron_tensor* out, Unary f, float p0,
   });
 }
 
-// self (argument 0, float32 by the key) and out (argument nargs - 1); `half`:
-// the operator also takes float16 / bfloat16 outs (activation.cpp's rule).
-int32_t self_out(const Args& a, size_t nargs, bool half, pteron_tensor** self,
-                 pteron_tensor** out) {
-  PTERON_CHECK_OK(a.arity(nargs));
-  PTERON_CHECK_OK(a.tensor(0, "self", self));
-  PTERON_CHECK_OK(a.tensor(nargs - 1, "out", out));
-  if (half) {
-    PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "self", (*self)->dtype));
-    PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "out", (*out)->dtype));
-  } else {
-    PTERON_CHECK_OK(check_supported(a.ctx, a.op, "self", (*self)->dtype));
-    PTERON_CHECK_OK(check_supported(a.ctx, a.op, "out", (*out)->dtype));
-  }
-  PTERON_CHECK_OK(check_tensor(a.ctx, a.op, "self", *self));
+// self (argument 0, float32 by the key) and out (argument nargs - 1), read
+// and checked as kernels_portable reads them (read_unary_args); out resized.
+int32_t self_out(const Args& a, size_t nargs, pteron_tensor** self, pteron_tensor** out) {
+  PTERON_CHECK_OK(read_unary_args(a, nargs, self, out));
   // Registered for float32 (PTERON_OPT_KEY): every other dtype is portable's.
   if ((*self)->dtype != PTERON_DTYPE_FLOAT32)
     return unsupported_dtype(a.ctx, a.op, "self", (*self)->dtype);
@@ -95,26 +84,25 @@ int32_t self_out(const Args& a, size_t nargs, bool half, pteron_tensor** self,
 }
 
 int32_t simple(pteron_kernel_context* ctx, pteron_value* const* args, size_t n, const char* op,
-               bool half, Unary f) {
+               Unary f) {
   Args a{ctx, args, n, op};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(self_out(a, 2, half, &self, &out));
+  PTERON_CHECK_OK(self_out(a, 2, &self, &out));
   run_unary(self, out, f, 0.0f, 0.0f);
   return PTERON_OK;
 }
 
-#define PTERON_OPT_UNARY(fn, opname, half, f)                                   \
+#define PTERON_OPT_UNARY(fn, opname, f)                                         \
   int32_t fn(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) { \
-    return simple(ctx, args, n, opname, half, f);                               \
+    return simple(ctx, args, n, opname, f);                                     \
   }
 
-// activation.cpp's operators take float16 / bfloat16 too; unary_math.cpp's do not.
-PTERON_OPT_UNARY(sigmoid_out, "aten::sigmoid.out", true, Unary::Sigmoid)
-PTERON_OPT_UNARY(tanh_out, "aten::tanh.out", true, Unary::Tanh)
-PTERON_OPT_UNARY(exp_out, "aten::exp.out", false, Unary::Exp)
-PTERON_OPT_UNARY(neg_out, "aten::neg.out", false, Unary::Neg)
-PTERON_OPT_UNARY(sqrt_out, "aten::sqrt.out", false, Unary::Sqrt)
-PTERON_OPT_UNARY(rsqrt_out, "aten::rsqrt.out", false, Unary::Rsqrt)
+PTERON_OPT_UNARY(sigmoid_out, "aten::sigmoid.out", Unary::Sigmoid)
+PTERON_OPT_UNARY(tanh_out, "aten::tanh.out", Unary::Tanh)
+PTERON_OPT_UNARY(exp_out, "aten::exp.out", Unary::Exp)
+PTERON_OPT_UNARY(neg_out, "aten::neg.out", Unary::Neg)
+PTERON_OPT_UNARY(sqrt_out, "aten::sqrt.out", Unary::Sqrt)
+PTERON_OPT_UNARY(rsqrt_out, "aten::rsqrt.out", Unary::Rsqrt)
 
 #undef PTERON_OPT_UNARY
 
@@ -125,7 +113,7 @@ int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
   PTERON_CHECK_OK(read_gelu_approximate(a, 1, &use_tanh));
   const Unary f = use_tanh ? Unary::GeluTanh : Unary::GeluErf;
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(self_out(a, 3, true, &self, &out));
+  PTERON_CHECK_OK(self_out(a, 3, &self, &out));
   run_unary(self, out, f, 0.0f, 0.0f);
   return PTERON_OK;
 }
@@ -138,7 +126,7 @@ int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
 int32_t clamp_impl(const Args& a, bool has_lo, const Scalar& lo, bool has_hi, const Scalar& hi,
                    size_t nargs) {
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(self_out(a, nargs, true, &self, &out));
+  PTERON_CHECK_OK(self_out(a, nargs, &self, &out));
   if ((has_lo && !lo.fits<float>()) || (has_hi && !hi.fits<float>()))
     return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
                 "%s: a bound cannot be converted to %s without overflow", a.op,
@@ -176,16 +164,13 @@ int32_t hardtanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size
 
 // ---- pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) ----
 
-// kernels_portable's checks (binary_more.cpp run_binary): a float32 self
+// kernels_portable's checks (read_binary_args, as binary_math.cpp's run_binary): a float32 self
 // keeps float32 whatever the exponent's kind; out must be castable.
 int32_t pow_tensor_scalar_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::pow.Tensor_Scalar_out"};
-  PTERON_CHECK_OK(a.arity(3));
   BinaryOperands b;
-  PTERON_CHECK_OK(read_binary_inputs(a, true, false, &b));
-  PTERON_CHECK_OK(a.tensor(2, "out", &b.out));
   int32_t ct = 0;
-  PTERON_CHECK_OK(binary_result_type(ctx, a.op, b, &ct));
+  PTERON_CHECK_OK(read_binary_args(a, true, false, false, &b, &ct));
   if (b.self->dtype != PTERON_DTYPE_FLOAT32 || ct != PTERON_DTYPE_FLOAT32)
     return unsupported_dtype(ctx, a.op, "self", b.self->dtype);
   if (!can_cast(ct, b.out->dtype)) return cast_error(ctx, a.op, ct, b.out->dtype);

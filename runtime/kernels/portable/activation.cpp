@@ -25,17 +25,6 @@ namespace {
 
 using namespace pteron::kern;
 
-// Common prologue of a unary op: self, out tensors at 0 and last.
-int32_t unary_args(const Args& a, size_t nargs, pteron_tensor** self, pteron_tensor** out) {
-  PTERON_CHECK_OK(a.arity(nargs));
-  PTERON_CHECK_OK(a.tensor(0, "self", self));
-  PTERON_CHECK_OK(a.tensor(nargs - 1, "out", out));
-  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "self", (*self)->dtype));
-  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "out", (*out)->dtype));
-  PTERON_CHECK_OK(check_tensor(a.ctx, a.op, "self", *self));
-  return PTERON_OK;
-}
-
 int32_t resize_and_cast_check(const Args& a, int32_t ct, pteron_tensor* self, pteron_tensor* out) {
   if (!can_cast(ct, out->dtype)) return cast_error(a.ctx, a.op, ct, out->dtype);
   return resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim);
@@ -61,7 +50,7 @@ C clamp_one(C x, bool has_lo, C lo, bool has_hi, C hi) {
 int32_t relu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::relu.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 2, &self, &out));
   if (self->dtype == PTERON_DTYPE_BOOL) return unsupported_dtype(ctx, a.op, "self", self->dtype);
   PTERON_CHECK_OK(resize_and_cast_check(a, self->dtype, self, out));
   dispatch_compute(self->dtype, [&](auto t) {
@@ -113,7 +102,7 @@ int32_t clamp_scalar_impl(const Args& a, pteron_tensor* self, bool has_lo, const
 int32_t clamp_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::clamp.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 4, &self, &out));
   Scalar lo, hi;
   bool has_lo = false, has_hi = false;
   PTERON_CHECK_OK(read_clamp_bounds(a, &lo, &has_lo, &hi, &has_hi));
@@ -123,7 +112,7 @@ int32_t clamp_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t 
 int32_t hardtanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::hardtanh.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 4, &self, &out));
   Scalar lo, hi;
   PTERON_CHECK_OK(read_scalar(a, 1, "min_val", &lo));
   PTERON_CHECK_OK(read_scalar(a, 2, "max_val", &hi));
@@ -133,7 +122,7 @@ int32_t hardtanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size
 int32_t clamp_tensor_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::clamp.Tensor_out"};
   pteron_tensor *self = nullptr, *out = nullptr, *lo = nullptr, *hi = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 4, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 4, &self, &out));
   PTERON_CHECK_OK(a.opt_tensor(1, "min", &lo));
   PTERON_CHECK_OK(a.opt_tensor(2, "max", &hi));
   if (!lo && !hi)
@@ -218,28 +207,28 @@ int32_t float_unary(const Args& a, pteron_tensor* self, pteron_tensor* out, Fn f
 int32_t sigmoid_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::sigmoid.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 2, &self, &out));
   return float_unary(a, self, out, Fn::Sigmoid, true);
 }
 
 int32_t tanh_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::tanh.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 2, &self, &out));
   return float_unary(a, self, out, Fn::Tanh, true);
 }
 
 int32_t hardswish_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::hardswish.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 2, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 2, &self, &out));
   return float_unary(a, self, out, Fn::Hardswish, false);
 }
 
 int32_t gelu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::gelu.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(unary_args(a, 3, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 3, &self, &out));
   bool use_tanh = false;
   PTERON_CHECK_OK(read_gelu_approximate(a, 1, &use_tanh));
   const Fn f = use_tanh ? Fn::GeluTanh : Fn::GeluErf;

@@ -92,23 +92,13 @@ int32_t check_dtypes(const Args& a, const pteron_tensor* self, const pteron_tens
   return PTERON_OK;
 }
 
-// self (argument 0) and out (argument nargs - 1), checked.
-int32_t self_and_out(const Args& a, size_t nargs, pteron_tensor** self, pteron_tensor** out) {
-  PTERON_CHECK_OK(a.arity(nargs));
-  PTERON_CHECK_OK(a.tensor(0, "self", self));
-  PTERON_CHECK_OK(a.tensor(nargs - 1, "out", out));
-  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "self", (*self)->dtype));
-  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "out", (*out)->dtype));
-  return check_tensor(a.ctx, a.op, "self", *self);
-}
-
 // An element-wise unary operator of `nargs` schema arguments (self first,
 // out last): out = f(self) element-wise, with P's dtype rule. f is generic
 // over the computation type.
 template <Dtypes P, typename F>
 int32_t unary(const Args& a, size_t nargs, F&& f) {
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(self_and_out(a, nargs, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, nargs, &self, &out));
   int32_t ct = 0;
   PTERON_CHECK_OK(check_dtypes<P>(a, self, out, &ct));
   PTERON_CHECK_OK(resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
@@ -276,7 +266,7 @@ int32_t leaky_relu_out(pteron_kernel_context* ctx, pteron_value* const* args, si
 int32_t glu_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::glu.out"};
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(self_and_out(a, 3, &self, &out));
+  PTERON_CHECK_OK(read_unary_args(a, 3, &self, &out));
   int64_t d = 0;
   PTERON_CHECK_OK(a.integer(1, "dim", &d));
   if (self->dim == 0)
