@@ -110,6 +110,21 @@ class MethodOptions(ctypes.Structure):
     ]
 
 
+class ProfileEvent(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("run", ctypes.c_int32),
+        ("name", ctypes.c_char_p),
+        ("chain_index", ctypes.c_int32),
+        ("instruction_id", ctypes.c_int32),
+        ("delegate_debug_id", ctypes.c_int32),
+        ("reserved0", ctypes.c_int32),
+        ("delegate_debug_name", ctypes.c_char_p),
+        ("start_ns", ctypes.c_uint64),
+        ("end_ns", ctypes.c_uint64),
+    ]
+
+
 def _lib_name(component: str) -> str:
     base = "pteron" if component == "runtime" else f"pteron_{component}"
     if sys.platform == "win32":
@@ -157,6 +172,9 @@ class Runtime:
             "pteron_method_copy_output": [vp, sz, vp, sz],
             "pteron_kernel_get": [sz, ctypes.POINTER(KernelInfo)],
             "pteron_backend_get": [sz, ctypes.POINTER(BackendInfo)],
+            "pteron_method_set_profiling": [vp, i32],
+            "pteron_method_profile_event": [vp, sz, ctypes.POINTER(ProfileEvent)],
+            "pteron_method_write_etdump": [vp, ctypes.c_char_p],
         }.items():
             f = getattr(L, fn)
             f.restype = vp
@@ -171,6 +189,9 @@ class Runtime:
         L.pteron_method_input_count.argtypes = [vp]
         L.pteron_method_output_count.restype = sz
         L.pteron_method_output_count.argtypes = [vp]
+        L.pteron_method_profile_event_count.restype = sz
+        L.pteron_method_profile_event_count.argtypes = [vp]
+        L.pteron_method_profile_clear.argtypes = [vp]
         L.pteron_kernel_count.restype = sz
         L.pteron_backend_count.restype = sz
         L.pteron_registration_error_count.restype = sz
@@ -338,6 +359,28 @@ class Method:
 
     def execute(self) -> None:
         self.rt.check(self.rt.lib.pteron_method_execute(self.h))
+
+    def set_profiling(self, on: bool) -> None:
+        self.rt.check(self.rt.lib.pteron_method_set_profiling(self.h, int(on)))
+
+    def profile_events(self):
+        """Every recorded event as a dict (pteron_method_profile_event)."""
+        out = []
+        for i in range(self.rt.lib.pteron_method_profile_event_count(self.h)):
+            e = ProfileEvent()
+            e.struct_size = ctypes.sizeof(ProfileEvent)
+            self.rt.check(self.rt.lib.pteron_method_profile_event(self.h, i, ctypes.byref(e)))
+            out.append(dict(run=e.run, name=e.name and e.name.decode(), chain=e.chain_index,
+                            instruction=e.instruction_id, debug_id=e.delegate_debug_id,
+                            debug_name=e.delegate_debug_name and e.delegate_debug_name.decode(),
+                            start=e.start_ns, end=e.end_ns))
+        return out
+
+    def profile_clear(self) -> None:
+        self.rt.lib.pteron_method_profile_clear(self.h)
+
+    def write_etdump(self, path) -> None:
+        self.rt.check(self.rt.lib.pteron_method_write_etdump(self.h, str(path).encode("utf-8")))
 
     def output(self, i: int) -> np.ndarray:
         info = self.output_info(i)

@@ -2,6 +2,7 @@
 """The header-only C++ layer (pteron/pteron.hpp), compiled and run as an
 application would: typed inputs/outputs including bool, dtype-mismatch
 messages naming both dtypes, no stale outputs before execute."""
+import re
 import subprocess
 
 import numpy as np
@@ -22,7 +23,8 @@ def test_hpp_typed_outputs_bool_and_errors(tmp_path):
     x = np.load(FIXTURES / "multi_out.forward.input_0.npy").astype("<f4")
     raw = tmp_path / "input.f32"
     x.tofile(raw)
-    r = subprocess.run([str(exe), str(FIXTURES / "multi_out.pte"), str(raw)],
+    etdump = tmp_path / "multi_out.etdp"
+    r = subprocess.run([str(exe), str(FIXTURES / "multi_out.pte"), str(raw), str(etdump)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
@@ -33,3 +35,7 @@ def test_hpp_typed_outputs_bool_and_errors(tmp_path):
     want0 = np.load(FIXTURES / "multi_out.forward.expected_0.npy").astype(np.float64).sum()
     assert abs(float(lines["float_output0"]) - want0) <= 1e-4 * max(1.0, abs(want0))
     assert lines["dtype_name(6)"] == "float32"
+    load, calls, kernels = (int(w) for w in re.findall(r"\d+", lines["profile"]))
+    assert load == 2 and calls == kernels > 0, lines["profile"]
+    data = etdump.read_bytes()
+    assert data[8:12] == b"ED00" and int.from_bytes(data[:4], "little") == len(data) - 4

@@ -254,6 +254,36 @@ typedef struct pteron_backend_interface {
 PTERON_API int32_t pteron_register_backend(uint32_t abi_version, const char* library,
                                            const pteron_backend_interface* b);
 
+/* ---- profiling ------------------------------------------------------------ */
+
+/* A delegate's own timings, for the application's profile (pteron.h,
+ * "Profiling"): while the method it runs in is profiled, a backend's
+ * `execute` may report each node it runs as one event, which the runtime
+ * files under the current DelegateCall (its chain and instruction) and
+ * writes into the method's ETDump as upstream's delegates write theirs.
+ *  - pteron_profiling_enabled(ctx): nonzero while the method that called
+ *    this `execute` (or kernel) is profiled; a delegate reads no clock when
+ *    it is 0.
+ *  - pteron_profile_clock_ns(): the profile's clock, nanoseconds of a
+ *    monotonic clock (std::chrono::steady_clock), the unit of every event.
+ *  - pteron_profile_delegate_event: one span [start_ns, end_ns] of the
+ *    delegate. `name` (may be NULL) is the node's name as the delegate spells
+ *    it, written as the event's delegate_debug_id_str (for example
+ *    "Convolution 3x3 #4"); `debug_id` is the node's integer id as the
+ *    program's delegate blob gives it (the XNNPACK schema's debug handle), or
+ *    -1 for none; the ETDump holds it as delegate_debug_id_int when `name` is
+ *    NULL (a named event is written by its name, as upstream's XNNPACK
+ *    delegate writes its operators). The name is copied.
+ *    Call it from the thread that called `execute` (not from a
+ *    pteron_parallel_for worker). Returns PTERON_ERROR_INVALID_ARGUMENT for a
+ *    NULL ctx or end before start; does nothing and returns PTERON_OK when
+ *    profiling is off. */
+PTERON_API int32_t pteron_profiling_enabled(const pteron_kernel_context* ctx);
+PTERON_API uint64_t pteron_profile_clock_ns(void);
+PTERON_API int32_t pteron_profile_delegate_event(pteron_kernel_context* ctx, const char* name,
+                                                 int32_t debug_id, uint64_t start_ns,
+                                                 uint64_t end_ns);
+
 /* ---- diagnostics --------------------------------------------------------- */
 
 /* Writes `message` and a newline to stderr the first time `key` is given in

@@ -268,6 +268,55 @@ PTERON_API pteron_status* pteron_method_execute(pteron_method* m);
 PTERON_API pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, void* dst,
                                                     size_t capacity);
 
+/* ---- profiling ----------------------------------------------------------
+ * Per-instruction and per-delegate-node timings of one method, and the
+ * ETDump file upstream ExecuTorch's devtools read (executorch.devtools
+ * .Inspector; format facts from upstream 1.5.1's etdump_schema_flatcc.fbs).
+ * Off by default; while on, every execute records:
+ *  - "Method::execute": the whole execute (chain_index -1);
+ *  - per kernel call, "OPERATOR_CALL" (the instruction) and
+ *    "native_call_<name>.<overload>" (the kernel alone), with the
+ *    instruction's chain_index and instruction_id (its index in the chain);
+ *  - per delegate call, "DELEGATE_CALL", and the delegate's own events
+ *    (name NULL, delegate_debug_name or delegate_debug_id set: kernel.h,
+ *    pteron_profile_delegate_event). XnnpackBackend reports each node.
+ * Method load is always timed ("Program::load_method", "Method::init", in
+ * run -1). Times are nanoseconds of a monotonic clock. Recording costs two
+ * clock reads per event and about 64 bytes per event, kept until
+ * pteron_method_profile_clear or release. */
+typedef struct pteron_profile_event {
+  uint32_t struct_size;              /* sizeof(pteron_profile_event); set by the caller */
+  int32_t run;                       /* execute index since profiling began or was cleared;
+                                        -1: method load */
+  const char* name;                  /* NULL for a delegate's own event; valid while the
+                                        method lives and is not cleared */
+  int32_t chain_index;               /* -1: not an instruction's */
+  int32_t instruction_id;            /* index in the chain; -1: none */
+  int32_t delegate_debug_id;         /* -1: none */
+  int32_t reserved0;
+  const char* delegate_debug_name;   /* NULL: none */
+  uint64_t start_ns, end_ns;
+} pteron_profile_event;
+
+/* Turns recording on (nonzero) or off for the next executes. Turning it on
+ * again keeps what was recorded. */
+PTERON_API pteron_status* pteron_method_set_profiling(pteron_method* m, int32_t enabled);
+/* The events recorded so far, load included: their count, and one of them.
+ * Errors: PTERON_ERROR_INVALID_ARGUMENT (NULL, index out of range, or
+ * out->struct_size below sizeof(pteron_profile_event)). */
+PTERON_API size_t pteron_method_profile_event_count(const pteron_method* m);
+PTERON_API pteron_status* pteron_method_profile_event(const pteron_method* m, size_t index,
+                                                      pteron_profile_event* out /*[out]*/);
+/* Forgets the executes' events (load's stay); runs count from 0 again. */
+PTERON_API void pteron_method_profile_clear(pteron_method* m);
+/* Writes the events as an ETDump file at `path` (UTF-8): one "Default" block
+ * for method load, one "Execute" block per execute, as upstream's runtime
+ * writes them. Errors: PTERON_ERROR_INVALID_ARGUMENT (NULL),
+ * PTERON_ERROR_IO (the file cannot be written; names the path and
+ * the cause). */
+PTERON_API pteron_status* pteron_method_write_etdump(const pteron_method* m,
+                                                     const char* path /*[in]*/);
+
 /* ---- registries --------------------------------------------------------- */
 
 typedef struct pteron_kernel_info {

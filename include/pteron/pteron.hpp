@@ -217,6 +217,22 @@ class Method {
 
   void execute() { detail::check(pteron_method_execute(m_)); }
 
+  // Profiling (pteron.h, "Profiling"): record the next executes' instruction and delegate
+  // node timings, read them, and write them as an ETDump file upstream's Inspector reads.
+  void set_profiling(bool on) { detail::check(pteron_method_set_profiling(m_, on ? 1 : 0)); }
+  std::vector<pteron_profile_event> profile_events() const {
+    std::vector<pteron_profile_event> out(pteron_method_profile_event_count(m_));
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].struct_size = sizeof(pteron_profile_event);
+      detail::check(pteron_method_profile_event(m_, i, &out[i]));
+    }
+    return out;
+  }
+  void clear_profile() { pteron_method_profile_clear(m_); }
+  void write_etdump(const std::string& path) const {
+    detail::check(pteron_method_write_etdump(m_, path.c_str()));
+  }
+
   // Output i as contiguous row-major bytes.
   std::vector<unsigned char> output_bytes(size_t i) const {
     ValueInfo info = output_info(i);

@@ -93,11 +93,34 @@ void refresh_int_lists(pteron_method* m, const Instr& in) {
   }
 }
 
+// The interned event name of operator `op` ("native_call_" and the operator
+// without its namespace, as upstream's runtime names its kernel events).
+int32_t native_call_name(pteron_method* m, int32_t op) {
+  if (m->native_call_names.size() != m->op_names.size())
+    m->native_call_names.assign(m->op_names.size(), -1);
+  int32_t& id = m->native_call_names[size_t(op)];
+  if (id < 0) {
+    const std::string& full = m->op_names[size_t(op)];
+    const size_t ns = full.rfind("::");
+    id = m->profile.intern(("native_call_" + full.substr(ns == std::string::npos ? 0 : ns + 2))
+                               .c_str());
+  }
+  return id;
+}
+
 Status run_kernel(pteron_method* m, const Instr& in, size_t pc) {
   refresh_int_lists(m, in);
   m->ctx.code = PTERON_OK;
   m->ctx.message.clear();
-  int32_t rc = in.fn(&m->ctx, in.args.data(), in.args.size());
+  int32_t rc;
+  if (m->ctx.profile) {
+    Profile& p = m->profile;
+    const uint64_t t0 = profile_clock_ns();
+    rc = in.fn(&m->ctx, in.args.data(), in.args.size());
+    p.add(native_call_name(m, in.a), p.chain, p.instruction, t0, profile_clock_ns());
+  } else {
+    rc = in.fn(&m->ctx, in.args.data(), in.args.size());
+  }
   if (rc != PTERON_OK)
     return error(rc, "instruction %zu (%s) failed: %s", pc, printable(m->op_names[in.a]).c_str(),
                  m->ctx.message.empty() ? pteron_error_name(rc) : m->ctx.message.c_str());
@@ -135,6 +158,24 @@ Status jump_condition(const pteron_method* m, const Instr& in, size_t pc, bool* 
   return Status::Ok();
 }
 
+Status step(pteron_method* m, const Instr& in, size_t* pc);
+
+// step(), timed: "OPERATOR_CALL" or "DELEGATE_CALL" with the instruction's
+// chain and index; a delegate's own events fall between (kernel.h).
+Status step_profiled(pteron_method* m, const Instr& in, size_t chain, size_t* pc) {
+  Profile& p = m->profile;
+  if (in.op != Op::Kernel && in.op != Op::Delegate) return step(m, in, pc);
+  p.chain = int32_t(chain);
+  p.instruction = int32_t(*pc);
+  const int32_t name = p.intern(in.op == Op::Kernel ? "OPERATOR_CALL" : "DELEGATE_CALL");
+  const int32_t instruction = p.instruction;
+  const uint64_t t0 = profile_clock_ns();
+  Status s = step(m, in, pc);
+  p.add(name, int32_t(chain), instruction, t0, profile_clock_ns());
+  p.chain = p.instruction = -1;
+  return s;
+}
+
 // Runs instruction `*pc` and moves *pc to the next one to run.
 Status step(pteron_method* m, const Instr& in, size_t* pc) {
   Status s;
@@ -155,9 +196,7 @@ Status step(pteron_method* m, const Instr& in, size_t* pc) {
   return s;
 }
 
-}  // namespace
-
-Status execute(pteron_method* m) {
+Status execute_chains(pteron_method* m) {
   pteron_parallel_wake();  // idle workers wake while the inputs are copied
   Status s = place_inputs(m);
   if (!s.ok()) return s;
@@ -171,11 +210,28 @@ Status execute(pteron_method* m) {
         return error(PTERON_ERROR_INVALID_PROGRAM,
                      "method '%s' exceeded %zu executed instructions: the program loops",
                      m->name.c_str(), budget);
-      s = step(m, ins[pc], &pc);
+      s = m->ctx.profile ? step_profiled(m, ins[pc], c, &pc) : step(m, ins[pc], &pc);
       if (!s.ok()) return s;
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status execute(pteron_method* m) {
+  if (!m->profile.on) {
+    m->ctx.profile = nullptr;
+    return execute_chains(m);
+  }
+  Profile& p = m->profile;
+  m->ctx.profile = &p;
+  const uint64_t t0 = profile_clock_ns();
+  Status s = execute_chains(m);
+  p.add(p.intern("Method::execute"), -1, 0, t0, profile_clock_ns());
+  ++p.runs;
+  m->ctx.profile = nullptr;
+  return s;
 }
 
 }  // namespace pteron

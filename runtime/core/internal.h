@@ -15,6 +15,10 @@
 #include "pteron/kernel.h"
 #include "pteron/pteron.h"
 
+namespace pteron {
+struct Profile;  // profile.h
+}
+
 // The opaque handles of the C API.
 struct pteron_status {
   int32_t code;
@@ -29,6 +33,9 @@ struct pteron_kernel_context {
   // Test-only (pteron_testing_backend_init): programs whose named data a
   // backend's init reads when `program` is NULL, searched in order.
   std::vector<const struct pteron_program*> named_data_programs;
+  // The method's profile while it is recorded (profile.h), else NULL: where a
+  // delegate's pteron_profile_delegate_event goes.
+  pteron::Profile* profile = nullptr;
 };
 
 namespace pteron {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "profile.h"
 
 namespace pteron {
 
@@ -95,6 +96,10 @@ struct pteron_method {
   // The options' memory budget (0: none) and what method load allocated so far.
   uint64_t max_allocated_bytes = 0;
   uint64_t allocated_bytes = 0;
+  // Timings (pteron.h, "Profiling"; profile.h): method load's always, the
+  // executes' while profile.on.
+  pteron::Profile profile;
+  std::vector<int32_t> native_call_names;  // per operator index: "native_call_<op>", interned
 
   ~pteron_method() {
     for (pteron::Delegate& d : delegates)

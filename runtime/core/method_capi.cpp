@@ -120,11 +120,19 @@ pteron_status* pteron_method_load(pteron_program* p, const char* name,
   *out = nullptr;
   auto* m = new (std::nothrow) pteron_method;
   if (!m) return to_c(error(PTERON_ERROR_OUT_OF_MEMORY, "cannot allocate a method"));
+  const uint64_t t_load = profile_clock_ns();
   p->refs.fetch_add(1);
   m->program = p;
   Status s;
   try {
+    const uint64_t t_init = profile_clock_ns();
     s = load_method(p, name, options, m);
+    if (s.ok()) {  // method load's timings, as upstream's runtime names them (pteron.h)
+      Profile& pr = m->profile;
+      const uint64_t t_end = profile_clock_ns();
+      pr.load.push_back({-1, pr.intern("Method::init"), -1, 0, -1, -1, t_init, t_end});
+      pr.load.push_back({-1, pr.intern("Program::load_method"), -1, 0, -1, -1, t_load, t_end});
+    }
   } catch (const std::bad_alloc&) {
     s = error(PTERON_ERROR_OUT_OF_MEMORY, "out of memory while loading method '%s'",
               name ? name : "");

@@ -13,8 +13,8 @@
 #include "pteron/pteron.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: hpp_api MULTI_OUT_PTE INPUT_F32\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: hpp_api MULTI_OUT_PTE INPUT_F32 [ETDUMP]\n");
     return 2;
   }
   try {
@@ -55,6 +55,17 @@ int main(int argc, char** argv) {
     for (float v : m.output<float>(0)) sum += v;
     std::printf("float_output0: %.9g\n", sum);
     std::printf("dtype_name(6): %s\n", pteron::dtype_name(PTERON_DTYPE_FLOAT32));
+    // Profiling: one execute recorded, written as an ETDump (argv[3]).
+    m.set_profiling(true);
+    m.execute();
+    size_t calls = 0, kernels = 0, load = 0;
+    for (const pteron_profile_event& e : m.profile_events()) {
+      if (e.run < 0) ++load;
+      else if (e.name && std::string(e.name) == "OPERATOR_CALL") ++calls;
+      else if (e.name && std::string(e.name).rfind("native_call_", 0) == 0) ++kernels;
+    }
+    std::printf("profile: %zu load, %zu operator calls, %zu kernels\n", load, calls, kernels);
+    if (argc > 3) m.write_etdump(argv[3]);
   } catch (const pteron::Error& e) {
     std::printf("FAIL: %s: %s\n", e.code_name(), e.what());
     return 1;

@@ -287,12 +287,39 @@ struct StepTimer {
   }
 };
 
+// One step as an event of the application's profile (kernel.h, "profiling"), while the
+// method is profiled: named by its first node's type and the step's index ("Conv2d #4";
+// "XNNPACK segment Conv2d #4" for a segment of the library), with that node's debug handle.
+struct StepEvent {
+  pteron_kernel_context* ctx;
+  const Node* node = nullptr;
+  size_t si = 0;
+  bool native = false;
+  uint64_t t0 = 0;
+  ~StepEvent() {
+    if (!node) return;
+    const uint64_t t1 = pteron_profile_clock_ns();
+    const std::string name = std::string(native ? "XNNPACK segment " : "") + op_name(node->op) +
+                             " #" + std::to_string(si);
+    pteron_profile_delegate_event(ctx, name.c_str(),
+                                  node->debug_handle ? int32_t(node->debug_handle) : -1, t0, t1);
+  }
+};
+
 int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
   const Graph& g = d.g;
   std::string err;
+  const bool events = pteron_profiling_enabled(ctx) != 0;
   for (size_t si = 0; si < d.steps.size(); ++si) {
     const Step& s = d.steps[si];
     if (var.empty[si]) continue;  // writes only values without elements
+    StepEvent event{ctx};
+    if (events) {
+      event.node = &g.nodes[s.nodes[0]];
+      event.si = si;
+      event.native = s.native;
+      event.t0 = pteron_profile_clock_ns();
+    }
     const auto t0 =
         d.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     StepTimer timer{d, si, t0, var.shapes[d.g.nodes[s.nodes[0]].inputs[0]]};

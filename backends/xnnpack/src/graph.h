@@ -94,6 +94,7 @@ struct Value {
 struct Node {
   Op op = Op::NONE;
   uint32_t index = 0;            // position in the blob's node list
+  uint32_t debug_handle = 0;     // the blob's debug handle (the exporter's; 0: none)
   std::vector<uint32_t> inputs;  // value indices (not ids), in operand order
   std::vector<uint32_t> outputs;
   uint32_t flags = 0;

@@ -300,6 +300,7 @@ bool resolve_operands(const Graph& g, const ValueIds& ids, NodeOperands& o, Node
 bool read_node(const fbx::Node* fn, uint32_t k, const ValueIds& ids, Graph* g, std::string* err) {
   Node& n = g->nodes[k];
   n.index = k;
+  n.debug_handle = fn->debug_handle();
   n.op = fn->op_type();
   // The Verifier accepts a union whose value is absent: refuse it before
   // any case reads the parameters.
