@@ -162,3 +162,65 @@ def test_upstreams_inspector_reads_pterons_etdump_as_it_reads_its_own(runtime, n
     runtime_names = {(b, n) for b, n, _, delegated, _ in up if not delegated}
     mine_names = {(b, n) for b, n, _, delegated, _ in mine if not delegated}
     assert mine_names == runtime_names, (mine_names ^ runtime_names)
+
+
+# Run in upstream's environment: exports a small MLP with its ETRecord into argv[1], runs it
+# twice on upstream's runtime with ETDump on, then waits for pteron's ETDump (argv[1]/p.etdp,
+# written between the two invocations: argv[2] == "read") and prints what the Inspector reads
+# from each, beside the ETRecord.
+ETRECORD = r"""
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import torch
+d = sys.argv[1]
+if sys.argv[2] == "export":
+    import copy
+    from executorch.exir import to_edge
+    from executorch.devtools import generate_etrecord
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
+    edge = to_edge(torch.export.export(model.eval(), (torch.randn(4, 16),)))
+    et = copy.deepcopy(edge).to_executorch()
+    open(d + "/m.pte", "wb").write(et.buffer)
+    generate_etrecord(d + "/m.etrecord", edge, et)
+    from executorch.extension.pybindings import portable_lib as pl
+    m = pl._load_for_executorch(d + "/m.pte", enable_etdump=True, debug_buffer_size=0)
+    for _ in range(2):
+        m.run_method("forward", (torch.ones(4, 16),))
+    m.write_etdump_result_to_file(d + "/u.etdp")
+else:
+    from executorch.devtools import Inspector
+    out = {}
+    for name in ("u", "p"):
+        df = Inspector(etdump_path=f"{d}/{name}.etdp", etrecord=d + "/m.etrecord").to_dataframe()
+        out[name] = [[r.event_block_name, r.event_name, list(r.op_types), len(r.raw)]
+                     for r in df.itertuples()]
+    print("INSPECT" + json.dumps(out))
+"""
+
+
+def test_with_the_programs_etrecord_the_inspector_maps_our_events_to_its_operators(runtime,
+                                                                                   tmp_path):
+    py = os.environ.get("PTERON_EXPORT_PYTHON")
+    if not py:
+        pytest.skip("PTERON_EXPORT_PYTHON (upstream's environment) is not set: "
+                    "scripts/test.sh sets it")
+    script = tmp_path / "etrecord_check.py"
+    script.write_text(ETRECORD)
+    r = subprocess.run([py, str(script), str(tmp_path), "export"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    program = runtime.load_file(tmp_path / "m.pte")
+    m = program.load_method("forward")
+    m.set_input(0, np.ones((4, 16), np.float32))
+    m.set_profiling(True)
+    m.execute()
+    m.execute()
+    m.write_etdump(tmp_path / "p.etdp")
+    r = subprocess.run([py, str(script), str(tmp_path), "read"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(next(l for l in r.stdout.splitlines() if l.startswith("INSPECT"))[7:])
+    assert got["p"] == got["u"]
+    assert any(row[1] == "OPERATOR_CALL" and any("addmm" in t for t in row[2]) for row in got["p"]), \
+        got["p"]
