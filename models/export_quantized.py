@@ -111,7 +111,7 @@ CONFIGS = {
     "qmlp_dynamic": (MLP, (4, 16), True, True),
     "qcnn_static_per_channel": (CNN, (1, 3, 8, 8), True, False),
     # dynamic activations into convolutions: upstream's exporter declares the Convert's QDInt8
-    # output NCHW after an NHWC input (backend.cpp, fix_dynamic_convert_shapes); batch 2
+    # output NCHW after an NHWC input (backends/xnnpack/src/passes/transpose.cpp, fix_dynamic_convert_shapes); batch 2
     "qcnn_dynamic": (CNN, (2, 3, 8, 8), True, True),
     # the transformer block: its linear layers dynamic-quantized, and all of it static
     "qblock_dynamic": (Block, (1, 16, 64), True, True),

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Export the small XNNPACK-lowered programs tests/test_xnnpack.py and
 tests/test_windows_mingw.py run on pteron's own kernels alone: programs made
-only of the node types whose kernels live in backends/xnnpack/src/own_ops.cpp
+only of the node types whose kernels live in backends/xnnpack/src/kernels/own_ops.cpp
 (transpose, reshape, slice, concatenate, constant pad), so the delegate runs
 them with no XNNPACK library at all (PTERON_XNNPACK_USE_LIBRARY=none, a build
 with -DPTERON_XNNPACK_LIBRARY=OFF, the MinGW DLL).

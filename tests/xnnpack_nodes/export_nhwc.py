@@ -83,7 +83,7 @@ def lin(i, o, seed=3):
 
 
 # name -> (module, inputs, node types the delegate must run, rtol, atol, pairs that
-# backend.cpp's fuse_elementwise fuses: with PTERON_XNNPACK_FUSE=0 each of those runs a
+# passes/fusion.cpp's fuse_elementwise fuses: with PTERON_XNNPACK_FUSE=0 each of those runs a
 # Multiply too)
 def programs():
     P = {}
