@@ -4,10 +4,11 @@
 #  - Debian packages: a C++ compiler, pkgconf, flatbuffers (headers + flatc), Eigen,
 #    pthreadpool, XNNPACK (the XNNPACK delegate), MinGW-w64 and Wine;
 #  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja, conan,
-#    pefile, pyelftools, wheel (pip install ./python builds a wheel offline) and
+#    pefile, pyelftools, wheel and
 #    nanobind and scikit-build-core (the Python module's extension,
-#    python/CMakeLists.txt; the wheel, pyproject.toml) and tokenizers (pteron.llm's tests
-#    and its optional dependency for tokenizer.json files);
+#    python/CMakeLists.txt; the wheel, pyproject.toml), tokenizers (pteron.llm's tests
+#    and its optional dependency for tokenizer.json files), ml_dtypes (bfloat16 arrays,
+#    the module's optional dependency) and mypy (tests/test_python_typing.py);
 #  - upstream's exporter in .venv-export (pteron_install_export_venv), for the
 #    model zoo's tests (models/zoo.py).
 set -euo pipefail
@@ -35,10 +36,10 @@ pteron_install_venv() {
     echo "==> creating $VENV"
     python3 -m venv "$VENV"
   fi
-  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel, nanobind, scikit_build_core, tokenizers" >/dev/null 2>&1 ||
+  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel, nanobind, scikit_build_core, tokenizers, ml_dtypes, mypy" >/dev/null 2>&1 ||
      [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ] || [ ! -x "$VENV/bin/conan" ]; then
     echo "==> installing Python packages into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel nanobind scikit-build-core tokenizers "$@"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel nanobind scikit-build-core tokenizers ml_dtypes mypy "$@"
   fi
   export PATH="$VENV/bin:$PATH"
 }

@@ -362,7 +362,7 @@ def test_components_are_loaded_once_from_the_runtimes_folder(stage, linux_packag
     assert "XnnpackBackend" in d["backends"]
 
 
-def test_load_components_and_a_missing_threadpool(stage, linux_package, tmp_path):
+def test_load_components_adds_per_program_and_a_missing_threadpool(stage, linux_package, tmp_path):
     out = ok(py(stage, f"""
         import pteron
         pteron.load_components(["kernels_portable"])
@@ -371,14 +371,20 @@ def test_load_components_and_a_missing_threadpool(stage, linux_package, tmp_path
             pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte").load_method()
         except pteron.MissingDelegateError as e:
             print("MissingDelegateError", e)
+        # Later calls add components: a program names what it needs.
+        p = pteron.Program.load("{FIXTURES}/mlp_xnnpack.pte",
+                                components=["kernels_portable", "backend_xnnpack"])
+        p.load_method()
+        print(sorted(pteron.components()))
         try:
-            pteron.load_components(["kernels_portable"])
-        except RuntimeError as e:
-            print("RuntimeError", e)
+            pteron.Program.load("{FIXTURES}/mlp.pte", components=["kernels_nonesuch"])
+        except ValueError as e:
+            print("ValueError", e)
     """))
     assert "['kernels_portable', 'runtime']" in out
     assert "MissingDelegateError" in out and "XnnpackBackend" in out
-    assert "RuntimeError pteron: the runtime is already loaded" in out
+    assert "['backend_xnnpack', 'kernels_portable', 'runtime']" in out
+    assert "ValueError unknown component(s) ['kernels_nonesuch']" in out
     # A copy of the package's libraries without the thread pool, found first (LD_LIBRARY_PATH
     # comes before the extension's RUNPATH): the import names the missing library.
     lib = tmp_path / "lib"

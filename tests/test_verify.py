@@ -316,34 +316,7 @@ def test_cuda_runtime_dependency_outside_backend_cuda_fails_private_helpers(pkg,
     assert "depends on CUDA (libcudart.so.12); only backend_cuda may" in f["detail"]
 
 
-# ---- the console script -----------------------------------------------------
-
-def test_pip_install_gives_a_pteron_verify_console_script_versioned_from_VERSION(tmp_path):
-    """`pip install ./python` (a copy of it, with a VERSION file one folder up as
-    in the repository) installs the pteron-verify command, which runs
-    pteron.verify:main, and the distribution's version is that VERSION file."""
-    src = tmp_path / "src"
-    shutil.copytree(PYTHON_DIR, src / "python", ignore=shutil.ignore_patterns(
-        "build", "*.egg-info", "__pycache__"))
-    (src / "VERSION").write_text("9.8.7\n")  # not the repository's: proves where it is read
-    inst = tmp_path / "inst"
-    r = _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-              "--no-index", "--target", inst, src / "python"], timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    meta = inst / "pteron_tools-9.8.7.dist-info" / "METADATA"
-    assert meta.is_file(), sorted(p.name for p in inst.iterdir())
-    requires = {l.split(":", 1)[1].split()[0] for l in meta.read_text().splitlines()
-                if l.startswith("Requires-Dist:")}
-    assert {"pefile", "pyelftools"} <= requires, requires
-    script = inst / "bin" / "pteron-verify"
-    assert script.is_file(), sorted(p.name for p in inst.iterdir())
-    env = dict(os.environ, PYTHONPATH=str(inst))
-    r = _run([script], timeout=60, env=env)  # no package named: a usage error
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "usage" in (r.stdout + r.stderr).lower()
-    r = _run([script, tmp_path / "no-such-package"], timeout=60, env=env)
-    assert r.returncode != 0 and "no-such-package" in r.stdout + r.stderr, r.stdout + r.stderr
-
+# ---- the console script: the wheel's pyproject.toml (tests/test_python_package.py) ----------
 
 # ---- MinGW (PE) --------------------------------------------------------------
 

@@ -20,8 +20,20 @@ The runtime API (see ``pteron._runtime`` for each one's documentation):
 ``Program``, ``Method``, ``TensorSpec``, ``operators()``, ``backends()``,
 ``components()``, ``load_components()``, ``set_num_threads()``,
 ``num_threads()``, ``version()``, and the error classes: ``Error`` and one
-subclass per runtime error code.
+subclass per runtime error code. ``__version__`` is the package's version (the
+repository's VERSION file).
 """
+from typing import TYPE_CHECKING, List
+
+from ._version import __version__
+
+if TYPE_CHECKING:  # what mypy and IDEs see; at run time __getattr__ imports them on first use
+    from ._runtime import (  # noqa: F401
+        AbiMismatchError, DelegateFailedError, Error, FileAccessError, InternalError,
+        InvalidArgumentError, InvalidProgramError, KernelFailedError, Method, MissingDelegateError,
+        MissingOperatorError, NotFoundError, NotSupportedError, OutOfMemoryError, Program,
+        ShapeMismatchError, TensorSpec, UnsupportedDtypeError, backends, components,
+        load_components, num_threads, operators, set_num_threads, version)
 
 _RUNTIME_NAMES = {
     "Program", "Method", "TensorSpec", "operators", "backends", "components",
@@ -32,15 +44,15 @@ _RUNTIME_NAMES = {
     "AbiMismatchError", "NotSupportedError", "KernelFailedError", "DelegateFailedError",
 }
 
-__all__ = sorted(_RUNTIME_NAMES)
+__all__ = sorted(_RUNTIME_NAMES | {"__version__"})
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in _RUNTIME_NAMES:
         from . import _runtime
         return getattr(_runtime, name)
     raise AttributeError(f"module 'pteron' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> List[str]:
     return sorted(set(globals()) | _RUNTIME_NAMES)

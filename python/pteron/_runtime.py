@@ -15,9 +15,16 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
+
+try:  # bfloat16 for numpy (optional: pip install "pteron[bfloat16]")
+    import ml_dtypes as _ml_dtypes
+
+    _BF16: Optional[np.dtype] = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:
+    _BF16 = None
 
 # ---- errors -----------------------------------------------------------------------------------
 
@@ -127,12 +134,11 @@ def _make_error(code: int, message: str) -> Error:
 # tests/test_python.py checks the two lists agree).
 _COMPONENTS = ("kernels_portable", "kernels_optimized", "kernels_quantized", "kernels_llm",
                "threadpool", "backend_xnnpack", "backend_cuda", "extension_cuda")
-_lock = threading.Lock()
-_ext = None
+_lock = threading.RLock()
+_ext: Any = None
 _libdir: Optional[Path] = None
-_loaded = {}  # component name -> (path, ctypes.CDLL)
-_chosen: Optional[Tuple[str, ...]] = None
-_dll_dirs = []  # Windows: os.add_dll_directory's handles
+_loaded: Dict[str, Tuple[Path, ctypes.CDLL]] = {}  # component name -> (path, library)
+_dll_dirs: List[Any] = []  # Windows: os.add_dll_directory's handles
 
 
 def _component_file(libdir: Path, name: str) -> Optional[Path]:
@@ -192,6 +198,8 @@ def _windows_dll_dir() -> Path:
 def _windows_loaded_path(name: str) -> Optional[Path]:
     """The file the process has loaded as DLL `name` (GetModuleHandleW, GetModuleFileNameW), or
     None when none is loaded."""
+    if sys.platform != "win32":
+        return None
     k32 = ctypes.WinDLL("kernel32", use_last_error=True)
     k32.GetModuleHandleW.restype = ctypes.c_void_p
     k32.GetModuleHandleW.argtypes = [ctypes.c_wchar_p]
@@ -229,15 +237,20 @@ _WINDOWS_CRT_HINT = ("; pteron's DLLs also need the Visual C++ 2015-2022 runtime
                      "Microsoft's Visual C++ Redistributable (x64) if msvcp140.dll is missing")
 
 
-def _native():
-    """The extension, loaded with the components on first use."""
+def _native(names: Optional[Sequence[str]] = None) -> Any:
+    """The extension. The first call loads it, with the components `names` (None: every
+    installed one); a later call with `names` loads those of them not loaded yet."""
     global _ext, _libdir
-    if _ext is not None:
+    if _ext is not None and names is None:
         return _ext
     with _lock:
         if _ext is not None:
+            if names is not None:
+                assert _libdir is not None
+                _load_components(_libdir, names, required=True)
             return _ext
         where = ""
+        d = Path()
         if sys.platform == "win32":
             # Python 3.8+ ignores PATH for an extension's DLLs: register the folder holding
             # pteron.dll first, so that one (and never another copy on PATH) loads. The
@@ -261,59 +274,69 @@ def _native():
             if shadow:
                 raise ImportError(shadow)
         ext.set_error_factory(_make_error)
+        ext.set_bfloat16_type(_BF16.num if _BF16 is not None else -1)
         runtime = ext.runtime_library_path()
         if not runtime:  # the extension's runtime library is not pteron's (no pteron_version)
             raise ImportError(f"pteron: the runtime library the extension loaded{where} does "
                               "not export pteron_version: it is not pteron's runtime library")
         # normpath: the extension's RUNPATH may hold "..", e.g. site-packages/pteron/../../..
         libdir = Path(os.path.normpath(runtime)).parent
-        names = _chosen if _chosen is not None else _COMPONENTS
-        if _chosen is None and _component_file(libdir, "threadpool") is None:
+        if names is None and _component_file(libdir, "threadpool") is None:
             # Chosen behaviour for a damaged install: fail loudly rather than run serially.
             raise ImportError(
                 f"pteron: the thread pool library (component 'threadpool', "
                 f"{'pteron_threadpool.dll' if sys.platform == 'win32' else 'libpteron_threadpool.so.*'}"
                 f") is missing from {libdir}; reinstall pteron (pip) or libpteron (conda), or call "
                 "pteron.load_components([...]) without 'threadpool' to run serially")
-        for name in names:
-            path = _component_file(libdir, name)
-            if path is None:
-                if _chosen is not None:
-                    raise ImportError(f"pteron: component {name!r} is not installed in {libdir}")
-                continue
-            try:
-                # Absolute path: the loader never searches for it. RTLD_GLOBAL is not needed:
-                # each component registers itself with the runtime when it loads.
-                _loaded[name] = (path, ctypes.CDLL(str(path)))
-            except OSError as e:
-                raise ImportError(f"pteron: cannot load component {name!r} from {path}: {e}") \
-                    from e
+        _load_components(libdir, _COMPONENTS if names is None else names,
+                         required=names is not None)
         _libdir = libdir
         _ext = ext
         return ext
 
 
-def load_components(names: Iterable[str]) -> None:
-    """Load only these components (names of cmake/components.json, e.g.
-    ``["kernels_portable", "threadpool"]``) instead of every installed one.
-    Must be called before any other runtime call; ImportError if one is not
-    installed beside the runtime library, ValueError for an unknown name,
-    RuntimeError once the runtime is loaded."""
-    global _chosen
+def _load_components(libdir: Path, names: Sequence[str], required: bool) -> None:
+    """Loads each of `names` not loaded yet from `libdir`, in _COMPONENTS' order (kernels
+    before delegates). A missing one is skipped, or an ImportError when `required`."""
+    for name in sorted(names, key=_COMPONENTS.index):
+        if name in _loaded:
+            continue
+        path = _component_file(libdir, name)
+        if path is None:
+            if required:
+                raise ImportError(f"pteron: component {name!r} is not installed in {libdir}")
+            continue
+        try:
+            # Absolute path: the loader never searches for it. RTLD_GLOBAL is not needed:
+            # each component registers itself with the runtime when it loads.
+            _loaded[name] = (path, ctypes.CDLL(str(path)))
+        except OSError as e:
+            raise ImportError(f"pteron: cannot load component {name!r} from {path}: {e}") \
+                from e
+
+
+def _component_names(names: Iterable[str], who: str) -> Tuple[str, ...]:
     if isinstance(names, (str, bytes)):
-        raise TypeError("load_components: give a list of component names, not a single string")
-    names = tuple(names)
-    bad = [n for n in names if n not in _COMPONENTS]
+        raise TypeError(f"{who}: give a list of component names, not a single string")
+    out = tuple(names)
+    bad = [n for n in out if n not in _COMPONENTS]
     if bad:
         raise ValueError(f"unknown component(s) {bad}; known: {list(_COMPONENTS)}")
-    if _ext is not None:
-        raise RuntimeError("pteron: the runtime is already loaded; call load_components() "
-                           "before any other runtime call")
-    _chosen = names
-    _native()
+    return out
 
 
-def components() -> dict:
+def load_components(names: Iterable[str]) -> None:
+    """Load these components (names of cmake/components.json, e.g.
+    ``["kernels_portable", "threadpool"]``). As the first runtime call, it
+    loads only these instead of every installed one; later, it loads those
+    not loaded yet (``Program.load(..., components=...)`` does the same).
+    The registries are the process's: a component, once loaded, serves
+    every program and is never unloaded. ImportError if one is not
+    installed beside the runtime library, ValueError for an unknown name."""
+    _native(_component_names(names, "load_components"))
+
+
+def components() -> Dict[str, str]:
     """{name: absolute path} of the runtime and every loaded component library."""
     ext = _native()
     out = {"runtime": os.path.normpath(ext.runtime_library_path())}
@@ -357,7 +380,7 @@ def backends() -> List[Backend]:
     return [Backend(*b) for b in _native().backends()]
 
 
-def _threadpool():
+def _threadpool() -> ctypes.CDLL:
     _native()
     if "threadpool" not in _loaded:
         raise NotSupportedError("pteron: the threadpool component is not loaded")
@@ -400,13 +423,16 @@ _NP_OF = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.
           6: np.float32, 7: np.float64, 9: np.complex64, 10: np.complex128, 11: np.bool_,
           27: np.uint16, 28: np.uint32, 29: np.uint64}
 _NAME_OF = {8: "complex32", 12: "qint8", 13: "quint8", 14: "qint32", 15: "bfloat16"}
+_BFLOAT16 = 15
 _TAG_NONE, _TAG_INT, _TAG_BOOL, _TAG_DOUBLE, _TAG_TENSOR = 0, 1, 2, 3, 4
 _DYNAMISM = {0: "static", 1: "bound", 2: "unbound"}
 
 
-def _dtype_of(code: int):
+def _dtype_of(code: int) -> Union[np.dtype, str]:
     if code in _NP_OF:
         return np.dtype(_NP_OF[code])
+    if code == _BFLOAT16 and _BF16 is not None:
+        return _BF16
     return _NAME_OF.get(code, f"dtype {code}")
 
 
@@ -417,21 +443,22 @@ class TensorSpec:
     ``kind``: "tensor", "int", "bool", "double" or "none"; a program may also hold "string",
     "int_list", "double_list", "bool_list", "tensor_list" or "optional_tensor_list" values,
     which a call can neither set nor return (NotSupportedError).
-    For tensors: ``dtype`` (a numpy dtype, or a name such as "bfloat16" that
-    numpy lacks), ``shape`` (the current sizes: the exported sizes for inputs,
+    For tensors: ``dtype`` (a numpy dtype: ``ml_dtypes.bfloat16``'s for
+    bfloat16 when ml_dtypes is installed; else a name such as "bfloat16"
+    that numpy lacks), ``shape`` (the current sizes: the exported sizes for inputs,
     the last execute's for outputs), ``bounds`` (per-dim upper bounds: equal to
     the shape when static), ``dynamism`` ("static", "bound": each size may
     shrink to any value up to its bound, "unbound"), ``dim_order`` (the
     storage order of the dims; (0, 1, ...) is contiguous row-major)."""
     kind: str
-    dtype: object = None
+    dtype: Union[np.dtype, str, None] = None
     shape: Tuple[int, ...] = ()
     bounds: Tuple[int, ...] = ()
     dynamism: str = "static"
     dim_order: Tuple[int, ...] = ()
 
     @staticmethod
-    def _from(info) -> "TensorSpec":
+    def _from(info: Tuple[Any, ...]) -> "TensorSpec":
         tag, dtype, dyn, sizes, bounds, order, _nbytes, _scalar = info
         kind = {_TAG_NONE: "none", _TAG_INT: "int", _TAG_BOOL: "bool", _TAG_DOUBLE: "double",
                 _TAG_TENSOR: "tensor", 5: "string", 6: "int_list", 7: "double_list",
@@ -448,16 +475,26 @@ class TensorSpec:
 class Program:
     """A loaded, verified ``.pte`` program. Make one with ``Program.load``."""
 
-    def __init__(self, handle, source: str):
+    def __init__(self, handle: Any, source: str):
         self._h = handle
         self._source = source
 
     @classmethod
-    def load(cls, source, data=None) -> "Program":
+    def load(cls, source: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview],
+             data: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, None] = None,
+             *, components: Optional[Iterable[str]] = None) -> "Program":
         """Load a program from a path (str or os.PathLike), or from bytes,
         bytearray or a memoryview (copied: the caller may reuse the buffer).
         ``data``: the program's external data file (``.ptd``), a path or bytes
         likewise, or None.
+
+        ``components``: the components the program needs (names of
+        cmake/components.json, e.g. ``["kernels_portable", "backend_xnnpack"]``),
+        loaded before the program if they are not yet (ImportError when one
+        is not installed). None: every installed one, if no runtime call came
+        before. A first call that names them loads only those; the registries
+        are the process's, so a component loaded for one program also serves
+        the programs loaded after it, and none is ever unloaded.
 
         A file is read into memory (not mapped), so rewriting or truncating it
         afterwards cannot change or break the loaded program.
@@ -466,7 +503,8 @@ class Program:
         InvalidProgramError (malformed: the message names what),
         NotSupportedError, TypeError for another kind of source, ValueError
         for a path with a NUL character."""
-        ext = _native()
+        ext = _native(None if components is None
+                      else _component_names(components, "Program.load: components"))
         if isinstance(source, (str, os.PathLike)):
             path = os.fspath(source)
             if data is not None and not isinstance(data, (str, os.PathLike)):
@@ -483,9 +521,17 @@ class Program:
         not valid UTF-8 shows its bytes as backslash escapes)."""
         return [b.decode("utf-8", "backslashreplace") for b in self._h.method_names()]
 
-    def load_method(self, name: str = "forward", *, max_allocated_bytes: int = 0) -> "Method":
+    def load_method(self, name: str = "forward", *, max_allocated_bytes: int = 0,
+                    num_threads: Optional[int] = None) -> "Method":
         """Load method ``name``: every operator and delegate resolved, memory
         planned.
+
+        ``num_threads``: None (the process's thread pool, as
+        ``set_num_threads`` sizes it), or 1: every call of this method runs
+        on the calling thread alone (its parallel operators and the
+        delegates' parallel work run serially), whatever the pool's size, while
+        other methods keep the pool. Other counts raise NotSupportedError:
+        the runtime's pool has one size for the process.
 
         ``max_allocated_bytes``: a memory budget in bytes (an int or a numpy
         integer; 0: none), the most the runtime allocates for the method's
@@ -511,19 +557,34 @@ class Program:
         if not 0 <= max_allocated_bytes < 2**64:
             raise ValueError("load_method: max_allocated_bytes must be in [0, 2**64), not "
                              f"{max_allocated_bytes}")
+        if num_threads is not None:
+            if isinstance(num_threads, (bool, np.bool_)) or not hasattr(num_threads, "__index__"):
+                raise TypeError("load_method: num_threads must be an int or None, not "
+                                f"{type(num_threads).__name__}")
+            num_threads = operator.index(num_threads)
+            if num_threads < 1:
+                raise ValueError(f"load_method: num_threads must be at least 1, not {num_threads}")
+            if num_threads != 1:
+                raise NotSupportedError(
+                    f"load_method: num_threads={num_threads}: a method runs either on the "
+                    "process's thread pool (num_threads=None; pteron.set_num_threads sizes it) "
+                    "or serially on the calling thread (num_threads=1)")
         if "\0" in name:
             raise ValueError(f"load_method: the name contains a NUL character: {name!r}")
         try:
             raw = name.encode("utf-8")
         except UnicodeEncodeError as e:
             raise ValueError(f"load_method: the name is not valid UTF-8 text: {name!r}") from e
-        return Method(self, name, self._h.load_method(raw, max_allocated_bytes))
+        h = self._h.load_method(raw, max_allocated_bytes)
+        if num_threads == 1:
+            h.set_serial(True)
+        return Method(self, name, h, num_threads)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<pteron.Program {self._source} methods={self.method_names}>"
 
 
-def _read_file(path, what):
+def _read_file(path: Union[str, bytes, "os.PathLike[Any]"], what: str) -> np.ndarray:
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
@@ -539,9 +600,9 @@ def _read_file(path, what):
         raise FileAccessError(f"cannot open {what} '{path}': {e.strerror or e}") from None
 
 
-def _as_bytes(obj, what):
+def _as_bytes(obj: object, what: str) -> np.ndarray:
     if isinstance(obj, np.ndarray):
-        obj = memoryview(obj)
+        obj = memoryview(cast(Any, obj))
     if isinstance(obj, (bytes, bytearray, memoryview)):
         mv = memoryview(obj)
         if "O" in mv.format:
@@ -558,14 +619,24 @@ class Method:
     """A loaded method. Call it with one array per input; it returns a list
     with one ``numpy.ndarray`` per tensor output (C-contiguous, a new array
     per call that owns its memory: valid after later calls; a bfloat16 output
+    is an ``ml_dtypes.bfloat16`` array when ml_dtypes is installed, else
     widened to float32, exactly, as numpy has no bfloat16), a Python
     int (exact int64), bool or float per scalar output and None per None
     output. An output of another kind (a string or a list value) raises
     NotSupportedError naming it.
 
+    ``method(*inputs, output="dlpack")`` returns each tensor output as a
+    DLPack tensor instead (``__dlpack__``, ``__dlpack_device__``; bfloat16
+    stays bfloat16 without ml_dtypes), and ``output="torch"`` as a
+    ``torch.Tensor`` made by ``torch.from_dlpack``, which shares its memory.
+    Each output is copied once out of the method's memory, because the
+    method's next call overwrites that memory and a tensor handed to another
+    framework cannot be told; that copy is the only one.
+
     Inputs: numpy arrays, anything ``numpy.asarray`` accepts, or any DLPack
-    producer on the CPU (a torch tensor); Python numbers for int, bool and
-    double inputs. Views, transposes, Fortran order, structured-array fields,
+    producer on the CPU (a torch tensor, bfloat16 included: read in place,
+    without a copy, when it is C-contiguous and of the input's dtype); Python
+    numbers for int, bool and double inputs. Views, transposes, Fortran order, structured-array fields,
     byte-swapped and read-only arrays are copied to a contiguous native
     array first. A dtype other than the input's is a TypeError naming the
     input index and both dtypes (no silent cast); a wrong rank, a static size
@@ -574,15 +645,18 @@ class Method:
     Execution releases the GIL. Calls on one Method from several threads are
     serialised (one runs at a time); different methods run concurrently."""
 
-    def __init__(self, program: Program, name: str, handle):
+    def __init__(self, program: Program, name: str, handle: Any,
+                 num_threads: Optional[int] = None):
         self._program = program  # the program outlives its methods
         self.name = name
+        self.num_threads = num_threads
         self._h = handle
         self.inputs = [TensorSpec._from(handle.input_info(i)) for i in range(handle.input_count())]
         # Per input: the dtype code for the extension (-1: a number), and the static shape with
         # which a matching array is passed without a check or copy (empty: always prepared).
         handle.set_call_info(
-            [_dtype_code(s.dtype) if s.kind == "tensor" and isinstance(s.dtype, np.dtype) else -1
+            [_dtype_code(s.dtype) if s.kind == "tensor" and isinstance(s.dtype, np.dtype) else
+             _BFLOAT16 if s.kind == "tensor" and s.dtype == "bfloat16" else -1
              for s in self.inputs],
             [list(s.shape) if s.kind == "tensor" and s.dynamism == "static" and
              isinstance(s.dtype, np.dtype) and s.shape else [] for s in self.inputs])
@@ -592,7 +666,7 @@ class Method:
         """The outputs' specs (shapes are the last execute's)."""
         return [TensorSpec._from(self._h.output_info(i)) for i in range(self._h.output_count())]
 
-    def _prepare(self, i: int, spec: TensorSpec, x):
+    def _prepare(self, i: int, spec: TensorSpec, x: Any) -> Any:
         if spec.kind in ("int", "bool", "double"):
             if isinstance(x, np.ndarray) and x.ndim == 0:
                 x = x.item()
@@ -631,16 +705,19 @@ class Method:
             except (TypeError, ValueError, OverflowError) as e:
                 raise TypeError(f"input {i}: cannot make a {spec.dtype} tensor of "
                                 f"{type(x).__name__} ({e})") from e
+        bf16_bits = False
         if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
-            try:
-                x = np.from_dlpack(x)
-            except (TypeError, RuntimeError, BufferError) as e:
-                raise TypeError(f"input {i}: cannot read the DLPack tensor ({e}); pteron "
-                                "takes CPU tensors") from e
+            x, bf16_bits = _from_dlpack(i, x)
         a = np.asarray(x)
         want = spec.dtype
+        if bf16_bits:  # a DLPack bfloat16 tensor's bits (uint16), without ml_dtypes
+            if want != "bfloat16":
+                raise TypeError(f"input {i}: dtype bfloat16 does not match the method's {want}")
+            want = np.dtype(np.uint16)
         if not isinstance(want, np.dtype):
-            raise TypeError(f"input {i}: the method's dtype {want} has no numpy equivalent")
+            hint = ("; install ml_dtypes (pip install ml_dtypes) to pass numpy bfloat16 arrays, "
+                    "or pass a bfloat16 DLPack tensor (torch)") if want == "bfloat16" else ""
+            raise TypeError(f"input {i}: the method's dtype {want} has no numpy equivalent{hint}")
         have = a.dtype.newbyteorder("=") if a.dtype.byteorder not in ("=", "|") else a.dtype
         if have.fields is not None or have != want:
             raise TypeError(f"input {i}: dtype {a.dtype} does not match the method's {want}")
@@ -656,10 +733,21 @@ class Method:
                                  f"(bounds {spec.bounds})")
         return np.asarray(a, dtype=want, order="C")  # keeps 0-d arrays 0-d
 
-    def __call__(self, *args) -> List[np.ndarray]:
+    def __call__(self, *args: Any, output: str = "numpy") -> List[Any]:
+        if output not in _OUTPUT_KINDS:
+            raise ValueError(f"output must be one of {list(_OUTPUT_KINDS)}, not {output!r}")
         if len(args) != len(self.inputs):
             raise TypeError(f"method {self.name!r} takes {len(self.inputs)} input(s), "
                             f"{len(args)} given")
+        if output != "numpy":
+            out = self._h.call(args, False, True)
+            if out is None:
+                out = self._h.call(tuple(self._prepare_at(i, x) for i, x in enumerate(args)),
+                                   True, True)
+            if output == "torch":
+                torch = importlib.import_module("torch")
+                out = [torch.from_dlpack(o) if hasattr(o, "__dlpack__") else o for o in out]
+            return out
         # The extension takes C-contiguous arrays of the inputs' dtypes and static shapes as
         # they are; anything else (a view, another layout or byte order, a dynamic shape, a
         # number) it hands back (None), and every input is prepared here for a second call.
@@ -669,23 +757,46 @@ class Method:
             out = self._h.call(tuple(self._prepare_at(i, x) for i, x in enumerate(args)), True)
         return out
 
-    def _prepare_at(self, i, x):
+    def _prepare_at(self, i: int, x: Any) -> Any:
         return self._prepare(i, self.inputs[i], x)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ins = ", ".join(f"{s.dtype}{list(s.shape)}" if s.kind == "tensor" else s.kind
                         for s in self.inputs)
         return f"<pteron.Method {self.name}({ins})>"
 
 
-def _short(x) -> str:
+_OUTPUT_KINDS = ("numpy", "dlpack", "torch")
+
+
+def _from_dlpack(i: int, x: Any) -> Tuple[np.ndarray, bool]:
+    """A CPU DLPack tensor as a read-only numpy array over its memory (no copy), and whether it
+    holds a bfloat16 tensor's bits (uint16: without ml_dtypes numpy cannot label them)."""
+    try:
+        a, bf16 = _native().dlpack_view(x, x)
+    except (TypeError, RuntimeError, BufferError, ValueError) as e:
+        device = ""
+        try:
+            device = f" on device {tuple(x.__dlpack_device__())}"
+        except Exception:  # noqa: BLE001 - only for the message
+            pass
+        raise TypeError(f"input {i}: cannot read the DLPack tensor{device}; pteron takes CPU "
+                        f"tensors ({type(e).__name__}: {e})") from e
+    if bf16 and _BF16 is not None:
+        return a.view(_BF16), False
+    return a, bf16
+
+
+def _short(x: object) -> str:
     """repr(x), cut in the middle past 40 characters (a huge int in a message)."""
     r = repr(x)
     return r if len(r) <= 40 else f"{r[:18]}...{r[-18:]} ({len(r)} characters)"
 
 
-def _dtype_code(dt) -> int:
+def _dtype_code(dt: np.dtype) -> int:
     for code, t in _NP_OF.items():
         if np.dtype(t) == dt:
             return code
+    if _BF16 is not None and dt == _BF16:
+        return _BFLOAT16
     raise TypeError(f"dtype {dt} has no pteron code")

@@ -58,7 +58,8 @@ The checks (docs/architecture.md, "Windows (PE) and its ELF counterpart"):
                    PteronLicenses.cmake): FlatBuffers; Eigen with pteron_cpu
                    (kernels_optimized, backend_xnnpack); for PE, the MinGW-w64
                    runtime and GCC's (linked statically). Conan packages keep
-                   them in licenses/, installed trees in share/licenses/pteron
+                   them in licenses/, installed trees in share/licenses/pteron,
+                   a wheel pteron's own in pteron-<version>.dist-info/licenses
 
 Prints a table (or JSON with --json) and exits 1 when any check fails,
 naming each failure; 2 when the command line is wrong.
@@ -1142,6 +1143,12 @@ def _msvc_built(binaries):
 def check_licenses(pkg, binaries, report):
     folders = [os.path.join(pkg.root, "licenses"),
                os.path.join(pkg.root, "share", "licenses", "pteron")]
+    # A wheel's package folder, unpacked or installed: pteron's own licence files are in the
+    # distribution's metadata (pteron-<version>.dist-info/licenses) beside it, once.
+    if os.path.basename(os.path.normpath(pkg.root)) == "pteron":
+        parent = os.path.dirname(os.path.abspath(pkg.root))
+        folders += sorted(glob.glob(os.path.join(glob.escape(parent), "pteron-*.dist-info",
+                                                 "licenses")))
     names = set()
     for d in folders:
         if os.path.isdir(d):
@@ -1206,7 +1213,7 @@ def main(argv=None):
         dists = " ".join(d for m, d in (("elftools", "pyelftools"), ("pefile", "pefile"))
                          if m in missing)
         print(f"pteron-verify: this Python lacks {dists}, which reading binaries needs: "
-              f"pip install {dists} (or pip install ./python from the repository)", file=sys.stderr)
+              f"pip install \"pteron[verify]\" (or pip install {dists})", file=sys.stderr)
         return 2
 
     report, facts = verify(args.package, args.arch, args.cuobjdump, args.cuobjdump_exe, args.wine)

@@ -41,6 +41,7 @@
 #include <pthread.h>
 #endif
 
+#include "pteron/kernel.h"  // pteron_parallel_for: a serial method runs inside one chunk
 #include "pteron/pteron.h"
 
 // numpy's C API, for the per-call path only (arrays in and out without a DLPack or buffer
@@ -97,6 +98,13 @@ struct Method {
   // the static shape a matching array is passed with unchecked (empty: always prepared).
   std::vector<int32_t> codes;
   std::vector<std::vector<int64_t>> static_shapes;
+  // Runs serially on the calling thread (Program.load_method(num_threads=1)): execute runs as
+  // the one chunk of a pteron_parallel_for over a range of one element. pteron/threadpool.h:
+  // a range not longer than its grain is one chunk on the calling thread, and a parallel_for
+  // called from inside a chunk runs serially on the thread that called it. So every parallel
+  // operator and delegate node of this method stays on this thread, and the pool stays free
+  // for other methods.
+  bool serial = false;
   // Serialises calls (call()): taken without the GIL (its holder may be waiting for the GIL),
   // and let go by a daemon thread that Unlocked holds at exit, so that a later call from the
   // main thread (an atexit handler) still gets it.
@@ -310,18 +318,39 @@ void set_input_scalar(Method& m, size_t i, double value) {
   check(pteron_method_set_input_scalar(m.m, i, value));
 }
 
+struct SerialExecute {
+  pteron_method* m;
+  pteron_status* s;
+};
+
+void execute_chunk(void* user, int64_t, int64_t) {
+  SerialExecute* job = static_cast<SerialExecute*>(user);
+  job->s = pteron_method_execute(job->m);
+}
+
 void execute(Method& m) {
   pteron_status* s;
   {
     Unlocked unlocked(&m.mu);  // called with m.mu held (call())
-    s = pteron_method_execute(m.m);
+    if (m.serial) {
+      SerialExecute job{m.m, nullptr};
+      pteron_parallel_for(0, 1, 1, &execute_chunk, &job);
+      s = job.s;
+    } else {
+      s = pteron_method_execute(m.m);
+    }
   }
   check(s);
 }
 
-// numpy's type number of a pteron_dtype, or -1 (bfloat16, quantized).
+// numpy's type number of ml_dtypes.bfloat16, registered by the Python layer when ml_dtypes
+// is installed (set_bfloat16_type); -1 without it.
+int g_bf16_type = -1;
+
+// numpy's type number of a pteron_dtype, or -1 (bfloat16 without ml_dtypes, quantized).
 int npy_type(int32_t code) {
   switch (code) {
+    case 15: return g_bf16_type;
     case 0: return NPY_UINT8;
     case 1: return NPY_INT8;
     case 2: return NPY_INT16;
@@ -342,10 +371,15 @@ int npy_type(int32_t code) {
 
 // x is a C-contiguous, native-order numpy array of pteron dtype `code` and at most
 // PTERON_MAX_DIM dims, of exactly `shape` when that is given.
-bool ready(PyObject* x, int32_t code, const std::vector<int64_t>* shape) {
+// A bfloat16 input prepared by the Python layer may also come as its bits, a uint16 array
+// (bits_ok: a DLPack bfloat16 tensor without ml_dtypes).
+bool ready(PyObject* x, int32_t code, const std::vector<int64_t>* shape, bool bits_ok = false) {
   if (!PyArray_Check(x)) return false;
   PyArrayObject* a = reinterpret_cast<PyArrayObject*>(x);
-  if (PyArray_TYPE(a) != npy_type(code) || !PyArray_IS_C_CONTIGUOUS(a) ||
+  const int t = PyArray_TYPE(a);
+  const bool type_ok = (t == npy_type(code) && t >= 0) ||
+                       (bits_ok && code == PTERON_DTYPE_BFLOAT16 && t == NPY_UINT16);
+  if (!type_ok || !PyArray_IS_C_CONTIGUOUS(a) ||
       !PyArray_ISNOTSWAPPED(a) || PyArray_NDIM(a) > PTERON_MAX_DIM)
     return false;
   if (!shape) return true;
@@ -355,6 +389,61 @@ bool ready(PyObject* x, int32_t code, const std::vector<int64_t>* shape) {
   return true;
 }
 
+// DLPack's dtype of a pteron_dtype (the quantized codes and complex32 have none).
+nb::dlpack::dtype dlpack_dtype(int32_t code) {
+  using C = nb::dlpack::dtype_code;
+  auto dt = [](C c, int bits) { return nb::dlpack::dtype{uint8_t(c), uint8_t(bits), 1}; };
+  switch (code) {
+    case 0: return dt(C::UInt, 8);
+    case 1: return dt(C::Int, 8);
+    case 2: return dt(C::Int, 16);
+    case 3: return dt(C::Int, 32);
+    case 4: return dt(C::Int, 64);
+    case 5: return dt(C::Float, 16);
+    case 6: return dt(C::Float, 32);
+    case 7: return dt(C::Float, 64);
+    case 9: return dt(C::Complex, 64);
+    case 10: return dt(C::Complex, 128);
+    case 11: return dt(C::Bool, 8);
+    case 15: return dt(C::Bfloat, 16);
+    case 27: return dt(C::UInt, 16);
+    case 28: return dt(C::UInt, 32);
+    case 29: return dt(C::UInt, 64);
+    default:
+      raise(PTERON_ERROR_NOT_SUPPORTED,
+            "dtype " + std::to_string(code) + " has no DLPack equivalent");
+  }
+}
+
+// A DLPack tensor (nanobind's array-API object: __dlpack__, __dlpack_device__) of dtype v.dtype and sizes v.sizes over the C-contiguous numpy array `arr`
+// (kept alive as its owner).
+nb::object to_dlpack(nb::object arr, const pteron_value_info& v) {
+  size_t shape[PTERON_MAX_DIM];
+  for (int32_t d = 0; d < v.dim; ++d) shape[d] = size_t(v.sizes[d]);
+  nb::ndarray<nb::array_api> nd(PyArray_DATA(reinterpret_cast<PyArrayObject*>(arr.ptr())),
+                                size_t(v.dim), shape, arr, nullptr, dlpack_dtype(v.dtype),
+                                nb::device::cpu::value);
+  return nd.cast();
+}
+
+// A CPU DLPack tensor (a torch tensor) as a read-only numpy array over the same memory, which
+// keeps `keep` (the tensor) alive: (array, is_bfloat16). A bfloat16 tensor comes as its bits
+// (uint16), which numpy can hold; the Python layer relabels them.
+nb::tuple dlpack_view(nb::ndarray<nb::ro, nb::device::cpu> a, nb::object keep) {
+  nb::dlpack::dtype dt = a.dtype();
+  const bool bf16 = dt.code == uint8_t(nb::dlpack::dtype_code::Bfloat) && dt.bits == 16;
+  if (bf16) dt = nb::dtype<uint16_t>();
+  std::vector<size_t> shape(a.ndim());
+  std::vector<int64_t> strides(a.ndim());
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    shape[d] = a.shape(d);
+    strides[d] = a.stride(d);
+  }
+  nb::ndarray<nb::numpy, nb::ro> view(a.data(), a.ndim(), shape.data(), keep, strides.data(), dt,
+                                      nb::device::cpu::value);
+  return nb::make_tuple(view.cast(), bf16);
+}
+
 // One call: every input set, the method executed with the GIL released, every output copied
 // into a new C-contiguous numpy array (a Python number for a scalar output) that owns its
 // memory; None, with nothing set, when an input is not ready as it is (prepared false). Input i
@@ -362,7 +451,10 @@ bool ready(PyObject* x, int32_t code, const std::vector<int64_t>* shape) {
 // m.static_shapes[i] (when that is not empty). With prepared true, every input comes from the
 // Python layer's checks and conversion (Method._prepare): an array of dtype codes[i], or a
 // number for an int, bool or double input (codes[i] < 0).
-nb::object call(Method& m, nb::tuple inputs, bool prepared) {
+// With as_dlpack, each tensor output is instead a DLPack tensor (nanobind's ndarray: __dlpack__,
+// __dlpack_device__) over that same new array, which it keeps alive: torch.from_dlpack shares
+// its memory, and a bfloat16 output stays bfloat16 with or without ml_dtypes.
+nb::object call(Method& m, nb::tuple inputs, bool prepared, bool as_dlpack) {
   const size_t n = inputs.size();
   const std::vector<int32_t>& codes = m.codes;
   const std::vector<std::vector<int64_t>>& static_shapes = m.static_shapes;
@@ -392,7 +484,7 @@ nb::object call(Method& m, nb::tuple inputs, bool prepared) {
         set_input_scalar(m, i, nb::cast<double>(nb::handle(x)));
       continue;
     }
-    if (prepared && !ready(x, codes[i], nullptr))  // unprepared ones were checked above
+    if (prepared && !ready(x, codes[i], nullptr, true))  // unprepared ones were checked above
       raise(PTERON_ERROR_INTERNAL, "input " + std::to_string(i) + ": not prepared");
     PyArrayObject* a = reinterpret_cast<PyArrayObject*>(x);
     int64_t sizes[PTERON_MAX_DIM];
@@ -427,10 +519,12 @@ nb::object call(Method& m, nb::tuple inputs, bool prepared) {
       }
       continue;
     }
-    if (v.dtype == PTERON_DTYPE_BFLOAT16) {
-      // numpy has no bfloat16: the output widened to float32 (exact), as pteron-run writes it
-      npy_intp dims[PTERON_MAX_DIM];
-      for (int32_t d = 0; d < v.dim; ++d) dims[d] = npy_intp(v.sizes[d]);
+    const bool bf16 = v.dtype == PTERON_DTYPE_BFLOAT16;
+    npy_intp dims[PTERON_MAX_DIM];
+    for (int32_t d = 0; d < v.dim; ++d) dims[d] = npy_intp(v.sizes[d]);
+    if (bf16 && !as_dlpack && g_bf16_type < 0) {
+      // numpy has no bfloat16 and ml_dtypes is not installed: the output widened to float32
+      // (exact), as pteron-run writes it
       PyObject* arr = PyArray_SimpleNew(v.dim, dims, NPY_FLOAT32);
       if (!arr) throw nb::python_error();
       nb::object owned = nb::steal(arr);
@@ -446,18 +540,17 @@ nb::object call(Method& m, nb::tuple inputs, bool prepared) {
       out.append(owned);
       continue;
     }
-    const int t = npy_type(v.dtype);
+    // A DLPack bfloat16 output is held by a uint16 array (its bits) and labelled bfloat16.
+    const int t = bf16 && as_dlpack ? int(NPY_UINT16) : npy_type(v.dtype);
     if (t < 0)
       raise(PTERON_ERROR_NOT_SUPPORTED, "output " + std::to_string(i) + ": dtype " +
                                             std::to_string(v.dtype) + " has no numpy equivalent");
-    npy_intp dims[PTERON_MAX_DIM];
-    for (int32_t d = 0; d < v.dim; ++d) dims[d] = npy_intp(v.sizes[d]);
     PyObject* arr = PyArray_SimpleNew(v.dim, dims, t);
     if (!arr) throw nb::python_error();
     nb::object owned = nb::steal(arr);
     PyArrayObject* o = reinterpret_cast<PyArrayObject*>(arr);
     check(pteron_method_copy_output(m.m, i, PyArray_DATA(o), size_t(PyArray_NBYTES(o))));
-    out.append(owned);
+    out.append(as_dlpack ? to_dlpack(owned, v) : owned);
   }
   return out;
 }
@@ -550,6 +643,9 @@ NB_MODULE(_pteron, m) {
   m.def("runtime_library_path", &runtime_library_path);
   m.def("parallel_threads", [] { return pteron_parallel_threads(); });
   m.def("kernels", &kernels);
+  m.def("set_bfloat16_type", [](int t) { g_bf16_type = t; }, nb::arg("type_num"),
+        "Registers numpy's type number of ml_dtypes.bfloat16 (-1: none).");
+  m.def("dlpack_view", &dlpack_view, nb::arg("tensor"), nb::arg("keep"));
   m.def("backends", &backends);
   m.def("registration_errors", &registration_errors);
 
@@ -569,5 +665,6 @@ NB_MODULE(_pteron, m) {
              x.codes = std::move(codes);
              x.static_shapes = std::move(shapes);
            })
-      .def("call", &call);
+      .def("set_serial", [](Method& x, bool serial) { x.serial = serial; }, nb::arg("serial"))
+      .def("call", &call, nb::arg("inputs"), nb::arg("prepared"), nb::arg("as_dlpack") = false);
 }
