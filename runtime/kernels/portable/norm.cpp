@@ -309,43 +309,35 @@ int32_t batch_norm_run(const Args& a, BatchNorm& B) {
 // _native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias,
 //   Tensor(a!) running_mean, Tensor(b!) running_var, bool training,
 //   float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean,
-//   Tensor(f!) save_invstd)
-int32_t batch_norm_legit_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
-  Args a{ctx, args, n, "aten::_native_batch_norm_legit.out"};
-  PTERON_CHECK_OK(a.arity(11));
+//   Tensor(f!) save_invstd) and _native_batch_norm_legit.no_stats_out (the
+//   same without running_mean and running_var).
+int32_t batch_norm_legit(const Args& a, bool running_stats) {
+  const size_t k = running_stats ? 2 : 0;  // the arguments after bias move by k
+  PTERON_CHECK_OK(a.arity(9 + k));
   BatchNorm B;
   PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &B.input));
   PTERON_CHECK_OK(kern::opt_tensor_arg(a, 1, "weight", &B.weight));
   PTERON_CHECK_OK(kern::opt_tensor_arg(a, 2, "bias", &B.bias));
-  PTERON_CHECK_OK(kern::tensor_arg(a, 3, "running_mean", &B.rmean));
-  PTERON_CHECK_OK(kern::tensor_arg(a, 4, "running_var", &B.rvar));
-  PTERON_CHECK_OK(a.boolean(5, "training", &B.training));
-  PTERON_CHECK_OK(a.real(6, "momentum", &B.momentum));
-  PTERON_CHECK_OK(a.real(7, "eps", &B.eps));
-  PTERON_CHECK_OK(a.tensor(8, "out", &B.out));
-  PTERON_CHECK_OK(a.tensor(9, "save_mean", &B.save_mean));
-  PTERON_CHECK_OK(a.tensor(10, "save_invstd", &B.save_invstd));
+  if (running_stats) {
+    PTERON_CHECK_OK(kern::tensor_arg(a, 3, "running_mean", &B.rmean));
+    PTERON_CHECK_OK(kern::tensor_arg(a, 4, "running_var", &B.rvar));
+  }
+  PTERON_CHECK_OK(a.boolean(3 + k, "training", &B.training));
+  PTERON_CHECK_OK(a.real(4 + k, "momentum", &B.momentum));
+  PTERON_CHECK_OK(a.real(5 + k, "eps", &B.eps));
+  PTERON_CHECK_OK(a.tensor(6 + k, "out", &B.out));
+  PTERON_CHECK_OK(a.tensor(7 + k, "save_mean", &B.save_mean));
+  PTERON_CHECK_OK(a.tensor(8 + k, "save_invstd", &B.save_invstd));
   return batch_norm_run(a, B);
 }
 
-// _native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight,
-//   Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out,
-//   Tensor(b!) save_mean, Tensor(c!) save_invstd)
+int32_t batch_norm_legit_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
+  return batch_norm_legit(Args{ctx, args, n, "aten::_native_batch_norm_legit.out"}, true);
+}
 int32_t batch_norm_legit_no_stats_out(pteron_kernel_context* ctx, pteron_value* const* args,
                                       size_t n) {
-  Args a{ctx, args, n, "aten::_native_batch_norm_legit.no_stats_out"};
-  PTERON_CHECK_OK(a.arity(9));
-  BatchNorm B;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "input", &B.input));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 1, "weight", &B.weight));
-  PTERON_CHECK_OK(kern::opt_tensor_arg(a, 2, "bias", &B.bias));
-  PTERON_CHECK_OK(a.boolean(3, "training", &B.training));
-  PTERON_CHECK_OK(a.real(4, "momentum", &B.momentum));
-  PTERON_CHECK_OK(a.real(5, "eps", &B.eps));
-  PTERON_CHECK_OK(a.tensor(6, "out", &B.out));
-  PTERON_CHECK_OK(a.tensor(7, "save_mean", &B.save_mean));
-  PTERON_CHECK_OK(a.tensor(8, "save_invstd", &B.save_invstd));
-  return batch_norm_run(a, B);
+  return batch_norm_legit(Args{ctx, args, n, "aten::_native_batch_norm_legit.no_stats_out"},
+                          false);
 }
 
 }  // namespace

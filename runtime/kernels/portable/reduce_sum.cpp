@@ -41,6 +41,16 @@ int32_t plan_and_resize(pteron_kernel_context* ctx, const char* op, const pteron
   return resize_out(ctx, op, "out", out, p->out_sizes, p->out_dim);
 }
 
+// The arguments of the whole-tensor reductions sum.out, mean.dtype_out and
+// prod.out: (Tensor self, *, ScalarType? dtype=None, Tensor(a!) out).
+int32_t read_self_dtype_out(const Args& a, pteron_tensor** self, int32_t* dtype,
+                            pteron_tensor** out) {
+  PTERON_CHECK_OK(a.arity(3));
+  PTERON_CHECK_OK(a.tensor(0, "self", self));
+  PTERON_CHECK_OK(read_opt_dtype(a, 1, "dtype", dtype));
+  return a.tensor(2, "out", out);
+}
+
 // ---- sum / mean -------------------------------------------------------------
 
 // out = sum (or mean) of self over the plan, computed for out's dtype.
@@ -103,12 +113,9 @@ int32_t mean_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n
 int32_t sum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::sum.out";
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   int32_t dtype = -1;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(read_opt_dtype(a, 1, "dtype", &dtype));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
+  PTERON_CHECK_OK(read_self_dtype_out(a, &self, &dtype, &out));
   PTERON_CHECK_OK(check_supported_half(ctx, op, "self", self->dtype));
   PTERON_CHECK_OK(check_supported_half(ctx, op, "out", out->dtype));
   PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
@@ -125,12 +132,9 @@ int32_t sum_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n)
 int32_t mean_dtype_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::mean.dtype_out";
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   int32_t dtype = -1;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(read_opt_dtype(a, 1, "dtype", &dtype));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
+  PTERON_CHECK_OK(read_self_dtype_out(a, &self, &dtype, &out));
   PTERON_CHECK_OK(check_reduction_in_out(ctx, op, self, out, "out"));
   PTERON_CHECK_OK(dtype_arg_matches_out(ctx, op, dtype, out));
   const int32_t in_dt = dtype >= 0 ? dtype : self->dtype;
@@ -215,12 +219,9 @@ int32_t prod_int_out(pteron_kernel_context* ctx, pteron_value* const* args, size
 int32_t prod_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::prod.out";
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
   int32_t dtype = -1;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(read_opt_dtype(a, 1, "dtype", &dtype));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
+  PTERON_CHECK_OK(read_self_dtype_out(a, &self, &dtype, &out));
   PTERON_CHECK_OK(prod_check(ctx, op, self, dtype, out));
   ReducePlan p;
   PTERON_CHECK_OK(make_reduce_plan(ctx, op, self, nullptr, 0, true, false, &p));
