@@ -12,9 +12,9 @@
 // value as "nonzero"). empty.out only sizes its out tensor: its contents are
 // unspecified, as in PyTorch. arange sizes its out tensor as PyTorch does:
 // int64 outs count in int64 arithmetic, every other dtype in double.
-// float16 / bfloat16 outs take the value rounded to nearest even (finite
-// values beyond the type's largest finite value overflow, as in PyTorch).
-#include <cfloat>
+// float16 / bfloat16 outs take the value rounded to nearest even (integers
+// and finite floats beyond the type's largest finite value overflow, as in
+// PyTorch).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -30,7 +30,6 @@
 namespace {
 
 using namespace pteron::kern;
-namespace kern = pteron::kern;
 
 // PyTorch's overflow rule for a Scalar written into a tensor of type T.
 template <typename T>
@@ -38,12 +37,15 @@ bool value_fits(const Scalar& v) {
   if constexpr (std::is_same_v<T, bool>) {
     return true;
   } else if constexpr (is_half_v<T>) {
-    if (v.kind != ScalarKind::Float || !std::isfinite(v.d)) return true;
-    // the largest finite values: 65504 (float16), 0x7f7f (bfloat16)
+    if (v.kind == ScalarKind::Bool) return true;
+    if (v.kind == ScalarKind::Float && !std::isfinite(v.d)) return true;
+    // the largest finite values: 65504 (float16), 0x7f7f (bfloat16); an
+    // integer beyond them overflows too
     const double max = std::is_same_v<T, Half>
                            ? 65504.0
                            : static_cast<double>(static_cast<float>(BFloat16::from_bits(0x7f7f)));
-    return !(v.d < -max || v.d > max);
+    const double x = v.kind == ScalarKind::Int ? static_cast<double>(v.i) : v.d;
+    return !(x < -max || x > max);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (v.kind != ScalarKind::Float || !std::isfinite(v.d)) return true;
     return !(v.d < -static_cast<double>(std::numeric_limits<T>::max()) ||
@@ -67,6 +69,19 @@ bool value_fits(const Scalar& v) {
   }
 }
 
+// c10's "value cannot be converted to type ... without overflow", naming the
+// argument and its value.
+int32_t overflow_error(pteron_kernel_context* ctx, const char* op, const char* arg,
+                       const Scalar& v, int32_t dtype) {
+  if (v.kind == ScalarKind::Float)
+    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: %s %g cannot be converted to type %s without overflow", op, arg, v.d,
+                dtype_name(dtype));
+  return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
+              "%s: %s %lld cannot be converted to type %s without overflow", op, arg,
+              static_cast<long long>(v.i), dtype_name(dtype));
+}
+
 // Checks `v` against out's dtype (check_fits) and writes it to every element
 // of out (dense storage: any dim order).
 int32_t fill_with(pteron_kernel_context* ctx, const char* op, const char* arg, const Scalar& v,
@@ -82,10 +97,7 @@ int32_t fill_with(pteron_kernel_context* ctx, const char* op, const char* arg, c
     const T x = v.to<T>();
     for (int64_t i = 0; i < count; ++i) store<T>(out->data, out->dtype, i, x);
   });
-  if (!fits)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: %s cannot be converted to type %s without overflow", op, arg,
-                dtype_name(out->dtype));
+  if (!fits) return overflow_error(ctx, op, arg, v, out->dtype);
   return PTERON_OK;
 }
 
@@ -241,10 +253,7 @@ int32_t masked_fill_scalar_out(pteron_kernel_context* ctx, pteron_value* const* 
   if (!broadcast_shape(self, mask, shape, &nd)) return broadcast_error(ctx, op, self, mask);
   bool fits = true;
   dispatch_half(self->dtype, [&](auto t) { fits = value_fits<decltype(t)>(v); });
-  if (!fits)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: value cannot be converted to type %s without overflow", op,
-                dtype_name(self->dtype));
+  if (!fits) return overflow_error(ctx, op, "value", v, self->dtype);
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, shape, nd));
   // float16 / bfloat16 select in float (exact both ways): no map of their own
   dispatch_compute(self->dtype, [&](auto t) {
@@ -349,123 +358,19 @@ int32_t arange_start_out(pteron_kernel_context* ctx, pteron_value* const* args, 
 
 // ---- full_like / zeros_like -------------------------------------------------
 
-// Converts the fill value to the out dtype the way c10's checked_convert
-// does: integral targets refuse values that overflow them (unsigned ones
-// accept down to -max, which wraps), float32 refuses finite values beyond
-// its range.
-int32_t fill_value(const Args& a, size_t i, int32_t dtype, void* slot) {
-  const pteron_value* v = a.v[i];
-  double dv = 0;
-  int64_t iv = 0;
-  bool is_int = false;
-  switch (v->tag) {
-    case PTERON_VALUE_INT:
-      iv = v->u.i;
-      is_int = true;
-      break;
-    case PTERON_VALUE_BOOL:
-      iv = v->u.b != 0;
-      is_int = true;
-      break;
-    case PTERON_VALUE_DOUBLE: dv = v->u.d; break;
-    default:
-      return fail(a.ctx, PTERON_ERROR_INVALID_PROGRAM,
-                  "%s: argument %zu ('fill_value') is not a number", a.op, i);
-  }
-  auto overflow = [&]() {
-    if (is_int)
-      return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: value %lld cannot be converted to type %s without "
-                  "overflow",
-                  a.op, (long long)iv, pteron::kern::dtype_name(dtype));
-    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: value %g cannot be converted to type %s without overflow", a.op, dv,
-                pteron::kern::dtype_name(dtype));
-  };
-  int32_t rc = PTERON_OK;
-  pteron::kern::dispatch_half(dtype, [&](auto t) {
-    using T = decltype(t);
-    T out{};
-    if constexpr (std::is_same_v<T, bool>) {
-      out = is_int ? iv != 0 : dv != 0;
-    } else if constexpr (pteron::kern::is_half_v<T>) {
-      // finite values beyond the type's largest are an overflow (c10's rule)
-      const double x = is_int ? static_cast<double>(iv) : dv;
-      const double top =
-          static_cast<float>(T::from_bits(std::is_same_v<T, kern::Half> ? 0x7bff : 0x7f7f));
-      if (std::isfinite(x) && std::fabs(x) > top) {
-        rc = overflow();
-        return;
-      }
-      out = T(x);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      double x = is_int ? static_cast<double>(iv) : dv;
-      if (std::is_same_v<T, float> && std::isfinite(x) &&
-          std::fabs(x) > static_cast<double>(FLT_MAX)) {
-        rc = overflow();
-        return;
-      }
-      out = static_cast<T>(x);
-    } else {
-      const int64_t hi = static_cast<int64_t>(std::numeric_limits<T>::max());
-      const int64_t lo =
-          std::is_unsigned_v<T> ? -hi : static_cast<int64_t>(std::numeric_limits<T>::min());
-      int64_t x = 0;
-      if (is_int) {
-        x = iv;
-      } else {
-        // Range check on the value itself, then truncate toward zero.
-        if (!(dv >= -9223372036854775808.0 && dv < 9223372036854775808.0) ||
-            dv > static_cast<double>(hi) || dv < static_cast<double>(lo)) {
-          rc = overflow();
-          return;
-        }
-        x = static_cast<int64_t>(dv);
-      }
-      if (x > hi || x < lo) {
-        rc = overflow();
-        return;
-      }
-      out = static_cast<T>(x);  // negative into unsigned wraps, as in c10
-    }
-    std::memcpy(slot, &out, sizeof out);
-  });
-  return rc;
-}
-
-template <typename T>
-void fill_typed(void* data, int64_t count, const void* slot) {
-  T v;
-  std::memcpy(&v, slot, sizeof v);
-  T* p = static_cast<T*>(data);
-  for (int64_t i = 0; i < count; ++i) p[i] = v;
-}
-
 // full_like.out(Tensor self, Scalar fill_value, *,
 //               MemoryFormat? memory_format=None, Tensor(a!) out)
 int32_t full_like_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::full_like.out"};
   PTERON_CHECK_OK(a.arity(4));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(kern::memory_format(a, 2));
-  PTERON_CHECK_OK(a.tensor(3, "out", &out));
-  if (!pteron::kern::is_supported_half(out->dtype))
-    return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
-  alignas(8) unsigned char slot[8];
-  PTERON_CHECK_OK(fill_value(a, 1, out->dtype, slot));
-  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
-  // Storage is dense, so every element of it belongs to the tensor.
-  const int64_t count = pteron::kern::numel(out);
-  if (count == 0) return PTERON_OK;
-  switch (pteron::kern::dtype_size(out->dtype)) {
-    case 1: fill_typed<uint8_t>(out->data, count, slot); break;
-    case 2: fill_typed<uint16_t>(out->data, count, slot); break;
-    case 4: fill_typed<uint32_t>(out->data, count, slot); break;
-    case 8: fill_typed<uint64_t>(out->data, count, slot); break;
-    default: break;
-  }
-  return PTERON_OK;
+  Scalar v;
+  PTERON_CHECK_OK(tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(read_scalar(a, 1, "fill_value", &v));
+  PTERON_CHECK_OK(memory_format(a, 2));
+  PTERON_CHECK_OK(out_arg(a, 3, &out));
+  PTERON_CHECK_OK(resize_out(ctx, a.op, "out", out, self->sizes, self->dim));
+  return fill_with(ctx, a.op, "fill_value", v, out, true);
 }
 
 // zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None,
@@ -474,15 +379,13 @@ int32_t zeros_like_out(pteron_kernel_context* ctx, pteron_value* const* args, si
   Args a{ctx, args, n, "aten::zeros_like.out"};
   PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(kern::memory_format(a, 1));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  if (!pteron::kern::is_supported_half(out->dtype))
-    return pteron::kern::unsupported_dtype(ctx, a.op, "out", out->dtype);
-  PTERON_CHECK_OK(kern::resize_out(a.ctx, a.op, "out", out, self->sizes, self->dim));
-  const int64_t count = pteron::kern::numel(out);
+  PTERON_CHECK_OK(tensor_arg(a, 0, "self", &self));
+  PTERON_CHECK_OK(memory_format(a, 1));
+  PTERON_CHECK_OK(out_arg(a, 2, &out));
+  PTERON_CHECK_OK(resize_out(ctx, a.op, "out", out, self->sizes, self->dim));
+  const int64_t count = numel(out);
   if (count > 0)
-    std::memset(out->data, 0, static_cast<size_t>(count) * pteron::kern::dtype_size(out->dtype));
+    std::memset(out->data, 0, static_cast<size_t>(count) * dtype_size(out->dtype));
   return PTERON_OK;
 }
 
