@@ -218,11 +218,12 @@ class PteronConan(ConanFile):
         for c in COMPONENTS:
             if self._enabled(c):
                 needed.update(self._third_party(c))
+        # Ordinary (visible) requirements, so that the components can name them. Conan's
+        # default traits for a shared library keep their headers and libraries away from
+        # consumers; the library files of a shared xnnpack or pthreadpool still reach them
+        # for deployment.
         for name in sorted(needed):
-            # Only flatbuffers' headers are compiled into the runtime, and Eigen is
-            # header-only: consumers never need either.
-            visible = name not in ("flatbuffers", "eigen")
-            self.requires(THIRD_PARTY[name]["ref"], visible=visible)
+            self.requires(THIRD_PARTY[name]["ref"])
 
     def build_requirements(self):
         # flatc generates the .pte reader; it must match the flatbuffers headers.
