@@ -14,6 +14,7 @@
 
 #include "dtype_convert.h"
 #include "kernel_util.h"
+#include "tensor_checks.h"
 
 namespace pteron::kern {
 
@@ -294,6 +295,40 @@ inline void for_each_lane(const pteron_tensor* a, const pteron_tensor* b, int32_
       idx[i] = 0;
     }
   }
+}
+
+// ---- permute_copy -------------------------------------------------------------
+
+// permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out): reads and
+// checks the arguments (self's metadata, out's dtype, dims a permutation of
+// self's dims) and gives self's permuted view: self's storage with sizes and
+// strides in the order of dims. out is left to the caller to resize.
+inline int32_t read_permute_copy(const Args& a, pteron_tensor** self, pteron_tensor** out,
+                                 pteron_tensor* view) {
+  PTERON_CHECK_OK(a.arity(3));
+  const int64_t* dims = nullptr;
+  size_t nd = 0;
+  PTERON_CHECK_OK(tensor_arg(a, 0, "self", self));
+  PTERON_CHECK_OK(a.int_list(1, "dims", &dims, &nd));
+  PTERON_CHECK_OK(a.tensor(2, "out", out));
+  PTERON_CHECK_OK(check_supported_half(a.ctx, a.op, "out", (*out)->dtype));
+  const pteron_tensor* s = *self;
+  if (nd != static_cast<size_t>(s->dim))
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: dims has %zu entries but self has rank %d", a.op, nd, (int)s->dim);
+  bool seen[PTERON_MAX_DIM] = {};
+  *view = *s;
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t d = dims[i];
+    if (!wrap_dim(d, s->dim) || d >= s->dim) return bad_dim(a, "dims entry", dims[i], s->dim);
+    if (seen[d])
+      return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                  "%s: dim %lld appears more than once in dims", a.op, (long long)d);
+    seen[d] = true;
+    view->sizes[i] = s->sizes[d];
+    view->strides[i] = s->strides[d];
+  }
+  return PTERON_OK;
 }
 
 }  // namespace pteron::kern

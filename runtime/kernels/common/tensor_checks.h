@@ -95,6 +95,14 @@ inline int32_t opt_tensor_arg(const Args& a, size_t i, const char* name, pteron_
   return check_tensor(a.ctx, a.op, name, *out);
 }
 
+// A dim argument (or list entry) `d` out of range for a tensor of `rank`.
+inline int32_t bad_dim(const Args& a, const char* arg, int64_t d, int32_t rank) {
+  int32_t r = rank == 0 ? 1 : rank;
+  return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+              "%s: %s %lld is out of range for a tensor of rank %d (expected in [%d, %d])", a.op,
+              arg, (long long)d, (int)rank, -r, r - 1);
+}
+
 // Validates sizes, resizes `t` through the runtime, confirms it took them
 // and re-checks it.
 inline int32_t resize_out(pteron_kernel_context* ctx, const char* op, const char* name,

@@ -16,6 +16,7 @@
 #include "opt_util.h"
 #include "arg_reading.h"
 #include "elementwise.h"
+#include "strided_views.h"
 #include "tensor_checks.h"
 
 namespace {
@@ -43,34 +44,9 @@ void transpose_block(const float* src, int64_t src_b, float* dst, int64_t dst_a,
 int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   static const char* op = "aten::permute_copy.out";
   Args a{ctx, args, n, op};
-  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
-  const int64_t* dims = nullptr;
-  size_t nd = 0;
-  PTERON_CHECK_OK(a.tensor(0, "self", &self));
-  PTERON_CHECK_OK(a.int_list(1, "dims", &dims, &nd));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  PTERON_CHECK_OK(check_tensor(ctx, op, "self", self));
-  PTERON_CHECK_OK(check_supported(ctx, op, "out", out->dtype));
-  if (nd != static_cast<size_t>(self->dim))
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: dims has %zu entries but self has rank %d",
-                op, nd, (int)self->dim);
-  bool seen[PTERON_MAX_DIM] = {};
-  // The permuted view of self: same storage, permuted sizes and strides.
-  pteron_tensor view = *self;
-  for (size_t i = 0; i < nd; ++i) {
-    int64_t d = dims[i];
-    if (!wrap_dim(d, self->dim) || d >= self->dim)
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                  "%s: dims entry %lld is out of range for a tensor of rank %d", op,
-                  (long long)dims[i], (int)self->dim);
-    if (seen[d])
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: dim %lld appears more than once in dims",
-                  op, (long long)d);
-    seen[d] = true;
-    view.sizes[i] = self->sizes[d];
-    view.strides[i] = self->strides[d];
-  }
+  pteron_tensor view;  // self's storage, permuted sizes and strides
+  PTERON_CHECK_OK(read_permute_copy(a, &self, &out, &view));
   PTERON_CHECK_OK(resize_out(ctx, op, "out", out, view.sizes, view.dim));
   const int64_t total = numel(out);
   if (total == 0) return PTERON_OK;

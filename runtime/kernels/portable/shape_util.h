@@ -17,12 +17,7 @@
 
 namespace pteron::kern::shape_util {
 
-inline int32_t bad_dim(const Args& a, const char* arg, int64_t d, int32_t rank) {
-  int32_t r = rank == 0 ? 1 : rank;
-  return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
-              "%s: %s %lld is out of range for a tensor of rank %d (expected in [%d, %d])", a.op,
-              arg, (long long)d, (int)rank, -r, r - 1);
-}
+using pteron::kern::bad_dim;  // tensor_checks.h
 
 // Reads and wraps a dim argument against `rank`.
 inline int32_t dim_arg(const Args& a, size_t i, const char* name, int32_t rank, int64_t* d) {

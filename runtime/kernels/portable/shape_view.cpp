@@ -31,33 +31,10 @@ namespace su = pteron::kern::shape_util;
 
 int32_t permute_copy_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
   Args a{ctx, args, n, "aten::permute_copy.out"};
-  PTERON_CHECK_OK(a.arity(3));
   pteron_tensor *self = nullptr, *out = nullptr;
-  const int64_t* dims = nullptr;
-  size_t nd = 0;
-  PTERON_CHECK_OK(kern::tensor_arg(a, 0, "self", &self));
-  PTERON_CHECK_OK(a.int_list(1, "dims", &dims, &nd));
-  PTERON_CHECK_OK(a.tensor(2, "out", &out));
-  if (nd != static_cast<size_t>(self->dim))
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: dims has %zu entries but self has rank %d",
-                a.op, nd, (int)self->dim);
-  bool seen[PTERON_MAX_DIM] = {};
-  kern::View src;
-  src.dim = self->dim;
-  int64_t sizes[PTERON_MAX_DIM];
-  for (size_t i = 0; i < nd; ++i) {
-    int64_t d = dims[i];
-    if (!wrap_dim(d, self->dim) || d >= self->dim)
-      return su::bad_dim(a, "dims entry", dims[i], self->dim);
-    if (seen[d])
-      return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT, "%s: dim %lld appears more than once in dims",
-                  a.op, (long long)d);
-    seen[d] = true;
-    sizes[i] = self->sizes[d];
-    src.sizes[i] = self->sizes[d];
-    src.strides[i] = self->strides[d];
-  }
-  return su::copy_view_out(a, self, src, out, sizes, self->dim);
+  pteron_tensor view;
+  PTERON_CHECK_OK(kern::read_permute_copy(a, &self, &out, &view));
+  return su::copy_view_out(a, self, kern::view_of(&view), out, view.sizes, view.dim);
 }
 
 // ---- view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) ---------
