@@ -25,6 +25,32 @@ using pteron::kern::wrap_dim;
 namespace kern = pteron::kern;
 namespace su = pteron::kern::shape_util;
 
+// select()'s index along dim d of `size` elements: in [-size, size),
+// wrapped to [0, size).
+int32_t select_index(const Args& a, int64_t d, int64_t size, int64_t* index) {
+  if (*index < -size || *index >= size)
+    return fail(a.ctx, PTERON_ERROR_INVALID_ARGUMENT,
+                "%s: index %lld is out of range for dim %lld of size %lld", a.op,
+                (long long)*index, (long long)d, (long long)size);
+  if (*index < 0) *index += size;
+  return PTERON_OK;
+}
+
+// The view of t without dim d, at `index` along it.
+kern::View select_view(const pteron_tensor* t, int64_t d, int64_t index) {
+  kern::View v;
+  int32_t k = 0;
+  for (int32_t i = 0; i < t->dim; ++i) {
+    if (i == d) continue;
+    v.sizes[k] = t->sizes[i];
+    v.strides[k] = t->strides[i];
+    ++k;
+  }
+  v.dim = k;
+  v.offset = index * t->strides[d];
+  return v;
+}
+
 // ---- select_copy.int_out(Tensor self, int dim, SymInt index, *,
 //                          Tensor(a!) out) -----------------------------------
 
@@ -42,25 +68,9 @@ int32_t select_copy_int_out(pteron_kernel_context* ctx, pteron_value* const* arg
                 "%s: select() cannot be applied to a 0-dim tensor", a.op);
   int64_t d = d0;
   if (!wrap_dim(d, self->dim)) return su::bad_dim(a, "dim", d0, self->dim);
-  const int64_t size = self->sizes[d];
-  if (index < -size || index >= size)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: index %lld is out of range for dim %lld of size %lld", a.op, (long long)index,
-                (long long)d, (long long)size);
-  if (index < 0) index += size;
-  kern::View src;
-  int64_t sizes[PTERON_MAX_DIM];
-  int32_t k = 0;
-  for (int32_t i = 0; i < self->dim; ++i) {
-    if (i == d) continue;
-    sizes[k] = self->sizes[i];
-    src.sizes[k] = self->sizes[i];
-    src.strides[k] = self->strides[i];
-    ++k;
-  }
-  src.dim = k;
-  src.offset = index * self->strides[d];
-  return su::copy_view_out(a, self, src, out, sizes, k);
+  PTERON_CHECK_OK(select_index(a, d, self->sizes[d], &index));
+  const kern::View src = select_view(self, d, index);
+  return su::copy_view_out(a, self, src, out, src.sizes, src.dim);
 }
 
 // ---- slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None,
@@ -288,25 +298,10 @@ int32_t select_scatter_out(pteron_kernel_context* ctx, pteron_value* const* args
   PTERON_CHECK_OK(a.integer(3, "index", &index));
   PTERON_CHECK_OK(a.tensor(4, "out", &out));
   PTERON_CHECK_OK(su::same_dtype(a, "self", self, out));
-  const int64_t size = self->sizes[d];
-  if (index < -size || index >= size)
-    return fail(ctx, PTERON_ERROR_INVALID_ARGUMENT,
-                "%s: index %lld is out of range for dim %lld of size %lld", a.op, (long long)index,
-                (long long)d, (long long)size);
-  if (index < 0) index += size;
+  PTERON_CHECK_OK(select_index(a, d, self->sizes[d], &index));
   // out's strides equal self's after the resize only in shape; build from out.
   PTERON_CHECK_OK(kern::resize_out(ctx, a.op, "out", out, self->sizes, self->dim));
-  kern::View dst;
-  int32_t j = 0;
-  for (int32_t i = 0; i < out->dim; ++i) {
-    if (i == d) continue;
-    dst.sizes[j] = out->sizes[i];
-    dst.strides[j] = out->strides[i];
-    ++j;
-  }
-  dst.dim = j;
-  dst.offset = index * out->strides[d];
-  return scatter_view(a, self, src, out, dst);
+  return scatter_view(a, self, src, out, select_view(out, d, index));
 }
 
 int32_t slice_scatter_out(pteron_kernel_context* ctx, pteron_value* const* args, size_t n) {
