@@ -13,8 +13,9 @@ libraries (kernels, thread pool, delegates) load on the first use of the
 runtime API, by absolute path from the folder of the runtime library the
 extension links: the wheel's own library folder or a conda prefix's ``lib/``
 (``Library/bin`` on Windows, registered with ``os.add_dll_directory`` first).
-``pteron.load_components([...])`` loads a chosen set instead of all installed
-ones; it must come before any other runtime call.
+``pteron.load_components([...])`` or ``Program.load(..., components=[...])`` as
+the first runtime call loads a chosen set instead of all installed ones; later,
+they load the named components not loaded yet.
 
 The runtime API (see ``pteron._runtime`` for each one's documentation):
 ``Program``, ``Method``, ``TensorSpec``, ``operators()``, ``backends()``,
