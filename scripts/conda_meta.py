@@ -8,6 +8,7 @@ rattler-build reads only recipe.yaml.
 
 What is translated, and how (the v1 form on the left):
   context: {k: v}                  {% set k = "v" %}
+  source: url, sha256              source: url, sha256
   ${{ expr }}                      {{ expr }}
   pin_subpackage(n, upper_bound=p) pin_subpackage(n, max_pin=p)
   - if: C / then: [...] / else:    {% if C %} ... {% else %} ... {% endif %} (conda-build renders
@@ -19,11 +20,16 @@ What is translated, and how (the v1 form on the left):
     binary_relocation
   requirements: run_exports        build: run_exports
   ignore_run_exports: from_package build: ignore_run_exports_from
-  tests: (all of an output's)      test: (one block: requires, files (recipe), source_files,
-                                   commands; a package_contents test becomes `test -f` commands,
-                                   or `if not exist` on Windows; a conditional test's entries
+  tests: (all of an output's)      test: (one block: imports, requires, files (recipe),
+                                   source_files, commands; a package_contents test becomes
+                                   `test -f` commands, or `if not exist` on Windows, in the one
+                                   spelling a `win` / `unix` condition leaves; a `python` test
+                                   its imports, and with pip_check, `pip` required and the
+                                   command `python -m pip check`; a conditional test's entries
                                    sit in a Jinja block of its condition)
-  about: homepage / documentation  about: home / doc_url
+  about: homepage / documentation  about: home / doc_url / dev_url
+         / repository
+  extra: recipe-maintainers        extra: recipe-maintainers
 Only the keys this recipe uses are known; any other is an error, so a new key in recipe.yaml
 needs a rule here.
 """
@@ -42,8 +48,7 @@ HEADER = """\
 # SPDX-License-Identifier: BSD-3-Clause
 # GENERATED from recipe.yaml by scripts/conda_meta.py: do not edit; edit recipe.yaml and run
 #   python scripts/conda_meta.py
-# This is conda-build's form of the recipe (conda-build renders it with Jinja first). The offline
-# variant key pteron_offline (see recipe.yaml) means the same here.
+# This is conda-build's form of the recipe (conda-build renders it with Jinja first).
 """
 
 
@@ -139,18 +144,25 @@ def _contents_cmds(kind, item):
 
 def contents_commands(out, pc, where):
     """A v1 package_contents test as conda-build test commands, each in its Windows and its
-    unix spelling; the test's own conditions as Jinja blocks around them."""
+    unix spelling; the test's own conditions as Jinja blocks around them. Inside a `win` or
+    `unix` condition (or its else) only the spelling of that platform is written."""
     only(pc, ("lib", "include", "files", "bin"), where)
+    flip = {"win": "unix", "unix": "win"}
 
-    def plain(kind, items):
+    def plain(kind, items, known=None):
         if not items:
             return
         cmds = [_contents_cmds(kind, i) for i in items]
-        out.add(8, "{% if win %}")
-        out.items(8, [w for w, _ in cmds], where)
-        out.add(8, "{% else %}")
-        out.items(8, [u for _, u in cmds], where)
-        out.add(8, "{% endif %}")
+        if known == "win":
+            out.items(8, [w for w, _ in cmds], where)
+        elif known == "unix":
+            out.items(8, [u for _, u in cmds], where)
+        else:
+            out.add(8, "{% if win %}")
+            out.items(8, [w for w, _ in cmds], where)
+            out.add(8, "{% else %}")
+            out.items(8, [u for _, u in cmds], where)
+            out.add(8, "{% endif %}")
 
     for kind in ("lib", "include", "bin", "files"):
         run = []
@@ -159,11 +171,13 @@ def contents_commands(out, pc, where):
                 only(item, ("if", "then", "else"), where)
                 plain(kind, run)
                 run = []
+                cond = item["if"].strip()
+                known = cond if cond in flip else None
                 out.add(8, "{% if " + item["if"] + " %}")
-                plain(kind, as_list(item["then"]))
+                plain(kind, as_list(item["then"]), known)
                 if "else" in item:
                     out.add(8, "{% else %}")
-                    plain(kind, as_list(item["else"]))
+                    plain(kind, as_list(item["else"]), flip.get(known))
                 out.add(8, "{% endif %}")
             else:
                 run.append(item)
@@ -229,6 +243,7 @@ def output(o, out):
     tests = o.get("tests", [])
     if tests:
         requires, files, source_files, commands, contents = [], [], [], [], []
+        imports = []
 
         def wrap(cond, items):
             # A conditional test's items as one v1 conditional list item (Out.items renders it).
@@ -239,6 +254,15 @@ def output(o, out):
             if "if" in t:  # - if: C / then: {a test}
                 only(t, ("if", "then"), where + ".tests")
                 cond, t = t["if"], t["then"]
+            if "python" in t:
+                only(t, ("python",), where + ".tests")
+                py = t["python"]
+                only(py, ("imports", "pip_check"), where + ".tests.python")
+                imports += wrap(cond, as_list(py.get("imports", [])))
+                if py.get("pip_check", True):
+                    requires += wrap(cond, ["pip"])
+                    commands += wrap(cond, ["python -m pip check"])
+                continue
             if "package_contents" in t:
                 only(t, ("package_contents",), where + ".tests")
                 if cond is not None:
@@ -256,6 +280,8 @@ def output(o, out):
             requires += wrap(cond, r.get("run", []))
             commands += wrap(cond, as_list(t["script"]))
         out.add(4, "test:")
+        if imports:
+            out.block(6, "imports", imports, where + ".test")
         if requires:
             out.block(6, "requires", requires, where + ".test")
         if files:
@@ -270,8 +296,8 @@ def output(o, out):
 
 def generate(recipe_text):
     r = yaml.safe_load(recipe_text)
-    only(r, ("schema_version", "context", "recipe", "source", "build", "outputs", "about"),
-         "recipe.yaml")
+    only(r, ("schema_version", "context", "recipe", "source", "build", "outputs", "about",
+             "extra"), "recipe.yaml")
     if r.get("schema_version") != 1:
         raise RecipeError("recipe.yaml: schema_version 1 (rattler-build's v1 format) expected")
     out = Out()
@@ -285,9 +311,10 @@ def generate(recipe_text):
     out.add(2, "version: " + scalar(r["recipe"]["version"]))
     out.add(0, "")
     src = r["source"]
-    only(src, ("path", "use_gitignore"), "source")
+    only(src, ("url", "sha256"), "source")
     out.add(0, "source:")
-    out.add(2, "path: " + scalar(src["path"].rstrip("/") or "."))
+    out.add(2, "url: " + scalar(src["url"]))
+    out.add(2, "sha256: " + scalar(src["sha256"]))
     out.add(0, "")
     only(r["build"], ("number",), "build")
     out.add(0, "build:")
@@ -298,13 +325,20 @@ def generate(recipe_text):
         output(o, out)
     out.add(0, "")
     about = r.get("about", {})
-    only(about, ("homepage", "license", "license_file", "summary", "description",
-                 "documentation"), "about")
+    keys = ("homepage", "license", "license_file", "summary", "description", "documentation",
+            "repository")
+    only(about, keys, "about")
     out.add(0, "about:")
-    names = {"homepage": "home", "documentation": "doc_url"}
-    for k in ("homepage", "license", "license_file", "summary", "description", "documentation"):
+    names = {"homepage": "home", "documentation": "doc_url", "repository": "dev_url"}
+    for k in keys:
         if k in about:
             out.block(2, names.get(k, k), about[k], "about")
+    extra = r.get("extra", {})
+    if extra:
+        only(extra, ("recipe-maintainers",), "extra")
+        out.add(0, "")
+        out.add(0, "extra:")
+        out.block(2, "recipe-maintainers", extra["recipe-maintainers"], "extra")
     return "\n".join(out.lines) + "\n"
 
 

@@ -11,7 +11,9 @@ nothing on PATH or LD_LIBRARY_PATH and runs a fixture; one process doing both (t
 then a C++ library of the prefix's CMake package loaded with ctypes) maps each pteron library
 once and sees one registry; no file in the prefix holds the build prefix, in either slash
 style; every IMPORTED_LOCATION exists under the prefix; libpteron's run_exports pin the
-SOVERSION's x.x; pteron pins libpteron exactly and holds no copy of its libraries.
+SOVERSION's x.x; pteron pins libpteron exactly and holds no copy of its libraries; pteron is
+pip's install of the root pyproject.toml: its .dist-info gives importlib.metadata the version,
+the requirements and the pteron-verify entry point, whose script runs.
 win-64 (built by MSVC): every IMPORTED_LOCATION a .dll in Library/bin, every IMPORTED_IMPLIB a
 .lib in Library/lib, no DLL in Library/lib; every binary imports the release CRT
 (vcruntime140.dll) and nothing of MinGW; an MSVC consumer built against the prefix runs under
@@ -182,6 +184,41 @@ def test_linux_prefix_passes_pteron_verify():
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
+DIST = r'''
+import importlib.metadata as md, json, sys
+d = md.distribution("pteron")
+print(json.dumps(dict(version=d.version, path=str(d._path), requires=d.requires or [],
+                      scripts={e.name: e.value for e in d.entry_points
+                               if e.group == "console_scripts"},
+                      installer=(d.read_text("INSTALLER") or "").strip(),
+                      files=[str(f) for f in d.files or []])))
+'''
+
+
+def test_linux_pteron_is_pips_install_with_its_metadata_and_entry_point():
+    site = Path(PREFIX) / "lib" / PY / "site-packages"
+    env = clean_env(PYTHONPATH=str(site))
+    r = run([sys.executable, "-c", DIST], timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["version"] == (REPO / "VERSION").read_text().strip()
+    assert Path(got["path"]).parent == site, got["path"]
+    assert got["scripts"] == {"pteron-verify": "pteron.verify:main"}, got["scripts"]
+    assert any(re.match(r"_pteron\..*\.so$", Path(f).name) for f in got["files"]), got["files"]
+    # pip check's question for this distribution: every requirement (without an extra) is
+    # installed beside it.
+    reqs = [q for q in got["requires"] if "extra ==" not in q]
+    assert reqs and all(re.match(r"[A-Za-z0-9_.-]+", q) for q in reqs), reqs
+    for q in reqs:
+        name = re.match(r"[A-Za-z0-9_.-]+", q).group(0)
+        c = run([sys.executable, "-c", f"import importlib.metadata as m; print(m.version({name!r}))"],
+                timeout=60, env=env)
+        assert c.returncode == 0, f"pteron requires {q}, which is not installed: {c.stderr}"
+    script = Path(PREFIX) / "bin" / "pteron-verify"
+    h = run([sys.executable, script, "--help"], timeout=120, env=env)
+    assert h.returncode == 0 and "PACKAGE_DIR" in h.stdout, h.stdout + h.stderr
+
+
 def _build_prefix_markers():
     """The strings a file leaking rattler-build's build prefix would hold, both slash styles:
     the host prefix placeholder, and the channel's bld/ folder (where every build ran)."""
@@ -247,10 +284,16 @@ def test_pteron_pins_libpteron_exactly_and_holds_no_library(platform):
     lib = package_record(prefix, "libpteron")
     assert any(re.fullmatch(rf"libpteron =?={re.escape(lib['version'])} {lib['build']}", d)
                for d in rec["depends"]), rec["depends"]
-    # The module, and the recipe's test files (rattler-build ships them in etc/conda/test-files).
+    # The module, and the recipe's test files (rattler-build ships them in etc/conda/test-files);
+    # on linux-64 also pip's .dist-info and the entry point's script (the offline win-64 build
+    # is CMake's: recipe/offline/build_pteron.sh).
     files = [f for f in rec["files"] if not f.startswith("etc/conda/test-files/pteron/")]
     site = f"lib/{PY}/site-packages" if platform == "linux-64" else "Lib/site-packages"
-    assert files and all(f.startswith(f"{site}/pteron/") for f in files), files
+    version = (REPO / "VERSION").read_text().strip()
+    allowed = (f"{site}/pteron/",)
+    if platform == "linux-64":
+        allowed += (f"{site}/pteron-{version}.dist-info/", "bin/pteron-verify")
+    assert files and all(f.startswith(allowed) for f in files), files
     exts = [f for f in rec["files"] if re.search(r"\.(so|dll|pyd)(\.|$)", f)]
     assert len(exts) == 1 and "/_pteron" in exts[0], exts  # the extension, no libpteron copy
     if platform == "win-64":
