@@ -514,3 +514,21 @@ def test_release_sha256_is_the_git_archive_of_a_ref():
     import conda_channel
 
     assert re.fullmatch(r"[0-9a-f]{64}", conda_channel.release_sha256("HEAD"))
+
+
+@pytest.mark.parametrize("platform", ["linux-64", "win-64"])
+def test_rattler_build_renders_the_public_recipe(platform):
+    """rattler-build (py-rattler-build, where installed: scripts/conda.sh installs it) renders
+    recipe.yaml as conda-forge's variant would have it (c_stdlib from the pinning): the release
+    tarball as source; `pteron` with its python test (imports, pip check)."""
+    rb = pytest.importorskip("rattler_build")
+    linux = platform == "linux-64"
+    var = {"python": ["3.11"], "c_stdlib": ["sysroot" if linux else "vs"],
+           "c_stdlib_version": ["2.17" if linux else "2022"]}
+    cfg = rb.RenderConfig(platform=rb.PlatformConfig(target_platform=platform))
+    outs = {v.recipe.to_dict()["package"]["name"]: v.recipe.to_dict()
+            for v in rb.Stage0Recipe.from_file(RECIPE).render(rb.VariantConfig(var), cfg)}
+    assert sorted(outs) == ["libpteron", "pteron"]
+    for o in outs.values():
+        assert [set(s) for s in o["source"]] == [{"url", "sha256"}], o["source"]
+    assert "python" in [next(iter(t)) for t in outs["pteron"]["tests"]]
