@@ -2,7 +2,7 @@
 // channel_norm_checks.h - reading and checking the arguments of
 // aten::_native_batch_norm_legit_no_training.out and
 // aten::native_group_norm.out (header-only, private to the kernel
-// libraries). kernels_portable (norm.cpp, norm_more.cpp) and kernels_optimized
+// libraries). kernels_portable (norm.cpp) and kernels_optimized
 // (channel_norm.cpp) both read them here, so both libraries accept the same
 // programs and report the same errors.
 //

@@ -11,8 +11,10 @@
 //   tensor_checks.h    check_tensor, resize_out, aliasing, broadcast shapes
 //   arg_reading.h      Scalars, optional ints/lists/dtypes/strings, spatial
 //                      parameters
-//   strided_views.h    views, walkers, strided copies, per-lane iteration
-//   elementwise.h      element-wise maps, binary arithmetic operand checks
+//   strided_views.h    views, walkers, strided copies, per-lane iteration,
+//                      slice bounds, permute_copy's arguments
+//   elementwise.h      element-wise maps, the arguments of unary and binary
+//                      operators (alpha, rounding_mode), floor division
 //   reduction_plan.h   reduction dims, output shape and iteration
 //   softmax.h          softmax argument checks and lanes
 //   conv_checks.h, matmul_checks.h   convolution / matrix-product arguments
