@@ -115,7 +115,8 @@ def derive_offline_recipe(dest: Path, platform: str) -> Path:
     for o in r["outputs"]:
         name = o["package"]["name"]
         script = o["build"]["script"]
-        env = {k: "${{ " + v + " }}" for k, v in OFFLINE_ENV[(name, platform)].items()}
+        env = {k: "${{ " + f'{v} if {v} is defined else ""' + " }}"
+               for k, v in OFFLINE_ENV[(name, platform)].items()}
         o["build"]["script"] = {"file": f"offline_{script}", **({"env": env} if env else {})}
         req = o.get("requirements", {})
         for k in ("build", "host", "run"):
@@ -279,7 +280,7 @@ def _cross_build(recipe: Path, channel: Path, plat, variant, render, tools, log)
         return Stage0Recipe.from_file(recipe).render(VariantConfig(var), render)
 
     results = []
-    for v in outputs(dict(variant, pteron_host_prefix=[""])):
+    for v in outputs(variant):
         if v.recipe.package.name == "libpteron":
             results.append(v.run_build(tool_config=tools, output_dir=channel, channels=[],
                                        progress_callback=log))
