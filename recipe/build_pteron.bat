@@ -7,3 +7,11 @@
   -Ccmake.define.CMAKE_PREFIX_PATH="%LIBRARY_PREFIX%" ^
   -Ccmake.define.PTERON_PYTHON_STUB=OFF
 if errorlevel 1 exit 1
+:: pip's direct_url.json names the build's work folder, a path of the build machine: not shipped
+:: (nor listed in RECORD).
+for /d %%d in ("%SP_DIR%\pteron-*.dist-info") do (
+  del /q "%%d\direct_url.json"
+  findstr /v /c:"direct_url.json" "%%d\RECORD" > "%%d\RECORD.new"
+  move /y "%%d\RECORD.new" "%%d\RECORD"
+)
+if errorlevel 1 exit 1

@@ -14,3 +14,9 @@ set -euxo pipefail
   -Ccmake.define.CMAKE_PREFIX_PATH="${PREFIX}" \
   "-Ccmake.define.PTERON_PYTHON_RPATH=\$ORIGIN/../../.." \
   -Ccmake.define.PTERON_PYTHON_STUB=OFF
+# pip's direct_url.json names the build's work folder, a path of the build machine: not shipped
+# (nor listed in RECORD).
+for d in $(find "${PREFIX}" -type d -path '*/site-packages/pteron-*.dist-info'); do
+  rm -f "${d}/direct_url.json"
+  sed -i.bak '/direct_url\.json/d' "${d}/RECORD" && rm -f "${d}/RECORD.bak"
+done

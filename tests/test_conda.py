@@ -205,6 +205,11 @@ def test_linux_pteron_is_pips_install_with_its_metadata_and_entry_point():
     assert Path(got["path"]).parent == site, got["path"]
     assert got["scripts"] == {"pteron-verify": "pteron.verify:main"}, got["scripts"]
     assert any(re.match(r"_pteron\..*\.so$", Path(f).name) for f in got["files"]), got["files"]
+    # RECORD lists what is there; no direct_url.json (it would name the build's work folder).
+    dist = Path(got["path"])
+    assert not (dist / "direct_url.json").exists()
+    missing = [f for f in got["files"] if not (site / f).exists()]
+    assert not missing, missing
     # pip check's question for this distribution: every requirement (without an extra) is
     # installed beside it.
     reqs = [q for q in got["requires"] if "extra ==" not in q]
