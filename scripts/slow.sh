@@ -19,6 +19,8 @@
 #     pteron-verify, an install in a folder whose path holds a space);
 #   - the conda packages (scripts/conda.sh: recipe/recipe.yaml built offline for linux-64 and
 #     win-64 into a local channel, installed into fresh prefixes, tests/test_conda.py);
+#   - the Conan Center submission: conan create of conan-center/recipes/pteron offline
+#     (PTERON_CONAN_CENTER_CREATE=1 tests/test_conan_center.py);
 #   - the runtime under ThreadSanitizer: build-tsan/ (GCC -fsanitize=thread, the
 #     std::thread pool, the XNNPACK delegate with no XNNPACK library) and
 #     tests/test_stress.py on it, a minute per program (PTERON_TSAN_SECONDS).
@@ -94,6 +96,12 @@ python -m auditwheel repair --plat "$plat" -w "$REPO/build-wheel/manylinux" "$ra
 PTERON_WHEEL="$(ls "$REPO"/build-wheel/manylinux/pteron-*.whl)" python -m pytest tests/test_wheel.py -q
 echo "==> the wheel took $(( $(date +%s) - start )) s"
 bash "$REPO/scripts/conda.sh"
+
+# The Conan Center submission (conan-center/recipes/pteron): conan create offline from a
+# `git archive` tarball served locally, in a scratch Conan home (tests/test_conan_center.py).
+start=$(date +%s)
+PTERON_CONAN_CENTER_CREATE=1 python -m pytest tests/test_conan_center.py -q
+echo "==> the Conan Center recipe took $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
 pteron_build "$REPO/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
