@@ -136,3 +136,32 @@ def test_the_wheel_holds_each_licence_once_and_the_typing_files():
     assert "pteron/_version.py" in names
     meta = email.message_from_bytes(z.read(f"{info}/METADATA"))
     assert meta["Requires-Python"] == ">=3.9"
+
+
+@pytest.mark.skipif(not WHEEL, reason="PTERON_WHEEL is not set (scripts/slow.sh builds the wheel)")
+def test_the_wheel_in_a_fresh_venv_passes_pip_check_and_mypy(tmp_path):
+    """pip install of the wheel into a fresh venv (with mypy, from the configured index), then
+    pip check, mypy on a user's script against the installed package, and a fixture."""
+    from test_python_typing import USER_SCRIPT
+
+    venv = tmp_path / "venv"
+    r = run([sys.executable, "-m", "venv", venv], timeout=300)
+    assert r.returncode == 0, r.stderr
+    vpy = venv / "bin" / "python"
+    r = run([vpy, "-m", "pip", "install", "-q", "--disable-pip-version-check", WHEEL, "mypy"],
+            timeout=900)
+    if r.returncode != 0:
+        pytest.skip(f"pip could not install the wheel's dependencies here: {r.stderr[-500:]}")
+    r = run([vpy, "-m", "pip", "check"], timeout=300)
+    assert r.returncode == 0 and "No broken requirements found" in r.stdout, r.stdout + r.stderr
+    (tmp_path / "user.py").write_text(USER_SCRIPT)
+    r = run([vpy, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull, "user.py"],
+            timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and "Success: no issues found" in r.stdout, r.stdout + r.stderr
+    fx = REPO / "models" / "fixtures"
+    r = run([vpy, "-c", "import sys, numpy as np, pteron; "
+             f"m = pteron.Program.load(r'{fx}/mlp.pte').load_method(num_threads=1); "
+             f"y = m(np.load(r'{fx}/mlp.forward.input_0.npy'))[0]; "
+             f"print(pteron.__version__, np.allclose(y, np.load(r'{fx}/mlp.forward.expected_0.npy'), "
+             "rtol=1e-4, atol=1e-5))"], timeout=300, cwd=tmp_path)
+    assert r.stdout.split() == [VERSION, "True"], r.stdout + r.stderr
