@@ -261,10 +261,10 @@ def count(m):
 print("workers", len(workers) > 0)
 print("serial", count(serial), "pooled", count(pooled))
 print("same", np.array_equal(serial(x)[0], pooled(x)[0]), serial.num_threads, pooled.num_threads)
-for bad in (2, 0, 1.5, True):
+for bad in (0, 1025, 1.5, True):
     try:
         p.load_method(num_threads=bad)
-    except (pteron.NotSupportedError, ValueError, TypeError) as e:
+    except (ValueError, TypeError) as e:
         print(type(e).__name__, e)
 """
 
@@ -276,7 +276,56 @@ def test_num_threads_1_runs_the_method_on_the_calling_thread(stage):
     serial, pooled = int(line.split()[1]), int(line.split()[3])
     assert serial == 0 and pooled > 0, line
     assert "same True 1 None" in out
-    assert "NotSupportedError load_method: num_threads=2" in out
     assert "ValueError load_method: num_threads must be at least 1, not 0" in out
+    assert "ValueError load_method: num_threads must be at most 1024, not 1025" in out
     assert "TypeError load_method: num_threads must be an int or None, not float" in out
     assert "TypeError load_method: num_threads must be an int or None, not bool" in out
+
+
+def test_num_threads_n_caps_the_threads_of_each_parallel_operator(stage):
+    """pteron_threadpool_set_thread_cap (pteron/threadpool.h), which num_threads=N sets on the
+    executing thread: at most N threads run the chunks of a parallel_for at once (each chunk
+    sleeps, so the threads of a 4-thread pool overlap on any machine), for that thread only; a
+    method with num_threads=2 gives the same outputs and leaves the thread's cap as it was."""
+    out = ok(py(stage, f"""
+        import ctypes, threading, time, numpy as np, pteron
+        pteron.set_num_threads(4)
+        runtime = ctypes.CDLL(pteron.components()["runtime"])
+        tp = pteron._runtime._loaded["threadpool"][1]
+        tp.pteron_threadpool_set_thread_cap.argtypes = [ctypes.c_size_t]
+        tp.pteron_threadpool_set_thread_cap.restype = ctypes.c_size_t
+        FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+        runtime.pteron_parallel_for.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                                FN, ctypes.c_void_p]
+        lock, st = threading.Lock(), {{}}
+        def body(user, b, e):
+            with lock:
+                st["now"] += 1
+                st["max"] = max(st["max"], st["now"])
+            time.sleep(0.02)
+            with lock:
+                st["now"] -= 1
+        cb = FN(body)
+        def most_at_once():
+            st.update(now=0, max=0)
+            runtime.pteron_parallel_for(0, 32, 1, cb, None)
+            return st["max"]
+        for cap in (0, 2, 1, 3):
+            tp.pteron_threadpool_set_thread_cap(cap)
+            print("cap", cap, most_at_once())
+        # the cap is the thread's own: another thread's calls use the whole pool
+        other = []
+        t = threading.Thread(target=lambda: other.append(most_at_once()))
+        t.start(); t.join()
+        print("other thread", other[0])
+        print("previous", tp.pteron_threadpool_set_thread_cap(0))
+        d = "{FIXTURES}/cnn_xnnpack"
+        p = pteron.Program.load(d + ".pte")
+        x = np.load(d + ".forward.input_0.npy")
+        two, whole = p.load_method(num_threads=2), p.load_method()
+        print("same", np.array_equal(two(x)[0], whole(x)[0]), two.num_threads)
+        print("restored", tp.pteron_threadpool_set_thread_cap(0))
+    """))
+    assert "cap 0 4" in out and "cap 2 2" in out and "cap 1 1" in out and "cap 3 3" in out, out
+    assert "other thread 4" in out and "previous 3" in out
+    assert "same True 2" in out and "restored 0" in out

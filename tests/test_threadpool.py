@@ -428,7 +428,7 @@ def test_threadpool_exports_only_its_c_api():
     names = {l.split()[-1] for l in r.stdout.splitlines() if l.split()[1:2] == ["T"]}
     assert names == {"pteron_anchor_threadpool", "pteron_threadpool_set_num_threads",
                      "pteron_threadpool_num_threads", "pteron_threadpool_pthreadpool",
-                     "pteron_threadpool_implementation"}
+                     "pteron_threadpool_implementation", "pteron_threadpool_set_thread_cap"}
 
 
 # ---- Windows (MinGW-w64 DLLs under Wine), when a MinGW build is given ---------

@@ -83,6 +83,20 @@ PTERON_THREADPOOL_API int32_t pteron_threadpool_set_num_threads(size_t n);
  * >= 1). Thread-safe. */
 PTERON_THREADPOOL_API size_t pteron_threadpool_num_threads(void);
 
+/* Caps the threads that run the chunks of the parallel_for calls made from
+ * the calling thread: at most `n` at once (the caller included), for this
+ * thread only, until the next call. 0 removes the cap; a cap at or above the
+ * pool's size changes nothing; 1 makes those calls serial on this thread.
+ * Under a cap of n < the pool's size a call is split into at most n chunks.
+ * It does not resize the pool: parallel_for calls from other threads still
+ * use all of it (an application gives one method fewer threads by capping
+ * the thread that executes it, as pteron's Python module does for
+ * Program.load_method(num_threads=N)). Work a library runs on the
+ * pthreadpool_t of pteron_threadpool_pthreadpool() is not capped.
+ * Returns the calling thread's previous cap. Thread-safe (the cap is the
+ * calling thread's own). */
+PTERON_THREADPOOL_API size_t pteron_threadpool_set_thread_cap(size_t n);
+
 /* The pool as a pthreadpool_t, for libraries that take one (the XNNPACK
  * delegate), so the process keeps one pool. Creates the pool if it has not
  * been used yet. Returns NULL when this build uses the std::thread pool

@@ -393,6 +393,30 @@ def _threadpool() -> ctypes.CDLL:
 
 
 _MAX_THREADS = 1024  # PTERON_THREADPOOL_MAX_THREADS (pteron/threadpool.h)
+_cap_registered = False
+
+
+def _thread_cap_function() -> None:
+    """Hands the threadpool library's pteron_threadpool_set_thread_cap to the extension (once);
+    NotSupportedError without the threadpool component or that function."""
+    global _cap_registered
+    ext = _native()
+    if _cap_registered:
+        return
+    with _lock:
+        if "threadpool" not in _loaded:
+            raise NotSupportedError("pteron: num_threads above 1 needs the threadpool component, "
+                                    "which is not loaded")
+        lib = _loaded["threadpool"][1]
+        try:
+            fn = lib.pteron_threadpool_set_thread_cap
+        except AttributeError:
+            raise NotSupportedError(
+                f"pteron: the threadpool library {_loaded['threadpool'][0]} has no "
+                "pteron_threadpool_set_thread_cap (an older threadpool library)") from None
+        address = ctypes.cast(fn, ctypes.c_void_p).value
+        ext.set_thread_cap_function(address)
+        _cap_registered = True
 
 
 def set_num_threads(n: int) -> None:
@@ -527,11 +551,13 @@ class Program:
         planned.
 
         ``num_threads``: None (the process's thread pool, as
-        ``set_num_threads`` sizes it), or 1: every call of this method runs
-        on the calling thread alone (its parallel operators and the
-        delegates' parallel work run serially), whatever the pool's size, while
-        other methods keep the pool. Other counts raise NotSupportedError:
-        the runtime's pool has one size for the process.
+        ``set_num_threads`` sizes it); 1: every call of this method runs on
+        the calling thread alone (its parallel operators and the delegates'
+        parallel work run serially), whatever the pool's size; N > 1: at most
+        N threads (the caller included) work on each parallel operator of
+        this method, on the process's pool (a pool smaller than N gives what
+        it has). Other methods keep the whole pool either way. N > 1 needs the
+        threadpool component (NotSupportedError without it).
 
         ``max_allocated_bytes``: a memory budget in bytes (an int or a numpy
         integer; 0: none), the most the runtime allocates for the method's
@@ -564,11 +590,11 @@ class Program:
             num_threads = operator.index(num_threads)
             if num_threads < 1:
                 raise ValueError(f"load_method: num_threads must be at least 1, not {num_threads}")
-            if num_threads != 1:
-                raise NotSupportedError(
-                    f"load_method: num_threads={num_threads}: a method runs either on the "
-                    "process's thread pool (num_threads=None; pteron.set_num_threads sizes it) "
-                    "or serially on the calling thread (num_threads=1)")
+            if num_threads > _MAX_THREADS:
+                raise ValueError(f"load_method: num_threads must be at most {_MAX_THREADS}, "
+                                 f"not {num_threads}")
+            if num_threads > 1:
+                _thread_cap_function()
         if "\0" in name:
             raise ValueError(f"load_method: the name contains a NUL character: {name!r}")
         try:
@@ -578,6 +604,8 @@ class Program:
         h = self._h.load_method(raw, max_allocated_bytes)
         if num_threads == 1:
             h.set_serial(True)
+        elif num_threads is not None:
+            h.set_thread_cap(num_threads)
         return Method(self, name, h, num_threads)
 
     def __repr__(self) -> str:

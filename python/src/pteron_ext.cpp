@@ -105,6 +105,9 @@ struct Method {
   // operator and delegate node of this method stays on this thread, and the pool stays free
   // for other methods.
   bool serial = false;
+  // A thread cap for its calls (Program.load_method(num_threads=N), N > 1; 0: none): the
+  // executing thread's pteron_threadpool_set_thread_cap for the duration of execute.
+  size_t thread_cap = 0;
   // Serialises calls (call()): taken without the GIL (its holder may be waiting for the GIL),
   // and let go by a daemon thread that Unlocked holds at exit, so that a later call from the
   // main thread (an atexit handler) still gets it.
@@ -318,6 +321,10 @@ void set_input_scalar(Method& m, size_t i, double value) {
   check(pteron_method_set_input_scalar(m.m, i, value));
 }
 
+// The threadpool component's pteron_threadpool_set_thread_cap (pteron/threadpool.h), which the
+// Python layer hands over from the library it loaded (the extension links the runtime only).
+size_t (*g_set_thread_cap)(size_t) = nullptr;
+
 struct SerialExecute {
   pteron_method* m;
   pteron_status* s;
@@ -336,6 +343,10 @@ void execute(Method& m) {
       SerialExecute job{m.m, nullptr};
       pteron_parallel_for(0, 1, 1, &execute_chunk, &job);
       s = job.s;
+    } else if (m.thread_cap > 0 && g_set_thread_cap) {
+      const size_t previous = g_set_thread_cap(m.thread_cap);
+      s = pteron_method_execute(m.m);
+      g_set_thread_cap(previous);
     } else {
       s = pteron_method_execute(m.m);
     }
@@ -646,6 +657,13 @@ NB_MODULE(_pteron, m) {
   m.def("set_bfloat16_type", [](int t) { g_bf16_type = t; }, nb::arg("type_num"),
         "Registers numpy's type number of ml_dtypes.bfloat16 (-1: none).");
   m.def("dlpack_view", &dlpack_view, nb::arg("tensor"), nb::arg("keep"));
+  m.def(
+      "set_thread_cap_function",
+      [](uintptr_t address) {
+        g_set_thread_cap = reinterpret_cast<size_t (*)(size_t)>(address);
+      },
+      nb::arg("address"),
+      "Registers the address of the threadpool library's pteron_threadpool_set_thread_cap.");
   m.def("backends", &backends);
   m.def("registration_errors", &registration_errors);
 
@@ -666,5 +684,6 @@ NB_MODULE(_pteron, m) {
              x.static_shapes = std::move(shapes);
            })
       .def("set_serial", [](Method& x, bool serial) { x.serial = serial; }, nb::arg("serial"))
+      .def("set_thread_cap", [](Method& x, size_t n) { x.thread_cap = n; }, nb::arg("n"))
       .def("call", &call, nb::arg("inputs"), nb::arg("prepared"), nb::arg("as_dlpack") = false);
 }

@@ -43,6 +43,10 @@ constexpr int64_t kChunksPerThread = PTERON_THREADPOOL_CHUNKS_PER_THREAD;
 // call, which runs serially (the pool is busy with the outer call).
 thread_local int t_depth = 0;
 
+// The calling thread's thread cap (pteron_threadpool_set_thread_cap): at most
+// this many threads run the chunks of a parallel_for it starts; 0: no cap.
+thread_local std::size_t t_cap = 0;
+
 struct State {
   std::shared_mutex mu;        // parallel_for calls share it; replacing the pool is exclusive
   std::unique_ptr<Pool> pool;  // created on first use (not inside the loader lock)
@@ -143,15 +147,19 @@ void backend_run(int64_t begin, int64_t end, int64_t grain, pteron_range_fn fn, 
   const int64_t g = std::max<int64_t>(grain, 1);
   // Nested inside a chunk (the pool is busy with the outer call), or too
   // short to split: serial on this thread.
-  if (t_depth > 0 || n / g <= 1) {
+  if (t_depth > 0 || n / g <= 1 || t_cap == 1) {
     run_serial(begin, end, fn, user);
     return;
   }
   State& s = state();
   std::shared_lock<std::shared_mutex> lock(s.mu);
   Pool* pool = pool_locked(s, lock);
-  const int64_t threads = pool ? static_cast<int64_t>(pool->threads()) : 1;
-  const int64_t chunks = std::min(n / g, threads * kChunksPerThread);
+  const int64_t pool_threads = pool ? static_cast<int64_t>(pool->threads()) : 1;
+  const bool capped = t_cap > 0 && static_cast<int64_t>(t_cap) < pool_threads;
+  const int64_t threads = capped ? static_cast<int64_t>(t_cap) : pool_threads;
+  // Chunks go to whichever thread asks first, so under a cap only the number
+  // of chunks bounds how many threads run at once: one chunk per allowed thread.
+  const int64_t chunks = std::min(n / g, capped ? threads : threads * kChunksPerThread);
   if (threads <= 1 || chunks <= 1) {
     run_serial(begin, end, fn, user);
     return;
@@ -248,6 +256,12 @@ int32_t pteron_threadpool_set_num_threads(size_t n) {
 }
 
 size_t pteron_threadpool_num_threads(void) { return state().num_threads.load(); }
+
+size_t pteron_threadpool_set_thread_cap(size_t n) {
+  const std::size_t previous = t_cap;
+  t_cap = n;
+  return previous;
+}
 
 void* pteron_threadpool_pthreadpool(void) {
   State& s = state();
