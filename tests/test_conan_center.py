@@ -213,6 +213,30 @@ def test_same_defaults_and_requirements_on_every_os(tmp_path):
     assert nodes[("Linux", True)][1] == ["eigen", "flatbuffers", "pthreadpool", "xnnpack"]
 
 
+@pytest.mark.parametrize("settings,options,expected", [
+    ([], ["-o", "pteron/*:with_threadpool=False"],
+     "with_xnnpack=True needs with_threadpool=True: component backend_xnnpack requires "
+     "component threadpool"),
+    (["-s", "compiler.cppstd=14"], [], "Current cppstd (14) is lower than the required"),
+    (["-s", "arch=armv8"], [], "x86_64 only"),
+])
+def test_validate_refuses_with_the_developer_recipe_s_messages(tmp_path, settings, options,
+                                                              expected):
+    profile = tmp_path / "profile"
+    profile.write_text("[settings]\nos=Linux\narch=x86_64\ncompiler=gcc\ncompiler.version=12\n"
+                       "compiler.libcxx=libstdc++11\ncompiler.cppstd=17\nbuild_type=Release\n"
+                       "[platform_requires]\nflatbuffers/24.12.23\neigen/3.4.0\n"
+                       "pthreadpool/cci.20231129\nxnnpack/cci.20241203\n"
+                       "[platform_tool_requires]\nflatbuffers/24.12.23\n")
+    r = subprocess.run([conan_exe(), "install", str(ALL), "--version", VERSION,
+                        "-pr:a", str(profile), *settings, *options],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env=dict(os.environ, CONAN_HOME=str(tmp_path / "home")))
+    assert r.returncode != 0
+    assert "ConanInvalidConfiguration" in r.stderr or "Invalid" in r.stderr, r.stderr
+    assert expected in r.stdout + r.stderr
+
+
 # ---- conan create, offline, from a local tarball --------------------------------------
 
 def deb_version(package, fallback):
