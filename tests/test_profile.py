@@ -224,3 +224,38 @@ def test_with_the_programs_etrecord_the_inspector_maps_our_events_to_its_operato
     assert got["p"] == got["u"]
     assert any(row[1] == "OPERATOR_CALL" and any("addmm" in t for t in row[2]) for row in got["p"]), \
         got["p"]
+
+
+def test_python_profiles_a_method_and_writes_the_etdump(stage, tmp_path):
+    """pteron.Method.profiling / profile() / write_etdump(): the C API's events, typed, and an
+    unwritable path is a FileAccessError naming it."""
+    from test_python import ok, py
+
+    out = ok(py(stage, f"""
+        import numpy as np, pteron
+        m = pteron.Program.load({str(FIXTURES / "cnn_xnnpack.pte")!r}).load_method("forward")
+        x = np.load({str(FIXTURES / "cnn_xnnpack.forward.input_0.npy")!r})
+        m(x)
+        assert [e.run for e in m.profile()] == [-1, -1] and not m.profiling
+        m.profiling = True
+        m(x)
+        ev = [e for e in m.profile() if e.run == 0]
+        assert isinstance(ev[0], pteron.ProfileEvent)
+        assert ev[-1].name == "Method::execute" and ev[-1].chain_index == -1
+        call = next(e for e in ev if e.name == "DELEGATE_CALL")
+        nodes = [e for e in ev if e.name is None]
+        assert nodes and all(call.start_ns <= e.start_ns <= e.end_ns <= call.end_ns for e in nodes)
+        assert any(e.delegate_debug_name.startswith("Conv2d #") for e in nodes)
+        m.write_etdump({str(tmp_path / "m.etdp")!r})
+        try:
+            m.write_etdump({str(tmp_path)!r})
+        except pteron.FileAccessError as e:
+            assert {str(tmp_path)!r} in str(e), e
+        else:
+            raise AssertionError("no error")
+        m.clear_profile()
+        assert [e.run for e in m.profile()] == [-1, -1]
+        print("ok")
+    """))
+    assert out.strip().endswith("ok")
+    assert (tmp_path / "m.etdp").read_bytes()[8:12] == b"ED00"

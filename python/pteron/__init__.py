@@ -18,7 +18,7 @@ the first runtime call loads a chosen set instead of all installed ones; later,
 they load the named components not loaded yet.
 
 The runtime API (see ``pteron._runtime`` for each one's documentation):
-``Program``, ``Method``, ``TensorSpec``, ``operators()``, ``backends()``,
+``Program``, ``Method``, ``TensorSpec``, ``ProfileEvent``, ``operators()``, ``backends()``,
 ``components()``, ``load_components()``, ``set_num_threads()``,
 ``num_threads()``, ``version()``, and the error classes: ``Error`` and one
 subclass per runtime error code. ``__version__`` is the package's version (the
@@ -32,12 +32,12 @@ if TYPE_CHECKING:  # what mypy and IDEs see; at run time __getattr__ imports the
     from ._runtime import (  # noqa: F401
         AbiMismatchError, DelegateFailedError, Error, FileAccessError, InternalError,
         InvalidArgumentError, InvalidProgramError, KernelFailedError, Method, MissingDelegateError,
-        MissingOperatorError, NotFoundError, NotSupportedError, OutOfMemoryError, Program,
-        ShapeMismatchError, TensorSpec, UnsupportedDtypeError, backends, components,
+        MissingOperatorError, NotFoundError, NotSupportedError, OutOfMemoryError, ProfileEvent,
+        Program, ShapeMismatchError, TensorSpec, UnsupportedDtypeError, backends, components,
         load_components, num_threads, operators, set_num_threads, version)
 
 _RUNTIME_NAMES = {
-    "Program", "Method", "TensorSpec", "operators", "backends", "components",
+    "Program", "Method", "TensorSpec", "ProfileEvent", "operators", "backends", "components",
     "load_components", "set_num_threads", "num_threads", "version", "Error",
     "InvalidArgumentError", "InvalidProgramError", "NotFoundError",
     "MissingOperatorError", "MissingDelegateError", "UnsupportedDtypeError",

@@ -15,7 +15,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -679,6 +679,7 @@ class Method:
         self.name = name
         self.num_threads = num_threads
         self._h = handle
+        self._profiling = False
         self.inputs = [TensorSpec._from(handle.input_info(i)) for i in range(handle.input_count())]
         # Per input: the dtype code for the extension (-1: a number), and the static shape with
         # which a matching array is passed without a check or copy (empty: always prepared).
@@ -788,6 +789,36 @@ class Method:
     def _prepare_at(self, i: int, x: Any) -> Any:
         return self._prepare(i, self.inputs[i], x)
 
+    # ---- profiling (pteron.h, "Profiling") -----------------------------------------------
+
+    @property
+    def profiling(self) -> bool:
+        """Whether calls record their timings (off by default)."""
+        return self._profiling
+
+    @profiling.setter
+    def profiling(self, on: bool) -> None:
+        self._h.set_profiling(bool(on))
+        self._profiling = bool(on)
+
+    def profile(self) -> List["ProfileEvent"]:
+        """The recorded events: method load's (run -1), then per profiled call its
+        instructions' (``OPERATOR_CALL``, ``native_call_<operator>``, ``DELEGATE_CALL``), the
+        delegate's own nodes (``name`` None, ``delegate_debug_name`` set) and
+        ``Method::execute``, each with its chain and instruction index; times in nanoseconds
+        of a monotonic clock."""
+        return [ProfileEvent(*e) for e in self._h.profile_events()]
+
+    def clear_profile(self) -> None:
+        """Forgets the calls' events (method load's stay)."""
+        self._h.clear_profile()
+
+    def write_etdump(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the events as an ETDump file, which upstream ExecuTorch's
+        ``executorch.devtools.Inspector(etdump_path=path, etrecord=...)`` reads.
+        A path that cannot be written raises FileAccessError naming it."""
+        self._h.write_etdump(os.fspath(path))
+
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.dtype}{list(s.shape)}" if s.kind == "tensor" else s.kind
                         for s in self.inputs)
@@ -795,6 +826,18 @@ class Method:
 
 
 _OUTPUT_KINDS = ("numpy", "dlpack", "torch")
+
+
+class ProfileEvent(NamedTuple):
+    """One timed span of a profiled method (Method.profile())."""
+    run: int                            # the call's index since profiling began; -1: load
+    name: Optional[str]                 # None for a delegate's own event
+    chain_index: int                    # -1: not an instruction's
+    instruction_id: int                 # index in the chain; -1: none
+    delegate_debug_id: int              # -1: none
+    delegate_debug_name: Optional[str]  # the delegate's name of the node
+    start_ns: int
+    end_ns: int
 
 
 def _from_dlpack(i: int, x: Any) -> Tuple[np.ndarray, bool]:

@@ -630,6 +630,24 @@ std::string runtime_library_path() {
 
 }  // namespace
 
+// The method's recorded events as tuples (run, name, chain_index, instruction_id,
+// delegate_debug_id, delegate_debug_name, start_ns, end_ns); None for a missing name.
+nb::list profile_events(Method& x) {
+  nb::list out;
+  const size_t n = pteron_method_profile_event_count(x.m);
+  for (size_t i = 0; i < n; ++i) {
+    pteron_profile_event e{};
+    e.struct_size = sizeof e;
+    check(pteron_method_profile_event(x.m, i, &e));
+    nb::object name = e.name ? nb::object(nb::str(e.name)) : nb::none();
+    nb::object dname =
+        e.delegate_debug_name ? nb::object(nb::str(e.delegate_debug_name)) : nb::none();
+    out.append(nb::make_tuple(e.run, name, e.chain_index, e.instruction_id, e.delegate_debug_id,
+                              dname, e.start_ns, e.end_ns));
+  }
+  return out;
+}
+
 NB_MODULE(_pteron, m) {
   if (_import_array() < 0) throw nb::python_error();
   if (!g_threads_active) {
@@ -685,5 +703,22 @@ NB_MODULE(_pteron, m) {
            })
       .def("set_serial", [](Method& x, bool serial) { x.serial = serial; }, nb::arg("serial"))
       .def("set_thread_cap", [](Method& x, size_t n) { x.thread_cap = n; }, nb::arg("n"))
-      .def("call", &call, nb::arg("inputs"), nb::arg("prepared"), nb::arg("as_dlpack") = false);
+      .def("call", &call, nb::arg("inputs"), nb::arg("prepared"), nb::arg("as_dlpack") = false)
+      // Profiling (pteron.h, "Profiling"). Not under Method::mu, which a caller takes without
+      // the GIL: the runtime serialises these calls on the method itself.
+      .def("set_profiling",
+           [](Method& x, bool on) {
+             check(pteron_method_set_profiling(x.m, on ? 1 : 0));
+           },
+           nb::arg("on"))
+      .def("profile_events", &profile_events)
+      .def("clear_profile",
+           [](Method& x) {
+             pteron_method_profile_clear(x.m);
+           })
+      .def("write_etdump",
+           [](Method& x, const std::string& path) {
+             check(pteron_method_write_etdump(x.m, path.c_str()));
+           },
+           nb::arg("path"));
 }
