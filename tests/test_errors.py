@@ -112,6 +112,30 @@ def test_wrong_input_shape_is_refused(mlp):
     assert "rank" in e.value.message
 
 
+def test_null_pointers_are_named_not_reported_as_a_size_mismatch(mlp):
+    """A NULL sizes, data or dst is named as such (it read "expected rank 2, got rank 2",
+    "256 bytes given, shape and dtype need 256")."""
+    L, ct = mlp.rt.lib, capi.ctypes
+    sizes = (ct.c_int64 * 2)(4, 16)
+    x = np.zeros((4, 16), np.float32)
+    cases = [
+        (L.pteron_method_set_input(mlp.h, 0, 6, None, 2, x.ctypes.data, x.nbytes),
+         "sizes is NULL for rank 2"),
+        (L.pteron_method_set_input(mlp.h, 0, 6, sizes, 2, None, x.nbytes),
+         "data is NULL for 256 bytes"),
+    ]
+    for status, words in cases:
+        with pytest.raises(capi.PteronError) as e:
+            mlp.rt.check(status)
+        assert e.value.code == capi.INVALID_ARGUMENT and words in e.value.message, e.value.message
+    mlp.set_input(0, x)
+    mlp.execute()
+    with pytest.raises(capi.PteronError) as e:
+        mlp.rt.check(L.pteron_method_copy_output(mlp.h, 0, None, 128))
+    assert e.value.code == capi.INVALID_ARGUMENT
+    assert "dst is NULL for 128 bytes" in e.value.message, e.value.message
+
+
 def test_wrong_input_index_is_not_found(mlp):
     with pytest.raises(capi.PteronError) as e:
         mlp.set_input(3, np.zeros((4, 16), dtype=np.float32))

@@ -31,6 +31,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import REPO, WIN_PTERON_MODULES, pip_install_windows, program_with_values, run, win_python, \
@@ -828,3 +829,34 @@ def test_scalar_and_other_outputs_and_int_inputs_are_exact(stage, tmp_path):
     assert lines[7].startswith("NotSupportedError True output 1 is a String"), lines[7]
     assert lines[8].startswith("NotSupportedError True output 1 is a BoolList"), lines[8]
     assert lines[9].startswith("objects: Program.load: ") and "Python objects" in lines[9], lines[9]
+
+
+def test_load_refuses_what_is_not_a_regular_file_and_names_the_file(stage, tmp_path):
+    """A FIFO (open() would block) and /dev/zero (read() would never end) are refused as not
+    regular files, as pteron-run refuses them; a malformed program's error names the file, and
+    `python -m pteron run` names the .npy file a bad input came from."""
+    fifo = tmp_path / "fifo.pte"
+    os.mkfifo(fifo)
+    short = tmp_path / "short.pte"
+    short.write_bytes((FIXTURES / "mlp.pte").read_bytes()[:300])
+    np.save(tmp_path / "x64.npy", np.zeros((4, 16)))
+    out = ok(py(stage, f"""
+        import pteron
+        for p in ({str(fifo)!r}, "/dev/zero"):
+            try:
+                pteron.Program.load(p)
+            except pteron.FileAccessError as e:
+                assert str(e) == f"cannot read program file '{{p}}': it is not a regular file", e
+        try:
+            pteron.Program.load({str(short)!r})
+        except pteron.InvalidProgramError as e:
+            assert str(e).endswith(" [{short}]") and "truncated" in str(e), e
+        print("ok")
+    """, timeout=60))
+    assert out.strip() == "ok"
+    e = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    e["PYTHONPATH"] = str(stage)
+    r = run([sys.executable, "-m", "pteron", "run", FIXTURES / "mlp.pte", "--input",
+             tmp_path / "x64.npy"], timeout=60, env=e)
+    assert r.returncode != 0
+    assert "float64" in r.stderr and f"(from '{tmp_path / 'x64.npy'}')" in r.stderr, r.stderr

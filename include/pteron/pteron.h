@@ -77,7 +77,15 @@ PTERON_API uint32_t pteron_abi_version(void);
  * memory-mapped copy-on-write (mmap on Linux, a file mapping on Windows) and
  * verified: file identifier "ET12", extended header, flatbuffer structure,
  * every segment range. Errors: PTERON_ERROR_IO (cannot open/map, naming the
- * path), PTERON_ERROR_INVALID_PROGRAM (malformed, naming what). */
+ * path), PTERON_ERROR_INVALID_PROGRAM (malformed, naming what).
+ * The mapping is read until the program and its methods are released, and
+ * what was verified is not copied: the file must not change meanwhile (the
+ * contract of every memory-mapped loader, upstream's MmapDataLoader's too).
+ * Writing into it or truncating it (`cp new.pte model.pte` onto the same
+ * file) makes later reads see unverified bytes, or a SIGBUS on Linux.
+ * Replace a program in use by renaming a new file over it (rename() on
+ * POSIX, MoveFileEx on Windows, where the mapping also blocks writes), or
+ * load it with pteron_program_load_memory, which keeps its own copy. */
 PTERON_API pteron_status* pteron_program_load_file(const char* path /*[in]*/,
                                                    pteron_program** out /*[out]*/);
 /* Loads a program from `size` bytes at `data`; the bytes are copied, so the

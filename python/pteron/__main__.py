@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import re
 import statistics
 import sys
 import time
@@ -38,6 +39,8 @@ def _run(args) -> int:
         raise ValueError(f"--iterations {args.iterations}: give at least 1")
     inputs = []
     for p in args.input:
+        if not os.path.isfile(p):
+            raise ValueError(f"--input {p}: not a regular file")
         try:
             a = np.load(p, allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
@@ -47,9 +50,16 @@ def _run(args) -> int:
         inputs.append(a)
     times = []
     outs = []
-    for _ in range(args.iterations):
+    for it in range(args.iterations):
         t0 = time.perf_counter()
-        outs = method(*inputs)
+        try:
+            outs = method(*inputs)
+        except (pteron.Error, TypeError, ValueError) as e:
+            # the first call checks the inputs: name the file an input came from
+            bad = re.match(r"input (\d+)", str(e))
+            if it == 0 and bad and int(bad.group(1)) < len(args.input):
+                raise type(e)(f"{e} (from '{args.input[int(bad.group(1))]}')") from None
+            raise
         times.append((time.perf_counter() - t0) * 1e3)
     for i, o in enumerate(outs):
         if o.size and o.dtype.kind in "biuf":

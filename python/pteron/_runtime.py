@@ -11,6 +11,7 @@ import ctypes
 import importlib.util
 import operator
 import os
+import stat
 import sys
 import threading
 from dataclasses import dataclass
@@ -534,7 +535,13 @@ class Program:
             if data is not None and not isinstance(data, (str, os.PathLike)):
                 raise TypeError("Program.load: with a path, data must be a path too")
             dbuf = _read_file(data, "data file") if data is not None else None
-            return cls(ext.ProgramHandle.load_bytes(_read_file(path, "program file"), dbuf), path)
+            pbuf = _read_file(path, "program file")
+            try:
+                handle = ext.ProgramHandle.load_bytes(pbuf, dbuf)
+            except Error as e:  # name the files, as pteron-run does
+                named = f"{e} [{path}]" + (f" [data {os.fspath(data)}]" if data is not None else "")
+                raise type(e)(named, e.code) from None
+            return cls(handle, path)
         buf = _as_bytes(source, "source")
         dbuf = _as_bytes(data, "data") if data is not None else None
         return cls(ext.ProgramHandle.load_bytes(buf, dbuf), "<bytes>")
@@ -619,8 +626,15 @@ def _read_file(path: Union[str, bytes, "os.PathLike[Any]"], what: str) -> np.nda
     if "\0" in path:
         raise ValueError(f"Program.load: the {what} path contains a NUL character: {path!r}")
     try:
+        # Only a regular file: opening a FIFO blocks and /dev/zero never ends (pteron-run's
+        # rule too); a folder gets its own message below.
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise FileAccessError(f"cannot read {what} '{path}': it is not a regular file")
         with open(path, "rb") as f:
             return np.frombuffer(f.read(), dtype=np.uint8)
+    except FileAccessError:
+        raise
     except OSError as e:
         # Windows gives "Permission denied" for a folder where POSIX says EISDIR.
         if isinstance(e, IsADirectoryError) or os.path.isdir(path):

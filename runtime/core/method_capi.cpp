@@ -189,7 +189,10 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
   if (dtype != t->dtype)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu: expected dtype %s, got %s", index,
                       dtype_label(t->dtype).c_str(), dtype_label(dtype).c_str()));
-  if (dim != t->dim || (dim > 0 && !sizes))
+  if (dim > 0 && !sizes)
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu: sizes is NULL for rank %d",
+                      index, dim));
+  if (dim != t->dim)
     return to_c(error(PTERON_ERROR_SHAPE_MISMATCH, "input %zu: expected rank %d, got rank %d",
                       index, t->dim, dim));
   int64_t numel = 1;
@@ -208,7 +211,10 @@ pteron_status* pteron_method_set_input(pteron_method* m, size_t index, int32_t d
     numel *= sizes[d];
   }
   size_t need = static_cast<size_t>(numel) * element_size(t->dtype);
-  if (nbytes != need || (need && !data))
+  if (need && !data)
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "input %zu: data is NULL for %zu bytes",
+                      index, need));
+  if (nbytes != need)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT,
                       "input %zu: %zu bytes given, shape and dtype need %zu", index, nbytes, need));
   if (static_cast<int64_t>(need) > t->capacity_bytes || (need && !t->data))
@@ -275,7 +281,10 @@ pteron_status* pteron_method_copy_output(const pteron_method* m, size_t index, v
   int64_t numel = tensor_numel(*t);
   size_t es = element_size(t->dtype);
   size_t need = static_cast<size_t>(numel) * es;
-  if (capacity < need || (need && !dst))
+  if (need && !dst)
+    return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu: dst is NULL for %zu bytes",
+                      index, need));
+  if (capacity < need)
     return to_c(error(PTERON_ERROR_INVALID_ARGUMENT, "output %zu needs %zu bytes, capacity is %zu",
                       index, need, capacity));
   if (need == 0) return nullptr;
