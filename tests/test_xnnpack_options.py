@@ -101,3 +101,20 @@ def test_compile_spec_switch_it_cannot_read_fails_load_naming_it():
     # A key that is not the delegate's is left alone.
     rc, msg, _ = _init([["not_a_setting", "x"]])
     assert rc == 0, msg
+
+
+def test_use_library_reads_blanks_and_case_as_the_switches_do_and_refuses_an_empty_list():
+    """none and all in any case, names without surrounding blanks; a list that names nothing,
+    or none/all inside a list, fails the load naming the setting (they ran silently)."""
+    for text in ("NONE", " none ", "All"):
+        rc, msg, _ = _init([["use_library", text]])
+        assert rc == 0, (text, msg)
+    rc, msg, plan = _init([["debug", "1"], ["use_library", "Conv2d, FullyConnected"]])
+    assert rc == 0, msg
+    for text, words in ((",", "names no node type"), (" , ", "names no node type"),
+                        ("none,Conv2d", "'none' stands alone"),
+                        ("conv2d", "'conv2d' is not a node type")):
+        rc, msg, _ = _init([["use_library", text]])
+        assert rc == INVALID_ARGUMENT and words in msg, (text, msg)
+    rc, msg, _ = _init([], env={"PTERON_XNNPACK_USE_LIBRARY": ","})
+    assert rc == INVALID_ARGUMENT and "PTERON_XNNPACK_USE_LIBRARY=','" in msg, msg

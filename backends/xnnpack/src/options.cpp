@@ -86,11 +86,27 @@ bool parse_library(const std::string& text, const char* setting, LibraryChoice* 
                    std::string* err) {
   p->text = text;
   p->setting = setting;
-  if (p->text == "none") {
+  auto fail = [&](const std::string& why) {
+    *err = std::string(setting) + "='" + printable(p->text) + "': " + why +
+           " (use none, all, or node type names such as Conv2d,FullyConnected)";
+    return false;
+  };
+  // Names are compared without surrounding blanks; none and all in any case, as the
+  // switches are read, node type names as graph.h's op_name spells them.
+  auto trim = [](const std::string& t) {
+    const size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+  };
+  auto lower = [](std::string t) {
+    for (char& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  const std::string whole = lower(trim(text));
+  if (whole == "none") {
     p->mode = LibraryChoice::None;
     return true;
   }
-  if (p->text == "all") {
+  if (whole == "all") {
     p->mode = LibraryChoice::All;
     return true;
   }
@@ -99,19 +115,17 @@ bool parse_library(const std::string& text, const char* setting, LibraryChoice* 
   while (at <= p->text.size()) {
     size_t end = p->text.find(',', at);
     if (end == std::string::npos) end = p->text.size();
-    const std::string name = p->text.substr(at, end - at);
+    const std::string name = trim(p->text.substr(at, end - at));
     at = end + 1;
     if (name.empty()) continue;
+    if (lower(name) == "none" || lower(name) == "all")
+      return fail("'" + name + "' stands alone, not in a list of node types");
     bool found = false;
     for (int i = 1; i <= int(Op::MAX) && !found; ++i)
       if (name == op_name(Op(i))) p->list.push_back(Op(i)), found = true;
-    if (!found) {
-      *err = std::string(setting) + "='" + printable(p->text) + "': '" + printable(name) +
-             "' is not a node type (use none, all, or node type names such as Conv2d,"
-             "FullyConnected)";
-      return false;
-    }
+    if (!found) return fail("'" + printable(name) + "' is not a node type");
   }
+  if (p->list.empty()) return fail("names no node type");
   return true;
 }
 
