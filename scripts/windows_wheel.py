@@ -147,7 +147,10 @@ def stage(pkg: Path, pyd: Path, tag: str, version: str, root: Path) -> None:
     shutil.copytree(pkg / "include", p / "include")
     if (pkg / "share" / "pteron").is_dir():
         shutil.copytree(pkg / "share" / "pteron", p / "share" / "pteron")
-    shutil.copytree(pkg / "licenses", p / "share" / "licenses" / "pteron")
+    # The third-party texts; pteron's own LICENSE and THIRD_PARTY_NOTICES.md go to the
+    # dist-info's licenses/ once (check-wheel-contents W002), as in the Linux wheel.
+    shutil.copytree(pkg / "licenses", p / "share" / "licenses" / "pteron",
+                    ignore=shutil.ignore_patterns("LICENSE", "THIRD_PARTY_NOTICES.md"))
 
     info = root / f"pteron-{version}.dist-info"
     (info / "licenses").mkdir(parents=True)

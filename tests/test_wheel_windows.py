@@ -93,8 +93,12 @@ def test_wheel_files_are_the_package_once_without_crt_or_mingw(kind, wheel):
     assert not [n for n in low if n.startswith(CRT_AND_MINGW)], low
     for f in ("pteron/include/pteron/pteron.h", "pteron/include/pteron/pteron.hpp",
               "pteron/lib/cmake/pteron/pteronConfig.cmake", "pteron/_runtime.py",
-              "pteron/verify.py", "pteron/share/licenses/pteron/LICENSE"):
+              "pteron/verify.py", "pteron-{}.dist-info/licenses/LICENSE".format(
+                  whl.name.split("-")[1])):
         assert f in names, f
+    # Each licence text once (check-wheel-contents W002): pteron's in the dist-info only.
+    texts = [n.rsplit("/", 1)[-1] for n in names if "/licenses/" in n]
+    assert len(texts) == len(set(texts)), texts
     comps = zipfile.ZipFile(whl).read("pteron/lib/cmake/pteron/pteron-components.cmake").decode()
     assert '_LOCATION "lib/pteron.dll"' in comps and '"bin/' not in comps, comps
 
