@@ -2,7 +2,8 @@
 :: pteron on Windows (conda-forge's MSVC toolchain and the host prefix's python): see
 :: build_pteron.sh. The extension links libpteron's import library in %LIBRARY_PREFIX%; at run
 :: time the package finds pteron.dll in the prefix's Library\bin (os.add_dll_directory).
-%PYTHON% -m pip install . -vv --no-deps --no-build-isolation ^
+:: --no-compile: see build_pteron.sh.
+%PYTHON% -m pip install . -vv --no-deps --no-build-isolation --no-compile ^
   -Ccmake.source-dir=python ^
   -Ccmake.define.CMAKE_PREFIX_PATH="%LIBRARY_PREFIX%" ^
   -Ccmake.define.PTERON_PYTHON_STUB=OFF

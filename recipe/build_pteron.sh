@@ -7,9 +7,10 @@
 # with a run path to the prefix's lib/ ($ORIGIN/../../.. from lib/pythonX.Y/site-packages/
 # pteron); nothing of libpteron is built or copied again. The extension's stub is the one the
 # package ships (python/pteron/_pteron.pyi), so the build does not import the module.
-# On Windows: build_pteron.bat.
+# --no-compile: pip's .pyc files would hold the build's prefix; rattler-build compiles the
+# package's .pyc files itself. On Windows: build_pteron.bat.
 set -euxo pipefail
-"${PYTHON}" -m pip install . -vv --no-deps --no-build-isolation \
+"${PYTHON}" -m pip install . -vv --no-deps --no-build-isolation --no-compile \
   -Ccmake.source-dir=python \
   -Ccmake.define.CMAKE_PREFIX_PATH="${PREFIX}" \
   "-Ccmake.define.PTERON_PYTHON_RPATH=\$ORIGIN/../../.." \
