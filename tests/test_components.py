@@ -67,7 +67,9 @@ def tree_files():
     """What the scratch copy holds: the build's top-level files, the helpers
     and every component folder the build uses."""
     keep = [c for c in LISTING if not c["option"]]
+    # conanfile.py imports the Conan Center submission's recipe (its shared helpers).
     paths = ["CMakeLists.txt", "VERSION", "LICENSE", "THIRD_PARTY_NOTICES.md", "conanfile.py",
+             "conan-center/recipes/pteron/all/conanfile.py",
              "cmake", "include", "runtime/kernels/common"] + [c["folder"] for c in keep]
     return paths
 
