@@ -25,6 +25,7 @@
 // runtimes are created on the process's pthreadpool (pteron_threadpool_pthreadpool()); where
 // the process pool is not a pthreadpool, they run on the calling thread.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -270,44 +271,41 @@ int32_t resize_outputs(pteron_kernel_context* ctx, const Graph& g, pteron_value*
   return PTERON_OK;
 }
 
-// One step's wall time, taken once (pteron_profile_clock_ns) when either profile wants it,
-// and given to both when the step ends:
-//  - the delegate's own (Options::profile, PTERON_XNNPACK_PROFILE): summed per step;
-//  - the application's (kernel.h, "profiling"), while the method is profiled: one event named
-//    by the step's first node type and index ("Conv2d #4"; "XNNPACK segment Conv2d #4" for a
-//    segment of the library), with that node's debug handle.
+// Runs the steps in order: pteron's own nodes, and XNNPACK segments.
+// Adds one step's wall time to the profile when it goes out of scope.
 struct StepTimer {
-  pteron_kernel_context* ctx;
   Delegate& d;
-  bool event;  // the application's profile is on
   size_t si;
-  const Step& s;
+  std::chrono::steady_clock::time_point t0;
   const Shape& shape;
-  uint64_t t0 = 0;
-  StepTimer(pteron_kernel_context* c, Delegate& del, bool ev, size_t i, const Step& st,
-            const Shape& sh)
-      : ctx(c), d(del), event(ev), si(i), s(st), shape(sh) {
-    if (d.profile || event) t0 = pteron_profile_clock_ns();
-  }
   ~StepTimer() {
-    if (!d.profile && !event) return;
-    const uint64_t t1 = pteron_profile_clock_ns();
-    if (d.profile) {
-      d.step_us[si] += double(t1 - t0) / 1e3;
-      ++d.step_calls[si];
-      d.step_shape[si] = shape;
-    }
-    if (event) {
-      const Node& n = d.g.nodes[s.nodes[0]];
-      const std::string name = std::string(s.native ? "XNNPACK segment " : "") + op_name(n.op) +
-                               " #" + std::to_string(si);
-      pteron_profile_delegate_event(ctx, name.c_str(),
-                                    n.debug_handle ? int32_t(n.debug_handle) : -1, t0, t1);
-    }
+    if (!d.profile) return;
+    d.step_us[si] +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    ++d.step_calls[si];
+    d.step_shape[si] = shape;
   }
 };
 
-// Runs the steps in order: pteron's own nodes, and XNNPACK segments.
+// One step as an event of the application's profile (kernel.h, "profiling"), while the
+// method is profiled: named by its first node's type and the step's index ("Conv2d #4";
+// "XNNPACK segment Conv2d #4" for a segment of the library), with that node's debug handle.
+struct StepEvent {
+  pteron_kernel_context* ctx;
+  const Node* node = nullptr;
+  size_t si = 0;
+  bool native = false;
+  uint64_t t0 = 0;
+  ~StepEvent() {
+    if (!node) return;
+    const uint64_t t1 = pteron_profile_clock_ns();
+    const std::string name = std::string(native ? "XNNPACK segment " : "") + op_name(node->op) +
+                             " #" + std::to_string(si);
+    pteron_profile_delegate_event(ctx, name.c_str(),
+                                  node->debug_handle ? int32_t(node->debug_handle) : -1, t0, t1);
+  }
+};
+
 int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
   const Graph& g = d.g;
   std::string err;
@@ -315,7 +313,16 @@ int32_t run_steps(pteron_kernel_context* ctx, Delegate& d, const Variant& var) {
   for (size_t si = 0; si < d.steps.size(); ++si) {
     const Step& s = d.steps[si];
     if (var.empty[si]) continue;  // writes only values without elements
-    StepTimer timer(ctx, d, events, si, s, var.shapes[g.nodes[s.nodes[0]].inputs[0]]);
+    StepEvent event{ctx};
+    if (events) {
+      event.node = &g.nodes[s.nodes[0]];
+      event.si = si;
+      event.native = s.native;
+      event.t0 = pteron_profile_clock_ns();
+    }
+    const auto t0 =
+        d.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    StepTimer timer{d, si, t0, var.shapes[d.g.nodes[s.nodes[0]].inputs[0]]};
     if (!s.native) {
       const Node& n = g.nodes[s.nodes[0]];
       if (n.op == Op::StaticReshape && d.ptr[n.inputs[0]] == d.ptr[n.outputs[0]])
