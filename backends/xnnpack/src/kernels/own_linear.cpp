@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "pteron_cpu/conv.h"
 #include "pteron_cpu/gemm.h"
 #include "graph.h"
 #include "own_ops.h"
@@ -134,42 +135,27 @@ ConvParams conv_params(const Node& n) {
           n.p[7], n.p[8], n.p[9], n.p[10], n.p[11], n.p[12]};
 }
 
-// Every Conv2d but the direct 1x1 runs as a GEMM on indirect rows (no im2col): each output
-// pixel's row of A is a list of pointers into the input, built once per input address and
-// shape (the arena is planned at load, so once), in one of two forms:
-//  - per filter row (one group, dilation_w 1): kh segments of kw * cin contiguous input
-//    values; a pixel whose taps leave the input at the left or right points at a zero-padded
-//    copy (pad, refreshed at every run from `edges`);
-//  - per tap (groups, or dilation_w > 1): kh * kw segments of cin_g values at the tap's input
-//    pixel, each group's GEMM adding its first channel (aoff = group * cin_g).
-// Taps above or below the input (or, per tap, outside it) point at zeros.
+// Every Conv2d runs on pteron_cpu::ConvNhwc (runtime/cpu/include/pteron_cpu/conv.h): the direct
+// 1x1 on its input, every other as a GEMM on indirect rows (no im2col), built once per input
+// address and shape (the arena is planned at load, so once).
 struct ConvState : NodeState {
   QLinearPtr q;                  // the int8 path (own_qlinear.cpp), when the node has one
   const char* int8_path() const override { return q ? qlinear_path() : nullptr; }
   bool reads_codes(size_t i) const override { return q && i == 0 && qlinear_reads_codes(*q); }
   bool writes_codes() const override { return q && qlinear_writes_codes(*q); }
-  std::vector<PackedWeights> w;  // per group: K = kh * kw * cin_g, N = cout_g
+  pteron_cpu::ConvNhwc conv;
   // kOwnFlagPrologue: the per-channel map of the input (own copies of Node::pre_scale and
   // pre_shift, cin floats each; zeros for no shift).
   std::vector<float> pre_scale, pre_shift;
   pteron_cpu::GemmPre pre;
-  std::vector<float> zeros;      // max(kw, groups) * cin_g zeros
-  struct Edge {
-    int64_t pad;   // offset in pad (floats)
-    int64_t base;  // offset in the input of the pixel (b, iy, 0)
-    int64_t ix0;   // the first tap's input column (some taps outside [0, w))
-  };
-  const float* ind_x = nullptr;
-  Shape ind_shape;
-  std::vector<const float*> ind;  // [pixel][segment]
-  std::vector<float> pad;
-  std::vector<Edge> edges;  // edges of pixel r: [row_edges[r], row_edges[r + 1])
-  std::vector<int64_t> row_edges;
 };
 
-bool per_filter_row(const ConvParams& p) { return p.groups == 1 && p.dw == 1; }
-int64_t conv_segs(const ConvParams& p) { return per_filter_row(p) ? p.kh : p.kh * p.kw; }
-int64_t conv_seglen(const ConvParams& p) { return per_filter_row(p) ? p.kw * p.cin_g : p.cin_g; }
+pteron_cpu::ConvNhwcShape conv_shape(const ConvParams& p) {
+  pteron_cpu::ConvNhwcShape s;
+  s.kh = p.kh, s.kw = p.kw, s.sh = p.sh, s.sw = p.sw, s.dh = p.dh, s.dw = p.dw;
+  s.pt = p.pt, s.pl = p.pl, s.groups = p.groups, s.cin_g = p.cin_g, s.cout_g = p.cout_g;
+  return s;
+}
 
 // The filter [groups * cout_g, kh, kw, cin_g] and bias (null without one) of
 // a convolution or deconvolution node: constants whose shapes match the
@@ -208,7 +194,6 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
     *state = std::move(s);
     return true;
   }
-  const int64_t kg = p.kh * p.kw * p.cin_g;
   if (n.flags & kOwnFlagPrologue) {
     const float* scale = g.values[n.pre_scale].constant;
     const float* shift = n.pre_shift == kNoValue ? nullptr : g.values[n.pre_shift].constant;
@@ -222,121 +207,9 @@ bool prepare_conv(const Graph& g, const Node& n, std::unique_ptr<NodeState>* sta
     s->pre.scale = s->pre_scale.data(), s->pre.shift = s->pre_shift.data();
     s->pre.lo = n.pre_min, s->pre.hi = n.pre_max;
   }
-  s->zeros.assign(size_t(std::max(p.kw, p.groups) * p.cin_g), 0.0f);
-  s->w.resize(size_t(p.groups));
-  for (int64_t gi = 0; gi < p.groups; ++gi)
-    if (!s->w[size_t(gi)].pack(kg, p.cout_g, w + gi * p.cout_g * kg, kg, true,
-                               b ? b + gi * p.cout_g : nullptr))
-      return out_of_memory(n, err);
+  if (!s->conv.prepare(conv_shape(p), w, b)) return out_of_memory(n, err);
   *state = std::move(s);
   return true;
-}
-
-struct ConvGeom {
-  const ConvParams* p;
-  const float* x;
-  int64_t h, w, c;  // input
-  int64_t oh, ow;   // output
-};
-
-// Builds s.ind (and pad, edges) for input x of shape [bsz, h, w, c]. False when memory cannot
-// be had.
-bool build_indirection(ConvState& s, const ConvParams& p, const float* x, const Shape& xs,
-                       int64_t oh, int64_t ow) {
-  const int64_t bsz = int64_t(xs[0]), ih = int64_t(xs[1]), iw = int64_t(xs[2]);
-  const int64_t ic = int64_t(xs[3]), kh = p.kh, kw = p.kw;
-  const int64_t m = bsz * oh * ow, segs = conv_segs(p), seglen = conv_seglen(p);
-  const bool rows_form = per_filter_row(p);
-  s.ind_x = nullptr;
-  try {
-    s.ind.assign(size_t(m * segs), nullptr);
-    s.row_edges.assign(size_t(m + 1), 0);
-    s.edges.clear();
-    std::vector<int64_t> at(rows_form ? size_t(m * segs) : 0, -1);  // pad offset of an edge
-    int64_t r = 0;
-    for (int64_t b = 0; b < bsz; ++b)
-      for (int64_t oy = 0; oy < oh; ++oy)
-        for (int64_t ox = 0; ox < ow; ++ox, ++r) {
-          s.row_edges[size_t(r)] = int64_t(s.edges.size());
-          const int64_t ix0 = ox * p.sw - p.pl;
-          const bool inside_x = ix0 >= 0 && ix0 + kw <= iw;
-          const float** row = s.ind.data() + r * segs;
-          for (int64_t i = 0, iy = oy * p.sh - p.pt; i < kh; ++i, iy += p.dh) {
-            const bool inside_y = iy >= 0 && iy < ih;
-            const float* line = inside_y ? x + (b * ih + iy) * iw * ic : nullptr;
-            if (!rows_form) {
-              for (int64_t j = 0, ix = ix0; j < kw; ++j, ix += p.dw)
-                row[i * kw + j] = inside_y && ix >= 0 && ix < iw ? line + ix * ic : s.zeros.data();
-            } else if (!inside_y) {
-              row[i] = s.zeros.data();
-            } else if (inside_x) {
-              row[i] = line + ix0 * ic;
-            } else {
-              at[size_t(r * segs + i)] = int64_t(s.edges.size()) * seglen;
-              s.edges.push_back({int64_t(s.edges.size()) * seglen, (b * ih + iy) * iw * ic, ix0});
-            }
-          }
-        }
-    s.row_edges[size_t(m)] = int64_t(s.edges.size());
-    s.pad.assign(s.edges.size() * size_t(seglen), 0.0f);  // taps outside stay zero
-    for (size_t e = 0; e < at.size(); ++e)
-      if (at[e] >= 0) s.ind[e] = s.pad.data() + at[e];
-  } catch (...) {
-    return false;
-  }
-  s.ind_x = x;
-  s.ind_shape = xs;
-  return true;
-}
-
-// The edge copies of output pixels [pix0, pix1) refreshed from input x (per filter row form).
-void refresh_edges(ConvState& s, const ConvParams& p, const float* x, int64_t iw, int64_t ic,
-                   int64_t pix0, int64_t pix1) {
-  const int64_t cin = p.cin_g;
-  for (int64_t e = s.row_edges[size_t(pix0)]; e < s.row_edges[size_t(pix1)]; ++e) {
-    const ConvState::Edge& ed = s.edges[size_t(e)];
-    float* d = s.pad.data() + ed.pad;
-    for (int64_t j = 0; j < p.kw; ++j) {
-      const int64_t ix = ed.ix0 + j;
-      if (ix >= 0 && ix < iw)  // taps outside stay zero (build_indirection)
-        std::memcpy(d + j * cin, x + ed.base + ix * ic, sizeof(float) * size_t(cin));
-    }
-  }
-}
-
-struct ConvTasks {
-  ConvGeom g;
-  ConvState* s;
-  int64_t rows, rows_per_task;
-  int64_t gsplit;  // 1: an item is a task of every group; groups: one group's part of a task
-  float* out;
-  int64_t oc;  // the output's row stride (its channels, or a concatenation's)
-  float lo, hi;
-  pteron_cpu::GemmAct act;
-};
-
-// Items [begin, end): output pixels [task * rows_per_task, ...) (task = item / gsplit): their
-// edge copies refreshed, then their GEMM for every group or for group item % gsplit, while
-// their input is in cache.
-void conv_tasks(void* user, int64_t begin, int64_t end) {
-  const ConvTasks& t = *static_cast<const ConvTasks*>(user);
-  const ConvParams& p = *t.g.p;
-  ConvState& s = *t.s;
-  const int64_t segs = conv_segs(p), seglen = conv_seglen(p);
-  for (int64_t item = begin; item < end; ++item) {
-    const int64_t task = item / t.gsplit;
-    const int64_t r0 = task * t.rows_per_task, r1 = std::min(t.rows, r0 + t.rows_per_task);
-    const int64_t g0 = t.gsplit == 1 ? 0 : item % t.gsplit;
-    const int64_t g1 = t.gsplit == 1 ? p.groups : g0 + 1;
-    if (t.gsplit == 1) refresh_edges(s, p, t.g.x, t.g.w, t.g.c, r0, r1);  // groups > 1: none
-    pteron_cpu::GemmAct act = t.act;  // a residual (one group only) from the task's first row
-    if (act.res) act.res += r0 * act.ldr;
-    for (int64_t gi = g0; gi < g1; ++gi)
-      pteron_cpu::gemm_packed_indirect_serial(r1 - r0, segs, seglen, s.ind.data() + r0 * segs,
-                                              gi * p.cin_g, s.w[size_t(gi)],
-                                              t.out + r0 * t.oc + gi * p.cout_g, t.oc, t.lo, t.hi,
-                                              act);
-  }
 }
 
 bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
@@ -359,8 +232,6 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
            "group_input_channels = " + std::to_string(p.groups * p.cin_g) + " channels";
     return false;
   }
-  const bool direct = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 &&
-                      oh == h && ow == w;
   pteron_cpu::GemmAct act = fused_activation(n);
   // A residual that broadcasts into the output in this call (a dynamic program whose two
   // inputs' sizes differ at run time) is added after the GEMM, as the Add node would.
@@ -399,44 +270,21 @@ bool run_conv(const Node& n, NodeState* state, const std::vector<Shape>& shapes,
     return true;
   }
   if (n.flags & kOwnFlagPrologue) {  // fuse_channel_affine made sure of direct and one group
-    if (!direct || p.groups != 1) {
+    if (!s.conv.direct(h, w, oh, ow) || p.groups != 1) {
       *err = node_name(n) + ": a fused per-channel map needs a 1x1 convolution of one group";
       return false;
     }
-    if (!pteron_cpu::gemm_packed_pre(m, x, c, s.pre, s.w[0], out, ldc, n.out_min, n.out_max,
-                                     act)) {
+    if (!pteron_cpu::gemm_packed_pre(m, x, c, s.pre, s.conv.weights(0), out, ldc, n.out_min,
+                                     n.out_max, act)) {
       *err = node_name(n) + ": out of memory for the rows of its mapped input";
       return false;
     }
     return true;
   }
-  if (direct) {  // 1x1, stride 1, no padding: the input is the GEMM's A
-    for (int64_t gi = 0; gi < p.groups; ++gi)
-      pteron_cpu::gemm_packed(m, x + gi * p.cin_g, c, s.w[size_t(gi)], out + gi * p.cout_g, ldc,
-                              n.out_min, n.out_max, act);
-    return true;
-  }
-  if ((s.ind_x != x || s.ind_shape != xs) && !build_indirection(s, p, x, xs, oh, ow)) {
+  if (!s.conv.run(x, bsz, h, w, oh, ow, out, ldc, n.out_min, n.out_max, act)) {
     *err = node_name(n) + ": out of memory for the indirection buffer";
     return false;
   }
-  // One dispatch: tasks of 8 row blocks, each refreshing its own rows' edge copies and
-  // multiplying them at once, when there are enough of them for every thread, and always with
-  // groups (then an item per task and group). Otherwise (one group, few output pixels: the late
-  // layers of a CNN) the edges first, then a GEMM that splits N too.
-  const int64_t threads = std::max<int32_t>(1, pteron_parallel_threads());
-  const int64_t rows_per_task = 8 * pteron_cpu::gemm_kernels().mr;
-  const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
-  if (p.groups > 1 || threads == 1 || tasks >= 4 * threads) {
-    ConvTasks t{
-        {&p, x, h, w, c, oh, ow}, &s, m, rows_per_task, p.groups, out, ldc, n.out_min, n.out_max,
-        act};
-    pteron_parallel_for(0, tasks * p.groups, 1, &conv_tasks, &t);
-    return true;
-  }
-  refresh_edges(s, p, x, w, c, 0, m);
-  pteron_cpu::gemm_packed_indirect(m, conv_segs(p), conv_seglen(p), s.ind.data(), 0, s.w[0], out,
-                                   ldc, n.out_min, n.out_max, act);
   return true;
 }
 
