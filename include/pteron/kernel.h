@@ -254,6 +254,80 @@ typedef struct pteron_backend_interface {
 PTERON_API int32_t pteron_register_backend(uint32_t abi_version, const char* library,
                                            const pteron_backend_interface* b);
 
+/* ---- graph passes (method-load rewrites) -------------------------------- */
+
+/* A kernel library may rewrite a method's chains when the method loads: a
+ * graph pass sees one chain at a time (pteron_graph) and may replace a run of
+ * its kernel calls by one region, a function that computes what the run
+ * computes (batch norms folded into convolutions, activations fused, NHWC
+ * layout inside the run, weights repacked once). The runtime:
+ *  - runs the passes registered when the method loads, in registration order,
+ *    on every chain without jumps or moves, unless the environment variable
+ *    PTERON_GRAPH_OPT is "0" (then no pass runs);
+ *  - at execute, calls the region instead of the run's first instruction and
+ *    skips the rest of the run. A region that returns PTERON_REGION_DECLINED
+ *    (shapes it was not built for) has written nothing: the runtime then runs
+ *    the original instructions, so their results and errors are the
+ *    program's. Any other non-zero code fails the execute like a kernel's;
+ *  - with profiling on, records a region as one OPERATOR_CALL event at the
+ *    run's first instruction, named "native_call_" and the region's name.
+ * A pass must keep every value the program can observe: a method output, and
+ * every value an instruction outside the run reads
+ * (pteron_graph_uses_outside), holds after the region what the run would
+ * have left in it, within the pass's stated tolerance. */
+typedef struct pteron_graph pteron_graph;
+
+#define PTERON_REGION_DECLINED (-1)
+typedef int32_t (*pteron_region_fn)(pteron_kernel_context* ctx, void* state);
+
+typedef struct pteron_graph_pass {
+  uint32_t struct_size; /* sizeof(pteron_graph_pass) */
+  const char* name;     /* shown in diagnostics, e.g. "kernels_optimized.nhwc" */
+  /* Inspects `g` and calls pteron_graph_replace for each run it rewrites.
+   * Returns PTERON_OK, or an error code that fails the method load. */
+  int32_t (*run)(pteron_graph* g);
+} pteron_graph_pass;
+
+/* Registers a pass on behalf of `library` (registering a name twice is a
+ * no-op). PTERON_ERROR_ABI_MISMATCH or PTERON_ERROR_INVALID_ARGUMENT. */
+PTERON_API int32_t pteron_register_graph_pass(uint32_t abi_version, const char* library,
+                                              const pteron_graph_pass* pass);
+
+/* Number of instructions in the chain. */
+PTERON_API size_t pteron_graph_size(const pteron_graph* g);
+/* Instruction i's operator ("aten::convolution") and overload ("out"), or
+ * NULL when i is not a kernel call (a delegate call, a free) or out of range. */
+PTERON_API const char* pteron_graph_operator(const pteron_graph* g, size_t i, const char** overload);
+/* Instruction i's argument count, and argument j (the method's value: the
+ * same pointer the kernel is called with; NULL when out of range). */
+PTERON_API size_t pteron_graph_num_args(const pteron_graph* g, size_t i);
+PTERON_API pteron_value* pteron_graph_arg(const pteron_graph* g, size_t i, size_t j);
+
+/* What the runtime knows of a value (bits of pteron_graph_value_flags). */
+#define PTERON_GRAPH_CONSTANT 1u /* a tensor whose data lies in the program or data file */
+#define PTERON_GRAPH_INPUT 2u    /* a method input */
+#define PTERON_GRAPH_OUTPUT 4u   /* a method output */
+#define PTERON_GRAPH_COMPUTED 8u /* an Int a runtime operator writes at execute (sym_size...) */
+#define PTERON_GRAPH_DYNAMIC 16u /* a tensor whose shape may change (dynamism not static) */
+/* Flags of `v`, with the bits of the Int items when `v` is an int list. */
+PTERON_API uint32_t pteron_graph_value_flags(const pteron_graph* g, const pteron_value* v);
+/* How many argument slots name `v` among the method's instructions outside
+ * [first, first + count) of this chain (other chains included), plus one
+ * when `v` is a method output; the same is added for every view of `v`: a
+ * tensor value on the same storage that no kernel call writes (the memory
+ * plan's views, as upstream's exporter makes for view_copy). */
+PTERON_API size_t pteron_graph_uses_outside(const pteron_graph* g, const pteron_value* v,
+                                            size_t first, size_t count);
+/* Replaces instructions [first, first + count) by region `run` with `state`
+ * (`name`: copied, for profiles and diagnostics). The runtime owns `state`
+ * from this call on, success or not, and calls destroy(state) (when not NULL)
+ * as the method is destroyed. PTERON_ERROR_INVALID_ARGUMENT when the range
+ * is empty, out of the chain, overlaps an earlier region or holds an
+ * instruction other than a kernel call or a free. */
+PTERON_API int32_t pteron_graph_replace(pteron_graph* g, size_t first, size_t count,
+                                        const char* name, pteron_region_fn run, void* state,
+                                        void (*destroy)(void* state));
+
 /* ---- profiling ------------------------------------------------------------ */
 
 /* A delegate's own timings, for the application's profile (pteron.h,

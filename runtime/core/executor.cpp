@@ -127,6 +127,29 @@ Status run_kernel(pteron_method* m, const Instr& in, size_t pc) {
   return Status::Ok();
 }
 
+// A graph pass's region (graph.cpp) in place of instructions pc .. pc +
+// count - 1. *ran is false when it declined: then the instructions run.
+Status run_region(pteron_method* m, const Instr& in, size_t pc, bool* ran) {
+  Region& r = m->regions[size_t(in.region)];
+  m->ctx.code = PTERON_OK;
+  m->ctx.message.clear();
+  const bool timed = m->ctx.profile != nullptr;
+  const uint64_t t0 = timed ? profile_clock_ns() : 0;
+  const int32_t rc = r.run(&m->ctx, r.state);
+  *ran = rc != PTERON_REGION_DECLINED;
+  if (!*ran) return Status::Ok();
+  if (timed) {
+    Profile& p = m->profile;
+    if (r.event < 0) r.event = p.intern(("native_call_" + r.name).c_str());
+    p.add(r.event, p.chain, p.instruction, t0, profile_clock_ns());
+  }
+  if (rc != PTERON_OK)
+    return error(rc, "instructions %zu-%zu (%s, from %s) failed: %s", pc, pc + r.count - 1,
+                 r.name.c_str(), printable(m->op_names[in.a]).c_str(),
+                 m->ctx.message.empty() ? pteron_error_name(rc) : m->ctx.message.c_str());
+  return Status::Ok();
+}
+
 Status run_delegate(pteron_method* m, const Instr& in, size_t pc) {
   Delegate& d = m->delegates[in.a];
   m->ctx.code = PTERON_OK;
@@ -180,7 +203,17 @@ Status step_profiled(pteron_method* m, const Instr& in, size_t chain, size_t* pc
 Status step(pteron_method* m, const Instr& in, size_t* pc) {
   Status s;
   switch (in.op) {
-    case Op::Kernel: s = run_kernel(m, in, *pc); break;
+    case Op::Kernel:
+      if (in.region >= 0) {
+        bool ran = false;
+        s = run_region(m, in, *pc, &ran);
+        if (ran) {
+          if (s.ok()) *pc += m->regions[size_t(in.region)].count;
+          return s;
+        }
+      }
+      s = run_kernel(m, in, *pc);
+      break;
     case Op::Delegate: s = run_delegate(m, in, *pc); break;
     case Op::Move: m->values[in.b] = m->values[in.a]; break;
     case Op::JumpFalse: {

@@ -121,6 +121,13 @@ struct BackendEntry {
 // Copy of the backend registered under `id`; false if none.
 bool find_backend(const std::string& id, BackendEntry* out);
 
+struct GraphPassEntry {
+  pteron_graph_pass pass;
+  std::string name, library;
+};
+// The registered graph passes, in registration order.
+std::vector<GraphPassEntry> graph_passes();
+
 }  // namespace pteron
 
 // ---- external data file (.ptd) ----

@@ -55,6 +55,17 @@ struct Instr {
   pteron_kernel_fn fn = nullptr;
   std::vector<pteron_value*> args;
   std::vector<int32_t> int_list_args;  // value indices of IntList args to refresh
+  int32_t region = -1;  // a graph pass's region starting here (pteron_method::regions), or -1
+};
+
+// A run of instructions a graph pass replaced (graph.cpp, kernel.h).
+struct Region {
+  std::string name;
+  pteron_region_fn run = nullptr;
+  void* state = nullptr;
+  void (*destroy)(void*) = nullptr;
+  size_t count = 0;   // instructions it stands for, from the one that names it
+  int32_t event = -1;  // interned "native_call_<name>" (profile)
 };
 
 struct Chain {
@@ -82,6 +93,7 @@ struct pteron_method {
   std::vector<pteron::AlignedBlock> owned;          // runtime-owned unplanned tensors
   std::vector<pteron::Chain> chains;
   std::vector<pteron::Delegate> delegates;
+  std::vector<pteron::Region> regions;  // graph passes' regions (graph.cpp)
   std::vector<int32_t> inputs, outputs;
   std::vector<bool> input_set;
   // Row-major copies of tensor inputs. Planned memory of an input may be
@@ -102,6 +114,8 @@ struct pteron_method {
   std::vector<int32_t> native_call_names;  // per operator index: "native_call_<op>", interned
 
   ~pteron_method() {
+    for (pteron::Region& r : regions)
+      if (r.destroy) r.destroy(r.state);
     for (pteron::Delegate& d : delegates)
       if (d.handle && d.backend.iface.destroy) d.backend.iface.destroy(d.handle);
     pteron_program_release(program);
@@ -123,6 +137,10 @@ Status load_method(pteron_program* p, const char* name, const pteron_method_opti
 // in the kernel registry and every delegate in the backend registry (naming
 // all that are missing at once), then initialises the delegates.
 Status build_chains(pteron_method* m);
+
+// graph.cpp: runs the registered graph passes (kernel.h) on every chain
+// without jumps or moves, unless PTERON_GRAPH_OPT is "0".
+Status run_graph_passes(pteron_method* m);
 
 // executor.cpp: copies the staged inputs into place and runs the chains.
 Status execute(pteron_method* m);

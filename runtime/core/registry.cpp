@@ -20,6 +20,7 @@ struct Registry {
   std::mutex mu;
   std::deque<KernelEntry> kernels;  // deque: stable addresses for listing
   std::deque<BackendEntry> backends;
+  std::deque<GraphPassEntry> passes;
   std::deque<std::string> refused;
   std::set<std::string> warned;  // pteron_warn_once's keys
 };
@@ -78,6 +79,12 @@ bool find_backend(const std::string& id, BackendEntry* out) {
   return false;
 }
 
+std::vector<GraphPassEntry> graph_passes() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return std::vector<GraphPassEntry>(r.passes.begin(), r.passes.end());
+}
+
 }  // namespace pteron
 
 using namespace pteron;
@@ -114,6 +121,19 @@ int32_t pteron_register_backend(uint32_t abi_version, const char* library,
   for (const BackendEntry& e : r.backends)
     if (e.id == b->id) return PTERON_OK;  // already registered: no-op
   r.backends.push_back(BackendEntry{*b, b->id, library ? library : "unnamed"});
+  return PTERON_OK;
+}
+
+int32_t pteron_register_graph_pass(uint32_t abi_version, const char* library,
+                                   const pteron_graph_pass* p) {
+  if (!abi_ok(abi_version, library, "graph pass registration")) return PTERON_ERROR_ABI_MISMATCH;
+  if (!p || !p->name || !p->run || p->struct_size < sizeof(pteron_graph_pass))
+    return PTERON_ERROR_INVALID_ARGUMENT;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const GraphPassEntry& e : r.passes)
+    if (e.name == p->name) return PTERON_OK;  // already registered: no-op
+  r.passes.push_back(GraphPassEntry{*p, p->name, library ? library : "unnamed"});
   return PTERON_OK;
 }
 

@@ -352,7 +352,9 @@ Status build_chains(pteron_method* m) {
   resolve_delegates(m, &missing);
   s = report_missing(m, missing);
   if (!s.ok()) return s;
-  return init_delegates(m);
+  s = init_delegates(m);
+  if (!s.ok()) return s;
+  return run_graph_passes(m);
 }
 
 }  // namespace pteron
