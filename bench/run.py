@@ -472,10 +472,23 @@ def program_list(only, zoo_folders=(), fixtures=False, zoo_variants=("xnnpack",)
                               "description": "fixture: " + f["proves"],
                               "expected_out0": FIXTURES / m["expected"][0],
                               "size_bytes": f["size_bytes"]})
-    for z in zoo_programs(zoo_folders):
+    zoo = zoo_programs(zoo_folders)
+    for z in zoo:
         variant = z["name"].rpartition("_")[2]
         if variant in zoo_variants:
             progs.append(dict(z, xnnpack=variant == "xnnpack"))
+    if "unlowered" in zoo_variants:
+        # pteron on the program exported without a partitioner (its graph passes at load),
+        # upstream on the XNNPACK-lowered program of the same model and input.
+        by_name = {z["name"]: z for z in zoo}
+        for z in zoo:
+            base, _, variant = z["name"].rpartition("_")
+            lowered = by_name.get(base + "_xnnpack")
+            if variant == "portable" and lowered:
+                progs.append(dict(z, name=base + "_unlowered", xnnpack=False,
+                                  peer_pte=lowered["pte"], peer_inputs=lowered["inputs"],
+                                  description=z["description"] + "; pteron: exported without "
+                                  "a partitioner, upstream: XNNPACK-lowered"))
     if only:
         progs = [p for p in progs if p["name"] in only]
     return progs
@@ -493,9 +506,11 @@ def side_envs(threads, pteron_env=None):
     return {"pteron": pt, "peer": dict(os.environ)}
 
 
-def program_args(prog):
-    common = [str(prog["pte"]), "--method", prog["method"]]
-    for i in prog["inputs"]:
+def program_args(prog, side="pteron"):
+    """The runner's arguments; an unlowered row gives the peer the lowered program."""
+    peer = side == "peer" and "peer_pte" in prog
+    common = [str(prog["peer_pte"] if peer else prog["pte"]), "--method", prog["method"]]
+    for i in prog["peer_inputs"] if peer else prog["inputs"]:
         common += ["--input", str(i)]
     return common
 
@@ -503,11 +518,11 @@ def program_args(prog):
 def bench_program(prog, threads, bins, round_seconds, rounds, timeout, pteron_env=None):
     """Alternates pteron and peer processes on one program at one thread count."""
     res = {}
-    common = program_args(prog)
+    common = {side: program_args(prog, side) for side in ("pteron", "peer")}
     envs = side_envs(threads, pteron_env)
     plans = {}
     for side in ("pteron", "peer"):
-        r = measure([str(bins[side]), *common, "--warmup", "0", "--iterations", "1",
+        r = measure([str(bins[side]), *common[side], "--warmup", "0", "--iterations", "1",
                      "--threads", str(threads)], envs[side], timeout)
         if "error" in r:
             res[side] = {"error": r["error"]}
@@ -534,7 +549,7 @@ def bench_program(prog, threads, bins, round_seconds, rounds, timeout, pteron_en
             if side not in plans:
                 continue
             w, n = plans[side]
-            r = measure([str(bins[side]), *common, "--warmup", str(w), "--iterations", str(n),
+            r = measure([str(bins[side]), *common[side], "--warmup", str(w), "--iterations", str(n),
                          "--threads", str(threads)], envs[side], timeout)
             if "error" in r:
                 res[side] = {"error": "failed in a timed round: " + r["error"]}
@@ -1084,9 +1099,11 @@ def main(argv=None):
                     help="a folder of already exported zoo models (one folder per model with its "
                          "manifest.json, e.g. one key folder of the zoo cache): no export")
     ap.add_argument("--zoo-variants", nargs="+", default=["xnnpack"],
-                    choices=["xnnpack", "portable"],
+                    choices=["xnnpack", "portable", "unlowered"],
                     help="which of each zoo model's programs (default: xnnpack; upstream's "
-                         "portable convolutions take seconds per run)")
+                         "portable convolutions take seconds per run; unlowered: pteron on the "
+                         "program exported without a partitioner against upstream on the "
+                         "XNNPACK-lowered one, rows <model>_unlowered)")
     ap.add_argument("--fixtures", action="store_true",
                     help="also every method of every committed fixture (adds ~6 minutes)")
     ap.add_argument("--contention", type=int, default=2, metavar="N",

@@ -57,7 +57,19 @@ namespace cpu = ::pteron_cpu;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-enum class Kind { Conv, Depthwise, Bn, Clamp, Unary, Add, Mul, MulChannel, MaxPool, Mean };
+enum class Kind {
+  Conv,
+  Depthwise,
+  ExpandDepthwise,  // a 1x1 convolution (Node::expand) computed inside the depthwise one
+  Bn,
+  Clamp,
+  Unary,
+  Add,
+  Mul,
+  MulChannel,
+  MaxPool,
+  Mean
+};
 
 // NHWC sizes of a region value.
 struct Dims {
@@ -82,6 +94,8 @@ struct Node {
   // Bn before folding: per-channel scale and shift.
   std::vector<double> scale, shift;
   cpu::Pool2d pool;
+  // ExpandDepthwise: the 1x1 convolution whose output only this node reads.
+  std::shared_ptr<Node> expand;
   // Execution.
   cpu::ConvNhwc conv;
 };
@@ -440,6 +454,22 @@ int32_t run_region(pteron_kernel_context*, void* state) {
         cpu::depthwise_conv2d(p, in, out, r.zeros.data());
         break;
       }
+      case Kind::ExpandDepthwise: {
+        const Node& e = *nd.expand;
+        cpu::ExpandDepthwise p;
+        p.dw.n = x.n, p.dw.ih = x.h, p.dw.iw = x.w, p.dw.ic = y.c, p.dw.m = 1;
+        p.dw.oh = y.h, p.dw.ow = y.w;
+        p.dw.kh = nd.cs.kh, p.dw.kw = nd.cs.kw, p.dw.sh = nd.cs.sh, p.dw.sw = nd.cs.sw;
+        p.dw.dh = nd.cs.dh, p.dw.dw = nd.cs.dw, p.dw.pt = nd.cs.pt, p.dw.pl = nd.cs.pl;
+        p.dw.w = nd.filter.data(), p.dw.bias = nd.bias.data(), p.dw.lo = nd.lo, p.dw.hi = nd.hi;
+        p.dw.act = nd.act, p.dw.act_op = nd.act_op;
+        p.w = &e.conv.weights(0);
+        p.lo = e.lo, p.hi = e.hi;
+        p.act.on = e.act, p.act.op = e.act_op;
+        if (!cpu::expand_depthwise_conv2d(p, in, out, r.zeros.data()))
+          return PTERON_ERROR_OUT_OF_MEMORY;
+        break;
+      }
       case Kind::Clamp:
         cpu::unary(cpu::NUnary::Clamp, in, out, y.numel(), nd.lo, nd.hi, -kInf, kInf);
         break;
@@ -593,6 +623,22 @@ struct Builder {
         }
       }
     }
+    // A 1x1 expansion that only a depthwise convolution reads (MobileNetV2's and
+    // EfficientNet's blocks): computed row by row inside it, never stored whole.
+    for (Node& d : nodes) {
+      if (!d.alive || d.kind != Kind::Depthwise || d.cs.dh != 1 || d.cs.kh > 64) continue;
+      const int64_t pi = producer(d.in[0]);
+      if (pi < 0) continue;
+      Node& e = nodes[size_t(pi)];
+      const cpu::ConvNhwcShape& c = e.cs;
+      if (e.kind != Kind::Conv || e.res || c.kh != 1 || c.kw != 1 || c.sh != 1 || c.sw != 1 ||
+          c.pt != 0 || c.pl != 0 || c.groups != 1 || !private_once(d.in[0]))
+        continue;
+      d.kind = Kind::ExpandDepthwise;
+      d.in = e.in;
+      d.expand = std::make_shared<Node>(std::move(e));
+      e.alive = false;
+    }
   }
 
   // Slots: one per value a live node reads or writes; first fit in one arena over the nodes'
@@ -669,6 +715,12 @@ struct Builder {
     for (Node& nd : r->nodes) {
       const Dims& x = r->dims(nd.in[0]);
       if (nd.kind == Kind::Depthwise) zeros = std::max(zeros, size_t(x.w * x.c));
+      if (nd.kind == Kind::ExpandDepthwise) {
+        zeros = std::max(zeros, size_t(x.w * r->dims(nd.out).c));
+        Node& e = *nd.expand;
+        if (!e.conv.prepare(e.cs, e.filter.data(), e.bias.data())) return false;
+        std::vector<float>().swap(e.filter);
+      }
       if (nd.kind == Kind::Mean)
         partial = std::max(partial, size_t(x.n * cpu::global_avg_pool2d_parts(x.h * x.w, x.c) *
                                            x.c));
