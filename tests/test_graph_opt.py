@@ -114,8 +114,10 @@ CHILD = textwrap.dedent("""
     m = program.load_method("forward")
     m.set_profiling(True)
     out = m.run([np.load(p) for p in sys.argv[4:]])
-    names = [e["name"] for e in m.profile_events() if e["run"] == 0]
-    json.dump({"names": names, "out": [o.tolist() for o in out]}, sys.stdout)
+    ev = [e for e in m.profile_events() if e["run"] == 0]
+    json.dump({"names": [e["name"] for e in ev if e["name"]],
+               "nodes": [e["debug_name"] for e in ev if e["debug_name"]],
+               "out": [o.tolist() for o in out]}, sys.stdout)
 """)
 
 
@@ -143,6 +145,11 @@ def test_cnn_fixture_runs_as_one_region_and_graph_opt_0_runs_every_instruction()
                    for n in kernels_on)
     assert "native_call__log_softmax.out" in kernels_on
     assert len(kernels_on) < len(kernels_off)
+    # Inside, one event per node (batch norms folded, so none of theirs), and the layout changes.
+    assert off["nodes"] == []
+    assert "nhwc convolution" in on["nodes"] and "nhwc batch norm" not in on["nodes"]
+    assert on["nodes"][0] == "nhwc layout (inputs to NHWC)"
+    assert on["nodes"][-1] == "nhwc layout (outputs to NCHW)"
     expected = np.load(FIXTURES / "cnn.forward.expected_0.npy")
     np.testing.assert_allclose(np.array(on["out"][0], dtype=np.float32), expected,
                                rtol=1e-4, atol=1e-5)

@@ -410,8 +410,28 @@ bool same_nchw(const pteron_tensor* t, const Dims& d) {
          t->sizes[3] == d.w;
 }
 
-int32_t run_region(pteron_kernel_context*, void* state) {
+// A node's name in the profile (one event per node while the method is profiled).
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Conv: return "nhwc convolution";
+    case Kind::Depthwise: return "nhwc depthwise convolution";
+    case Kind::ExpandDepthwise: return "nhwc 1x1 expansion + depthwise convolution";
+    case Kind::Bn: return "nhwc batch norm";
+    case Kind::Clamp: return "nhwc clamp";
+    case Kind::Unary: return "nhwc activation";
+    case Kind::Add: return "nhwc add";
+    case Kind::Mul:
+    case Kind::MulChannel: return "nhwc multiply";
+    case Kind::MaxPool: return "nhwc max pooling";
+    case Kind::Mean: return "nhwc global average pooling";
+  }
+  return "nhwc node";
+}
+
+int32_t run_region(pteron_kernel_context* ctx, void* state) {
   Region& r = *static_cast<Region*>(state);
+  const bool profiled = pteron_profiling_enabled(ctx) != 0;
+  uint64_t t0 = profiled ? pteron_profile_clock_ns() : 0;
   // Shapes first: nothing is written unless every one is as built.
   for (size_t s : r.imports)
     if (!same_nchw(r.slots[s].v->u.tensor, r.slots[s].dims)) return PTERON_REGION_DECLINED;
@@ -425,7 +445,13 @@ int32_t run_region(pteron_kernel_context*, void* state) {
       k.transpose(src + b * d.c * d.h * d.w, d.h * d.w, r.at(s) + b * d.h * d.w * d.c, d.c, d.c,
                   d.h * d.w);
   }
-  for (Node& nd : r.nodes) {
+  if (profiled) {
+    const uint64_t t1 = pteron_profile_clock_ns();
+    pteron_profile_delegate_event(ctx, "nhwc layout (inputs to NHWC)", -1, t0, t1);
+    t0 = t1;
+  }
+  for (size_t ni = 0; ni < r.nodes.size(); ++ni) {
+    Node& nd = r.nodes[ni];
     const Dims& x = r.dims(nd.in[0]);
     const Dims& y = r.dims(nd.out);
     float* out = r.at(nd.out);
@@ -489,6 +515,11 @@ int32_t run_region(pteron_kernel_context*, void* state) {
         break;
       case Kind::Bn: return PTERON_ERROR_INTERNAL;  // became a depthwise node at load
     }
+    if (profiled) {
+      const uint64_t t1 = pteron_profile_clock_ns();
+      pteron_profile_delegate_event(ctx, kind_name(nd.kind), int32_t(ni), t0, t1);
+      t0 = t1;
+    }
   }
   for (size_t s : r.exports) {  // NHWC -> NCHW
     const Dims& d = r.slots[s].dims;
@@ -501,6 +532,9 @@ int32_t run_region(pteron_kernel_context*, void* state) {
       k.transpose(r.at(s) + b * d.h * d.w * d.c, d.c, dst + b * d.c * d.h * d.w, d.h * d.w,
                   d.h * d.w, d.c);
   }
+  if (profiled)
+    pteron_profile_delegate_event(ctx, "nhwc layout (outputs to NCHW)", -1, t0,
+                                  pteron_profile_clock_ns());
   return PTERON_OK;
 }
 
