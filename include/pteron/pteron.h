@@ -178,7 +178,7 @@ typedef struct pteron_method_options {
    * terabytes: an application that loads programs it does not trust sets a
    * budget, and a method over it is refused with PTERON_ERROR_OUT_OF_MEMORY,
    * naming the buffer or value, before that block is allocated. Delegates'
-   * own memory is not counted. */
+   * own memory is not counted, nor that of graph passes' regions (kernel.h). */
   uint64_t max_allocated_bytes;
 } pteron_method_options;
 
