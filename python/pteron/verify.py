@@ -80,6 +80,7 @@ CHECKS = ("files", "exports", "single-owner", "dependencies", "platform", "priva
 # The runtime's registry: what a kernel, thread pool or delegate library calls
 # to register itself. It must come from the runtime library, never a copy.
 REGISTRY_FUNCTIONS = ("pteron_register_kernels", "pteron_register_backend",
+                      "pteron_register_graph_pass",
                       "pteron_set_parallel_backend")
 
 # Programs a package may ship in bin/ besides the Windows DLLs.
