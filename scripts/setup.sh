@@ -3,7 +3,8 @@
 # Installs what pteron's build and tests need, idempotently:
 #  - Debian packages: a C++ compiler, pkgconf, flatbuffers (headers + flatc), Eigen,
 #    pthreadpool, XNNPACK (the XNNPACK delegate), MinGW-w64 and Wine;
-#  - a Python virtual environment in .venv with numpy, pytest, cmake, ninja, conan,
+#  - a Python virtual environment in .venv with numpy, pytest, pytest-xdist (the suite
+#    runs in two workers, scripts/test.sh), cmake, ninja, conan,
 #    pefile, pyelftools, wheel and
 #    nanobind and scikit-build-core (the Python module's extension,
 #    python/CMakeLists.txt; the wheel, pyproject.toml), tokenizers (pteron.llm's tests
@@ -36,10 +37,10 @@ pteron_install_venv() {
     echo "==> creating $VENV"
     python3 -m venv "$VENV"
   fi
-  if ! "$VENV/bin/python" -c "import numpy, pytest, pefile, elftools, wheel, nanobind, scikit_build_core, tokenizers, ml_dtypes, mypy" >/dev/null 2>&1 ||
+  if ! "$VENV/bin/python" -c "import numpy, pytest, xdist, pefile, elftools, wheel, nanobind, scikit_build_core, tokenizers, ml_dtypes, mypy" >/dev/null 2>&1 ||
      [ ! -x "$VENV/bin/cmake" ] || [ ! -x "$VENV/bin/ninja" ] || [ ! -x "$VENV/bin/conan" ]; then
     echo "==> installing Python packages into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest cmake ninja conan pefile pyelftools wheel nanobind scikit-build-core tokenizers ml_dtypes mypy "$@"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy pytest pytest-xdist cmake ninja conan pefile pyelftools wheel nanobind scikit-build-core tokenizers ml_dtypes mypy "$@"
   fi
   export PATH="$VENV/bin:$PATH"
 }
