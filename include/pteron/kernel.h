@@ -303,6 +303,11 @@ PTERON_API const char* pteron_graph_operator(const pteron_graph* g, size_t i, co
 PTERON_API size_t pteron_graph_num_args(const pteron_graph* g, size_t i);
 PTERON_API pteron_value* pteron_graph_arg(const pteron_graph* g, size_t i, size_t j);
 
+/* Item j of a tensor list value (as a value of the method), or NULL (not a
+ * list, out of range, or an absent optional item). */
+PTERON_API pteron_value* pteron_graph_list_item(const pteron_graph* g, const pteron_value* list,
+                                                size_t j);
+
 /* What the runtime knows of a value (bits of pteron_graph_value_flags). */
 #define PTERON_GRAPH_CONSTANT 1u /* a tensor whose data lies in the program or data file */
 #define PTERON_GRAPH_INPUT 2u    /* a method input */

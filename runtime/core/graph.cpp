@@ -78,10 +78,8 @@ void describe(pteron_graph* g) {
         if (in.op == Op::Kernel) {  // a list's tensors count as named (a tuple return)
           std::vector<int32_t> all = named;
           for (int32_t idx : named)
-            for (const pteron_tensor* t : m->tlists[size_t(idx)])
-              for (size_t v = 0; v < m->values.size(); ++v)
-                if (t && m->values[v].tag == PTERON_VALUE_TENSOR && m->values[v].u.tensor == t)
-                  all.push_back(int32_t(v));
+            for (int32_t item : m->tlist_items[size_t(idx)])
+              if (item >= 0) all.push_back(item);
           std::sort(all.begin(), all.end());
           for (size_t x = 0; x + 1 < all.size(); ++x)
             if (all[x] == all[x + 1] && (x == 0 || all[x - 1] != all[x])) {
@@ -99,10 +97,8 @@ void describe(pteron_graph* g) {
         // A list names its items too.
         for (uint32_t item : m->int_items[size_t(idx)])
           if (item < m->values.size()) g->readers[item].push_back({uint32_t(c), uint32_t(k)});
-        for (const pteron_tensor* t : m->tlists[size_t(idx)])
-          for (size_t v = 0; v < m->values.size(); ++v)
-            if (t && m->values[v].tag == PTERON_VALUE_TENSOR && m->values[v].u.tensor == t)
-              g->readers[v].push_back({uint32_t(c), uint32_t(k)});
+        for (int32_t item : m->tlist_items[size_t(idx)])
+          if (item >= 0) g->readers[size_t(item)].push_back({uint32_t(c), uint32_t(k)});
       }
     }
   }
@@ -182,6 +178,15 @@ pteron_value* pteron_graph_arg(const pteron_graph* g, size_t i, size_t j) {
   if (!g || i >= pteron_graph_size(g)) return nullptr;
   const Instr& in = g->m->chains[g->chain].instrs[i];
   return j < in.args.size() ? in.args[j] : nullptr;
+}
+
+pteron_value* pteron_graph_list_item(const pteron_graph* g, const pteron_value* list, size_t j) {
+  if (!g || !list || list < g->m->values.data() ||
+      list >= g->m->values.data() + g->m->values.size())
+    return nullptr;
+  const std::vector<int32_t>& items = g->m->tlist_items[size_t(list - g->m->values.data())];
+  if (j >= items.size() || items[j] < 0) return nullptr;
+  return &g->m->values[size_t(items[j])];
 }
 
 uint32_t pteron_graph_value_flags(const pteron_graph* g, const pteron_value* v) {

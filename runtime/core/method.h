@@ -89,6 +89,7 @@ struct pteron_method {
   std::vector<std::vector<int64_t>> ints;           // IntList materialisation, per value
   std::vector<std::vector<uint32_t>> int_items;     // IntList item value indices, per value
   std::vector<std::vector<pteron_tensor*>> tlists;  // (Optional)TensorList, per value
+  std::vector<std::vector<int32_t>> tlist_items;    // their items' value indices (-1: absent)
   std::vector<pteron::AlignedBlock> planned;        // runtime-owned planned buffers
   std::vector<pteron::AlignedBlock> owned;          // runtime-owned unplanned tensors
   std::vector<pteron::Chain> chains;

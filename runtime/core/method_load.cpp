@@ -415,11 +415,13 @@ Status build_tensor_list(pteron_method* m, size_t i, const fb::EValue* ev) {
       optional ? ev->val_as_OptionalTensorList()->items() : ev->val_as_TensorList()->items();
   size_t k = items ? items->size() : 0;
   m->tlists[i].assign(k, nullptr);
+  m->tlist_items[i].assign(k, -1);
   for (size_t j = 0; j < k; ++j) {
     int32_t idx = items->Get(static_cast<uint32_t>(j));
     if (optional && idx == -1) continue;
     Status s = check_value_index(m, idx, format("tensor list value %zu", i).c_str());
     if (!s.ok()) return s;
+    m->tlist_items[i][j] = idx;
     const pteron_value& item = m->values[idx];
     if (item.tag == PTERON_VALUE_TENSOR) {
       m->tlists[i][j] = item.u.tensor;
@@ -444,6 +446,7 @@ Status build_values(pteron_method* m, const pteron_method_options* opts) {
   m->ints.assign(n, {});
   m->int_items.assign(n, {});
   m->tlists.assign(n, {});
+  m->tlist_items.assign(n, {});
 
   std::vector<size_t> buffer_sizes;
   Status s = place_planned_buffers(m, opts, &buffer_sizes);

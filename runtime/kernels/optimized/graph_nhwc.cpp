@@ -68,7 +68,11 @@ enum class Kind {
   Mul,
   MulChannel,
   MaxPool,
-  Mean
+  AvgPool,
+  Mean,
+  Cat,       // along channels
+  Scalar,    // a one-element constant copied at run time (_to_dim_order_copy): known at load
+  ScalarOp   // x op a Scalar node's value (add, mul, div)
 };
 
 // NHWC sizes of a region value.
@@ -94,6 +98,10 @@ struct Node {
   // Bn before folding: per-channel scale and shift.
   std::vector<double> scale, shift;
   cpu::Pool2d pool;
+  // Scalar: its value; ScalarOp: the operator, and the Scalar node's value (scalar_src).
+  float scalar = 0.0f;
+  cpu::NBinary scalar_op = cpu::NBinary::Add;
+  pteron_value* scalar_src = nullptr;
   // ExpandDepthwise: the 1x1 convolution whose output only this node reads.
   std::shared_ptr<Node> expand;
   // Execution.
@@ -277,6 +285,62 @@ bool read_pool(const pteron_graph* g, size_t i, Node* nd, std::vector<pteron_val
   return true;
 }
 
+// avg_pool2d.out(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+// divisor_override, out): without padding or a divisor, every window inside the input.
+bool read_avg_pool(const pteron_graph* g, size_t i, Node* nd) {
+  if (pteron_graph_num_args(g, i) < 8) return false;
+  pteron_value* a[8];
+  for (size_t j = 0; j < 8; ++j) a[j] = pteron_graph_arg(g, i, j);
+  if (!activation(g, a[0]) || !activation(g, a[7]) || a[6]->tag != PTERON_VALUE_NONE) return false;
+  int64_t k[2], st[2], pad[2];
+  if (!int_pair(g, a[1], k)) return false;
+  if (a[2]->tag == PTERON_VALUE_INT_LIST && a[2]->u.int_list.size == 0) {
+    st[0] = k[0], st[1] = k[1];
+  } else if (!int_pair(g, a[2], st)) {
+    return false;
+  }
+  if (!int_pair(g, a[3], pad) || pad[0] != 0 || pad[1] != 0) return false;
+  const Dims x = dims_of(tensor_of(a[0])), y = dims_of(tensor_of(a[7]));
+  if (x.n != y.n || x.c != y.c || k[0] < 1 || k[1] < 1 || st[0] < 1 || st[1] < 1) return false;
+  if (x.h < k[0] || x.w < k[1] || y.h != (x.h - k[0]) / st[0] + 1 ||
+      y.w != (x.w - k[1]) / st[1] + 1)
+    return false;  // (ceil mode with a partial window: the kernel's)
+  nd->kind = Kind::AvgPool;
+  nd->in = {a[0]};
+  nd->out = a[7];
+  cpu::Pool2d& p = nd->pool;
+  p.n = x.n, p.ih = x.h, p.iw = x.w, p.c = x.c, p.oh = y.h, p.ow = y.w;
+  p.kh = k[0], p.kw = k[1], p.sh = st[0], p.sw = st[1], p.lo = -kInf, p.hi = kInf;
+  return true;
+}
+
+// cat.out(tensors, dim, out) along the channels of 4-D tensors.
+bool read_cat(const pteron_graph* g, size_t i, Node* nd) {
+  if (pteron_graph_num_args(g, i) < 3) return false;
+  pteron_value* list = pteron_graph_arg(g, i, 0);
+  pteron_value* dim = pteron_graph_arg(g, i, 1);
+  pteron_value* out = pteron_graph_arg(g, i, 2);
+  if (!list || list->tag != PTERON_VALUE_TENSOR_LIST || list->u.tensor_list.size == 0 ||
+      dim->tag != PTERON_VALUE_INT || (dim->u.i != 1 && dim->u.i != -3) || !activation(g, out))
+    return false;
+  const Dims y = dims_of(tensor_of(out));
+  int64_t c = 0;
+  for (size_t j = 0; j < list->u.tensor_list.size; ++j) {
+    pteron_value* v = pteron_graph_list_item(g, list, j);
+    if (!activation(g, v)) return false;
+    const Dims x = dims_of(tensor_of(v));
+    if (x.n != y.n || x.h != y.h || x.w != y.w) return false;
+    for (const pteron_value* seen : nd->in)
+      if (seen == v) return false;  // one value twice: its slot is read twice, keep it simple
+    nd->in.push_back(v);
+    c += x.c;
+  }
+  if (c != y.c) return false;
+  nd->kind = Kind::Cat;
+  nd->out = out;
+  return true;
+}
+
 bool read_mean(const pteron_graph* g, size_t i, Node* nd) {
   if (pteron_graph_num_args(g, i) < 5) return false;
   pteron_value* a[5];
@@ -304,6 +368,71 @@ bool read_mean(const pteron_graph* g, size_t i, Node* nd) {
   return true;
 }
 
+// A one-element float32 tensor of static shape (rank 0 or all sizes 1).
+bool one_element(const pteron_graph* g, pteron_value* v) {
+  const pteron_tensor* t = tensor_of(v);
+  if (!t || t->dtype != PTERON_DTYPE_FLOAT32 || (pteron_graph_value_flags(g, v) & PTERON_GRAPH_DYNAMIC))
+    return false;
+  for (int32_t d = 0; d < t->dim; ++d)
+    if (t->sizes[d] != 1) return false;
+  return true;
+}
+
+// dim_order_ops::_to_dim_order_copy.out(self, non_blocking, dim_order, out) of a one-element
+// float32 constant (the exporter's way of placing a number such as hardswish's 3 and 6).
+bool read_scalar_copy(const pteron_graph* g, size_t i, Node* nd) {
+  if (pteron_graph_num_args(g, i) < 4) return false;
+  pteron_value* x = pteron_graph_arg(g, i, 0);
+  pteron_value* out = pteron_graph_arg(g, i, 3);
+  const pteron_tensor* t = tensor_of(x);
+  if (!t || !t->data || !one_element(g, out) ||
+      !(pteron_graph_value_flags(g, x) & PTERON_GRAPH_CONSTANT))
+    return false;
+  for (int32_t d = 0; d < t->dim; ++d)
+    if (t->sizes[d] != 1) return false;
+  // The source's dtype (the exporter keeps Python numbers as int64 or float64 constants),
+  // rounded to float32 as the copy rounds it.
+  switch (t->dtype) {
+    case PTERON_DTYPE_FLOAT32: nd->scalar = *static_cast<const float*>(t->data); break;
+    case PTERON_DTYPE_FLOAT64: nd->scalar = float(*static_cast<const double*>(t->data)); break;
+    case PTERON_DTYPE_INT64: nd->scalar = float(*static_cast<const int64_t*>(t->data)); break;
+    case PTERON_DTYPE_INT32: nd->scalar = float(*static_cast<const int32_t*>(t->data)); break;
+    default: return false;
+  }
+  nd->kind = Kind::Scalar;
+  nd->out = out;
+  return true;
+}
+
+// add / mul / div of an activation and a one-element tensor (resolved against the run's
+// Scalar nodes by the caller): x op s; add with alpha 1 only.
+bool read_scalar_op(const pteron_graph* g, size_t i, cpu::NBinary op, Node* nd) {
+  const size_t na = pteron_graph_num_args(g, i);
+  const size_t out_at = op == cpu::NBinary::Add ? 3 : 2;
+  if (na <= out_at) return false;
+  pteron_value* a = pteron_graph_arg(g, i, 0);
+  pteron_value* b = pteron_graph_arg(g, i, 1);
+  pteron_value* out = pteron_graph_arg(g, i, out_at);
+  if (op == cpu::NBinary::Add) {
+    double alpha = 0.0;
+    if (!number(pteron_graph_arg(g, i, 2), &alpha) || alpha != 1.0) return false;
+  }
+  if (!activation(g, out)) return false;
+  pteron_value* x = a;
+  pteron_value* sc = b;
+  if (!(activation(g, a) && one_element(g, b))) {
+    if (op == cpu::NBinary::Div || !(activation(g, b) && one_element(g, a))) return false;
+    x = b, sc = a;  // s + x, s * x
+  }
+  if (!(dims_of(tensor_of(x)) == dims_of(tensor_of(out)))) return false;
+  nd->kind = Kind::ScalarOp;
+  nd->scalar_op = op;
+  nd->in = {x};
+  nd->scalar_src = sc;
+  nd->out = out;
+  return true;
+}
+
 // One instruction as a node; false when it cannot be part of a region.
 bool read_node(const pteron_graph* g, size_t i, Node* nd, std::vector<pteron_value*>* dead) {
   const char* ov = nullptr;
@@ -315,6 +444,11 @@ bool read_node(const pteron_graph* g, size_t i, Node* nd, std::vector<pteron_val
     return read_bn(g, i, nd, dead);
   if (is_op(name, ov, "aten::max_pool2d_with_indices", "out")) return read_pool(g, i, nd, dead);
   if (is_op(name, ov, "aten::mean", "out")) return read_mean(g, i, nd);
+  if (is_op(name, ov, "aten::avg_pool2d", "out")) return read_avg_pool(g, i, nd);
+  if (is_op(name, ov, "aten::cat", "out")) return read_cat(g, i, nd);
+  if (is_op(name, ov, "dim_order_ops::_to_dim_order_copy", "out"))
+    return read_scalar_copy(g, i, nd);
+  if (is_op(name, ov, "aten::div", "out")) return read_scalar_op(g, i, cpu::NBinary::Div, nd);
   const bool unary = is_op(name, ov, "aten::relu", "out") || is_op(name, ov, "aten::sigmoid", "out") ||
                      is_op(name, ov, "aten::silu", "out") || is_op(name, ov, "aten::hardswish", "out");
   if (unary) {
@@ -346,6 +480,10 @@ bool read_node(const pteron_graph* g, size_t i, Node* nd, std::vector<pteron_val
     nd->out = arg(3);
     return true;
   }
+  if (is_op(name, ov, "aten::add", "out") && read_scalar_op(g, i, cpu::NBinary::Add, nd))
+    return true;
+  if (is_op(name, ov, "aten::mul", "out") && read_scalar_op(g, i, cpu::NBinary::Mul, nd))
+    return true;
   if (is_op(name, ov, "aten::add", "out")) {
     double alpha = 0.0;
     if (na < 4 || !number(arg(2), &alpha) || alpha != 1.0) return false;
@@ -410,6 +548,26 @@ bool same_nchw(const pteron_tensor* t, const Dims& d) {
          t->sizes[3] == d.w;
 }
 
+struct CatJob {
+  Region* r;
+  const Node* nd;
+  float* out;
+  int64_t c;
+};
+
+// Pixels [b, e) of a concatenation along channels: each input's channels at its offset.
+void cat_pixels(void* user, int64_t b, int64_t e) {
+  const CatJob& j = *static_cast<const CatJob*>(user);
+  int64_t off = 0;
+  for (const pteron_value* v : j.nd->in) {
+    const int64_t ci = j.r->dims(v).c;
+    const float* src = j.r->at(v);
+    for (int64_t p = b; p < e; ++p)
+      std::memcpy(j.out + p * j.c + off, src + p * ci, sizeof(float) * size_t(ci));
+    off += ci;
+  }
+}
+
 // A node's name in the profile (one event per node while the method is profiled).
 const char* kind_name(Kind k) {
   switch (k) {
@@ -423,6 +581,10 @@ const char* kind_name(Kind k) {
     case Kind::Mul:
     case Kind::MulChannel: return "nhwc multiply";
     case Kind::MaxPool: return "nhwc max pooling";
+    case Kind::AvgPool: return "nhwc average pooling";
+    case Kind::Cat: return "nhwc concatenation";
+    case Kind::Scalar: return "nhwc scalar";
+    case Kind::ScalarOp: return "nhwc scalar operator";
     case Kind::Mean: return "nhwc global average pooling";
   }
   return "nhwc node";
@@ -510,9 +672,22 @@ int32_t run_region(pteron_kernel_context* ctx, void* state) {
         break;
       }
       case Kind::MaxPool: cpu::max_pool2d(nd.pool, in, out); break;
+      case Kind::AvgPool: cpu::avg_pool2d(nd.pool, in, out); break;
+      case Kind::Cat: {
+        CatJob job{&r, &nd, out, y.c};
+        pteron_parallel_for(0, y.n * y.h * y.w, cpu::grain_for(y.c), &cat_pixels, &job);
+        break;
+      }
       case Kind::Mean:
         cpu::global_avg_pool2d(x.n, x.h * x.w, x.c, in, out, -kInf, kInf, r.partial.data());
         break;
+      case Kind::ScalarOp: {
+        const int64_t os[4] = {y.n, y.h, y.w, y.c}, one[1] = {1};
+        cpu::binary_broadcast(nd.scalar_op, in, os, 4, &nd.scalar, one, 1, out, os, 4, nd.lo,
+                              nd.hi);
+        break;
+      }
+      case Kind::Scalar:  // never placed (place() keeps only nodes with a slot)
       case Kind::Bn: return PTERON_ERROR_INTERNAL;  // became a depthwise node at load
     }
     if (profiled) {
@@ -564,7 +739,67 @@ struct Builder {
   // v is read once, by the next consumer only, and nothing outside sees it.
   bool private_once(const pteron_value* v) const { return readers(v) == 1 && !exported(v); }
 
+  // The one live node that reads v (-1: none or several).
+  int64_t consumer(const pteron_value* v) const {
+    int64_t found = -1;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      if (!nodes[k].alive) continue;
+      bool reads = nodes[k].res == v;
+      for (const pteron_value* x : nodes[k].in) reads = reads || x == v;
+      if (reads) {
+        if (found >= 0) return -1;
+        found = int64_t(k);
+      }
+    }
+    return found;
+  }
+
+  // clamp(clamp(x, a, b), c, d) -> clamp(x, max(a, c), min(b, d)) (overlapping ranges), and
+  // x * clamp(x + 3, 0, 6) / 6 (the exporter's hardswish) -> hardswish(x).
+  void fuse_clamps_and_hardswish() {
+    for (Node& c2 : nodes) {
+      if (!c2.alive || c2.kind != Kind::Clamp) continue;
+      const int64_t pi = producer(c2.in[0]);
+      if (pi < 0 || nodes[size_t(pi)].kind != Kind::Clamp || !private_once(c2.in[0])) continue;
+      Node& c1 = nodes[size_t(pi)];
+      const float lo = std::max(c1.lo, c2.lo), hi = std::min(c1.hi, c2.hi);
+      if (!(lo <= hi)) continue;
+      c1.lo = lo, c1.hi = hi, c1.out = c2.out;
+      c2.alive = false;
+    }
+    for (Node& a : nodes) {
+      if (!a.alive || a.kind != Kind::ScalarOp || a.scalar_op != cpu::NBinary::Add ||
+          a.scalar != 3.0f || !private_once(a.out))
+        continue;
+      const pteron_value* x = a.in[0];
+      const int64_t ci = consumer(a.out);
+      if (ci < 0) continue;
+      Node& c = nodes[size_t(ci)];
+      if (c.kind != Kind::Clamp || c.lo != 0.0f || c.hi != 6.0f || !private_once(c.out)) continue;
+      const int64_t mi = consumer(c.out);
+      if (mi < 0) continue;
+      Node& m = nodes[size_t(mi)];
+      const bool pair = m.kind == Kind::Mul && ((m.in[0] == x && m.in[1] == c.out) ||
+                                               (m.in[1] == x && m.in[0] == c.out));
+      if (!pair || !private_once(m.out)) continue;
+      const int64_t di = consumer(m.out);
+      if (di < 0) continue;
+      Node& d = nodes[size_t(di)];
+      const bool sixth = d.kind == Kind::ScalarOp &&
+                         ((d.scalar_op == cpu::NBinary::Div && d.scalar == 6.0f) ||
+                          (d.scalar_op == cpu::NBinary::Mul && d.scalar == 1.0f / 6.0f));
+      if (!sixth) continue;
+      a.kind = Kind::Unary;
+      a.act_op = cpu::NUnary::Hardswish;
+      a.out = d.out;
+      c.alive = m.alive = d.alive = false;
+    }
+  }
+
   void fuse() {
+    for (Node& nd : nodes)
+      if (nd.kind == Kind::Scalar) nd.alive = false;  // read at load by its ScalarOps
+    fuse_clamps_and_hardswish();
     // sigmoid(x) * x -> silu(x).
     for (size_t k = 0; k < nodes.size(); ++k) {
       Node& s = nodes[k];
@@ -786,6 +1021,9 @@ int32_t install(pteron_graph* g, size_t first, size_t count, std::vector<Node>* 
   if (!worth_it(*nodes)) return PTERON_OK;
   for (const pteron_value* v : dead)
     if (pteron_graph_uses_outside(g, v, first, count) > 0) return PTERON_OK;
+  for (const Node& nd : *nodes)
+    if (nd.kind == Kind::Scalar && pteron_graph_uses_outside(g, nd.out, first, count) > 0)
+      return PTERON_OK;
   Builder b{g, first, count, std::move(*nodes)};
   b.fuse();
   std::unique_ptr<Region> r(new (std::nothrow) Region);
@@ -809,6 +1047,14 @@ int32_t nhwc_pass(pteron_graph* g) {
       Node nd;
       const size_t before = dead.size();
       bool ok = read_node(g, i, &nd, &dead);
+      if (ok && nd.kind == Kind::ScalarOp) {  // its number: a Scalar node of this run
+        ok = false;
+        for (const Node& p : nodes)
+          if (p.kind == Kind::Scalar && p.out == nd.scalar_src) {
+            nd.scalar = p.scalar;
+            ok = true;
+          }
+      }
       // An input that is not a value the run wrote, on storage the run wrote before (a view
       // the memory plan made of a value the region would not write): not in this run.
       for (size_t k = 0; ok && k < nd.in.size(); ++k) {
