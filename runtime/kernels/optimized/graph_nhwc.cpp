@@ -895,7 +895,11 @@ struct Builder {
     // A 1x1 expansion that only a depthwise convolution reads (MobileNetV2's and
     // EfficientNet's blocks): computed row by row inside it, never stored whole.
     for (Node& d : nodes) {
-      if (!d.alive || d.kind != Kind::Depthwise || d.cs.dh != 1 || d.cs.kh > 64) continue;
+      // Where the XNNPACK delegate fuses them (kExpandDepthwiseMinBytes, windows up to 16).
+      if (!d.alive || d.kind != Kind::Depthwise || d.cs.dh != 1 || d.cs.kh > 16 ||
+          dims_of(d.in[0]->u.tensor).numel() * int64_t(sizeof(float)) <
+              cpu::kExpandDepthwiseMinBytes)
+        continue;
       const int64_t pi = producer(d.in[0]);
       if (pi < 0) continue;
       Node& e = nodes[size_t(pi)];

@@ -12,6 +12,7 @@
 #include "kernels/own_ops.h"
 #include "options.h"
 #include "passes/passes.h"
+#include "pteron_cpu/gemm.h"
 
 namespace pteron {
 namespace xnnpack {
@@ -155,14 +156,12 @@ size_t fuse_residual_add(FusionContext& pass) {
 // expansion and the depthwise convolution after it: the expanded tensor, six times the
 // block's input, was written whole and read back (112 x 112 x 96 floats, 4.8 MB, in
 // MobileNetV2's second block; twice the L2 cache). Only where that tensor is at least
-// kExpandFuseMinBytes at the declared shapes: below, it stays in the cache between the two
-// nodes, and each thread's first rows, computed twice at a split, would cost more than the
-// pass saves. The results are the unfused ones bit for bit (each pixel through the GEMM
+// pteron_cpu::kExpandDepthwiseMinBytes at the declared shapes: below, it stays in the cache
+// between the two nodes, and each thread's first rows, computed twice at a split, would cost
+// more than the pass saves. The results are the unfused ones bit for bit (each pixel through the GEMM
 // microkernel the unfused convolution gives it, pteron_cpu::ExpandDepthwise; the same depthwise
 // row kernel). Float32 values only, where pteron's kernels run both node types;
 // PTERON_XNNPACK_FUSE=0 switches it off. Returns the number of nodes removed.
-constexpr size_t kExpandFuseMinBytes = size_t(1) << 20;
-
 size_t fuse_expand_depthwise(FusionContext& pass) {
   if (!pass.own({Op::DepthwiseConv2d, Op::Conv2d})) return 0;
   Graph& g = pass.g;
@@ -193,7 +192,7 @@ size_t fuse_expand_depthwise(FusionContext& pass) {
         (b != kNoValue && (b >= nv || !g.values[b].constant)))
       continue;
     const Shape& td = g.values[t].dims;
-    if (td.size() != 4 || checked_numel(td) * sizeof(float) < kExpandFuseMinBytes)
+    if (td.size() != 4 || checked_numel(td) * sizeof(float) < size_t(pteron_cpu::kExpandDepthwiseMinBytes))
       continue;
     if (!declared_shapes_hold(g, c, declared)) continue;
     d.inputs[0] = x;

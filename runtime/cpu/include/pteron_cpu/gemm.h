@@ -149,6 +149,11 @@ void gemm_packed_indirect_serial(int64_t m, int64_t segs, int64_t seglen, const 
 // 1 <= dw.kh <= 64 (otherwise nothing is done) and a row block of at least 3 (every level's).
 // zeros: dw.iw * dw.ic zeros (the rows outside the image). False, with out incomplete, when a
 // thread's ring ((dw.kh x dw.iw + 2) x dw.ic floats, kept between calls) cannot be allocated.
+// Where the fusion pays (the XNNPACK delegate's fuse_expand_depthwise and kernels_optimized's
+// NHWC regions): an expanded tensor of at least this many bytes. Below, it stays in the cache
+// between the two nodes, and each thread's first rows, computed twice at a split, cost more
+// than the fusion saves.
+constexpr int64_t kExpandDepthwiseMinBytes = int64_t(1) << 20;
 struct ExpandDepthwise {
   DwConv2d dw;
   const PackedWeights* w = nullptr;
