@@ -226,8 +226,10 @@ size_t pteron_graph_uses_outside(const pteron_graph* g, const pteron_value* v, s
     if (g->written[u] || !same_storage(u)) continue;
     if (g->flags[u] & PTERON_GRAPH_OUTPUT) ++n;
     for (const auto& r : g->readers[u]) {
-      if (r.first == g->chain && r.second >= first && r.second < first + count) continue;
-      if (r.first != g->chain || r.second < first) {  // another chain, or before: assume so
+      // Inside the run, or before it (chains run once, in order, and a rewritable chain has
+      // no jumps): what the run writes cannot be what such a read sees.
+      if (r.first < g->chain || (r.first == g->chain && r.second < first + count)) continue;
+      if (r.first != g->chain) {  // a later chain: assume so
         ++n;
         continue;
       }

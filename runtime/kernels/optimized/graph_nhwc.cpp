@@ -71,6 +71,7 @@ enum class Kind {
   AvgPool,
   Mean,
   Cat,       // along channels
+  Gather,    // out[pixel][c] = in[pixel][gather[c]] (a channel shuffle's split halves)
   Scalar,    // a one-element constant copied at run time (_to_dim_order_copy): known at load
   ScalarOp   // x op a Scalar node's value (add, mul, div)
 };
@@ -102,6 +103,12 @@ struct Node {
   float scalar = 0.0f;
   cpu::NBinary scalar_op = cpu::NBinary::Add;
   pteron_value* scalar_src = nullptr;
+  // Gather: the input channel of each output channel. out_view: `out` is a 5-D tensor
+  // ([N, C/g, g, H, W], a channel shuffle's) whose storage later instructions read as the
+  // [N, C, H, W] tensor out_dims.
+  std::vector<int64_t> gather;
+  bool out_view = false;
+  Dims out_dims;
   // ExpandDepthwise: the 1x1 convolution whose output only this node reads.
   std::shared_ptr<Node> expand;
   // Execution.
@@ -433,6 +440,116 @@ bool read_scalar_op(const pteron_graph* g, size_t i, cpu::NBinary op, Node* nd) 
   return true;
 }
 
+bool same_storage(const pteron_tensor* a, const pteron_tensor* b) {
+  if (!a || !b || a->data != b->data || !a->data) return false;
+  int64_t na = 1, nb = 1;
+  for (int32_t d = 0; d < a->dim; ++d) na *= a->sizes[d];
+  for (int32_t d = 0; d < b->dim; ++d) nb *= b->sizes[d];
+  return na == nb && na > 0;
+}
+
+bool list_is(const pteron_value* v, std::initializer_list<int64_t> want) {
+  if (!v || v->tag != PTERON_VALUE_INT_LIST || v->u.int_list.size != want.size()) return false;
+  size_t k = 0;
+  for (int64_t w : want)
+    if (v->u.int_list.data[k++] != w) return false;
+  return true;
+}
+
+// ShuffleNet's channel shuffle and split, three instructions on views the memory plan made:
+//   permute_copy(view [N, g, C/g, H, W] of x, [0, 2, 1, 3, 4]) -> t
+//   _clone_dim_order(t, contiguous) -> u
+//   split_with_sizes_copy(view [N, C, H, W] of u, sizes, 1) -> outputs
+// as one Gather node per output (x: a value an earlier node of the run wrote); without the
+// split (a stage's last block), one Gather node writing u, which later nodes read through its
+// [N, C, H, W] view. Appends the nodes, the values only they may read to *dead and the
+// instructions taken to *consumed; false when the instructions are not that.
+bool read_shuffle(const pteron_graph* g, size_t i, const std::vector<Node>& run,
+                  std::vector<Node>* out, std::vector<pteron_value*>* dead, size_t* consumed) {
+  const char* ov = nullptr;
+  const char* name = pteron_graph_operator(g, i, &ov);
+  if (!is_op(name, ov, "aten::permute_copy", "out") || pteron_graph_size(g) < i + 3 ||
+      pteron_graph_num_args(g, i) < 3)
+    return false;
+  pteron_value* view = pteron_graph_arg(g, i, 0);
+  pteron_value* t = pteron_graph_arg(g, i, 2);
+  const pteron_tensor* vt = tensor_of(view);
+  if (!vt || vt->dim != 5 || vt->dtype != PTERON_DTYPE_FLOAT32 || !contiguous(vt) ||
+      !list_is(pteron_graph_arg(g, i, 1), {0, 2, 1, 3, 4}) || !tensor_of(t))
+    return false;
+  pteron_value* x = nullptr;
+  for (const Node& p : run)
+    if (p.kind != Kind::Scalar && same_storage(tensor_of(p.out), vt)) x = p.out;
+  if (!x || !activation(g, x)) return false;
+  const Dims xd = dims_of(tensor_of(x));
+  const int64_t groups = vt->sizes[1], per = vt->sizes[2];
+  if (vt->sizes[0] != xd.n || groups * per != xd.c || vt->sizes[3] != xd.h || vt->sizes[4] != xd.w)
+    return false;
+  name = pteron_graph_operator(g, i + 1, &ov);
+  if (!is_op(name, ov, "dim_order_ops::_clone_dim_order", "out") ||
+      pteron_graph_num_args(g, i + 1) < 4 || pteron_graph_arg(g, i + 1, 0) != t ||
+      !list_is(pteron_graph_arg(g, i + 1, 2), {0, 1, 2, 3, 4}))
+    return false;
+  pteron_value* u = pteron_graph_arg(g, i + 1, 3);
+  const pteron_tensor* ut = tensor_of(u);
+  if (!ut || ut->dim != 5 || ut->dtype != PTERON_DTYPE_FLOAT32 || !contiguous(ut) ||
+      ut->sizes[1] != per || ut->sizes[2] != groups)
+    return false;
+  name = pteron_graph_operator(g, i + 2, &ov);
+  if (!is_op(name, ov, "aten::split_with_sizes_copy", "out") ||
+      pteron_graph_num_args(g, i + 2) < 4) {
+    // No split: later instructions read u's storage as [N, C, H, W].
+    Node nd;
+    nd.kind = Kind::Gather;
+    nd.in = {x};
+    nd.out = u;
+    nd.out_view = true;
+    nd.out_dims = xd;
+    for (int64_t sh = 0; sh < xd.c; ++sh) nd.gather.push_back((sh % groups) * per + sh / groups);
+    out->push_back(std::move(nd));
+    dead->push_back(t);
+    *consumed = 2;
+    return true;
+  }
+  pteron_value* uview = pteron_graph_arg(g, i + 2, 0);
+  pteron_value* sizes = pteron_graph_arg(g, i + 2, 1);
+  pteron_value* dim = pteron_graph_arg(g, i + 2, 2);
+  pteron_value* list = pteron_graph_arg(g, i + 2, 3);
+  if (!same_storage(tensor_of(u), tensor_of(uview)) || !activation(g, uview) ||
+      !(dims_of(tensor_of(uview)) == xd) || !dim || dim->tag != PTERON_VALUE_INT ||
+      (dim->u.i != 1 && dim->u.i != -3) || !sizes || sizes->tag != PTERON_VALUE_INT_LIST ||
+      !list || list->tag != PTERON_VALUE_TENSOR_LIST ||
+      list->u.tensor_list.size != sizes->u.int_list.size)
+    return false;
+  int64_t offset = 0;
+  std::vector<Node> nodes;
+  for (size_t k = 0; k < list->u.tensor_list.size; ++k) {
+    pteron_value* o = pteron_graph_list_item(g, list, k);
+    const int64_t sk = sizes->u.int_list.data[k];
+    if (!activation(g, o) || sk < 0) return false;
+    const Dims od = dims_of(tensor_of(o));
+    if (od.n != xd.n || od.h != xd.h || od.w != xd.w || od.c != sk || offset + sk > xd.c)
+      return false;
+    Node nd;
+    nd.kind = Kind::Gather;
+    nd.in = {x};
+    nd.out = o;
+    // Shuffled channel s = i * groups + gi holds x's channel gi * per + i.
+    for (int64_t c = 0; c < sk; ++c) {
+      const int64_t sh = offset + c;
+      nd.gather.push_back((sh % groups) * per + sh / groups);
+    }
+    nodes.push_back(std::move(nd));
+    offset += sk;
+  }
+  if (offset != xd.c) return false;
+  for (Node& nd : nodes) out->push_back(std::move(nd));
+  dead->push_back(t);
+  dead->push_back(u);
+  *consumed = 3;
+  return true;
+}
+
 // One instruction as a node; false when it cannot be part of a region.
 bool read_node(const pteron_graph* g, size_t i, Node* nd, std::vector<pteron_value*>* dead) {
   const char* ov = nullptr;
@@ -543,6 +660,9 @@ void destroy_region(void* p) { delete static_cast<Region*>(p); }
 
 bool same_nchw(const pteron_tensor* t, const Dims& d) {
   if (t->dtype != PTERON_DTYPE_FLOAT32 || !t->data) return false;
+  if (t->dim == 5)  // a channel shuffle's [N, C/g, g, H, W]: NCHW bytes
+    return t->sizes[0] == d.n && t->sizes[1] * t->sizes[2] == d.c && t->sizes[3] == d.h &&
+           t->sizes[4] == d.w;
   if (t->dim == 2) return t->sizes[0] == d.n && t->sizes[1] == d.c && d.h == 1 && d.w == 1;
   return t->dim == 4 && t->sizes[0] == d.n && t->sizes[1] == d.c && t->sizes[2] == d.h &&
          t->sizes[3] == d.w;
@@ -568,6 +688,22 @@ void cat_pixels(void* user, int64_t b, int64_t e) {
   }
 }
 
+struct GatherJob {
+  const float* in;
+  float* out;
+  int64_t ic, oc;
+  const int64_t* from;
+};
+
+void gather_pixels(void* user, int64_t b, int64_t e) {
+  const GatherJob& j = *static_cast<const GatherJob*>(user);
+  for (int64_t p = b; p < e; ++p) {
+    const float* src = j.in + p * j.ic;
+    float* dst = j.out + p * j.oc;
+    for (int64_t c = 0; c < j.oc; ++c) dst[c] = src[j.from[c]];
+  }
+}
+
 // A node's name in the profile (one event per node while the method is profiled).
 const char* kind_name(Kind k) {
   switch (k) {
@@ -583,6 +719,7 @@ const char* kind_name(Kind k) {
     case Kind::MaxPool: return "nhwc max pooling";
     case Kind::AvgPool: return "nhwc average pooling";
     case Kind::Cat: return "nhwc concatenation";
+    case Kind::Gather: return "nhwc channel shuffle";
     case Kind::Scalar: return "nhwc scalar";
     case Kind::ScalarOp: return "nhwc scalar operator";
     case Kind::Mean: return "nhwc global average pooling";
@@ -681,6 +818,11 @@ int32_t run_region(pteron_kernel_context* ctx, void* state) {
       case Kind::Mean:
         cpu::global_avg_pool2d(x.n, x.h * x.w, x.c, in, out, -kInf, kInf, r.partial.data());
         break;
+      case Kind::Gather: {
+        GatherJob job{in, out, x.c, y.c, nd.gather.data()};
+        pteron_parallel_for(0, y.n * y.h * y.w, cpu::grain_for(y.c), &gather_pixels, &job);
+        break;
+      }
       case Kind::ScalarOp: {
         const int64_t os[4] = {y.n, y.h, y.w, y.c}, one[1] = {1};
         cpu::binary_broadcast(nd.scalar_op, in, os, 4, &nd.scalar, one, 1, out, os, 4, nd.lo,
@@ -931,6 +1073,8 @@ struct Builder {
       Slot s;
       s.v = v;
       s.dims = dims_of(v->u.tensor);
+      for (const Node& nd : r->nodes)
+        if (nd.out == v && nd.out_view) s.dims = nd.out_dims;
       r->slots.push_back(s);
       life.push_back({def, def, size_t(s.dims.numel())});
       r->slot_of[v] = r->slots.size() - 1;
@@ -1047,6 +1191,11 @@ int32_t nhwc_pass(pteron_graph* g) {
     const char* ov = nullptr;
     const char* name = i < n ? pteron_graph_operator(g, i, &ov) : nullptr;
     bool taken = false;
+    size_t consumed = 0;
+    if (i < n && name && !nodes.empty() && read_shuffle(g, i, nodes, &nodes, &dead, &consumed)) {
+      i += consumed - 1;  // the instructions are in the run
+      continue;
+    }
     if (i < n && name) {
       Node nd;
       const size_t before = dead.size();
@@ -1060,13 +1209,22 @@ int32_t nhwc_pass(pteron_graph* g) {
           }
       }
       // An input that is not a value the run wrote, on storage the run wrote before (a view
-      // the memory plan made of a value the region would not write): not in this run.
+      // the memory plan made of a value the region would not write): not in this run, unless
+      // it is the [N, C, H, W] view of a channel shuffle's output (read as that output).
       for (size_t k = 0; ok && k < nd.in.size(); ++k) {
         bool produced = false;
         for (const Node& p : nodes) produced = produced || p.out == nd.in[k];
         if (!produced)
           for (const Node& p : nodes)
-            if (p.out->u.tensor->data == nd.in[k]->u.tensor->data) ok = false;
+            if (p.out_view && same_storage(tensor_of(p.out), tensor_of(nd.in[k])) &&
+                dims_of(tensor_of(nd.in[k])) == p.out_dims) {
+              nd.in[k] = p.out;
+              produced = true;
+            }
+        if (!produced)
+          for (const Node& p : nodes)
+            if (p.kind != Kind::Scalar && p.out->u.tensor->data == nd.in[k]->u.tensor->data)
+              ok = false;
       }
       if (ok) {
         if (nodes.empty()) first = i;
