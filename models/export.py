@@ -48,7 +48,7 @@ SUPPORTED_OPS = {
     "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::addmm", "aten::mm",
     "aten::bmm", "aten::permute_copy", "aten::view_copy", "aten::expand_copy",
     "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::select_copy",
-    "aten::slice_copy", "aten::cat", "aten::clone",
+    "aten::slice_copy", "aten::split_with_sizes_copy", "aten::cat", "aten::clone",
     "dim_order_ops::_to_dim_order_copy", "dim_order_ops::_clone_dim_order",
     "aten::relu", "aten::clamp", "aten::hardtanh", "aten::sigmoid", "aten::tanh",
     "aten::gelu", "aten::hardswish", "aten::_softmax", "aten::_log_softmax",
@@ -114,6 +114,44 @@ class DWSep(nn.Module):
 
     def forward(self, x):
         return x + self.act(self.bn(self.pw(self.dw(x))))
+
+
+class CNNBlocks(nn.Module):
+    """The CNN blocks kernels_optimized's graph passes rewrite (tests/test_graph_opt.py): a
+    strided stem (conv, batch norm, ReLU, max pool in ceil mode), a residual block (add, then
+    ReLU), a grouped conv with a ShuffleNet channel shuffle and split, a squeeze-and-excitation
+    gate (mean, SiLU, sigmoid, multiply), a DenseNet concatenation with a pre-activation batch
+    norm and an average pool, a hardtanh, and a Linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False)
+        self.bn0 = nn.BatchNorm2d(16)
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.c1 = nn.Conv2d(16, 16, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.c2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.grouped = nn.Conv2d(16, 16, 1, groups=2)
+        self.se1 = nn.Conv2d(8, 4, 1)
+        self.se2 = nn.Conv2d(4, 8, 1)
+        self.pre = nn.BatchNorm2d(8)
+        self.dense = nn.Conv2d(8, 8, 3, padding=1)
+        self.avg = nn.AvgPool2d(2)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn0(self.stem(x))))
+        x = torch.relu(self.bn2(self.c2(torch.relu(self.bn1(self.c1(x))))) + x)
+        x = self.grouped(x)
+        n, c, h, w = x.shape
+        x = x.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+        a, b = x.split(c // 2, dim=1)
+        gate = torch.sigmoid(self.se2(nn.functional.silu(self.se1(b.mean((2, 3), keepdim=True)))))
+        b = b * gate
+        x = torch.cat([a, self.dense(torch.relu(self.pre(b)))], dim=1)
+        x = nn.functional.hardtanh(self.avg(x), -1.0, 1.0)
+        return self.head(x.mean((2, 3)))
 
 
 class Encoder(nn.Module):
@@ -749,6 +787,20 @@ def build_fixtures() -> List[Fixture]:
                                     torch.ops.aten.zeros_like.default],
                       upstream_runs=False))
     fx.extend(_prim_fixtures())
+    # cnn_blocks (appended last: the fixtures above are referred to by index)
+    def make_blocks():
+        m = CNNBlocks()
+        for bn in (m.bn0, m.bn1, m.bn2, m.pre):
+            _randomize_bn(bn)
+        return m
+    blocks = _seeded(31, make_blocks)
+    torch.manual_seed(131)
+    fx.append(Fixture("cnn_blocks", {"forward": MethodSpec(blocks, (torch.randn(2, 3, 30, 30),))},
+                      "The blocks kernels_optimized's graph passes rewrite into NHWC regions: "
+                      "stem with max pool in ceil mode, residual add + ReLU, grouped conv, "
+                      "channel shuffle and split, squeeze-and-excitation (SiLU, sigmoid gate), "
+                      "pre-activation batch norm, concatenation, average pool, hardtanh, "
+                      "Linear head."))
     return fx
 
 

@@ -165,3 +165,24 @@ def test_a_wrong_input_fails_the_same_way_with_and_without_graph_passes(pteron_r
         assert r.returncode != 0
         errs.append(r.stderr)
     assert errs[0] == errs[1] and "input 0" in errs[0]
+
+
+def test_cnn_blocks_fixture_is_one_region_with_every_rewrite():
+    """models/export.py's cnn_blocks holds each block the NHWC pass knows: all of it but the
+    Linear head (its own linear pass) runs as one region, and every node kind shows in the
+    profile; the outputs are eager PyTorch's within the fixture's tolerance."""
+    inputs = [FIXTURES / "cnn_blocks.forward.input_0.npy"]
+    on = profile_child(FIXTURES / "cnn_blocks.pte", inputs, "1")
+    kernels = [n for n in on["names"] if n.startswith("native_call_")]
+    assert kernels == ["native_call_pteron_nhwc_region", "native_call_pteron_linear"], kernels
+    for kind in ("nhwc convolution", "nhwc max pooling", "nhwc channel shuffle",
+                 "nhwc global average pooling", "nhwc multiply", "nhwc depthwise convolution",
+                 "nhwc concatenation", "nhwc average pooling"):
+        assert kind in on["nodes"], (kind, on["nodes"])
+    # Folded and fused: no batch norm, ReLU or add of its own, one clamp (the hardtanh after
+    # the average pool), sigmoid and SiLU inside the SE convolutions.
+    assert "nhwc batch norm" not in on["nodes"] and "nhwc add" not in on["nodes"]
+    assert on["nodes"].count("nhwc clamp") == 1 and "nhwc activation" not in on["nodes"]
+    expected = np.load(FIXTURES / "cnn_blocks.forward.expected_0.npy")
+    np.testing.assert_allclose(np.array(on["out"][0], dtype=np.float32), expected,
+                               rtol=1e-4, atol=1e-5)
