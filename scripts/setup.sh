@@ -4,7 +4,7 @@
 #  - Debian packages: a C++ compiler, pkgconf, flatbuffers (headers + flatc), Eigen,
 #    pthreadpool, XNNPACK (the XNNPACK delegate), MinGW-w64 and Wine;
 #  - a Python virtual environment in .venv with numpy, pytest, pytest-xdist (the suite
-#    runs in two workers, scripts/test.sh), cmake, ninja, conan,
+#    runs in three workers, scripts/test.sh), cmake, ninja, conan,
 #    pefile, pyelftools, wheel and
 #    nanobind and scikit-build-core (the Python module's extension,
 #    python/CMakeLists.txt; the wheel, pyproject.toml), tokenizers (pteron.llm's tests

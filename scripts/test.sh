@@ -73,11 +73,11 @@ for pkg in "$PTERON_LINUX_PACKAGE" "$PTERON_MINGW_PACKAGE" "$PTERON_MSVC_PACKAGE
 done
 
 tests_start=$(date +%s)
-# Two workers (pytest-xdist), each taking whole files (--dist loadfile: a file's fixtures are
-# made once): most tests wait on a child process (Wine, a compiler, a consumer's build), so the
-# 2-core CI machine ran the suite in 613 s instead of 1089 s. PTERON_TEST_WORKERS=0 runs it in
-# one process.
-python -m pytest tests -q -n "${PTERON_TEST_WORKERS:-2}" --dist loadfile "$@"
+# Three workers (pytest-xdist), each taking whole files (--dist loadfile: a file's fixtures
+# are made once): most tests wait on a child process (Wine, a compiler, a consumer's build), so
+# even on the 2-core CI machine one process left the cores idle half the time (1089 s; two
+# workers: 613 s). PTERON_TEST_WORKERS=0 runs it in one process.
+python -m pytest tests -q -n "${PTERON_TEST_WORKERS:-3}" --dist loadfile "$@"
 echo "==> pytest took $(( $(date +%s) - tests_start )) s"
 if [ "$slow" = 1 ]; then
   bash "$REPO/scripts/slow.sh"
