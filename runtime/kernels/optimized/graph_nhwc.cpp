@@ -112,6 +112,10 @@ struct Node {
   Dims out_dims;
   // ExpandDepthwise: the 1x1 convolution whose output only this node reads.
   std::shared_ptr<Node> expand;
+  // Conv (1x1, direct): a per-channel map of its input (a pre-activation batch norm and its
+  // clamp, DenseNet's), applied to the GEMM's rows (pteron_cpu::GemmPre).
+  std::vector<float> pre_scale, pre_shift;
+  float pre_lo = -kInf, pre_hi = kInf;
   // Execution.
   cpu::ConvNhwc conv;
 };
@@ -766,8 +770,16 @@ int32_t run_region(pteron_kernel_context* ctx, void* state) {
           act.ldr = y.c;
           act.res_lo = nd.res_lo, act.res_hi = nd.res_hi;
         }
-        if (!nd.conv.run(in, x.n, x.h, x.w, y.h, y.w, out, y.c, nd.lo, nd.hi, act))
+        if (!nd.pre_scale.empty()) {
+          cpu::GemmPre pre;
+          pre.scale = nd.pre_scale.data(), pre.shift = nd.pre_shift.data();
+          pre.lo = nd.pre_lo, pre.hi = nd.pre_hi;
+          if (!cpu::gemm_packed_pre(x.n * x.h * x.w, in, x.c, pre, nd.conv.weights(0), out, y.c,
+                                    nd.lo, nd.hi, act))
+            return PTERON_ERROR_OUT_OF_MEMORY;
+        } else if (!nd.conv.run(in, x.n, x.h, x.w, y.h, y.w, out, y.c, nd.lo, nd.hi, act)) {
           return PTERON_ERROR_OUT_OF_MEMORY;
+        }
         break;
       }
       case Kind::Depthwise: {
@@ -1034,6 +1046,26 @@ struct Builder {
           break;
         }
       }
+    }
+    // A per-channel map (a batch norm no convolution absorbed) and its clamp, read only by a
+    // 1x1 convolution: applied to the convolution's rows as they are read (DenseNet's
+    // pre-activation; the XNNPACK delegate's fuse_channel_affine).
+    for (Node& c : nodes) {
+      const cpu::ConvNhwcShape& k = c.cs;
+      if (!c.alive || c.kind != Kind::Conv || k.kh != 1 || k.kw != 1 || k.sh != 1 || k.sw != 1 ||
+          k.pt != 0 || k.pl != 0 || k.groups != 1)
+        continue;
+      const int64_t pi = producer(c.in[0]);
+      if (pi < 0) continue;
+      Node& d = nodes[size_t(pi)];
+      if (d.kind != Kind::Depthwise || d.cs.kh != 1 || d.cs.kw != 1 || d.cs.sh != 1 ||
+          d.cs.sw != 1 || d.act || !private_once(c.in[0]))
+        continue;
+      c.pre_scale = d.filter;
+      c.pre_shift = d.bias;
+      c.pre_lo = d.lo, c.pre_hi = d.hi;
+      c.in = d.in;
+      d.alive = false;
     }
     // A 1x1 expansion that only a depthwise convolution reads (MobileNetV2's and
     // EfficientNet's blocks): computed row by row inside it, never stored whole.
