@@ -154,6 +154,22 @@ class CNNBlocks(nn.Module):
         return self.head(x.mean((2, 3)))
 
 
+class CNNEdges(nn.Module):
+    """Windows past what the NHWC row drivers take (65 rows: the graph passes leave those
+    instructions to their kernels) and a max pool window of padding only (-inf, ATen's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = nn.Conv2d(2, 2, 1)
+        self.dw = nn.Conv2d(2, 2, (65, 1), padding=(32, 0), groups=2)
+
+    def forward(self, x):
+        y = self.c(x)
+        return (nn.functional.max_pool2d(y, (65, 1)), nn.functional.avg_pool2d(y, (65, 1)),
+                self.dw(y),
+                nn.functional.max_pool2d(y[:, :, :1], 2, stride=1, padding=1, dilation=2))
+
+
 class Encoder(nn.Module):
     """One pre-norm encoder block with hand-written multi-head attention."""
 
@@ -801,6 +817,14 @@ def build_fixtures() -> List[Fixture]:
                       "channel shuffle and split, squeeze-and-excitation (SiLU, sigmoid gate), "
                       "pre-activation batch norm, concatenation, average pool, hardtanh, "
                       "Linear head."))
+    edges = _seeded(32, CNNEdges)
+    torch.manual_seed(132)
+    fx.append(Fixture("cnn_edges", {"forward": MethodSpec(edges, (torch.randn(1, 2, 66, 3),))},
+                      "Max and average pools and a depthwise convolution 65 rows tall (past the "
+                      "NHWC row drivers' 64: the graph passes keep their kernels), and a max "
+                      "pool window of padding only (-inf).",
+                      upstream_differs="upstream's max_pool2d gives 0 for a window of padding "
+                                       "only, eager PyTorch -inf"))
     return fx
 
 

@@ -234,7 +234,8 @@ void max_pool_plane(const PoolPlane& p) {
     for (int64_t ob = 0; ob < p.Wo; ob += kPoolBlock) {
       const int64_t oe = p.Wo - ob < kPoolBlock ? p.Wo : ob + kPoolBlock;
       const int64_t cnt = oe - ob;
-      for (int64_t j = 0; j < cnt; ++j) bi[j] = -1;
+      // A window of padding only keeps -inf (ATen's start value).
+      for (int64_t j = 0; j < cnt; ++j) bi[j] = -1, best[j] = -std::numeric_limits<float>::infinity();
       for (int64_t kh = 0; kh < p.kh; ++kh) {
         const int64_t h = oh * p.sh - p.ph + kh * p.dh;
         if (h < 0 || h >= p.H) continue;
@@ -268,8 +269,15 @@ void max_pool_plane(const PoolPlane& p) {
       float* orow = p.out + oh * p.os_h;
       int64_t* irow = p.idx + oh * p.xs_h;
       for (int64_t j = 0; j < cnt; ++j) {
+        int64_t index = bi[j];
+        if (index < 0) {  // padding only: ATen's index, the window's first in-range tap
+          int64_t h0 = oh * p.sh - p.ph, w0 = (ob + j) * p.sw - p.pw;
+          while (h0 < 0) h0 += p.dh;
+          while (w0 < 0) w0 += p.dw;
+          index = h0 * p.W + w0;
+        }
         orow[(ob + j) * p.os_w] = best[j];
-        irow[(ob + j) * p.xs_w] = bi[j];
+        irow[(ob + j) * p.xs_w] = index;
       }
     }
   }

@@ -29,7 +29,6 @@ constexpr int64_t kGrainWork = 32768;
 // here, each thread reading what it wrote. Serial, a 28 x 28 x 32 Add at 2 threads took
 // 11 us against 5.5 at 1 (half of its inputs in the other core's cache).
 constexpr int64_t kGrainElementwise = 8192;
-constexpr int64_t kMaxDwRows = 64;        // window rows of a depthwise convolution
 
 const NhwcOps* table_for(int level) {
 #if defined(PTERON_CPU_HAVE_X86_ISAS)
@@ -129,9 +128,9 @@ void dw_output_row(const DwConv2d& p, const float* const* rows, float* orow) {
 void depthwise_conv2d(const DwConv2d& p, const float* in, float* out, const float* zeros) {
   const int64_t oc = p.ic * p.m;
   const int64_t rows_total = p.n * p.oh;
-  if (p.kh > kMaxDwRows) return;
+  if (p.kh > kMaxWindowRows) return;
   auto body = [&](int64_t b, int64_t e) {
-    const float* rows[kMaxDwRows];
+    const float* rows[kMaxWindowRows];
     for (int64_t r = b; r < e; ++r) {
       const int64_t img = r / p.oh, oy = r % p.oh;
       const float* base = in + img * p.ih * p.iw * p.ic;
@@ -159,7 +158,7 @@ thread_local std::vector<float> t_expand_ring;
 struct ExpandRing {
   uint64_t call = 0;      // ExpandJob::call the ring was filled for (0: none)
   int64_t next_row = -1;  // the output row after the last one this thread computed
-  int64_t held[kMaxDwRows];  // slot s holds input row held[s], image-major (-1: nothing)
+  int64_t held[kMaxWindowRows];  // slot s holds input row held[s], image-major (-1: nothing)
 };
 thread_local ExpandRing t_expand_held;
 std::atomic<uint64_t> g_expand_calls{0};
@@ -229,7 +228,7 @@ void expand_rows(void* user, int64_t b, int64_t e) {
   st.next_row = e;
   float* ring = t_expand_ring.data();
   float* scratch = ring + d.kh * row;
-  const float* rows[kMaxDwRows];
+  const float* rows[kMaxWindowRows];
   for (int64_t r = b; r < e; ++r) {
     const int64_t img = r / d.oh, oy = r % d.oh;
     for (int64_t ky = 0; ky < d.kh; ++ky) {
@@ -255,7 +254,7 @@ void expand_rows(void* user, int64_t b, int64_t e) {
 bool expand_depthwise_conv2d(const ExpandDepthwise& p, const float* x, float* out,
                              const float* zeros) {
   const DwConv2d& d = p.dw;
-  if (!p.w || p.w->n() != d.ic || d.m != 1 || d.dh != 1 || d.kh < 1 || d.kh > kMaxDwRows)
+  if (!p.w || p.w->n() != d.ic || d.m != 1 || d.dh != 1 || d.kh < 1 || d.kh > kMaxWindowRows)
     return true;  // not this function's case (the caller checked it): nothing to do
   ExpandJob j;
   j.p = &p, j.x = x, j.out = out, j.zeros = zeros;
@@ -278,11 +277,11 @@ namespace {
 void pool2d(const Pool2d& p, const float* in, float* out, bool max) {
   const NhwcOps& k = nhwc_ops();
   auto body = [&](int64_t b, int64_t e) {
-    const float* rows[64];
+    const float* rows[kMaxWindowRows];
     for (int64_t r = b; r < e; ++r) {
       const int64_t img = r / p.oh, oy = r % p.oh;
       const float* base = in + img * p.ih * p.iw * p.c;
-      const int64_t kh = p.kh < 64 ? p.kh : 64;
+      const int64_t kh = p.kh < kMaxWindowRows ? p.kh : kMaxWindowRows;
       for (int64_t ky = 0; ky < kh; ++ky) {
         const int64_t iy = oy * p.sh - p.pt + ky * p.dh;
         rows[ky] = (iy >= 0 && iy < p.ih) ? base + iy * p.iw * p.c : nullptr;

@@ -216,6 +216,7 @@ bool read_conv(const pteron_graph* g, size_t i, Node* nd) {
   if (bd) std::copy(bd, bd + cout, nd->bias.begin());
   nd->filter.resize(size_t(cout * cin_g * kh * kw));
   const bool depthwise = groups > 1 && cin_g == 1 && cout == groups;
+  if (depthwise && kh > cpu::kMaxWindowRows) return false;  // the row driver's limit
   if (depthwise) {  // [kh][kw][c]
     nd->kind = Kind::Depthwise;
     for (int64_t c = 0; c < cout; ++c)
@@ -254,6 +255,11 @@ bool read_bn(const pteron_graph* g, size_t i, Node* nd, std::vector<pteron_value
     const double s = (gamma ? double(gamma[k]) : 1.0) / std::sqrt(double(var[k]) + eps);
     nd->scale[size_t(k)] = s;
     nd->shift[size_t(k)] = (beta ? double(beta[k]) : 0.0) - double(mean[k]) * s;
+    // A variance of 0 with eps 0 (or a NaN statistic): no finite map; the kernel's own
+    // arithmetic makes its infinities and NaNs.
+    if (!std::isfinite(nd->scale[size_t(k)]) || !std::isfinite(nd->shift[size_t(k)]) ||
+        !std::isfinite(float(s)))
+      return false;
   }
   dead->push_back(a[8]);
   dead->push_back(a[9]);
@@ -275,7 +281,9 @@ bool read_pool(const pteron_graph* g, size_t i, Node* nd, std::vector<pteron_val
   if (!int_pair(g, a[3], pad) || !int_pair(g, a[4], dil) || a[5]->tag != PTERON_VALUE_BOOL)
     return false;
   const Dims x = dims_of(tensor_of(a[0])), y = dims_of(tensor_of(a[6]));
-  if (x.n != y.n || x.c != y.c || pad[0] * 2 > k[0] || pad[1] * 2 > k[1]) return false;
+  if (x.n != y.n || x.c != y.c || pad[0] * 2 > k[0] || pad[1] * 2 > k[1] ||
+      k[0] > cpu::kMaxWindowRows)
+    return false;
   nd->kind = Kind::MaxPool;
   nd->in = {a[0]};
   nd->out = a[6];
@@ -313,7 +321,9 @@ bool read_avg_pool(const pteron_graph* g, size_t i, Node* nd) {
   }
   if (!int_pair(g, a[3], pad) || pad[0] != 0 || pad[1] != 0) return false;
   const Dims x = dims_of(tensor_of(a[0])), y = dims_of(tensor_of(a[7]));
-  if (x.n != y.n || x.c != y.c || k[0] < 1 || k[1] < 1 || st[0] < 1 || st[1] < 1) return false;
+  if (x.n != y.n || x.c != y.c || k[0] < 1 || k[1] < 1 || st[0] < 1 || st[1] < 1 ||
+      k[0] > cpu::kMaxWindowRows)
+    return false;
   if (x.h < k[0] || x.w < k[1] || y.h != (x.h - k[0]) / st[0] + 1 ||
       y.w != (x.w - k[1]) / st[1] + 1)
     return false;  // (ceil mode with a partial window: the kernel's)

@@ -30,7 +30,7 @@ namespace cpu = ::pteron_cpu;
 
 constexpr uint32_t kFlagKeepDims = 0x40;     // XNN_FLAG_KEEP_DIMS (pooling)
 constexpr uint32_t kFlagAlignCorners = 0x8;  // XNN_FLAG_ALIGN_CORNERS (resize)
-constexpr uint32_t kMaxWindowRows = 64;      // window rows the row kernels take
+constexpr uint32_t kMaxWindowRows = uint32_t(cpu::kMaxWindowRows);  // the row drivers' limit
 
 std::string node_str(const Node& n) {
   return "node " + std::to_string(n.index) + " (" + op_name(n.op) + ")";

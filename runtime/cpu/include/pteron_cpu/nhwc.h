@@ -159,6 +159,11 @@ const NhwcOps& nhwc_ops();
 // of every node here, and of the int8 depthwise convolution (qgemm.cpp).
 int64_t grain_for(int64_t work_per_item);
 
+// The most window rows the row drivers below take (depthwise_conv2d, expand_depthwise_conv2d,
+// max_pool2d, avg_pool2d): a caller checks it first (a taller window computes nothing, or only
+// its first rows).
+constexpr int64_t kMaxWindowRows = 64;
+
 // Depthwise convolution, NHWC, XNNPACK's DepthwiseConv2d: input [n, ih, iw, ic], output
 // [n, oh, ow, ic * m] where output channel o reads input channel o / m; filter w
 // [kh][kw][ic * m] (XNNPACK's 1HWO); bias [ic * m] (never null); padding top pt / left pl (the
