@@ -4,6 +4,7 @@ types.h, never the kernel ABI; the one key builder gives "dtype=<n>" for each
 dtype the format defines, and kernels_optimized registers with exactly that key."""
 import ctypes
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -68,19 +69,30 @@ def test_kernel_key_is_dtype_and_its_number_for_every_defined_dtype():
         assert key(undefined) is None, undefined
 
 
-def test_optimized_kernels_register_with_the_runtimes_float32_key(runtime):
-    import capi
+def test_optimized_kernels_register_with_the_runtimes_float32_key():
+    # In a child process: a kernel library cannot be unloaded, and kernels_optimized in the
+    # pytest process would change what later tests' portable-only runtimes run (its kernels
+    # win, its graph passes rewrite).
+    import json
+    import sys
 
-    rt = capi.Runtime(build_dir(), kernel_libs=("kernels_portable", "kernels_optimized"))
+    child = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import capi; "
+        "rt = capi.Runtime(sys.argv[2], kernel_libs=('kernels_portable', 'kernels_optimized')); "
+        "print(json.dumps([[k['library'], k['key'], k['name']] for k in rt.kernels()]))")
+    r = subprocess.run([sys.executable, "-c", child, str(Path(__file__).resolve().parent),
+                        str(build_dir())], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    kernels = json.loads(r.stdout)
     float32_key = _key_fn()(6).decode()
     bool_key = _key_fn()(11).decode()
-    optimized = [k for k in rt.kernels() if k["library"] == "kernels_optimized"]
+    optimized = [(key, name) for lib, key, name in kernels if lib == "kernels_optimized"]
     assert optimized, "kernels_optimized registered nothing"
     # float32 kernels, and the two whose first tensor is a bool mask (where's
     # condition, logical_not's input: runtime/kernels/optimized/select.cpp).
     by_key = {}
-    for k in optimized:
-        by_key.setdefault(k["key"], set()).add(k["name"])
+    for key, name in optimized:
+        by_key.setdefault(key, set()).add(name)
     assert set(by_key) == {float32_key, bool_key}, by_key
     assert {n.split(".")[0] for n in by_key[bool_key]} == {"aten::where", "aten::logical_not"}, \
         by_key[bool_key]
