@@ -20,10 +20,10 @@ struct pteron_graph {
   std::vector<uint32_t> flags;
   // Per value: argument slots that name it, per chain and instruction.
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> readers;
-  // Per value: a kernel call writes it (named twice, as its out argument and its
-  // return value, or a runtime operator's last argument).
-  std::vector<bool> written;
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> writers;  // where, per value
+  // Per value: the kernel calls that write it (it is named twice, as the out
+  // argument and the return value, or is a runtime operator's last argument).
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> writers;
+  bool written(size_t v) const { return !writers[v].empty(); }
   std::string scratch;  // the operator name pteron_graph_operator returns
   std::string overload;
 };
@@ -47,7 +47,6 @@ void describe(pteron_graph* g) {
   pteron_method* m = g->m;
   g->flags.assign(m->values.size(), 0);
   g->readers.assign(m->values.size(), {});
-  g->written.assign(m->values.size(), false);
   g->writers.assign(m->values.size(), {});
   for (size_t i = 0; i < m->values.size(); ++i) {
     const pteron_value& v = m->values[i];
@@ -72,7 +71,6 @@ void describe(pteron_graph* g) {
         for (pteron_value* a : in.args) named.push_back(int32_t(a - m->values.data()));
         if (in.op == Op::Kernel && writes_int(m->op_names[size_t(in.a)]) && !named.empty()) {
           g->flags[size_t(named.back())] |= PTERON_GRAPH_COMPUTED;
-          g->written[size_t(named.back())] = true;
           g->writers[size_t(named.back())].push_back({uint32_t(c), uint32_t(k)});
         }
         if (in.op == Op::Kernel) {  // a list's tensors count as named (a tuple return)
@@ -83,7 +81,6 @@ void describe(pteron_graph* g) {
           std::sort(all.begin(), all.end());
           for (size_t x = 0; x + 1 < all.size(); ++x)
             if (all[x] == all[x + 1] && (x == 0 || all[x - 1] != all[x])) {
-              g->written[size_t(all[x])] = true;
               g->writers[size_t(all[x])].push_back({uint32_t(c), uint32_t(k)});
             }
         }
@@ -223,7 +220,7 @@ size_t pteron_graph_uses_outside(const pteron_graph* g, const pteron_value* v, s
            tensor_numel(*o.u.tensor) > 0 && !(g->flags[u] & PTERON_GRAPH_CONSTANT);
   };
   for (size_t u = 0; u < m->values.size(); ++u) {
-    if (g->written[u] || !same_storage(u)) continue;
+    if (g->written(u) || !same_storage(u)) continue;
     if (g->flags[u] & PTERON_GRAPH_OUTPUT) ++n;
     for (const auto& r : g->readers[u]) {
       // Inside the run, or before it (chains run once, in order, and a rewritable chain has
@@ -240,7 +237,7 @@ size_t pteron_graph_uses_outside(const pteron_graph* g, const pteron_value* v, s
         if (w.first == r.first && w.second < r.second && (!any_v || w.second > last_v))
           last_v = w.second, any_v = true;
       for (size_t o = 0; o < m->values.size(); ++o)
-        if (g->written[o] && same_storage(o))
+        if (g->written(o) && same_storage(o))
           for (const auto& w : g->writers[o])
             if (w.first == r.first && w.second < r.second && (!any_other || w.second > last_other))
               last_other = w.second, any_other = true;

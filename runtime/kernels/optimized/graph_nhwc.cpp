@@ -116,6 +116,9 @@ struct Node {
   // clamp, DenseNet's), applied to the GEMM's rows (pteron_cpu::GemmPre).
   std::vector<float> pre_scale, pre_shift;
   float pre_lo = -kInf, pre_hi = kInf;
+  // The region's slots of in, out and res (Builder::place), so execute looks nothing up.
+  std::vector<size_t> in_slot;
+  size_t out_slot = 0, res_slot = 0;
   // Execution.
   cpu::ConvNhwc conv;
 };
@@ -667,7 +670,6 @@ struct Region {
   std::vector<float> zeros;                 // depthwise padding rows
   std::vector<float> partial;               // global average pooling's parts
   float* at(size_t slot) { return arena.data() + slots[slot].offset; }
-  float* at(const pteron_value* v) { return at(slot_of.at(v)); }
   const Dims& dims(const pteron_value* v) { return slots[slot_of.at(v)].dims; }
 };
 
@@ -694,9 +696,9 @@ struct CatJob {
 void cat_pixels(void* user, int64_t b, int64_t e) {
   const CatJob& j = *static_cast<const CatJob*>(user);
   int64_t off = 0;
-  for (const pteron_value* v : j.nd->in) {
-    const int64_t ci = j.r->dims(v).c;
-    const float* src = j.r->at(v);
+  for (size_t s : j.nd->in_slot) {
+    const int64_t ci = j.r->slots[s].dims.c;
+    const float* src = j.r->at(s);
     for (int64_t p = b; p < e; ++p)
       std::memcpy(j.out + p * j.c + off, src + p * ci, sizeof(float) * size_t(ci));
     off += ci;
@@ -766,17 +768,17 @@ int32_t run_region(pteron_kernel_context* ctx, void* state) {
   }
   for (size_t ni = 0; ni < r.nodes.size(); ++ni) {
     Node& nd = r.nodes[ni];
-    const Dims& x = r.dims(nd.in[0]);
-    const Dims& y = r.dims(nd.out);
-    float* out = r.at(nd.out);
-    const float* in = r.at(nd.in[0]);
+    const Dims& x = r.slots[nd.in_slot[0]].dims;
+    const Dims& y = r.slots[nd.out_slot].dims;
+    float* out = r.at(nd.out_slot);
+    const float* in = r.at(nd.in_slot[0]);
     switch (nd.kind) {
       case Kind::Conv: {
         cpu::GemmAct act;
         act.on = nd.act;
         act.op = nd.act_op;
         if (nd.res) {
-          act.res = r.at(nd.res);
+          act.res = r.at(nd.res_slot);
           act.ldr = y.c;
           act.res_lo = nd.res_lo, act.res_hi = nd.res_hi;
         }
@@ -825,10 +827,10 @@ int32_t run_region(pteron_kernel_context* ctx, void* state) {
       case Kind::Add:
       case Kind::Mul:
       case Kind::MulChannel: {
-        const Dims& b = r.dims(nd.in[1]);
+        const Dims& b = r.slots[nd.in_slot[1]].dims;
         const int64_t os[4] = {y.n, y.h, y.w, y.c}, bs[4] = {b.n, b.h, b.w, b.c};
         cpu::binary_broadcast(nd.kind == Kind::Add ? cpu::NBinary::Add : cpu::NBinary::Mul, in, os,
-                              4, r.at(nd.in[1]), bs, 4, out, os, 4, nd.lo, nd.hi);
+                              4, r.at(nd.in_slot[1]), bs, 4, out, os, 4, nd.lo, nd.hi);
         break;
       }
       case Kind::MaxPool: cpu::max_pool2d(nd.pool, in, out); break;
@@ -1136,6 +1138,9 @@ struct Builder {
       const size_t s = slot_for(nd.out, int64_t(k));
       if (life[s].def != int64_t(k)) return false;  // written twice
       life[s].last = std::max(life[s].last, int64_t(k));
+      nd.out_slot = s;
+      for (pteron_value* v : nd.in) nd.in_slot.push_back(r->slot_of.at(v));
+      if (nd.res) nd.res_slot = r->slot_of.at(nd.res);
     }
     for (size_t s = 0; s < r->slots.size(); ++s)
       if (exported(r->slots[s].v) && life[s].def >= 0) {
